@@ -1,0 +1,123 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// minWait keeps a candidate that was told "expires in 0s" from spinning.
+const minWait = time.Millisecond
+
+// campaign tries to acquire the lease until it succeeds or ctx is done. It
+// returns the lease and the time the successful request was sent, from
+// which the renew deadline counts. It wakes on a watch event where the store
+// can watch, when the holder's grant is due to expire, and otherwise polls
+// every jittered RetryInterval; store errors back off exponentially up to
+// TTL.
+func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
+	c := &e.cfg
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var watch <-chan Record
+	watcher, canWatch := c.Store.(Watcher)
+	failures := 0
+	var known Record // the holder last seen, for EventLeaderChanged
+	for {
+		if err := ctx.Err(); err != nil {
+			return Lease{}, time.Time{}, err
+		}
+		if canWatch && watch == nil && failures == 0 {
+			var err error
+			if watch, err = watcher.Watch(watchCtx, c.Key); err != nil {
+				e.logStoreError("tenure: cannot watch the key; polling instead", err)
+				watch = nil
+			}
+		}
+		start := c.Clock.Now()
+		rctx, cancel := e.requestContext(ctx, time.Time{})
+		lease, err := c.Store.Acquire(rctx, c.Key, c.Identity, c.TTL)
+		cancel()
+		if err == nil {
+			return lease, start, nil
+		}
+		var wait time.Duration
+		var held *HeldError
+		switch {
+		case errors.As(err, &held):
+			failures = 0
+			e.noteHolder(&known, held.Record)
+			wait = e.heldWait(held.Record, watch != nil)
+		case isPermanent(err):
+			return Lease{}, time.Time{}, err
+		case ctx.Err() != nil:
+			return Lease{}, time.Time{}, ctx.Err()
+		default:
+			failures++
+			wait = c.jittered(min(c.RetryInterval<<min(failures-1, 16), c.TTL))
+			e.logStoreError("tenure: acquire failed, retrying", err, "retry_in", wait)
+			e.setError(err)
+		}
+		var ok bool
+		if watch, ok = e.waitForChange(ctx, watch, wait, &known); !ok {
+			return Lease{}, time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// heldWait is how long to wait before retrying a key held by r.
+func (e *Elector) heldWait(r Record, watching bool) time.Duration {
+	wait := r.Remaining
+	if wait <= 0 {
+		wait = e.cfg.RetryInterval
+	}
+	if !watching {
+		wait = min(wait, e.cfg.jittered(e.cfg.RetryInterval))
+	}
+	return max(wait, minWait)
+}
+
+// waitForChange waits for d, a watch delivery that says the key may be free,
+// or ctx. It returns the watch channel to keep using (nil once it closed)
+// and false if ctx is done. A nil watch is never ready, so it just waits.
+func (e *Elector) waitForChange(ctx context.Context, watch <-chan Record, d time.Duration, known *Record) (<-chan Record, bool) {
+	t := e.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return watch, false
+		case <-t.C():
+			return watch, true
+		case r, ok := <-watch:
+			if !ok {
+				// The watch ended (a lost connection): poll until the next
+				// round sets up a new one.
+				watch = nil
+				t.Reset(min(d, e.cfg.jittered(e.cfg.RetryInterval)))
+				continue
+			}
+			e.noteHolder(known, r)
+			if !r.Held() || r.Holder == e.cfg.Identity {
+				return watch, true
+			}
+			// Held by someone, perhaps a new holder: wait for its expiry.
+			t.Reset(e.heldWait(r, true))
+		}
+	}
+}
+
+// noteHolder records the holder seen and reports a change as an event.
+func (e *Elector) noteHolder(known *Record, r Record) {
+	if r.Holder == known.Holder && r.Term == known.Term {
+		return
+	}
+	changed := r.Holder != known.Holder
+	*known = r
+	e.mu.Lock()
+	e.status.Holder, e.status.HolderTerm = r.Holder, r.Term
+	e.mu.Unlock()
+	if changed {
+		e.emit(Event{Kind: EventLeaderChanged, Leader: r.Holder, Term: r.Term})
+	}
+}

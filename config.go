@@ -1,0 +1,165 @@
+package tenure
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// DefaultTTL is the lease TTL of a [Config] that sets none.
+const DefaultTTL = 15 * time.Second
+
+// DefaultJitter is the jitter factor of a [Config] that sets none.
+const DefaultJitter = 1.2
+
+// Config configures an [Elector]. Zero fields take defaults derived from TTL
+// (see [Config.WithDefaults]); [Config.Validate] checks the result.
+//
+// Timing, for a leader whose last successful renewal started at s:
+//
+//	s                    s+RenewInterval         s+RenewDeadline   s+TTL
+//	|--------------------|-----retries-----...---|-----margin------|
+//	renew sent           next renew sent         task cancelled    store may regrant
+//
+// The leader context is cancelled at s+RenewDeadline at the latest, measured
+// on the elector's monotonic clock from the moment the renewal was sent, so
+// it is cancelled before the store, which counts TTL from when it received
+// the request, can grant the key to anyone else. TTL−RenewDeadline is the
+// safety margin: it absorbs clock-rate differences between the elector and
+// the store and the time the task needs to notice cancellation.
+type Config struct {
+	// Store holds the lease. Required.
+	Store Store
+	// Key names the lease; candidates for the same job use the same key.
+	// Required.
+	Key string
+	// Identity names this candidate; unique among candidates. Required.
+	Identity string
+
+	// TTL is the lease duration. Default [DefaultTTL].
+	TTL time.Duration
+	// RenewDeadline is how long after the start of the last successful
+	// renewal (or of the acquisition) the leader context is cancelled unless
+	// another renewal succeeded. Default 2/3 of TTL.
+	RenewDeadline time.Duration
+	// RenewInterval is the time between the start of one successful renewal
+	// and the next. Default TTL/3.
+	RenewInterval time.Duration
+	// RetryInterval is the base delay before retrying a failed renewal or a
+	// failed acquisition, and the polling period of a candidate whose store
+	// cannot watch. Failed acquisitions back off exponentially from it up to
+	// TTL. Default TTL/15.
+	RetryInterval time.Duration
+	// Jitter ≥ 1 multiplies every interval above by a random factor in
+	// [1, Jitter), so candidates do not move in lockstep. Default
+	// [DefaultJitter].
+	Jitter float64
+	// RequestTimeout bounds every store request. A renewal is also bounded
+	// by the time left before the renew deadline, so no request outlives the
+	// leadership it is trying to extend. Default TTL/5.
+	RequestTimeout time.Duration
+
+	// StallTimeout, if positive, makes the leader task report progress with
+	// [Progress] at least this often; a task that stops doing so is
+	// considered stalled and leadership is given up with cause [ErrStalled].
+	// Default 0: no stall detection.
+	StallTimeout time.Duration
+	// StopTimeout is how long the task may take to return after its context
+	// was cancelled before the elector reports it as overrunning (a warning
+	// log, an [EventTaskOverrun] event, and a failing health check). The
+	// elector keeps waiting: it never campaigns while a task still runs.
+	// Default TTL−RenewDeadline, the safety margin.
+	StopTimeout time.Duration
+
+	// Clock is the time source. Default [SystemClock].
+	Clock Clock
+	// Logger receives structured logs. Default [slog.Default].
+	Logger *slog.Logger
+	// OnEvent, if set, is called for every [Event], synchronously from the
+	// elector's goroutine: it must not block.
+	OnEvent func(Event)
+	// Rand, if set, draws the jitter; it is used from one goroutine at a
+	// time. Deterministic tests set it. Default: a randomly seeded source.
+	Rand *rand.Rand
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = c.TTL * 2 / 3
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.TTL / 3
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = c.TTL / 15
+	}
+	if c.Jitter == 0 {
+		c.Jitter = DefaultJitter
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = c.TTL / 5
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = c.TTL - c.RenewDeadline
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return c
+}
+
+// Validate reports the first inconsistency in c, naming the field and its
+// value. It checks c as given; call it on c.WithDefaults() to check what an
+// elector would use. The rules: Store, Key and Identity set and valid;
+// TTL > RenewDeadline > RenewInterval × Jitter > 0; Jitter ≥ 1;
+// RetryInterval > 0; 0 < RequestTimeout ≤ RenewDeadline; StallTimeout ≥ 0.
+func (c Config) Validate() error {
+	if c.Store == nil {
+		return invalidf("Config.Store is nil")
+	}
+	if err := CheckAcquire(c.Key, c.Identity, c.TTL); err != nil {
+		return err
+	}
+	switch {
+	case c.RenewDeadline <= 0:
+		return invalidf("Config.RenewDeadline (%s) must be positive", c.RenewDeadline)
+	case c.RenewDeadline >= c.TTL:
+		return invalidf("Config.RenewDeadline (%s) must be shorter than Config.TTL (%s)", c.RenewDeadline, c.TTL)
+	case c.Jitter < 1:
+		return invalidf("Config.Jitter (%g) must be at least 1", c.Jitter)
+	case c.RenewInterval <= 0:
+		return invalidf("Config.RenewInterval (%s) must be positive", c.RenewInterval)
+	case time.Duration(float64(c.RenewInterval)*c.Jitter) >= c.RenewDeadline:
+		return invalidf("Config.RenewInterval (%s) × Config.Jitter (%g) must be shorter than Config.RenewDeadline (%s)",
+			c.RenewInterval, c.Jitter, c.RenewDeadline)
+	case c.RetryInterval <= 0:
+		return invalidf("Config.RetryInterval (%s) must be positive", c.RetryInterval)
+	case c.RequestTimeout <= 0:
+		return invalidf("Config.RequestTimeout (%s) must be positive", c.RequestTimeout)
+	case c.RequestTimeout > c.RenewDeadline:
+		return invalidf("Config.RequestTimeout (%s) must not exceed Config.RenewDeadline (%s)", c.RequestTimeout, c.RenewDeadline)
+	case c.StallTimeout < 0:
+		return invalidf("Config.StallTimeout (%s) must not be negative", c.StallTimeout)
+	case c.StopTimeout < 0:
+		return invalidf("Config.StopTimeout (%s) must not be negative", c.StopTimeout)
+	}
+	return nil
+}
+
+// jittered returns d multiplied by a random factor in [1, c.Jitter).
+func (c *Config) jittered(d time.Duration) time.Duration {
+	if c.Jitter <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) * (1 + (c.Jitter-1)*c.Rand.Float64()))
+}

@@ -1,0 +1,164 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Task is the work a leader does. It runs with a leader context: one that
+// carries the lease ([LeaseFrom]) and is cancelled when leadership ends or is
+// in doubt, with a cause ([context.Cause]) matching [ErrLost],
+// [ErrRenewDeadline] or [ErrStalled], or the caller's context error. The task
+// must return promptly once its context is done: the elector cannot stop a
+// goroutine, and a task that keeps acting after cancellation acts without the
+// lease. Fence every write to the protected resource with the lease's term.
+type Task func(ctx context.Context) error
+
+// Elector campaigns for one key on behalf of one candidate and runs a [Task]
+// while it leads. Create it with [New]. Its methods are safe for concurrent
+// use, but only one Run or Do may be active at a time.
+type Elector struct {
+	cfg     Config
+	running atomic.Bool
+
+	mu     sync.Mutex
+	status Status
+	st     *leaderState // non-nil while a task runs
+}
+
+// New returns an elector for cfg, with defaults filled in
+// ([Config.WithDefaults]). It returns an error wrapping [ErrInvalid] that
+// names the offending field if the result fails [Config.Validate]. New does
+// not contact the store.
+func New(cfg Config) (*Elector, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Elector{cfg: cfg}
+	e.status.Key, e.status.Identity = cfg.Key, cfg.Identity
+	return e, nil
+}
+
+// Config returns the elector's configuration, defaults filled in.
+func (e *Elector) Config() Config { return e.cfg }
+
+// Run campaigns for the key and runs task each time it is elected, until ctx
+// is done; then it cancels a running task, waits for it to return, releases
+// the lease and returns ctx's error.
+//
+// Each term goes like this: once the store grants the lease, task runs with
+// a leader context while the elector renews in the background. When the
+// task returns (with or without an error; errors are logged), the lease is
+// released so another candidate can take over at once. When renewal fails
+// definitively or cannot succeed before [Config.RenewDeadline], or the task
+// stalls, the leader context is cancelled first and the lease released (if
+// still held) once the task returned. Either way Run waits a jittered
+// [Config.RetryInterval] and campaigns again: it is not one-shot.
+//
+// Run blocks until ctx is done. It returns [ErrRunning] if the elector is
+// already running.
+func (e *Elector) Run(ctx context.Context, task Task) error {
+	if !e.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer e.running.Store(false)
+	for {
+		lease, start, err := e.campaign(ctx)
+		if err != nil {
+			return err
+		}
+		if taskErr, _ := e.lead(ctx, lease, start, task); taskErr != nil && ctx.Err() == nil {
+			e.cfg.Logger.Warn("tenure: leader task failed", "key", e.cfg.Key, "id", e.cfg.Identity,
+				"term", lease.Term, "err", taskErr)
+		}
+		if !sleep(ctx, e.cfg.Clock, e.cfg.jittered(e.cfg.RetryInterval)) {
+			return ctx.Err()
+		}
+	}
+}
+
+// Do campaigns until elected, runs task once as leader, releases the lease and
+// returns: the way to say "the leader runs this once". It returns task's
+// error if the task returned while still leading. If leadership ended first,
+// it returns an error matching the cause ([ErrLost], [ErrRenewDeadline],
+// [ErrStalled] or ctx's error) once the task returned; the task may then
+// have done only part of its work, and the caller decides whether to call Do
+// again.
+//
+// Do blocks until then. It returns ctx's error if ctx is done before the
+// elector is elected, and [ErrRunning] if the elector is already running.
+func (e *Elector) Do(ctx context.Context, task Task) error {
+	if !e.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer e.running.Store(false)
+	lease, start, err := e.campaign(ctx)
+	if err != nil {
+		return err
+	}
+	taskErr, cause := e.lead(ctx, lease, start, task)
+	if cause != nil {
+		return fmt.Errorf("tenure: leadership of %q ended before the task returned: %w", e.cfg.Key, cause)
+	}
+	return taskErr
+}
+
+// emit logs ev and hands it to Config.OnEvent.
+func (e *Elector) emit(ev Event) {
+	ev.Time = e.cfg.Clock.Now()
+	ev.Key, ev.Identity = e.cfg.Key, e.cfg.Identity
+	log := e.cfg.Logger
+	switch ev.Kind {
+	case EventElected:
+		log.Info("tenure: elected", "key", ev.Key, "id", ev.Identity, "term", ev.Term)
+	case EventLost:
+		log.Info("tenure: leadership ended", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "reason", reason(ev.Err))
+	case EventLeaderChanged:
+		log.Debug("tenure: leader changed", "key", ev.Key, "id", ev.Identity, "leader", ev.Leader, "term", ev.Term)
+	case EventRenewFailed:
+		log.Warn("tenure: renewal failed, retrying", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "err", ev.Err)
+	case EventTaskOverrun:
+		log.Error("tenure: leader task still running after its context was cancelled", "key", ev.Key,
+			"id", ev.Identity, "term", ev.Term, "stop_timeout", e.cfg.StopTimeout)
+	}
+	if e.cfg.OnEvent != nil {
+		e.cfg.OnEvent(ev)
+	}
+}
+
+// reason renders a loss cause for logs.
+func reason(err error) string {
+	if err == nil {
+		return "released"
+	}
+	return err.Error()
+}
+
+// logAttrs is a slog helper for store errors during campaigns.
+func (e *Elector) logStoreError(msg string, err error, attrs ...any) {
+	e.cfg.Logger.Log(context.Background(), slog.LevelWarn, msg,
+		append([]any{"key", e.cfg.Key, "id", e.cfg.Identity, "err", err}, attrs...)...)
+}
+
+// isPermanent reports whether a store error will not go away by retrying.
+func isPermanent(err error) bool {
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed)
+}
+
+// requestContext bounds one store request by RequestTimeout and, if not
+// zero, by limit.
+func (e *Elector) requestContext(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
+	d := e.cfg.Clock.Now().Add(e.cfg.RequestTimeout)
+	if !limit.IsZero() && limit.Before(d) {
+		d = limit
+	}
+	return withDeadline(ctx, e.cfg.Clock, d, errRequestTimeout)
+}
+
+var errRequestTimeout = errors.New("tenure: store request timed out")

@@ -1,0 +1,71 @@
+package tenure
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Stores and the elector wrap them with %w, so test for them
+// with [errors.Is]; never compare error strings.
+var (
+	// ErrHeld is returned by [Store.Acquire] when another grant of the key is
+	// live. The returned error is a *[HeldError] carrying the current record.
+	ErrHeld = errors.New("tenure: lease is held by another candidate")
+
+	// ErrLost is returned by [Store.Renew] and [Store.Release] when the lease
+	// passed is no longer the key's current grant: it expired, was released,
+	// or another candidate took the key over. The store changed nothing.
+	// It is also the cause of a leader context cancelled for that reason.
+	ErrLost = errors.New("tenure: lease lost")
+
+	// ErrRenewDeadline is the cause of a leader context cancelled because no
+	// renewal succeeded within [Config.RenewDeadline]: leadership had become
+	// doubtful, so the task was stopped before the store could grant the key
+	// to anyone else.
+	ErrRenewDeadline = errors.New("tenure: lease not renewed before the renew deadline")
+
+	// ErrStalled is the cause of a leader context cancelled because the task
+	// did not call [Progress] within [Config.StallTimeout].
+	ErrStalled = errors.New("tenure: leader task stalled")
+
+	// ErrInvalid is wrapped by every error about a bad argument or
+	// configuration: an empty or over-long key or identity, a TTL ≤ 0, a
+	// config whose durations are inconsistent, a malformed store URL.
+	ErrInvalid = errors.New("tenure: invalid argument")
+
+	// ErrClosed is returned by a store used after Close.
+	ErrClosed = errors.New("tenure: store closed")
+
+	// ErrUnknownScheme is returned by [Open] for a URL whose scheme no store
+	// registered.
+	ErrUnknownScheme = errors.New("tenure: unknown store scheme")
+
+	// ErrRunning is returned by [Elector.Run] and [Elector.Do] when the
+	// elector is already running.
+	ErrRunning = errors.New("tenure: elector already running")
+)
+
+// HeldError is the error [Store.Acquire] returns when the key is held. It
+// matches [ErrHeld] under [errors.Is]; use [errors.As] to read the holder:
+//
+//	var held *tenure.HeldError
+//	if errors.As(err, &held) {
+//		log.Printf("%s leads until at least %s", held.Record.Holder, held.Record.Remaining)
+//	}
+type HeldError struct {
+	// Record is the key's record as the store saw it when it refused.
+	Record Record
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("tenure: key %q is held by %q (term %d, %s left)",
+		e.Record.Key, e.Record.Holder, e.Record.Term, e.Record.Remaining.Round(1e6))
+}
+
+// Is reports whether target is [ErrHeld].
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// invalidf returns an error wrapping ErrInvalid with a formatted message.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}

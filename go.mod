@@ -1,0 +1,3 @@
+module github.com/tenurehq/tenure
+
+go 1.26

@@ -1,0 +1,280 @@
+// Package memory is an in-process [tenure.Store]: leases live in a map and
+// expire on the store's [tenure.Clock]. It coordinates goroutines of one
+// process, and is the store of the elector's tests and deterministic
+// simulations; it passes the conformance suite on every test run.
+//
+// It registers the URL scheme "memory": every Open of memory://NAME in one
+// process returns a handle on the same store named NAME. Terms last as long
+// as the process.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Store is an in-memory lease store. The zero value is not usable; call New.
+// All methods are safe for concurrent use and never block on anything but
+// the store's mutex.
+type Store struct {
+	clock tenure.Clock
+
+	mu       sync.Mutex
+	keys     map[string]*entry
+	watchers map[string]map[chan struct{}]struct{}
+	tokens   uint64
+	closed   bool
+	done     chan struct{}
+}
+
+type entry struct {
+	holder  string
+	term    uint64
+	ttl     time.Duration
+	expires time.Time
+	token   string
+}
+
+var _ tenure.Store = (*Store)(nil)
+var _ tenure.Watcher = (*Store)(nil)
+
+// New returns an empty store whose leases expire on clock (nil means
+// [tenure.SystemClock]).
+func New(clock tenure.Clock) *Store {
+	if clock == nil {
+		clock = tenure.SystemClock
+	}
+	return &Store{
+		clock:    clock,
+		keys:     map[string]*entry{},
+		watchers: map[string]map[chan struct{}]struct{}{},
+		done:     make(chan struct{}),
+	}
+}
+
+// live reports whether e holds a live grant at now.
+func (e *entry) live(now time.Time) bool { return e != nil && e.holder != "" && now.Before(e.expires) }
+
+func (s *Store) recordLocked(key string, now time.Time) tenure.Record {
+	r := tenure.Record{Key: key}
+	e := s.keys[key]
+	if e == nil {
+		return r
+	}
+	r.Term = e.term
+	if e.live(now) {
+		r.Holder, r.TTL, r.Remaining = e.holder, e.ttl, e.expires.Sub(now)
+	}
+	return r
+}
+
+func (s *Store) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed {
+		return tenure.ErrClosed
+	}
+	return nil
+}
+
+// Acquire implements [tenure.Store].
+func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return tenure.Lease{}, err
+	}
+	now := s.clock.Now()
+	e := s.keys[key]
+	if e.live(now) {
+		return tenure.Lease{}, &tenure.HeldError{Record: s.recordLocked(key, now)}
+	}
+	if e == nil {
+		e = &entry{}
+		s.keys[key] = e
+	}
+	s.tokens++
+	e.holder, e.ttl, e.expires = identity, ttl, now.Add(ttl)
+	e.term++
+	e.token = strconv.FormatUint(s.tokens, 10)
+	s.notifyLocked(key)
+	return tenure.Lease{Key: key, Identity: identity, Term: e.term, TTL: ttl, Token: e.token}, nil
+}
+
+// current returns the entry if l is its live grant.
+func (s *Store) current(l tenure.Lease, now time.Time) (*entry, error) {
+	e := s.keys[l.Key]
+	switch {
+	case e == nil || e.token != l.Token || e.term != l.Term || e.holder != l.Identity:
+		return nil, fmt.Errorf("%w: key %q term %d was superseded", tenure.ErrLost, l.Key, l.Term)
+	case !e.live(now):
+		return nil, fmt.Errorf("%w: key %q term %d expired or was released", tenure.ErrLost, l.Key, l.Term)
+	}
+	return e, nil
+}
+
+// Renew implements [tenure.Store].
+func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	e, err := s.current(l, now)
+	if err != nil {
+		return err
+	}
+	e.expires = now.Add(e.ttl)
+	return nil
+}
+
+// Release implements [tenure.Store].
+func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	e, err := s.current(l, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	e.holder, e.token, e.ttl, e.expires = "", "", 0, time.Time{}
+	s.notifyLocked(l.Key)
+	return nil
+}
+
+// Get implements [tenure.Store].
+func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return tenure.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return tenure.Record{}, err
+	}
+	return s.recordLocked(key, s.clock.Now()), nil
+}
+
+// Watch implements [tenure.Watcher]. Besides acquisitions and releases, it
+// reports an expiry when the store's clock passes it.
+func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return nil, err
+	}
+	sig := make(chan struct{}, 1)
+	s.mu.Lock()
+	if err := s.check(ctx); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if s.watchers[key] == nil {
+		s.watchers[key] = map[chan struct{}]struct{}{}
+	}
+	s.watchers[key][sig] = struct{}{}
+	s.mu.Unlock()
+
+	out := make(chan tenure.Record)
+	go func() {
+		defer close(out)
+		defer func() {
+			s.mu.Lock()
+			delete(s.watchers[key], sig)
+			s.mu.Unlock()
+		}()
+		var last tenure.Record
+		first := true
+		for {
+			s.mu.Lock()
+			r := s.recordLocked(key, s.clock.Now())
+			s.mu.Unlock()
+			if first || r.Holder != last.Holder || r.Term != last.Term {
+				select {
+				case out <- r:
+				case <-ctx.Done():
+					return
+				case <-s.done:
+					return
+				}
+				last, first = r, false
+			}
+			var expiry <-chan time.Time
+			var t tenure.Timer
+			if r.Held() {
+				t = s.clock.NewTimer(r.Remaining)
+				expiry = t.C()
+			}
+			select {
+			case <-sig:
+			case <-expiry:
+			case <-ctx.Done():
+			case <-s.done:
+			}
+			if t != nil {
+				t.Stop()
+			}
+			if ctx.Err() != nil || s.isClosed() {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+func (s *Store) notifyLocked(key string) {
+	for sig := range s.watchers[key] {
+		select {
+		case sig <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close implements [tenure.Store]: later calls return [tenure.ErrClosed] and
+// watches end.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+	return nil
+}
+
+var (
+	namedMu sync.Mutex
+	named   = map[string]*Store{}
+)
+
+func init() {
+	tenure.Register("memory", func(_ context.Context, u *url.URL) (tenure.Store, error) {
+		namedMu.Lock()
+		defer namedMu.Unlock()
+		name := u.Host + u.Path
+		s := named[name]
+		if s == nil || s.isClosed() {
+			s = New(nil)
+			named[name] = s
+		}
+		return s, nil
+	})
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}

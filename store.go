@@ -1,0 +1,152 @@
+package tenure
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits every store enforces through [CheckAcquire], so a key that works on
+// one store works on all of them.
+const (
+	// MaxKeyLen is the longest key, in bytes.
+	MaxKeyLen = 256
+	// MaxIdentityLen is the longest candidate identity, in bytes.
+	MaxIdentityLen = 256
+)
+
+// Lease is one grant of a key to one candidate. A store returns it from
+// [Store.Acquire]; the holder passes it back to [Store.Renew] and
+// [Store.Release]. It is a value: copies are fine.
+type Lease struct {
+	Key      string
+	Identity string
+	// Term is the fencing token of this grant: strictly greater than the term
+	// of every earlier grant of Key by the same store, including grants made
+	// before the store restarted. Hand it to the resource you protect and
+	// have it reject requests carrying a smaller term.
+	Term uint64
+	// TTL is how long the grant lasts past the store's receipt of the last
+	// successful Acquire or Renew, judged by the store's clock.
+	TTL time.Duration
+	// Token is store-private data identifying this grant (an etcd lease ID, a
+	// blob lease ID, a ZooKeeper node path...). Callers must not interpret it.
+	Token string
+}
+
+// Record is what a store knows about a key.
+type Record struct {
+	Key string
+	// Holder is the identity of the current holder, or "" when nobody holds
+	// a live grant (never granted, released, or expired).
+	Holder string
+	// Term is the term of the current grant, or of the last one when the key
+	// is free; 0 if the key was never granted.
+	Term uint64
+	// TTL is the TTL of the current grant; 0 when free.
+	TTL time.Duration
+	// Remaining is how long the current grant has left, as the store judged
+	// it when it answered; 0 when free. It is an upper bound only in the
+	// sense that the holder may release earlier.
+	Remaining time.Duration
+}
+
+// Held reports whether somebody holds the key.
+func (r Record) Held() bool { return r.Holder != "" }
+
+// Store keeps leases on keys. It is the one thing a backend implements; see
+// package storetest for the conformance suite every store must pass.
+//
+// All methods are safe for concurrent use, block until the store answered or
+// ctx is done, and return promptly with ctx's error when ctx is done. When a
+// call fails because of ctx or the network, the store may or may not have
+// applied it: a grant whose Acquire reply was lost simply expires.
+//
+// Expiry is judged by the store's own clock where it has one (the database
+// server's, the etcd lease's), never by the caller's wall clock.
+type Store interface {
+	// Acquire grants key to identity for ttl if no live grant exists, with a
+	// term greater than any earlier grant of key. If the key is held it
+	// returns a *[HeldError] (matching [ErrHeld]) carrying the current record;
+	// that includes a live grant to the same identity. Bad arguments give an
+	// error wrapping [ErrInvalid] (see [CheckAcquire]).
+	Acquire(ctx context.Context, key, identity string, ttl time.Duration) (Lease, error)
+
+	// Renew extends l by its TTL, counted from when the store receives the
+	// request. If l is no longer the key's current grant it returns an error
+	// matching [ErrLost] and changes nothing.
+	Renew(ctx context.Context, l Lease) error
+
+	// Release ends l at once, so another candidate can acquire the key
+	// without waiting for expiry; watchers are told promptly. If l is no
+	// longer the current grant it returns an error matching [ErrLost] and
+	// changes nothing.
+	Release(ctx context.Context, l Lease) error
+
+	// Get returns the key's record. A key never granted has a zero Term and
+	// no Holder; that is not an error.
+	Get(ctx context.Context, key string) (Record, error)
+
+	// Close releases the store's resources (connections, files). Leases still
+	// held are not released: they expire, or, where the store can tell that
+	// the holder went away (a local process lock, a ZooKeeper session), end
+	// at once. Calls after Close return [ErrClosed].
+	Close() error
+}
+
+// Watcher is an optional ability of a [Store]: telling a caller when a key's
+// record changes, so candidates and observers wake at once instead of polling.
+// Find it with a type assertion.
+type Watcher interface {
+	// Watch returns a channel that receives the key's current record at once,
+	// then a record whenever the holder or term may have changed, including
+	// when a grant expires without being released. Deliveries may coalesce
+	// (the latest record wins) and may repeat. The channel is closed when ctx
+	// is done or the watch fails (a lost connection); callers re-read with
+	// Get and watch again. Watch itself does not block beyond setting up.
+	Watch(ctx context.Context, key string) (<-chan Record, error)
+}
+
+// CheckAcquire validates the arguments of [Store.Acquire]; every store calls
+// it so all stores accept the same keys and report the same errors. A key or
+// identity must be non-empty, valid UTF-8 without control characters, and at
+// most [MaxKeyLen] / [MaxIdentityLen] bytes; ttl must be positive.
+func CheckAcquire(key, identity string, ttl time.Duration) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if err := checkName("identity", identity, MaxIdentityLen); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return invalidf("ttl %s must be positive", ttl)
+	}
+	return nil
+}
+
+// CheckKey validates a key as [CheckAcquire] does.
+func CheckKey(key string) error { return checkName("key", key, MaxKeyLen) }
+
+func checkName(what, s string, max int) error {
+	switch {
+	case s == "":
+		return invalidf("%s is empty", what)
+	case len(s) > max:
+		return invalidf("%s is %d bytes, longer than the limit of %d", what, len(s), max)
+	case !utf8.ValidString(s):
+		return invalidf("%s %q is not valid UTF-8", what, s)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return invalidf("%s %q contains control character %U", what, s, r)
+		}
+	}
+	return nil
+}
+
+// lostf returns an error wrapping ErrLost with a formatted reason.
+func lostf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrLost}, args...)...)
+}

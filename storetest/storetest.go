@@ -1,0 +1,139 @@
+// Package storetest is the conformance suite of [tenure.Store]. Every store's
+// tests call [Run] against the real backend; a store that passes can be used
+// by the elector with the guarantees the tenure package documents.
+//
+// It imports package testing, so import it only from _test.go files.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Options describes the store under test.
+type Options struct {
+	// Open returns a new handle on the store under test, as a separate
+	// process would have: handles share keys but nothing else. The suite
+	// closes the handles it opens. Required.
+	Open func(t *testing.T) tenure.Store
+
+	// TTL is the lease duration the suite grants; stores with a minimum
+	// (Azure blob leases: 15s) set it. Default 1s.
+	TTL time.Duration
+	// Tolerance bounds how late a store may be: an expired grant must be
+	// acquirable, and a watch delivery must arrive, within Tolerance.
+	// Default 500ms.
+	Tolerance time.Duration
+	// Restart, if set, restarts the backend (same data, new process); the
+	// suite then checks that terms keep growing across the restart. Handles
+	// opened before it may be broken afterwards.
+	Restart func(t *testing.T)
+}
+
+func (o *Options) defaults() {
+	if o.TTL == 0 {
+		o.TTL = time.Second
+	}
+	if o.Tolerance == 0 {
+		o.Tolerance = 500 * time.Millisecond
+	}
+}
+
+// Run runs the conformance suite as subtests of t.
+func Run(t *testing.T, o Options) {
+	o.defaults()
+	s := &suite{o: o}
+	t.Run("BadInput", s.badInput)
+	t.Run("GetNeverGranted", s.getNeverGranted)
+	t.Run("RaceOneWinner", s.raceOneWinner)
+	t.Run("HeldErrorNamesHolder", s.heldErrorNamesHolder)
+	t.Run("SameIdentityIsHeld", s.sameIdentityIsHeld)
+	t.Run("ReleaseFreesAtOnce", s.releaseFreesAtOnce)
+	t.Run("TermsIncreaseAcrossRelease", s.termsIncreaseAcrossRelease)
+	t.Run("RenewExtends", s.renewExtends)
+	t.Run("ExpiryWithinTolerance", s.expiryWithinTolerance)
+	t.Run("StaleLeaseIsLost", s.staleLeaseIsLost)
+	t.Run("ForgedLeaseIsLost", s.forgedLeaseIsLost)
+	t.Run("KeysAreIndependent", s.keysAreIndependent)
+	t.Run("ContextCancelled", s.contextCancelled)
+	t.Run("Watch", s.watch)
+	t.Run("Close", s.close)
+	if o.Restart != nil {
+		t.Run("TermsSurviveRestart", s.termsSurviveRestart)
+	}
+}
+
+type suite struct{ o Options }
+
+// open returns a handle closed at the end of the test.
+func (s *suite) open(t *testing.T) tenure.Store {
+	t.Helper()
+	st := s.o.Open(t)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// Key returns a key unique to this test run, safe on every store.
+func Key(t *testing.T) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	if len(name) > 80 {
+		name = name[len(name)-80:]
+	}
+	return "tenure-test/" + name + "-" + hex.EncodeToString(b[:])
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustAcquire(t *testing.T, st tenure.Store, key, id string, ttl time.Duration) tenure.Lease {
+	t.Helper()
+	l, err := st.Acquire(ctxFor(t), key, id, ttl)
+	if err != nil {
+		t.Fatalf("Acquire(%q, %q): %v", key, id, err)
+	}
+	if l.Key != key || l.Identity != id || l.Term == 0 || l.TTL != ttl {
+		t.Fatalf("Acquire(%q, %q) = %+v: want key, identity, TTL %s and a term > 0", key, id, l, ttl)
+	}
+	return l
+}
+
+func mustGet(t *testing.T, st tenure.Store, key string) tenure.Record {
+	t.Helper()
+	r, err := st.Get(ctxFor(t), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	if r.Key != key {
+		t.Fatalf("Get(%q).Key = %q", key, r.Key)
+	}
+	return r
+}
+
+func wantHeld(t *testing.T, err error, holder string, term uint64) {
+	t.Helper()
+	var held *tenure.HeldError
+	if !errIs(err, tenure.ErrHeld) || !errAs(err, &held) {
+		t.Fatalf("got error %v, want a *tenure.HeldError", err)
+	}
+	if held.Record.Holder != holder || held.Record.Term != term {
+		t.Fatalf("HeldError record = %+v, want holder %q term %d", held.Record, holder, term)
+	}
+}
+
+func wantLost(t *testing.T, err error, what string) {
+	t.Helper()
+	if !errIs(err, tenure.ErrLost) {
+		t.Fatalf("%s: got %v, want an error matching tenure.ErrLost", what, err)
+	}
+}
