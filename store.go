@@ -3,6 +3,7 @@ package tenure
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -149,4 +150,20 @@ func checkName(what, s string, max int) error {
 // lostf returns an error wrapping ErrLost with a formatted reason.
 func lostf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrLost}, args...)...)
+}
+
+// LeaseFiler is an optional ability of a [Store] whose grants are tied to
+// open files, such as the local store's per-grant lock file, which the kernel
+// releases when the holding process dies so a crashed holder's lease ends at
+// once instead of after its TTL.
+//
+// `tenure run` passes these files to the process that supervises its child,
+// so the lease stays held while that process lives even if tenure itself was
+// killed: nobody else can win until the old child is dead.
+type LeaseFiler interface {
+	// LeaseFiles returns the files that stand for l's holder being alive,
+	// or an error matching [ErrLost] if l is not held through this handle.
+	// The caller must not close them; they stay valid until l is released
+	// or the store closed.
+	LeaseFiles(l Lease) ([]*os.File, error)
 }

@@ -1,0 +1,80 @@
+// Package testserver starts real servers (etcd, PostgreSQL, Redis, Azurite,
+// ZooKeeper) for tests, each on a free loopback port in a temporary
+// directory, stopped by t.Cleanup.
+//
+// When a server's binary is missing, a test is skipped with a message naming
+// the install command, except in CI (the environment variable CI is "true"
+// or "1"), where it fails: CI must run every store's suite for real.
+package testserver
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// InCI reports whether the tests run in CI, where a missing server is a
+// failure rather than a skip.
+func InCI() bool {
+	v := os.Getenv("CI")
+	return v == "true" || v == "1"
+}
+
+// Missing skips t (outside CI) or fails it (in CI) because what is not
+// available; install is the command that provides it.
+func Missing(t testing.TB, what, install string) {
+	t.Helper()
+	msg := fmt.Sprintf("%s is not available; install it with: %s", what, install)
+	if InCI() {
+		t.Fatal(msg + " (CI=true: a missing server fails the run)")
+	}
+	t.Skip(msg)
+}
+
+// LookPath finds a binary in PATH or in the extra directories, or calls
+// Missing.
+func LookPath(t testing.TB, name, install string, extra ...string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range extra {
+		p := dir + "/" + name
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	Missing(t, name, install)
+	return ""
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("no free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WaitTCP waits until addr accepts TCP connections, or fails t after timeout.
+func WaitTCP(t testing.TB, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server at %s did not come up within %s: %v", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
