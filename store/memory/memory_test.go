@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/memory"
+	"github.com/tenurehq/tenure/store/memory"
 	"github.com/tenurehq/tenure/storetest"
 )
 
