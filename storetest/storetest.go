@@ -21,7 +21,7 @@ type Options struct {
 	// Open returns a new handle on the store under test, as a separate
 	// process would have: handles share keys but nothing else. The suite
 	// closes the handles it opens. Required.
-	Open func(t *testing.T) tenure.Store
+	Open func(t testing.TB) tenure.Store
 
 	// TTL is the lease duration the suite grants; stores with a minimum
 	// (Azure blob leases: 15s) set it. Default 1s.
@@ -33,7 +33,7 @@ type Options struct {
 	// Restart, if set, restarts the backend (same data, new process); the
 	// suite then checks that terms keep growing across the restart. Handles
 	// opened before it may be broken afterwards.
-	Restart func(t *testing.T)
+	Restart func(t testing.TB)
 }
 
 func (o *Options) defaults() {

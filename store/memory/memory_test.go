@@ -15,7 +15,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	shared := memory.New(nil)
 	storetest.Run(t, storetest.Options{
-		Open: func(*testing.T) tenure.Store { return &handle{s: shared} },
+		Open: func(testing.TB) tenure.Store { return &handle{s: shared} },
 	})
 }
 
