@@ -80,7 +80,7 @@ func (s *suite) open(t *testing.T) tenure.Store {
 }
 
 // Key returns a key unique to this test run, safe on every store.
-func Key(t *testing.T) string {
+func Key(t testing.TB) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())

@@ -84,3 +84,12 @@ func TestCloseEndsWatches(t *testing.T) {
 		t.Fatalf("Get after Close: %v", err)
 	}
 }
+
+func BenchmarkFailover(b *testing.B) {
+	shared := memory.New(nil)
+	storetest.BenchFailover(b, storetest.BenchOptions{
+		Open:   func(testing.TB) tenure.Store { return &handle{s: shared} },
+		TTL:    500 * time.Millisecond,
+		Trials: 20,
+	})
+}
