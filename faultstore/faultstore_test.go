@@ -1,0 +1,277 @@
+package faultstore_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/faultstore"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+const ttl = time.Second
+
+func held(t *testing.T, s tenure.Store) bool {
+	t.Helper()
+	r, err := s.Get(context.Background(), "k")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	return r.Held()
+}
+
+func TestFailBeforeIsNotApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{FailBefore: 1}})
+		s := faultstore.Wrap(mem, f)
+		_, err := s.Acquire(t.Context(), "k", "a", ttl)
+		if !errors.Is(err, faultstore.ErrInjected) {
+			t.Fatalf("Acquire error = %v, want ErrInjected", err)
+		}
+		if held(t, mem) {
+			t.Fatal("a call that failed before reaching the store was applied")
+		}
+	})
+}
+
+func TestFailAfterIsApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{FailAfter: 1, Ops: faultstore.OpAcquire}})
+		s := faultstore.Wrap(mem, f)
+		_, err := s.Acquire(t.Context(), "k", "a", ttl)
+		if !errors.Is(err, faultstore.ErrInjected) || errors.Is(err, tenure.ErrLost) {
+			t.Fatalf("Acquire error = %v, want ErrInjected and not ErrLost", err)
+		}
+		if !held(t, mem) {
+			t.Fatal("an ambiguous failure was not applied at the store")
+		}
+		if got := f.Counts()["fail-after"]; got != 1 {
+			t.Fatalf("fail-after count = %d, want 1", got)
+		}
+		// Ops limits the faults: Get is not affected.
+		if _, err := s.Get(t.Context(), "k"); err != nil {
+			t.Fatalf("Get not in Ops failed: %v", err)
+		}
+	})
+}
+
+func TestLateReplyAfterDeadlineIsAppliedButLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{DelayAfter: 1, MaxDelay: time.Hour}, Seed: 1})
+		s := faultstore.Wrap(mem, f)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := s.Acquire(ctx, "k", "a", ttl)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire error = %v, want deadline exceeded", err)
+		}
+		if waited := time.Since(start); waited != 10*time.Millisecond {
+			t.Fatalf("late reply returned after %s, want exactly the ctx deadline 10ms", waited)
+		}
+		if !held(t, mem) {
+			t.Fatal("the late call was not applied")
+		}
+	})
+}
+
+func TestDelayBeforeWaitsOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{DelayBefore: 1, MaxDelay: time.Second}, Seed: 7})
+		s := faultstore.Wrap(mem, f)
+		start := time.Now()
+		if _, err := s.Acquire(t.Context(), "k", "a", ttl); err != nil {
+			t.Fatal(err)
+		}
+		waited := time.Since(start)
+		if waited <= 0 || waited >= time.Second {
+			t.Fatalf("delay = %s, want in (0, 1s)", waited)
+		}
+		r, _ := mem.Get(t.Context(), "k")
+		if r.Remaining != ttl {
+			t.Fatalf("lease granted before the delay ended: remaining %s", r.Remaining)
+		}
+	})
+}
+
+func TestPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{})
+		s := faultstore.Wrap(mem, f)
+
+		f.Partition(faultstore.FailFast)
+		if _, err := s.Get(t.Context(), "k"); !errors.Is(err, faultstore.ErrInjected) {
+			t.Fatalf("fail-fast partition: Get error = %v", err)
+		}
+
+		f.Partition(faultstore.Hang)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		if _, err := s.Acquire(ctx, "k", "a", ttl); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hanging partition: Acquire error = %v", err)
+		}
+		if time.Since(start) != time.Second {
+			t.Fatalf("hung for %s, want until the ctx deadline", time.Since(start))
+		}
+		if held(t, mem) {
+			t.Fatal("a call hung in a partition was applied")
+		}
+
+		// Healing lets a hanging call through.
+		done := make(chan error, 1)
+		go func() { _, err := s.Acquire(t.Context(), "k", "a", ttl); done <- err }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("call returned during the partition: %v", err)
+		default:
+		}
+		f.Heal()
+		if err := <-done; err != nil {
+			t.Fatalf("call after heal: %v", err)
+		}
+	})
+}
+
+func TestPauseResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{})
+		s := faultstore.Wrap(mem, f)
+		f.Pause()
+		done := make(chan error, 1)
+		go func() { _, err := s.Acquire(t.Context(), "k", "a", ttl); done <- err }()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if held(t, mem) {
+			t.Fatal("a paused call reached the store")
+		}
+		f.Resume()
+		if err := <-done; err != nil {
+			t.Fatalf("resumed call: %v", err)
+		}
+		if !held(t, mem) {
+			t.Fatal("the resumed call was not applied")
+		}
+	})
+}
+
+func TestWatchAbilityFollowsInner(t *testing.T) {
+	mem := memory.New(nil)
+	f := faultstore.New(faultstore.Plan{})
+	if _, ok := faultstore.Wrap(mem, f).(tenure.Watcher); !ok {
+		t.Error("wrapping a watcher hid Watch")
+	}
+	if _, ok := faultstore.Wrap(faultstore.PollOnly(mem), f).(tenure.Watcher); ok {
+		t.Error("wrapping a polling-only store added Watch")
+	}
+	if _, ok := faultstore.PollOnly(mem).(tenure.Watcher); ok {
+		t.Error("PollOnly kept Watch")
+	}
+}
+
+func TestPartitionCutsWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{})
+		s := faultstore.Wrap(mem, f).(tenure.Watcher)
+		ch, err := s.Watch(t.Context(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := <-ch; r.Held() {
+			t.Fatalf("initial record %+v", r)
+		}
+		f.Pause()
+		if _, err := mem.Acquire(t.Context(), "k", "a", ttl); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case r := <-ch:
+			t.Fatalf("delivery during a pause: %+v", r)
+		default:
+		}
+		f.Resume()
+		if r := <-ch; r.Holder != "a" {
+			t.Fatalf("delivery after resume = %+v, want holder a", r)
+		}
+		f.Partition(faultstore.Hang)
+		if r, ok := <-ch; ok {
+			t.Fatalf("watch still open in a partition, got %+v", r)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if _, err := s.Watch(ctx, "k"); err == nil {
+			t.Fatal("Watch succeeded during a partition")
+		}
+	})
+}
+
+// decisions runs n Renew calls through a fresh plan and returns the faults
+// injected, in order.
+func decisions(seed uint64, n int) []string {
+	var got []string
+	f := faultstore.New(faultstore.Plan{
+		Seed:    seed,
+		Rates:   faultstore.Rates{FailBefore: 0.3, FailAfter: 0.3, DelayBefore: 0.3, DelayAfter: 0.3, MaxDelay: time.Millisecond},
+		OnFault: func(op faultstore.Op, what string) { got = append(got, what) },
+	})
+	s := faultstore.Wrap(memory.New(nil), f)
+	for range n {
+		_ = s.Renew(context.Background(), tenure.Lease{Key: "k", Identity: "a", Term: 1})
+	}
+	return got
+}
+
+func TestSameSeedSameDecisions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b, c := decisions(42, 200), decisions(42, 200), decisions(43, 200)
+		if len(a) == 0 {
+			t.Fatal("no faults injected at 30% rates")
+		}
+		if !slices.Equal(a, b) {
+			t.Fatal("the same seed gave different decisions")
+		}
+		if slices.Equal(a, c) {
+			t.Fatal("different seeds gave identical decisions")
+		}
+	})
+}
+
+func TestSkew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fast := faultstore.Skew(tenure.SystemClock, 1.01)
+		slow := faultstore.Skew(tenure.SystemClock, 0.99)
+		f0, s0 := fast.Now(), slow.Now()
+		time.Sleep(100 * time.Second)
+		if got := fast.Now().Sub(f0); got != 101*time.Second {
+			t.Errorf("fast clock advanced %s in 100s, want 101s", got)
+		}
+		if got := slow.Now().Sub(s0); got != 99*time.Second {
+			t.Errorf("slow clock advanced %s in 100s, want 99s", got)
+		}
+		start := time.Now()
+		tm := slow.NewTimer(99 * time.Second)
+		<-tm.C()
+		if got := time.Since(start); got < 100*time.Second || got > 100*time.Second+time.Microsecond {
+			t.Errorf("99s timer on a 1%%-slow clock fired after %s of real time, want 100s", got)
+		}
+		begin := slow.Now()
+		tm.Reset(time.Second)
+		<-tm.C()
+		if got := slow.Now().Sub(begin); got < time.Second {
+			t.Errorf("timer fired early by its own clock: %s < 1s", got)
+		}
+	})
+}
