@@ -32,6 +32,13 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 	defer cancelLeader(errTaskReturned)
 
 	deadline := acquired.Add(c.RenewDeadline)
+	if !clock.Now().Before(deadline) {
+		// The grant took so long to arrive that its renew deadline has
+		// already passed: the store may regrant soon, so never start the task.
+		cause = fmt.Errorf("%w (the acquisition took longer than the renew deadline)", ErrRenewDeadline)
+		e.release(ctx, lease)
+		return nil, cause
+	}
 	e.beginTerm(lease, st, acquired, deadline)
 	e.emit(Event{Kind: EventElected, Term: lease.Term})
 
