@@ -1,0 +1,146 @@
+package torture
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Violation is one broken promise found in a [History].
+type Violation struct {
+	Rule   string // "terms", "overlap", "fencing", "liveness"
+	Detail string
+}
+
+func (v Violation) String() string { return v.Rule + ": " + v.Detail }
+
+// Check returns every violation in h. failoverBound is how soon after a
+// fault heals a leader must be running (tenure's promise: TTL plus the
+// retry interval, plus the time a process needs to start its child).
+func Check(h *History, failoverBound time.Duration) []Violation {
+	var vs []Violation
+	add := func(rule, format string, args ...any) {
+		vs = append(vs, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
+	}
+	iv := h.sorted()
+
+	// Terms strictly increase from one leadership to the next.
+	for i := 1; i < len(iv); i++ {
+		if iv[i].Term <= iv[i-1].Term {
+			add("terms", "%s led with term %d at %s after %s had term %d at %s",
+				iv[i].ID, iv[i].Term, ms(iv[i].Start), iv[i-1].ID, iv[i-1].Term, ms(iv[i-1].Start))
+		}
+	}
+
+	// Leaders never overlap, unless a fault outside the assumptions hit the
+	// earlier leader while the later one already led.
+	for i := range iv {
+		for j := i + 1; j < len(iv) && iv[j].Start < h.end(iv[i]); j++ {
+			if !h.excused(iv[i], iv[j].Start, h.end(iv[i])) {
+				add("overlap", "%s (term %d) and %s (term %d) both led from %s to %s",
+					iv[i].ID, iv[i].Term, iv[j].ID, iv[j].Term, ms(iv[j].Start), ms(min(h.end(iv[i]), h.end(iv[j]))))
+			}
+		}
+	}
+
+	// The ledger accepted exactly the writes whose term was not stale, and
+	// every term written belongs to a leadership.
+	terms := map[uint64]string{}
+	for _, x := range iv {
+		terms[x.Term] = x.ID
+	}
+	var highest uint64
+	for _, w := range h.Writes {
+		fresh := w.Term >= highest
+		switch {
+		case w.Accepted && !fresh:
+			add("fencing", "the ledger accepted %s's write with stale term %d at %s (highest seen %d)", w.ID, w.Term, ms(w.At), highest)
+		case !w.Accepted && fresh:
+			add("fencing", "the ledger rejected %s's write with current term %d at %s", w.ID, w.Term, ms(w.At))
+		}
+		if fresh {
+			highest = w.Term
+		}
+		if id, ok := terms[w.Term]; !ok || id != w.ID {
+			add("fencing", "%s wrote with term %d at %s, which it was never granted", w.ID, w.Term, ms(w.At))
+		}
+	}
+
+	// After each fault heals, a leader runs within failoverBound.
+	for _, f := range h.Faults {
+		if f.Healed == 0 || f.Healed+failoverBound > h.Duration || h.faultActive(f.Healed, f.Healed+failoverBound) {
+			continue
+		}
+		if !leaderDuring(iv, h, f.Healed, f.Healed+failoverBound) {
+			add("liveness", "no leader within %s after the %s fault on %q healed at %s", failoverBound, f.Kind, f.Target, ms(f.Healed))
+		}
+	}
+	return vs
+}
+
+// excused reports whether an overlap of leader a during [from, to] is
+// explained by a fault outside the assumptions that hit a.
+func (h *History) excused(a Interval, from, to time.Duration) bool {
+	for _, f := range h.Faults {
+		if f.OutsideAssumptions && f.Target == a.ID && f.At <= to && (f.Healed == 0 || f.Healed >= from) {
+			return true
+		}
+	}
+	return false
+}
+
+// faultActive reports whether any fault is in force at some time in [from, to].
+func (h *History) faultActive(from, to time.Duration) bool {
+	for _, f := range h.Faults {
+		end := f.Healed
+		if end == 0 {
+			end = h.Duration
+		}
+		if f.At < to && end > from {
+			return true
+		}
+	}
+	return false
+}
+
+func leaderDuring(iv []Interval, h *History, from, to time.Duration) bool {
+	for _, x := range iv {
+		if x.Start <= to && h.end(x) > from {
+			return true
+		}
+	}
+	return false
+}
+
+// Failovers returns, for every fault that hit the leader of the moment, how
+// long until another candidate's leadership began.
+func Failovers(h *History) map[FaultKind][]time.Duration {
+	out := map[FaultKind][]time.Duration{}
+	iv := h.sorted()
+	for _, f := range h.Faults {
+		if f.Target == "" {
+			continue
+		}
+		led := false
+		for _, x := range iv {
+			if x.ID == f.Target && x.Start <= f.At && h.end(x) >= f.At {
+				led = true
+			}
+		}
+		if !led {
+			continue
+		}
+		for _, x := range iv {
+			if x.ID != f.Target && x.Start >= f.At {
+				out[f.Kind] = append(out[f.Kind], x.Start-f.At)
+				break
+			}
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -1,0 +1,77 @@
+// Package torture runs candidates against a store while injecting faults,
+// records what happened, and checks it: terms strictly increase, the fenced
+// ledger never accepts a stale term, leaders never overlap while faults stay
+// within tenure's documented assumptions, and a leader appears promptly after
+// every fault heals. It renders the history as a summary table and an SVG
+// timeline.
+//
+// The checker and the ledger are plain data structures; the drivers that
+// start processes, servers and proxies live in the package's tests.
+package torture
+
+import (
+	"slices"
+	"time"
+)
+
+// Interval is one leadership: from the moment a leader's task started until
+// it was seen to stop (for a process: until its connection to the harness
+// closed, which the kernel does when it dies).
+type Interval struct {
+	ID    string
+	Term  uint64
+	Start time.Duration
+	End   time.Duration // 0 while still running at the end of the run
+}
+
+// FaultKind names a fault the harness injects.
+type FaultKind string
+
+// Faults. Within assumptions unless said otherwise.
+const (
+	FaultKill      FaultKind = "kill"      // SIGKILL of the leader
+	FaultStop      FaultKind = "stop"      // SIGSTOP longer than the TTL, then SIGCONT
+	FaultStopGroup FaultKind = "stopgroup" // SIGSTOP of the leader's whole process group: outside assumptions
+	FaultPartition FaultKind = "partition" // a candidate cut off from the store
+	FaultRestart   FaultKind = "restart"   // the store restarted
+	FaultClockStep FaultKind = "clockstep" // a candidate's clock stepped
+	FaultStoreErr  FaultKind = "storeerr"  // store requests fail or hang (in-process runs)
+)
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind   FaultKind
+	Target string // the candidate concerned, "" for the store
+	At     time.Duration
+	Healed time.Duration // when the fault ended (SIGCONT, partition healed, server back)
+	// OutsideAssumptions marks faults tenure's guarantees do not cover
+	// (a frozen process group, a monotonic clock jumping backwards): leaders
+	// may then overlap, and only fencing protects the resource.
+	OutsideAssumptions bool
+}
+
+// History is everything a run recorded.
+type History struct {
+	Store     string
+	Seed      int64
+	TTL       time.Duration
+	Duration  time.Duration
+	Intervals []Interval
+	Faults    []Fault
+	Writes    []Write
+}
+
+// sorted returns the intervals ordered by start.
+func (h *History) sorted() []Interval {
+	iv := slices.Clone(h.Intervals)
+	slices.SortFunc(iv, func(a, b Interval) int { return int(a.Start - b.Start) })
+	return iv
+}
+
+// end is the interval's end, or the end of the run while it still runs.
+func (h *History) end(iv Interval) time.Duration {
+	if iv.End == 0 {
+		return h.Duration
+	}
+	return iv.End
+}
