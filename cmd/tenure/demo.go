@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure"
+)
+
+const demoHelp = `Usage: tenure demo [flags]
+
+Starts a few "tenure run" candidates for one key on a local store in a temp
+directory, each running a small worker while it leads. Then it kills the
+leader three times (SIGTERM, SIGKILL, SIGSTOP), measures each failover (kill
+to the next leader's worker starting), and checks that no two workers ever
+ran at once and that terms only grew. Ends by itself; exit code 0 if every
+check passed.
+
+Flags:
+`
+
+// demoScenario is one way the demo kills the leader.
+type demoScenario struct {
+	name string
+	sig  syscall.Signal
+}
+
+var demoScenarios = []demoScenario{
+	{"graceful (SIGTERM)", syscall.SIGTERM},
+	{"crash (SIGKILL)", syscall.SIGKILL},
+	{"freeze (SIGSTOP)", syscall.SIGSTOP},
+}
+
+// demoResult is the outcome of one scenario.
+type demoResult struct {
+	scenario     demoScenario
+	victim, next string
+	failover     time.Duration
+}
+
+// demoCmd is `tenure demo`.
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("demo")
+	n := fs.Int("candidates", 4, "number of candidates (2-9)")
+	ttl := fs.Duration("ttl", time.Second, "lease TTL of the candidates")
+	lead := fs.Duration("lead", 1200*time.Millisecond, "how long to let each leader work before killing it")
+	if code, done := parseFlags(fs, args, demoHelp, stdout, stderr); done {
+		return code
+	}
+	if err := noArgs(fs); err != nil {
+		return fail(stderr, err)
+	}
+	if *n < 2 || *n > 9 {
+		return fail(stderr, usageErrorf("--candidates %d: want 2 to 9", *n))
+	}
+	if err := positive("ttl", *ttl); err != nil {
+		return fail(stderr, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail(stderr, fmt.Errorf("cannot find the tenure executable: %w", err))
+	}
+	dir, err := os.MkdirTemp("", "tenure-demo-")
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	d := &demo{out: stdout, color: isTerminal(stdout), start: time.Now()}
+	c, err := newCluster(self, dir, "demo",
+		[]string{"--ttl", ttl.String(), "--restart", "--quiet"},
+		[]string{"--print", "--heartbeat", "400ms"})
+	if err != nil {
+		return fail(stderr, err)
+	}
+	c.stdout, c.stderr = &prefixWriter{d: d}, stderr
+	defer c.close()
+	return d.run(ctx, c, *n, *ttl, *lead, stderr)
+}
+
+// demo prints the demo's timeline.
+type demo struct {
+	out   io.Writer
+	color bool
+	start time.Time
+}
+
+func (d *demo) paint(code, s string) string {
+	if !d.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// say prints one timeline line: seconds since the start, then msg.
+func (d *demo) say(msg string) {
+	fmt.Fprintf(d.out, "%s  %s\n", d.paint("2", fmt.Sprintf("%6.2fs", time.Since(d.start).Seconds())), msg)
+}
+
+// prefixWriter shows workers' heartbeats, dimmed and indented.
+type prefixWriter struct{ d *demo }
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w.d.say(w.d.paint("2", "  │ "+line))
+	}
+	return len(p), nil
+}
+
+func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Duration, stderr io.Writer) int {
+	d.say(fmt.Sprintf("%d candidates for key %q, local store in %s, ttl %s",
+		n, c.key, strings.TrimPrefix(c.storeURL, "file://"), ttl))
+	for i := 1; i <= n; i++ {
+		if _, err := c.start(fmt.Sprintf("node-%d", i)); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	store, err := tenure.Open(ctx, c.storeURL)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer store.Close()
+	obsCtx, stopObs := context.WithCancel(ctx)
+	obsDone := make(chan struct{})
+	go func() {
+		defer close(obsDone)
+		obs := &tenure.Observer{Store: store, Key: c.key, Logger: quietLogger(stderr)}
+		for r := range obs.Changes(obsCtx) {
+			if r.Held() {
+				d.say(d.paint("1;32", fmt.Sprintf("store: %s leads, term %d", r.Holder, r.Term)))
+			} else {
+				d.say(d.paint("33", "store: no leader"))
+			}
+		}
+	}()
+	defer func() { stopObs(); <-obsDone }()
+
+	wait := 5*ttl + 5*time.Second
+	first, next, ok := c.events.nextStart(0, wait)
+	if !ok || ctx.Err() != nil {
+		return fail(stderr, fmt.Errorf("no leader within %s", wait))
+	}
+	leader := first
+	var results []demoResult
+	var frozen *candidate
+	for i, sc := range demoScenarios {
+		if !sleepCtx(ctx, lead) {
+			return fail(stderr, ctx.Err())
+		}
+		d.say(d.paint("1;31", fmt.Sprintf("[%d/%d] %s of the leader, %s", i+1, len(demoScenarios), sc.name, leader.ID)))
+		victim := c.get(leader.ID)
+		t0 := monoNow()
+		if err := c.signal(leader.ID, sc.sig); err != nil {
+			return fail(stderr, err)
+		}
+		ev, idx, ok := c.events.nextStart(next+1, wait)
+		if !ok {
+			return fail(stderr, fmt.Errorf("no new leader within %s of the %s", wait, sc.name))
+		}
+		res := demoResult{scenario: sc, victim: leader.ID, next: ev.ID, failover: time.Duration(ev.Mono - t0)}
+		results = append(results, res)
+		d.say(d.paint("1", fmt.Sprintf("failover to %s in %s", ev.ID, fmtDur(res.failover))))
+		leader, next = ev, idx
+
+		switch sc.sig {
+		case syscall.SIGSTOP:
+			frozen = victim
+		default:
+			// Keep the group full: the killed candidate rejoins.
+			select {
+			case <-victim.Done:
+			case <-time.After(wait):
+				return fail(stderr, fmt.Errorf("%s did not exit after %s", victim.ID, sc.name))
+			}
+			if _, err := c.start(victim.ID); err != nil {
+				return fail(stderr, err)
+			}
+			d.say(fmt.Sprintf("%s restarted as a candidate", victim.ID))
+		}
+	}
+	if frozen != nil {
+		if !sleepCtx(ctx, lead/2) {
+			return fail(stderr, ctx.Err())
+		}
+		_ = frozen.Cmd.Process.Signal(syscall.SIGCONT)
+		d.say(fmt.Sprintf("SIGCONT %s: it finds its lease gone and rejoins as a candidate", frozen.ID))
+		if !sleepCtx(ctx, lead/2) {
+			return fail(stderr, ctx.Err())
+		}
+	}
+	stopObs()
+	<-obsDone
+	c.stopAll(5 * time.Second)
+	return d.summary(results, checkHistory(c.events.events()))
+}
+
+// summary prints the table and the checks; exit 0 if all passed.
+func (d *demo) summary(results []demoResult, h history) int {
+	fmt.Fprintln(d.out)
+	fmt.Fprintf(d.out, "  %-20s %-8s %-8s %10s\n", "kill", "leader", "next", "failover")
+	for _, r := range results {
+		fmt.Fprintf(d.out, "  %-20s %-8s %-8s %10s\n", r.scenario.name, r.victim, r.next, fmtDur(r.failover))
+	}
+	fmt.Fprintln(d.out)
+	okMark, badMark := d.paint("32", "ok"), d.paint("1;31", "FAILED")
+	mark := func(ok bool) string {
+		if ok {
+			return okMark
+		}
+		return badMark
+	}
+	fmt.Fprintf(d.out, "  overlap  %d leaders at once, over %d terms            %s\n", h.Overlaps, h.Starts, mark(h.Overlaps == 0))
+	fmt.Fprintf(d.out, "  terms    %d → %d, strictly increasing                 %s\n", h.FirstTerm, h.LastTerm, mark(h.TermsGrow))
+	fmt.Fprintln(d.out, "  (SIGSTOP fails over after the TTL: a frozen leader cannot say it is gone;")
+	fmt.Fprintln(d.out, "   its supervisor killed its worker before the lease could lapse.)")
+	if h.Overlaps != 0 || !h.TermsGrow {
+		return exitRuntime
+	}
+	return exitOK
+}
+
+// fmtDur prints a duration with a sensible precision.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	case d < time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+// sleepCtx waits d or until ctx is done; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Exit codes shared by every subcommand. `tenure run` otherwise passes its
+// command's exit code through; `tenure status` exits exitFree for a free key.
+const (
+	exitOK      = 0
+	exitRuntime = 1 // something went wrong at run time (store, process)
+	exitUsage   = 2 // bad command line: nothing was done
+	exitFree    = 3 // tenure status: nobody holds the key
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// usage is the top-level help text.
+const usage = `tenure runs a command on exactly one machine at a time, by leader election.
+
+Usage:
+  tenure demo                          watch a live failover demo (no setup)
+  tenure run    [flags] --key KEY -- CMD [ARGS...]
+                                       run CMD only while leading KEY
+  tenure status [flags] --key KEY      who leads KEY (exit 0 held, 3 free)
+  tenure watch  [flags] --key KEY      print every change of leader of KEY
+
+Run "tenure COMMAND -h" for a command's flags. Stores are named by URL:
+  file:///var/lib/tenure   the local store (default: file:// = %s)
+  memory://NAME            in-process only, for testing
+Registered schemes: %s
+`
+
+// run is the whole program: it parses args, runs one subcommand and returns
+// the process exit code. Everything it prints goes to stdout and stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return fail(stderr, usageErrorf(`no command given; run "tenure help" for usage`))
+	}
+	var err error
+	switch name, rest := args[0], args[1:]; name {
+	case "run":
+		return runCmd(ctx, rest, stdout, stderr)
+	case "status":
+		return statusCmd(ctx, rest, stdout, stderr)
+	case "watch":
+		return watchCmd(ctx, rest, stdout, stderr)
+	case "demo":
+		return demoCmd(ctx, rest, stdout, stderr)
+	case superviseCmdName:
+		return superviseCmd(rest, stderr)
+	case workerCmdName:
+		return workerCmd(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		printUsage(stdout)
+		return exitOK
+	default:
+		err = usageErrorf("unknown command %q (want demo, run, status or watch)", name)
+	}
+	return fail(stderr, err)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, usage, defaultDirForHelp(), strings.Join(tenure.Schemes(), ", "))
+}
+
+// usageError is a bad command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// fail prints err as the single line "tenure: <what was wrong>" and returns
+// its exit code: exitUsage for command-line and argument errors (including
+// errors wrapping tenure.ErrInvalid and tenure.ErrUnknownScheme),
+// exitRuntime otherwise.
+func fail(stderr io.Writer, err error) int {
+	msg := strings.TrimPrefix(err.Error(), "tenure: ")
+	msg = strings.Join(strings.Fields(msg), " ") // one line, whatever the error held
+	fmt.Fprintf(stderr, "tenure: %s\n", msg)
+	var ue *usageError
+	if errors.As(err, &ue) || errors.Is(err, tenure.ErrInvalid) || errors.Is(err, tenure.ErrUnknownScheme) {
+		return exitUsage
+	}
+	return exitRuntime
+}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+const runHelp = `Usage: tenure run [flags] --key KEY -- CMD [ARGS...]
+
+Campaigns for KEY and runs CMD only while this process leads it. CMD gets
+TENURE_KEY, TENURE_ID and TENURE_TERM (the fencing token) in its environment
+and runs in its own process group, under a supervisor that kills the group
+before the lease can lapse, even if tenure itself is frozen or killed.
+
+On loss of leadership CMD's group gets SIGTERM, then SIGKILL after --grace.
+SIGINT, SIGTERM and SIGHUP are forwarded to CMD's group; tenure then waits
+for CMD to exit. When CMD exits, the lease is released and tenure exits with
+CMD's exit code (or, with --restart, campaigns again).
+
+Exit codes: CMD's own (128+n if killed by signal n); 1 if leadership was lost
+while CMD ran (without --restart) or on a runtime error; 2 for a bad command
+line; 128+n if signal n stopped tenure before CMD ran.
+
+Flags:
+`
+
+const defaultRunTTL = 10 * time.Second
+
+// runOpts is a validated `tenure run` command line.
+type runOpts struct {
+	storeURL, key, id string
+	ttl, grace        time.Duration
+	renewDeadline     time.Duration
+	restart, quiet    bool
+	path              string   // CMD resolved in PATH
+	args              []string // CMD's arguments
+}
+
+// parseRun parses and validates everything about a `tenure run` command
+// line that can be checked without the store.
+func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, done bool) {
+	fs := newFlagSet("run")
+	store := storeFlag(fs)
+	fs.StringVar(&o.key, "key", "", "the lease `KEY` to campaign for (required)")
+	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: hostname-pid)")
+	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover")
+	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of CMD on loss of leadership (default min(2s, (ttl-renew deadline)/2))")
+	fs.BoolVar(&o.restart, "restart", false, "keep campaigning after CMD exits and run it again on the next win")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
+	if code, done := parseFlags(fs, args, runHelp, stdout, stderr); done {
+		return o, code, true
+	}
+	o.storeURL = *store
+	if err := o.validate(fs.Args()); err != nil {
+		return o, fail(stderr, err), true
+	}
+	return o, 0, false
+}
+
+func (o *runOpts) validate(cmdline []string) error {
+	if err := checkKeyFlag(o.key); err != nil {
+		return err
+	}
+	if o.id == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		o.id = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if err := positive("ttl", o.ttl); err != nil {
+		return err
+	}
+	if err := tenure.CheckAcquire(o.key, o.id, o.ttl); err != nil {
+		return fmt.Errorf("--id: %w", err)
+	}
+	o.renewDeadline = tenure.Config{TTL: o.ttl}.WithDefaults().RenewDeadline
+	margin := o.ttl - o.renewDeadline
+	if o.grace < 0 {
+		return usageErrorf("--grace %s must not be negative", o.grace)
+	}
+	if o.grace == 0 {
+		o.grace = min(2*time.Second, margin/2)
+	}
+	if o.renewDeadline+o.grace >= o.ttl {
+		return usageErrorf("--grace %s is too long for --ttl %s: the renew deadline (%s, 2/3 of --ttl) plus --grace must be shorter than --ttl, so CMD is dead before the lease can lapse; use a --grace under %s or a longer --ttl",
+			o.grace, o.ttl, o.renewDeadline, margin)
+	}
+	if len(cmdline) == 0 || cmdline[0] == "" {
+		return usageErrorf("run: no command given (usage: tenure run --key KEY -- CMD [ARGS...])")
+	}
+	path, err := exec.LookPath(cmdline[0])
+	if err != nil {
+		return usageErrorf("run: command %q not found: %v", cmdline[0], errors.Unwrap(err))
+	}
+	o.path, o.args = path, cmdline[1:]
+	return nil
+}
+
+// runCmd is `tenure run`.
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code, done := parseRun(args, stdout, stderr)
+	if done {
+		return code
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail(stderr, fmt.Errorf("cannot find the tenure executable to supervise CMD: %w", err))
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.quiet {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	// Catch signals before anything can be started, so none is lost.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	openCtx, cancelOpen := context.WithTimeout(ctx, o.ttl)
+	store, err := openStore(openCtx, o.storeURL)
+	if err == nil {
+		// Probe the key, so an unreadable or corrupt state fails now, once,
+		// instead of making the elector retry for ever.
+		if _, err = store.Get(openCtx, o.key); err != nil {
+			store.Close()
+			err = fmt.Errorf("cannot read key %q: %w", o.key, err)
+		}
+	}
+	cancelOpen()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer store.Close()
+
+	r := &runner{opts: o, self: self, store: store, logger: logger, stdout: stdout, stderr: stderr}
+	el, err := tenure.New(tenure.Config{
+		Store:    hookRenewals(store, r.renewed),
+		Key:      o.key,
+		Identity: o.id,
+		TTL:      o.ttl,
+		Logger:   logger,
+	})
+	if err != nil {
+		return fail(stderr, err)
+	}
+	r.elector = el
+	if d := os.Getenv("TENURE_DEBUG_STATS"); d != "" {
+		if every, err := time.ParseDuration(d); err == nil && every > 0 {
+			go debugStats(ctx, stderr, every)
+		}
+	}
+	return r.loop(ctx, sigs)
+}
+
+// runner runs CMD under an elector.
+type runner struct {
+	opts    runOpts
+	self    string
+	store   tenure.Store
+	elector *tenure.Elector
+	logger  *slog.Logger
+	stdout  io.Writer
+	stderr  io.Writer
+
+	mu       sync.Mutex
+	feed     *deadlineFeed // the running term's, nil between terms
+	pg       int           // the supervisor's process group while it runs
+	stopSig  syscall.Signal
+	stopping bool
+	cancel   context.CancelFunc // of the current campaign
+	code     int                // the last CMD's exit code, -1 if none ran
+}
+
+// renewed passes a successful renewal on to the running term's supervisor.
+func (r *runner) renewed(sent time.Time) {
+	r.mu.Lock()
+	f := r.feed
+	r.mu.Unlock()
+	if f != nil {
+		f.renewed(sent)
+	}
+}
+
+// stop handles a signal to tenure: it is forwarded to CMD's group while CMD
+// runs; otherwise campaigning ends. Either way tenure exits once CMD is done.
+func (r *runner) stop(sig syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.stopping {
+		r.stopping, r.stopSig = true, sig
+	}
+	if r.pg != 0 {
+		r.logger.Info("tenure: forwarding signal to the command", "signal", sig.String(), "pgid", r.pg)
+		_ = syscall.Kill(-r.pg, sig)
+		return
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+func (r *runner) isStopping() (bool, syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopping, r.stopSig
+}
+
+// loop campaigns, runs CMD while leading, and returns the exit code.
+func (r *runner) loop(ctx context.Context, sigs <-chan os.Signal) int {
+	go func() {
+		for s := range sigs {
+			r.stop(s.(syscall.Signal))
+		}
+	}()
+	cfg := r.elector.Config()
+	failures := 0
+	for {
+		campaignCtx, cancel := context.WithCancel(ctx)
+		r.mu.Lock()
+		r.cancel, r.code = cancel, -1
+		stopping := r.stopping
+		r.mu.Unlock()
+		if stopping {
+			cancel()
+		}
+		err := r.elector.Do(campaignCtx, r.task)
+		cancel()
+		r.mu.Lock()
+		code := r.code
+		r.mu.Unlock()
+
+		lost := err != nil && (errors.Is(err, tenure.ErrLost) || errors.Is(err, tenure.ErrRenewDeadline) || errors.Is(err, tenure.ErrStalled))
+		if stopping, sig := r.isStopping(); stopping || ctx.Err() != nil {
+			if code >= 0 {
+				return code
+			}
+			if sig != 0 {
+				return 128 + int(sig)
+			}
+			return exitRuntime
+		}
+		switch {
+		case lost:
+			r.logger.Warn("tenure: leadership lost while the command ran; it was stopped", "key", r.opts.key, "id", r.opts.id, "err", err)
+			if !r.opts.restart {
+				return exitRuntime
+			}
+			failures = 0
+		case err != nil:
+			return fail(r.stderr, err)
+		case !r.opts.restart:
+			return code
+		case code != 0:
+			failures++
+		default:
+			failures = 0
+		}
+		// Let another candidate have a go, backing off while CMD fails.
+		wait := jitter(min(cfg.RetryInterval<<min(failures, 16), 30*time.Second))
+		if failures > 0 {
+			r.logger.Info("tenure: command failed; campaigning again after a pause", "code", code, "in", wait.Round(time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		r.mu.Lock()
+		pauseCtx, cancelPause := context.WithCancel(ctx)
+		r.cancel = cancelPause
+		r.mu.Unlock()
+		select {
+		case <-t.C:
+		case <-pauseCtx.Done():
+		}
+		t.Stop()
+		cancelPause()
+	}
+}
+
+// jitter multiplies d by a random factor in [1, 1.2).
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(float64(d)*0.2*rand.Float64())
+}
