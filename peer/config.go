@@ -1,0 +1,193 @@
+package peer
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Defaults of a [Config].
+const (
+	DefaultHeartbeat = 100 * time.Millisecond
+	// DefaultTimeoutFactor: Timeout defaults to this many heartbeats.
+	DefaultTimeoutFactor = 5
+)
+
+// Config configures one member's node. Build it by hand or with
+// [ParseURL]; [Config.Validate] checks it. Zero durations take defaults
+// ([Config.WithDefaults]).
+type Config struct {
+	// ID is this member's ID; it must be in Group.
+	ID uint64
+	// Group is the static member list, the same on every member.
+	Group Group
+	// Algorithm names a registered algorithm or mode ("lowest", "bully",
+	// "ring", "raft"...); see [Algorithms].
+	Algorithm string
+	// Heartbeat is the period of heartbeats and of the node's timers.
+	// Default [DefaultHeartbeat].
+	Heartbeat time.Duration
+	// Timeout is how long a member may stay silent before it is suspected
+	// (the coordinator: an election starts). It must be at least two
+	// heartbeats; default [DefaultTimeoutFactor] heartbeats.
+	Timeout time.Duration
+	// NoPreempt stops a member with precedence (a recovering higher ID in
+	// bully) from taking over from a healthy coordinator.
+	NoPreempt bool
+	// Key, if set, is the one key the node's Store answers for; if empty,
+	// the first key used binds the node.
+	Key string
+	// Secret authenticates every frame of the TCP transport. Required
+	// unless Transport is set.
+	Secret Secret
+	// StateDir holds the epoch file (peer-<ID>.epoch). Required unless
+	// Epochs is set.
+	StateDir string
+	// Transport, if set, replaces the TCP transport (memnet in tests).
+	Transport Transport
+	// Epochs, if set, replaces the epoch file ([MemEpoch] in tests).
+	Epochs EpochStore
+	// Params holds the URL's other query parameters, for modes (raft) that
+	// have options of their own.
+	Params url.Values
+	// Logger receives structured logs. Default [slog.Default].
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with zero durations and the logger defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeoutFactor * c.Heartbeat
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first problem in c, naming the field and value; the
+// error wraps [tenure.ErrInvalid]. It checks c as given (call it on
+// c.WithDefaults()).
+func (c Config) Validate() error {
+	switch {
+	case c.Group.Len() == 0:
+		return invalidf("Config.Group is empty")
+	case !c.Group.Has(c.ID):
+		return invalidf("Config.ID %d is not a member of the group (%v)", c.ID, c.Group.IDs())
+	case c.Algorithm == "":
+		return invalidf("Config.Algorithm is empty (registered: %v)", Algorithms())
+	case !slices.Contains(Algorithms(), c.Algorithm):
+		return invalidf("Config.Algorithm %q is not registered (registered: %v; import its package)", c.Algorithm, Algorithms())
+	case c.Heartbeat <= 0:
+		return invalidf("Config.Heartbeat (%s) must be positive", c.Heartbeat)
+	case c.Timeout < 2*c.Heartbeat:
+		return invalidf("Config.Timeout (%s) must be at least two heartbeats (%s)", c.Timeout, 2*c.Heartbeat)
+	case c.Transport == nil && c.Secret.IsZero():
+		return invalidf("Config.Secret is missing (set secret-file)")
+	case c.Transport == nil && c.Group.Addr(c.ID) == "":
+		return invalidf("member %d has no address to listen on", c.ID)
+	case c.Epochs == nil && c.StateDir == "":
+		return invalidf("Config.StateDir is empty (set state-dir)")
+	}
+	return nil
+}
+
+// URL form, registered as the scheme "peer":
+//
+//	peer://?id=2&peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=bully&secret-file=/etc/tenure/peer.secret&state-dir=/var/lib/tenure
+//
+// Parameters: id (this member), peers (ID=host:port,...), algorithm
+// (default bully), secret-file, state-dir, and optionally heartbeat and
+// timeout (Go durations), no-preempt (1/true), key. Unknown parameters go to
+// Config.Params for modes that define their own. The host and path must be
+// empty.
+var urlParams = []string{"id", "peers", "algorithm", "secret-file", "state-dir", "heartbeat", "timeout", "no-preempt", "key"}
+
+// ParseURL turns a peer:// URL into a Config, loading the secret file. It
+// does not validate the algorithm (see [Config.Validate]). Errors wrap
+// [tenure.ErrInvalid] and never contain the secret.
+func ParseURL(u *url.URL) (Config, error) {
+	if u.Scheme != "peer" {
+		return Config{}, invalidf("URL scheme %q is not peer", u.Scheme)
+	}
+	if u.Host != "" || (u.Path != "" && u.Path != "/") || u.User != nil {
+		return Config{}, invalidf("a peer URL takes only query parameters (peer://?id=...&peers=...)")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return Config{}, invalidf("the URL's query does not parse: %v", err)
+	}
+	one := func(name string) (string, error) {
+		v := q[name]
+		if len(v) > 1 {
+			return "", invalidf("parameter %s is given %d times", name, len(v))
+		}
+		if len(v) == 0 {
+			return "", nil
+		}
+		return v[0], nil
+	}
+	get := map[string]string{}
+	for _, p := range urlParams {
+		v, err := one(p)
+		if err != nil {
+			return Config{}, err
+		}
+		get[p] = v
+	}
+	var c Config
+	if get["id"] == "" {
+		return Config{}, invalidf("parameter id is missing")
+	}
+	if c.ID, err = ParseID(get["id"]); err != nil {
+		return Config{}, err
+	}
+	if c.Group, err = ParseMembers(get["peers"]); err != nil {
+		return Config{}, err
+	}
+	c.Algorithm = get["algorithm"]
+	if c.Algorithm == "" {
+		c.Algorithm = "bully"
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"heartbeat", &c.Heartbeat}, {"timeout", &c.Timeout}} {
+		if s := get[d.name]; s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil || v <= 0 {
+				return Config{}, invalidf("parameter %s=%q is not a positive duration", d.name, s)
+			}
+			*d.dst = v
+		}
+	}
+	if s := get["no-preempt"]; s != "" {
+		if c.NoPreempt, err = strconv.ParseBool(s); err != nil {
+			return Config{}, invalidf("parameter no-preempt=%q is not a boolean", s)
+		}
+	}
+	c.Key = get["key"]
+	c.StateDir = get["state-dir"]
+	if c.Secret, err = LoadSecret(get["secret-file"]); err != nil {
+		return Config{}, err
+	}
+	c.Params = url.Values{}
+	for k, v := range q {
+		if !slices.Contains(urlParams, k) {
+			c.Params[k] = v
+		}
+	}
+	return c, nil
+}
+
+// String describes c for logs, without the secret.
+func (c Config) String() string {
+	return fmt.Sprintf("peer %d of [%v] algorithm=%s heartbeat=%s timeout=%s no-preempt=%t",
+		c.ID, c.Group, c.Algorithm, c.Heartbeat, c.Timeout, c.NoPreempt)
+}

@@ -1,0 +1,83 @@
+// Package peer elects a coordinator among a static group of processes that
+// talk to each other directly, with no lease store: the "lowest ID", Bully
+// and Ring strategies of the leader-election pattern (packages
+// peer/lowest, peer/bully, peer/ring), and a registry for complete modes
+// such as peer/raft.
+//
+// A member's [Node] is a [tenure.Store] and [tenure.Watcher] for one logical
+// key, so the same [tenure.Elector], Observer, health checks and `tenure run`
+// work unchanged:
+//
+//   - Acquire(ctx, key, identity, ttl): identity must be the node's ID in
+//     decimal. It succeeds iff the algorithm made this node coordinator; the
+//     lease's Term is the coordinator epoch. Another coordinator gives a
+//     *[tenure.HeldError] naming it; no coordinator yet gives [ErrElecting]
+//     (transient: the elector retries).
+//   - Renew succeeds while the node is coordinator under that epoch and
+//     returns [tenure.ErrLost] once it learned of a higher epoch.
+//   - Release resigns: Resign is sent to all, the node abstains from
+//     elections for Timeout, the others elect someone else.
+//   - Get and Watch report the coordinator this node follows.
+//   - Close leaves the group silently; the others detect it by timeout.
+//
+// Importing the package registers the URL scheme "peer":
+//
+//	peer://?id=2&peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=bully&secret-file=/etc/tenure/peer.secret&state-dir=/var/lib/tenure[&heartbeat=100ms&timeout=500ms&no-preempt=1&key=NAME]
+//
+// Every member gets the same peers list and secret file and its own id.
+// The secret file's path and content never appear in errors or logs
+// ([tenure.Redact] hides secret-file).
+//
+// # Epochs: the fencing term
+//
+// Every new coordinator takes an epoch greater than every epoch it knows,
+// persisted (fsync'd file peer-<ID>.epoch in state-dir) before it is
+// announced; members persist the highest epoch they hear of, so epochs never
+// go back, even across restarts, and a corrupt epoch file is an error, never
+// "epoch 0". Epochs are also unique per member (member of rank r issues only
+// epochs ≡ r modulo the group size), so two coordinators elected at the same
+// time on both sides of a partition hold different epochs: max(known)+1
+// rounded up to the member's residue. Every message carries the sender's
+// highest epoch; a coordinator that hears of a higher one steps down (Renew
+// returns ErrLost) and a heartbeat claiming an older epoch is rejected.
+//
+// # Transport and security
+//
+// The TCP transport ([ListenTCP]) sends length-prefixed frames (see
+// [Encode]) with a version, type, sender, receiver, epoch and a
+// per-sender sequence number under a random per-process incarnation,
+// authenticated by HMAC-SHA256 under the group's shared secret (at least
+// [MinSecretLen] bytes). Frames that fail authentication, are malformed,
+// oversized, addressed to someone else, or replayed are dropped and counted
+// ([TCPStats]); a process without the secret can neither join nor win.
+// Package peer/memnet is an in-memory transport with seeded faults for tests.
+//
+// # What the algorithms assume (and when to pick raft instead)
+//
+// lowest, bully and ring assume a synchronous system: messages arrive within
+// about a heartbeat and a member silent for Timeout has crashed (a reliable
+// failure detector), IDs are unique and totally ordered and the member list
+// is the same everywhere. Within those assumptions, once faults stop, all
+// live members agree on one coordinator within about
+// Timeout + a few heartbeats (the simulations check this).
+//
+// Under a partition or a false suspicion (a long GC pause, delays beyond the
+// assumed bound) they CAN ELECT TWO COORDINATORS at once, one per side.
+// They never share an epoch, and when the partition heals the coordinator
+// with the lower epoch steps down; but between the two moments both tasks
+// run. The epoch is therefore a fencing token that must be checked by the
+// protected resource (reject writes with an epoch lower than the highest
+// seen). If you cannot fence, use a quorum mode (raft) or a lease store.
+//
+// # Non-guarantees
+//
+//   - No quorum: a minority side elects its own coordinator.
+//   - The membership is static; changing it means restarting every member
+//     with the new list.
+//   - Timing is local: each member uses its own monotonic clock; no clock
+//     synchronization is needed, but Timeout must exceed the worst message
+//     delay plus pause, or suspicions will be false.
+//   - Delivery is best effort; replay protection keeps per-sender state in
+//     memory, so a member that restarts may accept an old frame once; the
+//     epoch rule still rejects stale claims.
+package peer

@@ -1,0 +1,82 @@
+package peer
+
+import "fmt"
+
+// Type is a message type. The set is shared by all algorithms so the frame
+// format is one; each algorithm uses the types it needs.
+type Type uint8
+
+// Message types.
+const (
+	// Heartbeat: "I am alive, and this is the coordinator I follow". A
+	// coordinator sends it to every member each heartbeat interval with
+	// Leader = itself; in "lowest" every member sends it.
+	Heartbeat Type = iota + 1
+	// Election asks higher members to take over (bully) or carries a
+	// candidate around the ring (ring, in Candidate).
+	Election
+	// Answer tells a lower bully member that a higher one is alive and takes
+	// over the election.
+	Answer
+	// Coordinator announces a new coordinator (Leader, LeaderEpoch).
+	Coordinator
+	// Elected circulates the ring's result (Leader, LeaderEpoch) until it
+	// returns to the coordinator.
+	Elected
+	// Ack acknowledges a ring message (Ref); a missing Ack marks the
+	// successor dead.
+	Ack
+	// Resign tells the members that the coordinator (From) stepped down.
+	Resign
+	// Reject tells a member that its coordinator claim is stale: the sender
+	// knows a higher epoch (Epoch).
+	Reject
+
+	maxType = Reject
+)
+
+var typeNames = [...]string{"", "heartbeat", "election", "answer", "coordinator", "elected", "ack", "resign", "reject"}
+
+func (t Type) String() string {
+	if t >= 1 && t <= maxType {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Valid reports whether t is a known message type.
+func (t Type) Valid() bool { return t >= 1 && t <= maxType }
+
+// Flags qualify a message.
+const (
+	// FlagAbstain: the sender does not stand for election (it resigned
+	// recently).
+	FlagAbstain uint8 = 1 << iota
+)
+
+// Message is what members exchange. Algorithms fill Type, Leader,
+// LeaderEpoch, Candidate, Ref and Flags; the node fills From, To and Epoch;
+// transports fill Incarnation and Seq. It is a value; copies are fine.
+type Message struct {
+	Type  Type
+	Flags uint8
+	// From is the sender, To the receiver.
+	From, To uint64
+	// Incarnation identifies the sending process (random per start) and
+	// Seq numbers its frames; together they let a receiver drop replays.
+	Incarnation, Seq uint64
+	// Epoch is the highest coordinator epoch the sender knows.
+	Epoch uint64
+	// Leader is the coordinator the message is about (0: none) and
+	// LeaderEpoch its epoch.
+	Leader, LeaderEpoch uint64
+	// Candidate is the best candidate so far of a ring election.
+	Candidate uint64
+	// Ref correlates an Ack with the message it acknowledges.
+	Ref uint64
+}
+
+func (m Message) String() string {
+	return fmt.Sprintf("%s %d->%d epoch=%d leader=%d@%d cand=%d ref=%d flags=%#x",
+		m.Type, m.From, m.To, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Flags)
+}

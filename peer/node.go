@@ -1,0 +1,338 @@
+package peer
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Node is one member running an election [Algorithm] over a [Transport]. It
+// is also the member's [tenure.Store] for one logical key (see store.go and
+// the package doc). Create it with [NewNode] or [Open]; all methods are safe
+// for concurrent use.
+type Node struct {
+	cfg    Config
+	self   uint64
+	alg    Algorithm
+	tr     Transport
+	epochs EpochStore
+	log    *slog.Logger
+
+	mu           sync.Mutex
+	closed       bool
+	key          string
+	maxEpoch     uint64
+	leader       uint64 // the coordinator followed, 0: none
+	leaderEpoch  uint64
+	leaderHeard  time.Time
+	granted      uint64 // epoch of the lease handed out by Acquire, 0: none
+	heard        map[uint64]time.Time
+	dead         map[uint64]bool
+	abstains     map[uint64]bool
+	abstainUntil time.Time
+	watchers     map[chan struct{}]struct{}
+	issued       []uint64 // epochs this node was coordinator under, in order
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewNode starts the node for cfg: it loads the epoch (an error if the
+// epoch file is corrupt), opens the TCP transport unless cfg.Transport is
+// set, and starts the node's goroutine. cfg gets defaults and is validated
+// first. Stop the node with Close.
+func NewNode(cfg Config) (*Node, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	newAlg, _ := lookup(cfg.Algorithm)
+	if newAlg == nil {
+		return nil, invalidf("algorithm %q is a mode, not a node algorithm", cfg.Algorithm)
+	}
+	alg, err := newAlg(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Key != "" {
+		if err := checkKey(cfg.Key); err != nil {
+			return nil, err
+		}
+	}
+	epochs := cfg.Epochs
+	if epochs == nil {
+		f, err := OpenEpochFile(cfg.StateDir, cfg.ID)
+		if err != nil {
+			return nil, err
+		}
+		epochs = f
+	}
+	epoch, err := epochs.Load()
+	if err != nil {
+		return nil, err
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		t, err := ListenTCP(TCPConfig{Self: cfg.ID, Group: cfg.Group, Secret: cfg.Secret, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		tr = t
+	}
+	n := &Node{
+		cfg: cfg, self: cfg.ID, alg: alg, tr: tr, epochs: epochs, log: cfg.Logger,
+		key:      cfg.Key,
+		maxEpoch: epoch,
+		heard:    map[uint64]time.Time{},
+		dead:     map[uint64]bool{},
+		abstains: map[uint64]bool{},
+		watchers: map[chan struct{}]struct{}{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	n.mu.Lock()
+	n.alg.Start(env{n})
+	n.mu.Unlock()
+	go n.run()
+	return n, nil
+}
+
+func (n *Node) run() {
+	defer close(n.done)
+	t := time.NewTicker(n.cfg.Heartbeat)
+	defer t.Stop()
+	recv := n.tr.Recv()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case m, ok := <-recv:
+			if !ok {
+				return
+			}
+			n.handle(m)
+		case <-t.C:
+			n.tick()
+		}
+	}
+}
+
+// tick runs the heartbeat period: coordinator heartbeats, the failure
+// detector, then the algorithm's timers.
+func (n *Node) tick() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	now := time.Now()
+	if n.isCoordinator() {
+		for _, id := range n.cfg.Group.IDs() {
+			if id != n.self {
+				n.send(id, Message{Type: Heartbeat, Leader: n.self, LeaderEpoch: n.leaderEpoch})
+			}
+		}
+	} else if n.leader != 0 && now.Sub(n.leaderHeard) > n.cfg.Timeout {
+		old := n.leader
+		n.log.Info("peer: coordinator suspected", "id", n.self, "coordinator", old, "epoch", n.leaderEpoch,
+			"silent_for", now.Sub(n.leaderHeard).Round(time.Millisecond))
+		n.setLeader(0, 0)
+		n.alg.LeaderLost(env{n}, old)
+	}
+	n.alg.Tick(env{n})
+}
+
+func (n *Node) isCoordinator() bool { return n.leader == n.self && n.leader != 0 }
+
+// handle processes one received message.
+func (n *Node) handle(m Message) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() {
+		return
+	}
+	now := time.Now()
+	n.heard[m.From] = now
+	delete(n.dead, m.From)
+	n.abstains[m.From] = m.Flags&FlagAbstain != 0
+	if m.Epoch > n.maxEpoch {
+		if err := n.raiseEpoch(m.Epoch); err != nil {
+			n.log.Error("peer: cannot persist the epoch; ignoring the message", "id", n.self, "err", err)
+			return
+		}
+		if n.isCoordinator() && n.leaderEpoch < n.maxEpoch {
+			n.log.Info("peer: stepping down: a higher epoch exists", "id", n.self, "epoch", n.leaderEpoch,
+				"higher", n.maxEpoch, "from", m.From)
+			n.setLeader(0, 0)
+			n.alg.LeaderLost(env{n}, n.self)
+		}
+	}
+	switch m.Type {
+	case Heartbeat:
+		if m.Leader == m.From {
+			if m.LeaderEpoch < n.maxEpoch {
+				n.send(m.From, Message{Type: Reject, Leader: m.From, LeaderEpoch: m.LeaderEpoch})
+			} else {
+				n.adopt(m.From, m.LeaderEpoch)
+			}
+		}
+	case Resign:
+		if m.From == n.leader && m.LeaderEpoch == n.leaderEpoch {
+			n.setLeader(0, 0)
+			n.alg.LeaderLost(env{n}, m.From)
+		}
+	}
+	n.alg.Receive(env{n}, m)
+}
+
+// send fills the envelope and sends; the caller holds mu.
+func (n *Node) send(to uint64, m Message) error {
+	m.From, m.To, m.Epoch = n.self, to, n.maxEpoch
+	if n.abstaining(time.Now()) {
+		m.Flags |= FlagAbstain
+	}
+	return n.tr.Send(m)
+}
+
+func (n *Node) abstaining(now time.Time) bool { return now.Before(n.abstainUntil) }
+
+// raiseEpoch persists e as the highest known epoch if it is higher.
+func (n *Node) raiseEpoch(e uint64) error {
+	if e <= n.maxEpoch {
+		return nil
+	}
+	if err := n.epochs.Save(e); err != nil {
+		return err
+	}
+	n.maxEpoch = e
+	return nil
+}
+
+// nextEpoch returns the smallest epoch above every known one that only this
+// member may issue: epochs are congruent to the member's rank modulo the
+// group size, so two coordinators never share an epoch, even when elected on
+// both sides of a partition from the same starting point.
+func (n *Node) nextEpoch() uint64 {
+	size := uint64(n.cfg.Group.Len())
+	rank := uint64(n.cfg.Group.Index(n.self))
+	e := n.maxEpoch + 1
+	if rem := e % size; rem <= rank {
+		e += rank - rem
+	} else {
+		e += size - rem + rank
+	}
+	return e
+}
+
+// elect makes this node coordinator under a fresh epoch.
+func (n *Node) elect() (uint64, error) {
+	if n.abstaining(time.Now()) {
+		return 0, fmt.Errorf("peer: member %d resigned and abstains until %s", n.self, n.abstainUntil.Format(time.RFC3339Nano))
+	}
+	e := n.nextEpoch()
+	if err := n.raiseEpoch(e); err != nil {
+		return 0, fmt.Errorf("peer: persisting epoch %d: %w", e, err)
+	}
+	n.issued = append(n.issued, e)
+	n.log.Info("peer: elected coordinator", "id", n.self, "epoch", e, "algorithm", n.cfg.Algorithm)
+	n.setLeader(n.self, e)
+	return e, nil
+}
+
+// adopt follows leader at epoch unless the claim is stale.
+func (n *Node) adopt(leader, epoch uint64) bool {
+	if leader == 0 || epoch < n.maxEpoch || epoch < n.leaderEpoch || !n.cfg.Group.Has(leader) {
+		return false
+	}
+	if leader == n.self {
+		// An echo of our own claim is fine; a claim about us that we do
+		// not hold (from before a restart) is not.
+		return n.isCoordinator() && epoch == n.leaderEpoch
+	}
+	if err := n.raiseEpoch(epoch); err != nil {
+		n.log.Error("peer: cannot persist the epoch; not following the coordinator", "id", n.self, "err", err)
+		return false
+	}
+	if n.leader != leader || n.leaderEpoch != epoch {
+		if n.isCoordinator() {
+			n.log.Info("peer: stepping down for a newer coordinator", "id", n.self, "epoch", n.leaderEpoch,
+				"coordinator", leader, "coordinator_epoch", epoch)
+		} else {
+			n.log.Debug("peer: following coordinator", "id", n.self, "coordinator", leader, "epoch", epoch)
+		}
+		n.setLeader(leader, epoch)
+	}
+	n.leaderHeard = time.Now()
+	return true
+}
+
+// setLeader changes the coordinator followed and wakes watchers.
+func (n *Node) setLeader(id, epoch uint64) {
+	if id != n.self || epoch != n.granted {
+		n.granted = 0
+	}
+	n.leader, n.leaderEpoch, n.leaderHeard = id, epoch, time.Now()
+	for w := range n.watchers {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Status is a node's view, for tests, tools and health checks.
+type Status struct {
+	ID uint64
+	// Leader is the coordinator followed (0: none, an election is running),
+	// LeaderEpoch its epoch; Coordinator is whether that is this node.
+	Leader, LeaderEpoch uint64
+	Coordinator         bool
+	// Epoch is the highest epoch known (persisted).
+	Epoch uint64
+	// Issued lists the epochs this node was coordinator under, since it
+	// started, oldest first.
+	Issued []uint64
+}
+
+// Status returns the node's current view. It never blocks on the network.
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return Status{ID: n.self, Leader: n.leader, LeaderEpoch: n.leaderEpoch, Coordinator: n.isCoordinator(),
+		Epoch: n.maxEpoch, Issued: append([]uint64(nil), n.issued...)}
+}
+
+// ID returns the node's member ID.
+func (n *Node) ID() uint64 { return n.self }
+
+// Identity returns the identity the node's Store accepts: its ID in decimal.
+func (n *Node) Identity() string { return strconv.FormatUint(n.self, 10) }
+
+// env is the Node's side of the Algorithm contract; its methods run with
+// n.mu held.
+type env struct{ n *Node }
+
+func (e env) Self() uint64                    { return e.n.self }
+func (e env) Group() Group                    { return e.n.cfg.Group }
+func (e env) Now() time.Time                  { return time.Now() }
+func (e env) Config() Config                  { return e.n.cfg }
+func (e env) Send(to uint64, m Message) error { return e.n.send(to, m) }
+func (e env) MarkDead(id uint64)              { e.n.dead[id] = true }
+func (e env) Abstaining() bool                { return e.n.abstaining(time.Now()) }
+func (e env) Abstains(id uint64) bool         { return e.n.abstains[id] }
+func (e env) Leader() (uint64, uint64)        { return e.n.leader, e.n.leaderEpoch }
+func (e env) Elect() (uint64, error)          { return e.n.elect() }
+func (e env) Adopt(leader, epoch uint64) bool { return e.n.adopt(leader, epoch) }
+func (e env) Logf(format string, args ...any) {
+	e.n.log.Debug(fmt.Sprintf(format, args...), "id", e.n.self)
+}
+
+func (e env) Alive(id uint64) bool {
+	if id == e.n.self {
+		return true
+	}
+	t, ok := e.n.heard[id]
+	return ok && !e.n.dead[id] && time.Since(t) <= e.n.cfg.Timeout
+}

@@ -1,0 +1,237 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// ErrElecting is returned by [Node.Acquire] while no coordinator is known
+// (an election is running). It is transient, not [tenure.ErrHeld]: the
+// elector retries with backoff, and wakes earlier through Watch.
+var ErrElecting = errors.New("peer: election in progress, no coordinator known yet")
+
+var (
+	_ tenure.Store   = (*Node)(nil)
+	_ tenure.Watcher = (*Node)(nil)
+)
+
+func checkKey(key string) error { return tenure.CheckKey(key) }
+
+// bind checks key against the node's key, binding the node to it on first
+// use. The caller holds mu.
+func (n *Node) bind(key string) error {
+	if n.key == "" {
+		n.key = key
+		return nil
+	}
+	if key != n.key {
+		return invalidf("this peer node elects for key %q, not %q (one node per key)", n.key, key)
+	}
+	return nil
+}
+
+func (n *Node) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if n.closed {
+		return tenure.ErrClosed
+	}
+	return nil
+}
+
+// recordLocked is the key's record as this node sees it.
+func (n *Node) recordLocked(now time.Time) tenure.Record {
+	r := tenure.Record{Key: n.key, Term: n.maxEpoch}
+	if n.leader == 0 {
+		return r
+	}
+	r.Holder, r.Term, r.TTL = strconv.FormatUint(n.leader, 10), n.leaderEpoch, n.cfg.Timeout
+	r.Remaining = n.cfg.Timeout
+	if !n.isCoordinator() {
+		r.Remaining = max(n.leaderHeard.Add(n.cfg.Timeout).Sub(now), 0)
+	}
+	return r
+}
+
+// Acquire implements [tenure.Store]. identity must be this node's ID in
+// decimal (else an error wrapping [tenure.ErrInvalid] naming both). It
+// succeeds iff the algorithm has made this node coordinator and no lease for
+// this epoch is outstanding; the lease's Term is the coordinator epoch. If
+// another member is coordinator it returns a *[tenure.HeldError] naming it;
+// while none is known, an error matching [ErrElecting]. ttl is recorded but
+// leadership ends by the algorithm, not by time. Acquire never blocks on the
+// network.
+func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	if identity != n.Identity() {
+		return tenure.Lease{}, invalidf("identity %q is not this node's ID %q: a peer node campaigns only for itself", identity, n.Identity())
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.usable(ctx); err != nil {
+		return tenure.Lease{}, err
+	}
+	if err := n.bind(key); err != nil {
+		return tenure.Lease{}, err
+	}
+	now := time.Now()
+	switch {
+	case n.leader == 0:
+		return tenure.Lease{}, fmt.Errorf("%w (member %d, last epoch %d)", ErrElecting, n.self, n.maxEpoch)
+	case !n.isCoordinator() || n.granted == n.leaderEpoch:
+		return tenure.Lease{}, &tenure.HeldError{Record: n.recordLocked(now)}
+	}
+	n.granted = n.leaderEpoch
+	return tenure.Lease{Key: key, Identity: identity, Term: n.leaderEpoch, TTL: ttl,
+		Token: strconv.FormatUint(n.leaderEpoch, 10)}, nil
+}
+
+// current checks that l is the outstanding lease of this node's current
+// coordinator epoch.
+func (n *Node) current(l tenure.Lease) error {
+	if l.Key != n.key || l.Identity != n.Identity() || !n.isCoordinator() || n.leaderEpoch != l.Term || n.granted != l.Term {
+		return fmt.Errorf("%w: member %d is no longer coordinator under epoch %d (now following %d at epoch %d, highest known %d)",
+			tenure.ErrLost, n.self, l.Term, n.leader, n.leaderEpoch, n.maxEpoch)
+	}
+	return nil
+}
+
+// Renew implements [tenure.Store]: it succeeds while this node is still
+// coordinator under l's epoch, and returns an error matching
+// [tenure.ErrLost] once it learned of a higher epoch or a coordinator with
+// precedence. It never blocks on the network.
+func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.usable(ctx); err != nil {
+		return err
+	}
+	return n.current(l)
+}
+
+// Release implements [tenure.Store]: the coordinator resigns. It sends
+// Resign to every member, stops being coordinator and abstains from
+// elections for Timeout, so the others elect someone else at once; after
+// that it stands again (in bully without no-preempt and in lowest it then
+// takes over again, being the preferred member; in ring it stays a
+// follower). It returns [tenure.ErrLost] if l is not current.
+func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.usable(ctx); err != nil {
+		return err
+	}
+	if err := n.current(l); err != nil {
+		return err
+	}
+	n.abstainUntil = time.Now().Add(n.cfg.Timeout)
+	epoch := n.leaderEpoch
+	n.log.Info("peer: resigning", "id", n.self, "epoch", epoch)
+	n.setLeader(0, 0)
+	for _, id := range n.cfg.Group.IDs() {
+		if id != n.self {
+			n.send(id, Message{Type: Resign, Leader: n.self, LeaderEpoch: epoch})
+		}
+	}
+	n.alg.LeaderLost(env{n}, n.self)
+	return nil
+}
+
+// Get implements [tenure.Store]: the coordinator this node follows (Holder
+// is its ID in decimal, Term its epoch), or Holder "" and Term = the highest
+// known epoch while none is known. Remaining estimates how long until the
+// coordinator would be suspected.
+func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return tenure.Record{}, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.usable(ctx); err != nil {
+		return tenure.Record{}, err
+	}
+	if err := n.bind(key); err != nil {
+		return tenure.Record{}, err
+	}
+	return n.recordLocked(time.Now()), nil
+}
+
+// Watch implements [tenure.Watcher]: the current record at once, then one
+// whenever the coordinator or its epoch changes, including to "none" when it
+// is suspected. It ends when ctx is done or the node is closed.
+func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return nil, err
+	}
+	sig := make(chan struct{}, 1)
+	n.mu.Lock()
+	if err := n.usable(ctx); err != nil {
+		n.mu.Unlock()
+		return nil, err
+	}
+	if err := n.bind(key); err != nil {
+		n.mu.Unlock()
+		return nil, err
+	}
+	n.watchers[sig] = struct{}{}
+	n.mu.Unlock()
+	out := make(chan tenure.Record)
+	go func() {
+		defer close(out)
+		defer func() {
+			n.mu.Lock()
+			delete(n.watchers, sig)
+			n.mu.Unlock()
+		}()
+		var last tenure.Record
+		first := true
+		for {
+			n.mu.Lock()
+			r := n.recordLocked(time.Now())
+			n.mu.Unlock()
+			if first || r.Holder != last.Holder || r.Term != last.Term {
+				select {
+				case out <- r:
+				case <-ctx.Done():
+					return
+				case <-n.stop:
+					return
+				}
+				last, first = r, false
+			}
+			select {
+			case <-sig:
+			case <-ctx.Done():
+				return
+			case <-n.stop:
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Close implements [tenure.Store]: the node leaves the group silently (no
+// more heartbeats; the others detect it by timeout), its transport closes,
+// watches end and later calls return [tenure.ErrClosed]. Close waits for the
+// node's goroutine; it is idempotent.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	close(n.stop)
+	n.mu.Unlock()
+	<-n.done
+	return n.tr.Close()
+}

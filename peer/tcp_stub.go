@@ -1,0 +1,4 @@
+package peer
+
+// ListenTCP placeholder
+func ListenTCP(c TCPConfig) (Transport, error) { return nil, invalidf("not yet") }
