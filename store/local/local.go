@@ -1,0 +1,183 @@
+//go:build linux
+
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Store is a handle on a state directory. Handles are independent: two
+// handles on one directory, in one process or in two, coordinate exactly as
+// two processes do. All methods are safe for concurrent use.
+type Store struct {
+	dir    string
+	dirf   *os.File // the directory, for fsync after renames
+	bootID string
+
+	mu      sync.Mutex
+	closed  bool
+	done    chan struct{}     // closed by Close; ends watches
+	grants  map[string]*grant // live grants made through this handle, by token
+	watches sync.WaitGroup
+}
+
+// grant is a lease acquired through this handle: its liveness file, whose
+// flock stands for the holder being alive.
+type grant struct {
+	key  string
+	term uint64
+	f    *os.File
+	path string
+}
+
+var (
+	_ tenure.Store      = (*Store)(nil)
+	_ tenure.Watcher    = (*Store)(nil)
+	_ tenure.LeaseFiler = (*Store)(nil)
+)
+
+// Open returns a handle on the state directory dir, creating it (mode 0700,
+// with missing parents) if needed. It fails, naming dir, if dir is not a
+// directory or the process cannot create, read or write files in it.
+func Open(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: local store directory is empty", tenure.ErrInvalid)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("local: cannot use state directory %q: %w", dir, unwrapPath(err))
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("local: cannot use state directory %q: %w", dir, unwrapPath(err))
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("local: cannot use state directory %q: not a directory", dir)
+	}
+	if err := unix.Access(dir, unix.R_OK|unix.W_OK|unix.X_OK); err != nil {
+		return nil, fmt.Errorf("local: cannot use state directory %q: need read, write and search permission: %w", dir, err)
+	}
+	dirf, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("local: cannot use state directory %q: %w", dir, unwrapPath(err))
+	}
+	boot, err := readBootID()
+	if err != nil {
+		dirf.Close()
+		return nil, err
+	}
+	return &Store{
+		dir:    dir,
+		dirf:   dirf,
+		bootID: boot,
+		done:   make(chan struct{}),
+		grants: map[string]*grant{},
+	}, nil
+}
+
+// unwrapPath drops the *fs.PathError layer, whose message repeats the path
+// the caller already names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Dir returns the state directory of the handle.
+func (s *Store) Dir() string { return s.dir }
+
+// checkOpen returns ErrClosed after Close.
+func (s *Store) checkOpen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return tenure.ErrClosed
+	}
+	return nil
+}
+
+// LeaseFiles implements [tenure.LeaseFiler]: it returns the liveness file of
+// l, whose flock the kernel holds for as long as any process has the file
+// open. A child process that inherits it (for example through
+// [os/exec.Cmd.ExtraFiles]) shares the lock, because flock belongs to the
+// open file description: l then stays live, within its TTL, until both this
+// process and the child have exited or closed it. The files stay owned by
+// the store: do not close them; they are closed by Release or Close.
+func (s *Store) LeaseFiles(l tenure.Lease) ([]*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, tenure.ErrClosed
+	}
+	g := s.grants[l.Token]
+	if g == nil || g.key != l.Key || g.term != l.Term {
+		return nil, fmt.Errorf("%w: key %q term %d is not held through this handle", tenure.ErrLost, l.Key, l.Term)
+	}
+	return []*os.File{g.f}, nil
+}
+
+// Close ends the handle: the liveness files of its grants are closed, so
+// those grants end at once (as if the process had died) unless a child
+// process shares them, and its watches end. Later calls return
+// [tenure.ErrClosed]. Close does not block beyond waiting for the watch
+// goroutines to return; calling it again does nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	grants := s.grants
+	s.grants = nil
+	s.mu.Unlock()
+	for _, g := range grants {
+		g.f.Close()
+	}
+	s.watches.Wait()
+	return s.dirf.Close()
+}
+
+// addGrant remembers g; it fails if the handle was closed meanwhile.
+func (s *Store) addGrant(token string, g *grant) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return tenure.ErrClosed
+	}
+	s.grants[token] = g
+	return nil
+}
+
+// owns reports whether l was acquired through this handle and is still
+// remembered by it.
+func (s *Store) owns(l tenure.Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.grants[l.Token]
+	return g != nil && g.key == l.Key && g.term == l.Term
+}
+
+// dropGrant forgets the grant of token, if this handle made it, and closes
+// its liveness file; it reports whether there was one.
+func (s *Store) dropGrant(token string) bool {
+	s.mu.Lock()
+	g := s.grants[token]
+	delete(s.grants, token)
+	s.mu.Unlock()
+	if g == nil {
+		return false
+	}
+	g.f.Close()
+	return true
+}

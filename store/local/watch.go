@@ -1,0 +1,209 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure"
+)
+
+// watchMask selects the directory events that can change a key's record:
+// a record renamed into place, files deleted or created, and (the crash
+// signal) a liveness file closed by the last process holding it open for
+// writing, which the kernel does when a holder exits or is killed.
+const watchMask = unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_CREATE |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+// The kernel posts a file's close event before it drops the file's flock,
+// so a watcher woken by a holder's death may still see the holder's lock
+// for a moment. It then probes again after a delay growing from probeMin to
+// probeMax, for at most probeFor.
+const (
+	probeMin = 100 * time.Microsecond
+	probeMax = 20 * time.Millisecond
+	probeFor = 2 * time.Second
+)
+
+// Watch implements [tenure.Watcher] with inotify on the state directory.
+// The channel receives the current record at once, then a record whenever
+// the holder or the term changed: on Acquire and Release by any process, at
+// once when a holder process dies (the kernel closes its liveness file),
+// and when a grant's TTL passes without renewal (a timer). Deliveries
+// coalesce: a slow reader gets the latest record. The channel is closed
+// when ctx is done, the handle is closed, or the watch fails (the record
+// became unreadable, or the directory was removed); callers then re-read
+// with Get. Watch does not block; each watch costs one inotify descriptor
+// and two goroutines until it ends.
+func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("local: inotify_init1: %w", err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, s.dir, watchMask); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("local: watch %s: %w", s.dir, err)
+	}
+	// A non-blocking descriptor in an *os.File is served by the runtime
+	// poller: Read parks the goroutine, and Close wakes it.
+	w := &watch{
+		s:    s,
+		key:  key,
+		kf:   s.files(key),
+		f:    os.NewFile(uintptr(fd), "inotify"),
+		wake: make(chan struct{}, 1),
+		gone: make(chan struct{}),
+		out:  make(chan tenure.Record),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		w.f.Close()
+		return nil, tenure.ErrClosed
+	}
+	s.watches.Add(1)
+	s.mu.Unlock()
+	go w.read()
+	go w.run(ctx)
+	return w.out, nil
+}
+
+type watch struct {
+	s   *Store
+	key string
+	kf  keyFiles
+	f   *os.File
+
+	wake    chan struct{} // a relevant event arrived (coalesced)
+	closing atomic.Uint64 // term whose liveness file was last closed for writing
+	gone    chan struct{} // closed when read returns
+	out     chan tenure.Record
+}
+
+// read turns inotify events about the key's files into wake-ups until the
+// descriptor is closed or the directory goes away.
+func (w *watch) read() {
+	defer close(w.gone)
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := w.f.Read(buf)
+		if err != nil {
+			return
+		}
+		relevant, ended := false, false
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			nameEnd := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if nameEnd > n {
+				break
+			}
+			name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:nameEnd]), "\x00")
+			off = nameEnd
+			switch {
+			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
+				ended = true
+			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+				relevant = true
+			case name == w.kf.base+".state":
+				relevant = true
+			case isHolderName(name, w.kf.base):
+				relevant = true
+				if ev.Mask&unix.IN_CLOSE_WRITE != 0 {
+					if term, err := strconv.ParseUint(name[len(w.kf.base)+len(".holder."):], 10, 64); err == nil {
+						w.closing.Store(term)
+					}
+				}
+			}
+		}
+		if relevant {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+		if ended {
+			return
+		}
+	}
+}
+
+// run delivers records until ctx is done, the store is closed or the
+// watch fails; then it releases the descriptor and closes out.
+func (w *watch) run(ctx context.Context) {
+	defer w.s.watches.Done()
+	defer close(w.out)
+	defer func() {
+		w.f.Close() // wakes read
+		<-w.gone
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var (
+		last       tenure.Record
+		first      = true
+		probe      time.Duration // next delay while a closed holder still looks live
+		probeUntil time.Time
+	)
+	for {
+		r, err := w.s.get(w.key)
+		if err != nil {
+			return
+		}
+		if first || r.Holder != last.Holder || r.Term != last.Term {
+			select {
+			case w.out <- r:
+			case <-ctx.Done():
+				return
+			case <-w.s.done:
+				return
+			}
+			last, first = r, false
+		}
+		var wait <-chan time.Time
+		if r.Held() {
+			d := r.Remaining + time.Millisecond // past the expiry, not at it
+			if r.Term == w.closing.Load() {
+				// The holder's file was closed; its flock goes a moment later.
+				if probe == 0 {
+					probe, probeUntil = probeMin, time.Now().Add(probeFor)
+				}
+				if time.Now().Before(probeUntil) {
+					d = min(d, probe)
+					probe = min(probe*2, probeMax)
+				}
+			} else {
+				probe = 0
+			}
+			timer.Reset(d)
+			wait = timer.C
+		} else {
+			probe = 0
+		}
+		select {
+		case <-w.wake:
+		case <-wait:
+		case <-w.gone:
+			return
+		case <-ctx.Done():
+			return
+		case <-w.s.done:
+			return
+		}
+		timer.Stop()
+	}
+}
