@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tenureBin is the tenure binary built once by TestMain; the tests run it
+// as real processes.
+var tenureBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tenure-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tenureBin = filepath.Join(dir, "tenure")
+	build := exec.Command("go", "build", "-o", tenureBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building tenure:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is a finished tenure process.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runTenure runs the tenure binary to completion, failing t after a minute.
+func runTenure(t testing.TB, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tenureBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("tenure %s did not finish within a minute; stderr:\n%s", strings.Join(args, " "), stderr.String())
+	}
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("tenure %s: %v", strings.Join(args, " "), err)
+	}
+	return result{stdout.String(), stderr.String(), exitCode(cmd.ProcessState)}
+}
+
+// startTenure starts the tenure binary; it is killed at the end of the test
+// if still running. done is closed when it exited.
+func startTenure(t testing.TB, stdout, stderr *bytes.Buffer, args ...string) (cmd *exec.Cmd, done chan struct{}) {
+	t.Helper()
+	cmd = exec.Command(tenureBin, args...)
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return cmd, done
+}
+
+// waitDone waits for a started process to exit, failing t after d.
+func waitDone(t testing.TB, done <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not exit within %s", what, d)
+	}
+}
+
+// testCluster is a cluster of candidates in t.TempDir(), closed at the end
+// of the test.
+func testCluster(t testing.TB, key string, runArgs, workArgs []string) *cluster {
+	t.Helper()
+	c, err := newCluster(tenureBin, t.TempDir(), key, runArgs, workArgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+// alive reports whether process pid exists (and is not a zombie).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
