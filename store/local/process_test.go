@@ -1,0 +1,309 @@
+//go:build linux
+
+package local_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/local"
+)
+
+// The helper process: the test binary re-executed with helperEnv set runs
+// TestHelperProcess, which acts as another process using the store. It
+// speaks a line protocol on stdin/stdout:
+//
+//	mode "acquire": Acquire key for ttl and print "acquired TERM"; then
+//	  for each "renew" line print "renewed", "lost" (ErrLost) or "error ...".
+//	mode "inherit": hold file descriptor 3 (a liveness file passed by the
+//	  parent) open, print "holding", and wait for stdin to close.
+const helperEnv = "TENURE_LOCAL_HELPER"
+
+func TestHelperProcess(t *testing.T) {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
+		t.Skip("runs only as a helper process of the tests in this package")
+	}
+	in := bufio.NewScanner(os.Stdin)
+	say := func(format string, args ...any) { fmt.Printf("helper: "+format+"\n", args...) }
+	switch mode {
+	case "acquire":
+		ttl, _ := time.ParseDuration(os.Getenv("HELPER_TTL"))
+		s, err := local.Open(os.Getenv("HELPER_DIR"))
+		if err != nil {
+			say("error %v", err)
+			os.Exit(1)
+		}
+		ctx := context.Background()
+		l, err := s.Acquire(ctx, os.Getenv("HELPER_KEY"), "child", ttl)
+		if err != nil {
+			say("error %v", err)
+			os.Exit(1)
+		}
+		say("acquired %d", l.Term)
+		for in.Scan() {
+			switch err := s.Renew(ctx, l); {
+			case err == nil:
+				say("renewed")
+			case errors.Is(err, tenure.ErrLost):
+				say("lost")
+			default:
+				say("error %v", err)
+			}
+		}
+	case "inherit":
+		f := os.NewFile(3, "inherited")
+		if f == nil {
+			say("error no fd 3")
+			os.Exit(1)
+		}
+		say("holding")
+		for in.Scan() {
+		}
+		f.Close()
+	}
+	os.Exit(0)
+}
+
+// child is a running helper process.
+type child struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startChild(t *testing.T, mode string, env []string, files ...*os.File) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + mode}, env...)...)
+	cmd.ExtraFiles = files
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start helper: %v", err)
+	}
+	c := &child{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Wait()
+	})
+	return c
+}
+
+// line returns the helper's next protocol line, without its prefix.
+func (c *child) line() string {
+	c.t.Helper()
+	for c.out.Scan() {
+		if s, ok := strings.CutPrefix(c.out.Text(), "helper: "); ok {
+			return s
+		}
+	}
+	c.t.Fatalf("helper exited without answering: %v", c.out.Err())
+	return ""
+}
+
+func (c *child) send(cmd string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		c.t.Fatalf("write to helper: %v", err)
+	}
+}
+
+// acquiringChild starts a helper holding key for ttl and returns its term.
+func acquiringChild(t *testing.T, dir, key string, ttl time.Duration) (*child, uint64) {
+	t.Helper()
+	c := startChild(t, "acquire", []string{"HELPER_DIR=" + dir, "HELPER_KEY=" + key, "HELPER_TTL=" + ttl.String()})
+	got := c.line()
+	term, err := strconv.ParseUint(strings.TrimPrefix(got, "acquired "), 10, 64)
+	if err != nil || !strings.HasPrefix(got, "acquired ") {
+		t.Fatalf("helper said %q, want \"acquired TERM\"", got)
+	}
+	return c, term
+}
+
+// awaitRecord waits for a delivery on ch satisfying want.
+func awaitRecord(t *testing.T, ch <-chan tenure.Record, within time.Duration, what string, want func(tenure.Record) bool) tenure.Record {
+	t.Helper()
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	for {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch closed while waiting for %s", what)
+			}
+			if want(r) {
+				return r
+			}
+		case <-timeout.C:
+			t.Fatalf("no delivery of %s within %s", what, within)
+		}
+	}
+}
+
+func free(r tenure.Record) bool { return !r.Held() }
+
+// A holder process killed with SIGKILL loses its grant at once: a watcher
+// learns of it from the kernel closing the liveness file, and takes over
+// long before the 30s TTL.
+func TestCrashTakeover(t *testing.T) {
+	t.Parallel()
+	const ttl = 30 * time.Second
+	dir := t.TempDir()
+	s := open(t, dir)
+	key := "crash/takeover"
+	var took []time.Duration
+	for round := range 5 {
+		c, term := acquiringChild(t, dir, key, ttl)
+		ctx, cancel := context.WithCancel(context.Background())
+		ch, err := s.Watch(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := awaitRecord(t, ch, 5*time.Second, "the child's grant", func(r tenure.Record) bool { return r.Holder == "child" })
+		if r.Term != term {
+			t.Fatalf("watch says term %d, child acquired %d", r.Term, term)
+		}
+		if _, err := s.Acquire(context.Background(), key, "parent", ttl); !errors.Is(err, tenure.ErrHeld) {
+			t.Fatalf("Acquire while the child lives: %v, want ErrHeld", err)
+		}
+		killed := time.Now()
+		if err := c.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		awaitRecord(t, ch, 5*time.Second, "the child's death", free)
+		l, err := s.Acquire(context.Background(), key, "parent", ttl)
+		if err != nil {
+			t.Fatalf("Acquire after the holder died: %v", err)
+		}
+		d := time.Since(killed)
+		cancel()
+		took = append(took, d)
+		if l.Term <= term {
+			t.Fatalf("takeover term %d not above the dead holder's %d", l.Term, term)
+		}
+		if d >= ttl/6 {
+			t.Fatalf("round %d: takeover took %s, too close to the TTL of %s to come from the crash", round, d, ttl)
+		}
+		if err := s.Release(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.cmd.Wait()
+	}
+	slices.Sort(took)
+	t.Logf("SIGKILL → watch wake-up → Acquire: min %s, median %s, max %s over %d rounds", took[0], took[len(took)/2], took[len(took)-1], len(took))
+}
+
+// A holder that is alive but stopped keeps its lock, yet loses its grant
+// when its TTL passes, not earlier; once resumed, its Renew fails.
+func TestStalledHolderLosesByTTL(t *testing.T) {
+	t.Parallel()
+	const ttl = time.Second
+	dir := t.TempDir()
+	s := open(t, dir)
+	key := "stalled"
+	c, term := acquiringChild(t, dir, key, ttl)
+	sent := time.Now() // the store receives the renewal after this
+	c.send("renew")
+	if got := c.line(); got != "renewed" {
+		t.Fatalf("helper Renew: %s", got)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "child" && r.Term == term })
+	if _, err := s.Acquire(context.Background(), key, "parent", ttl); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("Acquire while the stopped holder's TTL runs: %v, want ErrHeld", err)
+	}
+	awaitRecord(t, ch, ttl+2*time.Second, "the expiry", free)
+	freed := time.Now()
+	// 1% allowed for the difference between CLOCK_BOOTTIME and Go's clock.
+	if early := sent.Add(ttl - ttl/100).Sub(freed); early > 0 {
+		t.Fatalf("stopped holder lost its grant %s before its TTL passed", early)
+	}
+	l, err := s.Acquire(context.Background(), key, "parent", 10*ttl)
+	if err != nil {
+		t.Fatalf("Acquire after the stopped holder's TTL: %v", err)
+	}
+	t.Logf("stopped holder freed %s after its last renewal was sent (TTL %s)", freed.Sub(sent), ttl)
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	c.send("renew")
+	if got := c.line(); got != "lost" {
+		t.Fatalf("resumed holder's Renew: %s, want ErrLost", got)
+	}
+	if r, err := s.Get(context.Background(), key); err != nil || r.Holder != "parent" || r.Term != l.Term || l.Term <= term {
+		t.Fatalf("after the stale Renew, Get = %+v, %v; want parent holding term %d > %d", r, err, l.Term, term)
+	}
+}
+
+// A liveness file passed to a child process keeps the grant live after the
+// acquiring handle is gone, until the child exits too.
+func TestLeaseFilesOutliveHandle(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := "inherited"
+	a, b := open(t, dir), open(t, dir)
+	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := a.LeaseFiles(l)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("LeaseFiles = %v, %v; want one file", files, err)
+	}
+	if _, err := b.LeaseFiles(l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("LeaseFiles through another handle: %v, want ErrLost", err)
+	}
+	c := startChild(t, "inherit", nil, files[0])
+	if got := c.line(); got != "holding" {
+		t.Fatalf("helper said %q", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := b.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	a.Close() // closes the parent's descriptor; the child's keeps the lock
+	if _, err := b.Acquire(context.Background(), key, "beta", time.Minute); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("Acquire while the child holds the inherited file: %v, want ErrHeld", err)
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, 5*time.Second, "the end of the grant once the child died", free)
+	l2, err := b.Acquire(context.Background(), key, "beta", time.Minute)
+	if err != nil || l2.Term <= l.Term {
+		t.Fatalf("Acquire after the child died = %+v, %v; want a term above %d", l2, err, l.Term)
+	}
+}
