@@ -113,7 +113,8 @@ func leaderDuring(iv []Interval, h *History, from, to time.Duration) bool {
 }
 
 // Failovers returns, for every fault that hit the leader of the moment, how
-// long until another candidate's leadership began.
+// long until the next leadership began (a higher term; the restarted victim
+// itself may win it).
 func Failovers(h *History) map[FaultKind][]time.Duration {
 	out := map[FaultKind][]time.Duration{}
 	iv := h.sorted()
@@ -121,17 +122,18 @@ func Failovers(h *History) map[FaultKind][]time.Duration {
 		if f.Target == "" {
 			continue
 		}
+		var term uint64
 		led := false
 		for _, x := range iv {
 			if x.ID == f.Target && x.Start <= f.At && h.end(x) >= f.At {
-				led = true
+				led, term = true, x.Term
 			}
 		}
 		if !led {
 			continue
 		}
 		for _, x := range iv {
-			if x.ID != f.Target && x.Start >= f.At {
+			if x.Term > term && x.Start >= f.At {
 				out[f.Kind] = append(out[f.Kind], x.Start-f.At)
 				break
 			}

@@ -1,0 +1,142 @@
+package torture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/faultstore"
+)
+
+// InProcess is a [Driver] whose candidates are library electors in this
+// process, each behind its own [faultstore] on a shared store. Kills cut a
+// candidate off and stop it without releasing, as a crash would; partitions
+// make its store calls fail; pauses make them hang.
+type InProcess struct {
+	StoreName string
+	Open      func() (tenure.Store, error) // a new handle on the shared store
+	N         int
+	TTL       time.Duration
+	Seed      int64
+
+	mu    sync.Mutex
+	rec   *Recorder
+	cands map[string]*candidate
+	wg    sync.WaitGroup
+}
+
+type candidate struct {
+	faults *faultstore.Faults
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Name implements [Driver].
+func (d *InProcess) Name() string { return d.StoreName }
+
+// Kinds implements [Driver].
+func (d *InProcess) Kinds() []FaultKind {
+	return []FaultKind{FaultKill, FaultPartition, FaultStop, FaultStoreErr}
+}
+
+// Start implements [Driver].
+func (d *InProcess) Start(ctx context.Context, rec *Recorder) ([]string, error) {
+	d.rec, d.cands = rec, map[string]*candidate{}
+	var ids []string
+	for i := range d.N {
+		id := fmt.Sprintf("c%d", i+1)
+		ids = append(ids, id)
+		if err := d.launch(ctx, id, int64(i)); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+func (d *InProcess) launch(ctx context.Context, id string, n int64) error {
+	inner, err := d.Open()
+	if err != nil {
+		return err
+	}
+	f := faultstore.New(faultstore.Plan{Seed: uint64(d.Seed*100 + n)})
+	e, err := tenure.New(tenure.Config{
+		Store: faultstore.Wrap(inner, f), Key: "torture", Identity: id, TTL: d.TTL,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	c := &candidate{faults: f, cancel: cancel, done: make(chan struct{})}
+	d.mu.Lock()
+	d.cands[id] = c
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(c.done)
+		defer inner.Close()
+		_ = e.Run(cctx, func(ctx context.Context) error {
+			l, _ := tenure.LeaseFrom(ctx)
+			ended := d.rec.Began(id, l.Term)
+			defer ended()
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+					d.rec.Ledger.Append(id, l.Term)
+				}
+			}
+		})
+	}()
+	return nil
+}
+
+// Inject implements [Driver].
+func (d *InProcess) Inject(ctx context.Context, kind FaultKind, target string) (func() error, bool, error) {
+	d.mu.Lock()
+	c := d.cands[target]
+	d.mu.Unlock()
+	if c == nil {
+		return nil, false, fmt.Errorf("no candidate %q", target)
+	}
+	switch kind {
+	case FaultKill:
+		// A crash: the store stops hearing from it, nothing is released.
+		c.faults.Partition(faultstore.FailFast)
+		c.cancel()
+		<-c.done
+		var n int64
+		fmt.Sscanf(target, "c%d", &n)
+		return nil, false, d.launch(ctx, target, n+1000)
+	case FaultPartition:
+		c.faults.Partition(faultstore.FailFast)
+		return func() error { c.faults.Heal(); return nil }, false, nil
+	case FaultStop:
+		c.faults.Pause()
+		return func() error { c.faults.Resume(); return nil }, false, nil
+	case FaultStoreErr:
+		c.faults.SetRates(faultstore.Rates{Ops: faultstore.OpAll, FailBefore: 0.3, FailAfter: 0.2, DelayBefore: 0.3, DelayAfter: 0.3, MaxDelay: d.TTL / 2})
+		return func() error { c.faults.Heal(); return nil }, false, nil
+	}
+	return nil, false, errors.ErrUnsupported
+}
+
+// Stop implements [Driver].
+func (d *InProcess) Stop() error {
+	d.mu.Lock()
+	for _, c := range d.cands {
+		c.cancel()
+	}
+	d.mu.Unlock()
+	d.wg.Wait()
+	return nil
+}

@@ -1,0 +1,161 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Driver starts candidates and injects faults for one kind of run (library
+// electors in this process, or `tenure run` processes against a server).
+type Driver interface {
+	// Name names the store, for reports.
+	Name() string
+	// Start starts the candidates; they report leaderships to rec and write
+	// to the ledger. It returns their identities.
+	Start(ctx context.Context, rec *Recorder) ([]string, error)
+	// Kinds returns the faults this driver can inject.
+	Kinds() []FaultKind
+	// Inject applies a fault to target ("" for the store) and returns a
+	// function that heals it, or nil when the fault heals by itself (a
+	// kill, after which the driver restarts the candidate). The returned
+	// bool marks faults outside tenure's assumptions.
+	Inject(ctx context.Context, kind FaultKind, target string) (heal func() error, outside bool, err error)
+	// Stop stops everything.
+	Stop() error
+}
+
+// Recorder collects leaderships and the ledger of one run. Safe for
+// concurrent use.
+type Recorder struct {
+	Ledger *Ledger
+	start  time.Time
+
+	mu        sync.Mutex
+	intervals []Interval
+	leading   map[string]int // candidate → index of its open interval
+}
+
+// NewRecorder returns a recorder whose clock starts now.
+func NewRecorder() *Recorder {
+	now := time.Now()
+	return &Recorder{Ledger: NewLedger(now), start: now, leading: map[string]int{}}
+}
+
+// Since returns the run time now.
+func (r *Recorder) Since() time.Duration { return time.Since(r.start) }
+
+// Began records that id's task started leading with term. It returns a
+// function that records the end; call it once the task has stopped.
+func (r *Recorder) Began(id string, term uint64) (ended func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.intervals = append(r.intervals, Interval{ID: id, Term: term, Start: r.Since()})
+	i := len(r.intervals) - 1
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.intervals[i].End = max(r.Since(), r.intervals[i].Start+1)
+		})
+	}
+}
+
+// Leader returns a candidate whose leadership is open, or "".
+func (r *Recorder) Leader() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.intervals) - 1; i >= 0; i-- {
+		if r.intervals[i].End == 0 {
+			return r.intervals[i].ID
+		}
+	}
+	return ""
+}
+
+func (r *Recorder) history() []Interval {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Interval(nil), r.intervals...)
+}
+
+// Config bounds a run.
+type Config struct {
+	Seed     int64
+	Duration time.Duration // total run time
+	TTL      time.Duration
+	// Gap is the quiet time between faults; FaultFor how long a healable
+	// fault lasts (at least 1.5×TTL so stopped leaders lose their lease).
+	Gap, FaultFor time.Duration
+	Log           func(format string, args ...any)
+}
+
+// Run drives d for c.Duration, injecting a random fault (chosen by c.Seed)
+// against the current leader or the store after every quiet gap, and returns
+// the history. The same seed chooses the same sequence of faults.
+func Run(ctx context.Context, d Driver, c Config) (*History, error) {
+	if c.Log == nil {
+		c.Log = func(string, ...any) {}
+	}
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x7e6e))
+	rec := NewRecorder()
+	ids, err := d.Start(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Stop()
+	h := &History{Store: d.Name(), Seed: c.Seed, TTL: c.TTL}
+	kinds := d.Kinds()
+	deadline := time.Now().Add(c.Duration)
+	sleep := func(dur time.Duration) bool {
+		t := time.NewTimer(dur)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for time.Until(deadline) > c.Gap+c.FaultFor+c.TTL {
+		if !sleep(c.Gap) {
+			break
+		}
+		kind := kinds[rng.IntN(len(kinds))]
+		target := rec.Leader()
+		if target == "" || kind == FaultRestart {
+			target = ""
+			if kind != FaultRestart {
+				target = ids[rng.IntN(len(ids))]
+			}
+		}
+		f := Fault{Kind: kind, Target: target, At: rec.Since()}
+		heal, outside, err := d.Inject(ctx, kind, target)
+		if err != nil {
+			return nil, fmt.Errorf("inject %s on %q: %w", kind, target, err)
+		}
+		f.OutsideAssumptions = outside
+		c.Log("%8s  %-9s %s", ms(f.At), kind, target)
+		if heal != nil {
+			if !sleep(c.FaultFor + time.Duration(rng.Int64N(int64(c.FaultFor/2+1)))) {
+				break
+			}
+			if err := heal(); err != nil {
+				return nil, fmt.Errorf("heal %s on %q: %w", kind, target, err)
+			}
+		}
+		f.Healed = rec.Since()
+		h.Faults = append(h.Faults, f)
+	}
+	sleep(time.Until(deadline))
+	h.Duration = rec.Since()
+	if err := d.Stop(); err != nil {
+		return nil, err
+	}
+	h.Intervals = rec.history()
+	h.Writes = rec.Ledger.Writes()
+	return h, nil
+}
