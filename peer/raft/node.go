@@ -1,0 +1,406 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+	"github.com/tenurehq/tenure"
+)
+
+// ErrNoLeader is returned (wrapped) by [Node.Acquire] while this node knows
+// of no leader: an election is under way, or this node cannot reach a
+// quorum. It is transient; the elector retries.
+var ErrNoLeader = errors.New("tenure/raft: no leader known")
+
+// ErrSteppingDown is returned (wrapped) by [Node.Acquire] on a node that
+// released its grant of a key but is still raft leader of the same term,
+// because handing leadership over has not succeeded yet. A grant's term must
+// be new, so this node cannot grant the key again before a new term; each
+// such Acquire tries the handover again. It is transient.
+var ErrSteppingDown = errors.New("tenure/raft: stepping down; no new grant in this term")
+
+// Node is one member of a raft cluster, seen as a [tenure.Store] for which
+// the raft leader holds every key. Create it with [New]; it is safe for
+// concurrent use. See the package documentation for what it guarantees.
+type Node struct {
+	cfg    Config
+	raft   *hraft.Raft
+	layer  *tlsLayer // nil with an injected transport
+	closer []io.Closer
+	closed atomic.Bool
+	done   chan struct{} // closed by Close
+
+	mu     sync.Mutex
+	grants map[string]grant // by key
+}
+
+// grant is this node's last grant of a key.
+type grant struct {
+	term uint64
+	held bool // false once released or found lost
+}
+
+var (
+	_ tenure.Store   = (*Node)(nil)
+	_ tenure.Watcher = (*Node)(nil)
+)
+
+// New starts the raft member cfg.ID and returns it as a store. On first
+// start it bootstraps the cluster from cfg.Members (a node that already has
+// state keeps it: its term and vote are durable in cfg.Dir). New does not
+// wait for an election; it returns an error wrapping [tenure.ErrInvalid]
+// for a bad configuration, without quoting the secret.
+func New(cfg Config) (*Node, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, done: make(chan struct{}), grants: map[string]grant{}}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeResources()
+		}
+	}()
+
+	logs, stable, snaps := cfg.LogStore, cfg.StableStore, cfg.SnapshotStore
+	if logs == nil {
+		if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("raft: create %s: %w", cfg.Dir, err)
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{
+			Path: filepath.Join(cfg.Dir, "raft.db"),
+			// Another process holding the file fails rather than hangs.
+			BoltOptions: &bbolt.Options{Timeout: time.Second},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("raft: open %s: %w", filepath.Join(cfg.Dir, "raft.db"), err)
+		}
+		n.closer = append(n.closer, bolt)
+		logs, stable = bolt, bolt
+		if snaps, err = hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, cfg.Logger); err != nil {
+			return nil, fmt.Errorf("raft: snapshot store in %s: %w", cfg.Dir, err)
+		}
+	}
+
+	trans := cfg.Transport
+	if trans == nil {
+		conf, err := clusterTLS(cfg.Secret)
+		if err != nil {
+			return nil, err
+		}
+		if n.layer, err = listenTLS(cfg.self().Addr, conf, cfg.Logger); err != nil {
+			return nil, err
+		}
+		trans = hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
+			Stream:  n.layer,
+			MaxPool: 3,
+			Timeout: max(5*cfg.HeartbeatTimeout, time.Second),
+			Logger:  cfg.Logger,
+		})
+	}
+	closeTrans := func() {
+		if c, ok := trans.(io.Closer); ok {
+			c.Close()
+		}
+	}
+
+	rc := cfg.raftConfig()
+	if err := hraft.ValidateConfig(rc); err != nil {
+		closeTrans()
+		return nil, invalidf("%v", err)
+	}
+	has, err := hraft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		closeTrans()
+		return nil, fmt.Errorf("raft: read state: %w", err)
+	}
+	if !has {
+		if err := hraft.BootstrapCluster(rc, logs, stable, snaps, trans, cfg.bootstrap()); err != nil {
+			closeTrans()
+			return nil, fmt.Errorf("raft: bootstrap: %w", err)
+		}
+	}
+	if n.raft, err = hraft.NewRaft(rc, nopFSM{}, logs, stable, snaps, trans); err != nil {
+		closeTrans()
+		return nil, fmt.Errorf("raft: start: %w", err)
+	}
+	ok = true
+	return n, nil
+}
+
+// ID is this node's member ID, the identity its elector must use.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Raft is the underlying hashicorp/raft instance, for inspection (State,
+// Stats). Changing its membership or shutting it down directly breaks the
+// node's guarantees.
+func (n *Node) Raft() *hraft.Raft { return n.raft }
+
+// Acquire grants key to this node for the current raft term. It succeeds
+// only if identity is this node's ID, this node is the raft leader, and a
+// quorum confirms that (a VerifyLeader round) before ctx is done; the
+// lease's Term is the raft term, which is durable and only grows, and is
+// granted at most once per key.
+//
+// ttl must not exceed the heartbeat timeout: a majority may elect a new
+// leader that long after this one last reached it, so a longer grant could
+// not be honoured. A larger ttl gives an error wrapping [tenure.ErrInvalid].
+//
+// On a follower it returns a *[tenure.HeldError] naming the leader it
+// knows, or an error wrapping [ErrNoLeader] while it knows none; on a
+// leader already holding key, a HeldError naming itself. Acquire blocks for
+// at most one quorum round trip, bounded by ctx.
+func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	if err := n.checkKey(key); err != nil {
+		return tenure.Lease{}, err
+	}
+	if identity != n.cfg.ID {
+		return tenure.Lease{}, invalidf("identity %q is not this node's ID %q", identity, n.cfg.ID)
+	}
+	if ttl > n.cfg.HeartbeatTimeout {
+		return tenure.Lease{}, invalidf("ttl %s exceeds the heartbeat timeout %s: the majority may elect another leader that soon after losing touch with this one", ttl, n.cfg.HeartbeatTimeout)
+	}
+	if n.closed.Load() {
+		return tenure.Lease{}, tenure.ErrClosed
+	}
+	if n.raft.State() != hraft.Leader {
+		return tenure.Lease{}, n.notLeader(key)
+	}
+	term := n.raft.CurrentTerm()
+	n.mu.Lock()
+	g := n.grants[key]
+	n.mu.Unlock()
+	switch {
+	case g.held && g.term == term:
+		return tenure.Lease{}, &tenure.HeldError{Record: tenure.Record{Key: key, Holder: n.cfg.ID, Term: term}}
+	case g.term >= term:
+		n.transfer(ctx)
+		return tenure.Lease{}, fmt.Errorf("%w (key %q was released in term %d)", ErrSteppingDown, key, term)
+	}
+	if err := n.verify(ctx, term); err != nil {
+		if errors.Is(err, tenure.ErrLost) {
+			return tenure.Lease{}, n.notLeader(key)
+		}
+		return tenure.Lease{}, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if g := n.grants[key]; g.term >= term {
+		// A concurrent Acquire won this term.
+		return tenure.Lease{}, &tenure.HeldError{Record: tenure.Record{Key: key, Holder: n.cfg.ID, Term: term}}
+	}
+	n.grants[key] = grant{term: term, held: true}
+	return tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl}, nil
+}
+
+// Renew confirms that l is still this node's grant and that this node is
+// still the leader of l.Term with a quorum (a VerifyLeader round within
+// ctx). It returns an error matching [tenure.ErrLost] if l was released, is
+// not this node's, or leadership of its term has ended (raft never gives a
+// term back, so that is final); a ctx error or other failure is transient.
+// Renew blocks for at most one quorum round trip, bounded by ctx.
+func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
+	if err := n.current(l); err != nil {
+		return err
+	}
+	if err := n.verify(ctx, l.Term); err != nil {
+		if errors.Is(err, tenure.ErrLost) {
+			n.drop(l)
+		}
+		return err
+	}
+	return n.current(l) // released concurrently?
+}
+
+// Release ends l at once on this node and hands raft leadership to another
+// member (LeadershipTransfer), so a new leader, with a new term, can take
+// the key without waiting for an election timeout. It returns an error
+// matching [tenure.ErrLost] and changes nothing if l is not this node's
+// current grant. If the handover fails or ctx ends first, the grant is
+// still ended and the error says why; until a new term begins this node
+// grants nothing (see [ErrSteppingDown]). Release blocks until the handover
+// completed or ctx is done.
+func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
+	if err := n.current(l); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	g := n.grants[l.Key]
+	if !g.held || g.term != l.Term {
+		n.mu.Unlock()
+		return lostf(l, "released concurrently")
+	}
+	n.grants[l.Key] = grant{term: l.Term}
+	n.mu.Unlock()
+	return n.transfer(ctx)
+}
+
+// Get returns the leader as this node sees it: Holder is the raft leader's
+// ID ("" while this node knows none) and Term the current raft term. The
+// raft leader holds every key, whether or not its elector has acquired it
+// yet; TTL and Remaining are 0 because a follower cannot know them. Get
+// does not block on the network.
+func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if err := n.checkKey(key); err != nil {
+		return tenure.Record{}, err
+	}
+	if n.closed.Load() {
+		return tenure.Record{}, tenure.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return tenure.Record{}, err
+	}
+	return n.record(key), nil
+}
+
+func (n *Node) record(key string) tenure.Record {
+	_, id := n.raft.LeaderWithID()
+	return tenure.Record{Key: key, Holder: string(id), Term: n.raft.CurrentTerm()}
+}
+
+// Close shuts the raft member down and closes its transport and stores.
+// Grants it held end with it: a majority elects a new leader after the
+// election timeout. Calls after Close return [tenure.ErrClosed]; watches
+// end. Close blocks until raft has stopped and is safe to call twice.
+func (n *Node) Close() error {
+	if !n.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(n.done)
+	err := n.raft.Shutdown().Error()
+	if cerr := n.closeResources(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("raft: close: %w", err)
+	}
+	return nil
+}
+
+func (n *Node) closeResources() error {
+	var errs []error
+	if n.layer != nil {
+		errs = append(errs, n.layer.Close())
+	}
+	for _, c := range n.closer {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// current checks that l is this node's live grant and that raft still has
+// this node leading l.Term.
+func (n *Node) current(l tenure.Lease) error {
+	if err := tenure.CheckAcquire(l.Key, l.Identity, l.TTL); err != nil {
+		return err
+	}
+	if n.closed.Load() {
+		return tenure.ErrClosed
+	}
+	if l.Identity != n.cfg.ID {
+		return lostf(l, "it belongs to %q, not this node %q", l.Identity, n.cfg.ID)
+	}
+	n.mu.Lock()
+	g := n.grants[l.Key]
+	n.mu.Unlock()
+	if !g.held || g.term != l.Term {
+		return lostf(l, "it is not this node's current grant")
+	}
+	if n.raft.State() != hraft.Leader || n.raft.CurrentTerm() != l.Term {
+		n.drop(l)
+		_, leader := n.raft.LeaderWithID()
+		return lostf(l, "this node no longer leads term %d (now term %d, leader %q)", l.Term, n.raft.CurrentTerm(), leader)
+	}
+	return nil
+}
+
+// checkKey validates key and, with Config.Key set, that it is that key.
+func (n *Node) checkKey(key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	if n.cfg.Key != "" && key != n.cfg.Key {
+		return invalidf("key %q is not this cluster's key %q", key, n.cfg.Key)
+	}
+	return nil
+}
+
+// drop forgets l after its term's leadership ended.
+func (n *Node) drop(l tenure.Lease) {
+	n.mu.Lock()
+	if g := n.grants[l.Key]; g.term == l.Term {
+		n.grants[l.Key] = grant{term: l.Term}
+	}
+	n.mu.Unlock()
+}
+
+// verify runs a VerifyLeader round bounded by ctx and then checks that this
+// node still leads term. Losing leadership gives an error matching
+// tenure.ErrLost; ctx ending gives ctx's error (transient).
+func (n *Node) verify(ctx context.Context, term uint64) error {
+	if err := wait(ctx, n.raft.VerifyLeader()); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("raft: no quorum confirmed leadership of term %d in time: %w", term, err)
+		}
+		if errors.Is(err, hraft.ErrRaftShutdown) {
+			return tenure.ErrClosed
+		}
+		return fmt.Errorf("%w: raft: leadership of term %d ended: %v", tenure.ErrLost, term, err)
+	}
+	if n.raft.State() != hraft.Leader || n.raft.CurrentTerm() != term {
+		return fmt.Errorf("%w: raft: leadership of term %d ended (now term %d)", tenure.ErrLost, term, n.raft.CurrentTerm())
+	}
+	return nil
+}
+
+// transfer hands leadership to another member, bounded by ctx.
+func (n *Node) transfer(ctx context.Context) error {
+	if err := wait(ctx, n.raft.LeadershipTransfer()); err != nil {
+		if errors.Is(err, hraft.ErrNotLeader) {
+			return nil // someone else leads already
+		}
+		return fmt.Errorf("raft: hand leadership over: %w", err)
+	}
+	return nil
+}
+
+// notLeader is Acquire's answer on a node that does not lead.
+func (n *Node) notLeader(key string) error {
+	r := n.record(key)
+	if r.Holder == "" || r.Holder == n.cfg.ID {
+		return fmt.Errorf("%w (node %q, term %d)", ErrNoLeader, n.cfg.ID, r.Term)
+	}
+	return &tenure.HeldError{Record: r}
+}
+
+// wait waits for f or ctx. A future abandoned on ctx still completes
+// inside raft; nothing leaks beyond raft's own timeouts.
+func wait(ctx context.Context, f hraft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func lostf(l tenure.Lease, format string, args ...any) error {
+	return fmt.Errorf("%w: raft: lease on %q in term %d: "+format,
+		append([]any{tenure.ErrLost, l.Key, l.Term}, args...)...)
+}
