@@ -13,8 +13,8 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 	"github.com/tenurehq/tenure"
+	"go.etcd.io/bbolt"
 )
 
 // ErrNoLeader is returned (wrapped) by [Node.Acquire] while this node knows

@@ -310,4 +310,3 @@ func TestConfigValidation(t *testing.T) {
 		})
 	}
 }
-
