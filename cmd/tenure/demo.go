@@ -158,7 +158,7 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 			return fail(stderr, ctx.Err())
 		}
 		d.say(d.paint("1;31", fmt.Sprintf("[%d/%d] %s of the leader, %s", i+1, len(demoScenarios), sc.name, leader.ID)))
-		victim := c.get(leader.ID)
+		victim, victimWorker := c.get(leader.ID), leader
 		t0 := monoNow()
 		if err := c.signal(leader.ID, sc.sig); err != nil {
 			return fail(stderr, err)
@@ -175,6 +175,11 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 		switch sc.sig {
 		case syscall.SIGSTOP:
 			frozen = victim
+			old := victimWorker
+			if stop, _, ok := c.events.waitFor(0, 0, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == old.PID }); ok && stop.Mono < ev.Mono {
+				d.say(fmt.Sprintf("%s's worker had been stopped by its supervisor %s after the freeze, %s before %s started",
+					victim.ID, fmtDur(time.Duration(stop.Mono-t0)), fmtDur(time.Duration(ev.Mono-stop.Mono)), ev.ID))
+			}
 		default:
 			// Keep the group full: the killed candidate rejoins.
 			select {

@@ -34,7 +34,7 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 		fs.PrintDefaults()
 		return exitOK, true
 	}
-	return fail(stderr, usageErrorf("%s: %v", fs.Name(), err)), true
+	return fail(stderr, usageErrorf("%s: %v", strings.TrimPrefix(fs.Name(), "tenure "), err)), true
 }
 
 // storeFlag is the --store flag shared by the subcommands that use a store.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,3 +122,40 @@ func alive(pid int) bool {
 	}
 	return true
 }
+
+// pipedCmd is a started tenure process whose stdout is a pipe.
+type pipedCmd struct {
+	cmd    *exec.Cmd
+	stdout io.Reader
+}
+
+// startTenureWith starts tenure with stdout piped; it is killed at the end
+// of the test if still running. done is closed when it exited.
+func startTenureWith(t testing.TB, args ...string) (*pipedCmd, chan struct{}) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	cmd := exec.Command(tenureBin, args...)
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return &pipedCmd{cmd: cmd, stdout: r}, done
+}
+
+// afterWait fires after wait.
+func afterWait() <-chan time.Time { return time.After(wait) }

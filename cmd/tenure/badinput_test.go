@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInput: every bad command line or unusable store gives one line on
+// stderr, "tenure: ...", the documented exit code, and consumes no term.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	store := "file://" + dir
+	notDir := filepath.Join(t.TempDir(), "plain-file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := t.TempDir()
+	if err := os.WriteFile(filepath.Join(corrupt, "k-job.state"), []byte("not a state file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := []string{"run", "--store", store, "--key", "job"}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string // in the stderr line
+	}{
+		{"no command", nil, exitUsage, "no command given"},
+		{"unknown command", []string{"elect"}, exitUsage, `unknown command "elect"`},
+		{"unknown flag", append(run, "--bogus", "--", "true"), exitUsage, "flag provided but not defined: -bogus"},
+		{"bad duration", append(run, "--ttl", "ten", "--", "true"), exitUsage, `invalid value "ten" for flag -ttl`},
+		{"zero ttl", append(run, "--ttl", "0s", "--", "true"), exitUsage, "--ttl 0s must be positive"},
+		{"negative grace", append(run, "--grace", "-1s", "--", "true"), exitUsage, "--grace -1s must not be negative"},
+		{"grace too long", append(run, "--ttl", "3s", "--grace", "1s", "--", "true"), exitUsage, "--grace 1s is too long for --ttl 3s"},
+		{"missing key", []string{"run", "--store", store, "--", "true"}, exitUsage, "--key is required"},
+		{"bad key", []string{"run", "--store", store, "--key", "a\x01b", "--", "true"}, exitUsage, "control character"},
+		{"bad id", append(run, "--id", strings.Repeat("x", 300), "--", "true"), exitUsage, "identity is 300 bytes"},
+		{"empty command", run, exitUsage, "no command given"},
+		{"empty command after --", append(run, "--"), exitUsage, "no command given"},
+		{"command not found", append(run, "--", "no-such-command-tenure-test"), exitUsage, `command "no-such-command-tenure-test" not found`},
+		{"unknown scheme", []string{"run", "--store", "nope://x", "--key", "job", "--", "true"}, exitUsage, `unknown store scheme "nope"`},
+		{"relative file URL", []string{"status", "--store", "file:relative", "--key", "job"}, exitUsage, "relative path"},
+		{"state dir is a file", []string{"run", "--store", "file://" + notDir, "--key", "job", "--", "true"}, exitRuntime, "not a directory"},
+		{"corrupt state", []string{"run", "--store", "file://" + corrupt, "--key", "job", "--", "true"}, exitRuntime, `cannot read key "job"`},
+		{"corrupt state, status", []string{"status", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
+		{"corrupt state, watch", []string{"watch", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
+		{"status without key", []string{"status", "--store", store}, exitUsage, "--key is required"},
+		{"status extra argument", []string{"status", "--store", store, "--key", "job", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{"watch bad flag", []string{"watch", "--json=maybe", "--key", "job"}, exitUsage, "invalid boolean value"},
+		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runInProcess(tc.args, &stdout, &stderr)
+			line := stderr.String()
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tc.code, line)
+			}
+			if !strings.HasPrefix(line, "tenure: ") || strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") {
+				t.Errorf("stderr %q: want exactly one line starting with \"tenure: \"", line)
+			}
+			if !strings.Contains(line, tc.want) {
+				t.Errorf("stderr %q does not say %q", line, tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+	// None of it campaigned: the key was never granted.
+	var stdout, stderr bytes.Buffer
+	if code := runInProcess([]string{"status", "--store", store, "--key", "job"}, &stdout, &stderr); code != exitFree || !strings.Contains(stdout.String(), "never granted") {
+		t.Fatalf("after the bad inputs: status %d %q %q; want a never-granted key", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestSecretsNotPrinted: a password in a store URL never reaches the output.
+func TestSecretsNotPrinted(t *testing.T) {
+	for _, u := range []string{
+		"nope://admin:hunter2@db.example:5432/x",
+		"file://admin:hunter2@localhost/tmp/x",
+		"nope://db.example/x?password=hunter2",
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runInProcess([]string{"status", "--store", u, "--key", "job"}, &stdout, &stderr)
+		if code != exitUsage || strings.Contains(stderr.String()+stdout.String(), "hunter2") || stderr.Len() == 0 {
+			t.Errorf("status --store %s: code %d, stderr %q: want a usage error without the password", u, code, stderr.String())
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"run", "-h"}, {"status", "-h"}, {"watch", "-h"}, {"demo", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		if code := runInProcess(args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "sage") || stderr.Len() != 0 {
+			t.Errorf("tenure %v: code %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+func runInProcess(args []string, stdout, stderr *bytes.Buffer) int {
+	return run(context.Background(), args, stdout, stderr)
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// failoverTrials is the number of handoffs and crashes each measured.
+const failoverTrials = 40
+
+// BenchmarkLocalFailover measures, on the local store with three `tenure
+// run` candidates:
+//
+//   - graceful handoff: the leader's CMD exits → the next leader's CMD starts
+//     (stop marker to start marker, both CLOCK_MONOTONIC);
+//   - crash failover: SIGKILL of the leading `tenure run` → the next
+//     leader's CMD starts.
+//
+// It reports the median and p99 of each and fails if two leaders' CMDs ever
+// ran at once (see checkHistory). Run it with
+//
+//	go test -bench Failover -run '^$' ./cmd/tenure/
+func BenchmarkLocalFailover(b *testing.B) {
+	trials := max(failoverTrials, b.N)
+	graceful := measureGraceful(b, trials)
+	crash := measureCrash(b, trials)
+	fmt.Printf("\n  %-34s %8s %8s %8s %8s\n", fmt.Sprintf("local store, %d trials each", trials), "p50", "p99", "min", "max")
+	for _, m := range []struct {
+		name string
+		d    []time.Duration
+	}{{"graceful (CMD exits → next CMD)", graceful}, {"crash (SIGKILL tenure → next CMD)", crash}} {
+		fmt.Printf("  %-34s %8s %8s %8s %8s\n", m.name, ms(pct(m.d, 50)), ms(pct(m.d, 99)), ms(slices.Min(m.d)), ms(slices.Max(m.d)))
+	}
+	b.ReportMetric(float64(pct(graceful, 50))/1e6, "graceful-p50-ms")
+	b.ReportMetric(float64(pct(graceful, 99))/1e6, "graceful-p99-ms")
+	b.ReportMetric(float64(pct(crash, 50))/1e6, "crash-p50-ms")
+	b.ReportMetric(float64(pct(crash, 99))/1e6, "crash-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// measureGraceful lets leaders hand over by exiting: each CMD exits by
+// itself after a while and its candidate (--restart) campaigns again.
+func measureGraceful(b *testing.B, trials int) []time.Duration {
+	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "1s", "--restart"}, []string{"--exit-after", "100ms"})
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := c.start(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var out []time.Duration
+	next := 0
+	for len(out) < trials {
+		stop, i, ok := c.events.waitFor(next, wait, func(e workerEvent) bool { return e.Kind == "stop" })
+		if !ok {
+			b.Fatalf("no CMD exited within %s", wait)
+		}
+		start, j, ok := c.events.nextStart(i+1, wait)
+		if !ok {
+			b.Fatalf("no CMD started within %s of the last exit", wait)
+		}
+		out = append(out, time.Duration(start.Mono-stop.Mono))
+		next = j + 1
+	}
+	c.stopAll(10 * time.Second)
+	checkNoOverlap(b, "graceful", c.events.events())
+	return out
+}
+
+// measureCrash kills the leading tenure with SIGKILL, then restarts it as a
+// candidate so that three always run.
+func measureCrash(b *testing.B, trials int) []time.Duration {
+	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "10s", "--restart"}, nil)
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := c.start(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	leader, i, ok := c.events.nextStart(0, wait)
+	if !ok {
+		b.Fatal("no leader")
+	}
+	var out []time.Duration
+	for len(out) < trials {
+		victim := c.get(leader.ID)
+		t0 := monoNow()
+		_ = victim.Cmd.Process.Kill()
+		ev, j, ok := c.events.nextStart(i+1, wait)
+		if !ok {
+			b.Fatalf("no new leader within %s of killing %s", wait, leader.ID)
+		}
+		out = append(out, time.Duration(ev.Mono-t0))
+		<-victim.Done
+		if _, err := c.start(victim.ID); err != nil {
+			b.Fatal(err)
+		}
+		leader, i = ev, j
+	}
+	c.stopAll(10 * time.Second)
+	checkNoOverlap(b, "crash", c.events.events())
+	return out
+}
+
+func checkNoOverlap(b *testing.B, what string, evs []workerEvent) {
+	h := checkHistory(evs)
+	if h.Overlaps != 0 || !h.TermsGrow {
+		b.Fatalf("%s: %d overlapping leaders, terms growing: %v, over %d terms", what, h.Overlaps, h.TermsGrow, h.Starts)
+	}
+	fmt.Printf("  %-8s %d terms, overlap %d, terms %d → %d strictly increasing\n", what, h.Starts, h.Overlaps, h.FirstTerm, h.LastTerm)
+}
+
+// pct is the p-th percentile of d (nearest rank).
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	k := (len(s)*p + 99) / 100
+	return s[max(k-1, 0)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+
+// BenchmarkRunIdle measures what one leading `tenure run` costs while
+// nothing happens (TTL 10s: a renewal every ~3.3s): its CPU share over 10s,
+// from /proc/<pid>/stat (clock ticks) and from the threads' schedstat (ns),
+// and its live heap and goroutines (TENURE_DEBUG_STATS). The supervisor's
+// CPU is reported too. It takes about 12 seconds.
+func BenchmarkRunIdle(b *testing.B) {
+	const window = 10 * time.Second
+	dir := b.TempDir()
+	events, err := newEventLog(filepath.Join(dir, "events"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer events.Close()
+	cmd := exec.Command(tenureBin, "run", "--store", "file://"+dir+"/state", "--key", "idle", "--quiet", "--",
+		tenureBin, workerCmdName, "--events", events.f.Name(), "--lock", filepath.Join(dir, "lock"))
+	cmd.Env = append(os.Environ(), "TENURE_DEBUG_STATS="+(window-time.Second).String())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	ev, _, ok := events.nextStart(0, wait)
+	if !ok {
+		b.Fatal("the elector did not lead")
+	}
+	super := ppid(b, ev.PID)
+	ticks0, ns0 := cpuTicks(b, cmd.Process.Pid), cpuNs(b, cmd.Process.Pid)
+	sticks0, sns0 := cpuTicks(b, super), cpuNs(b, super)
+	time.Sleep(window)
+	ticks1, ns1 := cpuTicks(b, cmd.Process.Pid), cpuNs(b, cmd.Process.Pid)
+	sticks1, sns1 := cpuTicks(b, super), cpuNs(b, super)
+	tick := 1e9 / 100.0 // USER_HZ
+	statShare := float64(ticks1-ticks0) * tick / float64(window) * 100
+	schedShare := float64(ns1-ns0) / float64(window) * 100
+	superShare := float64(sns1-sns0) / float64(window) * 100
+	var heap, goroutines int64 = -1, -1
+	sc := bufio.NewScanner(bytes.NewReader(stderr.Bytes()))
+	for sc.Scan() {
+		for _, f := range strings.Fields(sc.Text()) {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "live_heap_bytes":
+				heap = n
+			case "goroutines":
+				goroutines = n
+			}
+		}
+	}
+	fmt.Printf("\n  idle leading `tenure run` over %s: CPU %.4f%% of a core (/proc stat: %d ticks), %.4f%% (schedstat); supervisor %.4f%% (%d ticks)\n",
+		window, schedShare, ticks1-ticks0, statShare, superShare, sticks1-sticks0)
+	fmt.Printf("  live heap after GC %d bytes (%.1f KiB), %d goroutines\n", heap, float64(heap)/1024, goroutines)
+	b.ReportMetric(schedShare, "cpu-%")
+	b.ReportMetric(float64(heap)/1024, "heap-KiB")
+	b.ReportMetric(float64(goroutines), "goroutines")
+	b.ReportMetric(superShare, "supervisor-cpu-%")
+	b.ReportMetric(0, "ns/op")
+}
+
+// statFields returns the fields of /proc/pid/stat after the command name.
+func statFields(b *testing.B, pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(data)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+}
+
+// cpuTicks is utime+stime of pid (fields 14 and 15 of /proc/pid/stat).
+func cpuTicks(b *testing.B, pid int) int64 {
+	f := statFields(b, pid)
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+func ppid(b *testing.B, pid int) int {
+	p, _ := strconv.Atoi(statFields(b, pid)[1])
+	return p
+}
+
+// cpuNs is the CPU time of all of pid's threads, in ns, from schedstat.
+func cpuNs(b *testing.B, pid int) int64 {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited
+		}
+		n, _ := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
+		sum += n
+	}
+	return sum
+}

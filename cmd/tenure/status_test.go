@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestStatus(t *testing.T) {
+	c := testCluster(t, "job", []string{"--quiet", "--ttl", "5s"}, nil)
+	free := runTenure(t, "status", "--store", c.storeURL, "--key", "job")
+	if free.code != exitFree || strings.TrimSpace(free.stdout) != "job: no leader (never granted)" {
+		t.Fatalf("status of a never-granted key: code %d, %q", free.code, free.stdout)
+	}
+	if _, err := c.start("node-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.events.nextStart(0, wait); !ok {
+		t.Fatal("no CMD started")
+	}
+	held := runTenure(t, "status", "--store", c.storeURL, "--key", "job", "--json")
+	if held.code != exitOK {
+		t.Fatalf("status of a held key: code %d, stderr %s", held.code, held.stderr)
+	}
+	var got recordJSON
+	if err := json.Unmarshal([]byte(held.stdout), &got); err != nil {
+		t.Fatalf("status --json printed %q: %v", held.stdout, err)
+	}
+	if !got.Held || got.Holder != "node-1" || got.Term != 1 || got.TTLMs != 5000 || got.RemainingMs <= 0 || got.RemainingMs > 5000 {
+		t.Fatalf("status --json = %+v, want node-1 holding term 1 with a 5s TTL", got)
+	}
+	human := runTenure(t, "status", "--store", c.storeURL, "--key", "job")
+	if human.code != exitOK || !strings.HasPrefix(human.stdout, "job: node-1 leads, term 1, ttl 5s, ") {
+		t.Fatalf("status = %d %q", human.code, human.stdout)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	c := testCluster(t, "job", []string{"--quiet"}, nil)
+	out, err := newLineReader(t, "watch", "--store", c.storeURL, "--key", "job", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(want string) recordJSON {
+		t.Helper()
+		line, ok := out.next()
+		if !ok {
+			t.Fatalf("watch ended; want a line for %s", want)
+		}
+		var r recordJSON
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Time == "" || r.Key != "job" {
+			t.Fatalf("watch printed %q (%v); want a JSON record of key job with a time", line, err)
+		}
+		return r
+	}
+	if r := next("the initial state"); r.Held {
+		t.Fatalf("first line %+v: want no leader", r)
+	}
+	if _, err := c.start("node-1"); err != nil {
+		t.Fatal(err)
+	}
+	if r := next("node-1's election"); r.Holder != "node-1" || r.Term != 1 {
+		t.Fatalf("got %+v, want node-1 in term 1", r)
+	}
+	if err := c.signal("node-1", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if r := next("node-1's release"); r.Held || r.Term != 1 {
+		t.Fatalf("got %+v, want no leader after term 1", r)
+	}
+	if _, err := c.start("node-2"); err != nil {
+		t.Fatal(err)
+	}
+	if r := next("node-2's election"); r.Holder != "node-2" || r.Term != 2 {
+		t.Fatalf("got %+v, want node-2 in term 2", r)
+	}
+	if code := out.interrupt(); code != 0 {
+		t.Fatalf("watch exited %d after SIGINT, want 0", code)
+	}
+}
+
+// lineReader runs tenure with its stdout read line by line.
+type lineReader struct {
+	t     testing.TB
+	lines chan string
+	stop  func() int
+}
+
+func newLineReader(t testing.TB, args ...string) (*lineReader, error) {
+	cmd, done := startTenureWith(t, args...)
+	pipe := cmd.stdout
+	lr := &lineReader{t: t, lines: make(chan string, 64)}
+	go func() {
+		defer close(lr.lines)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lr.lines <- sc.Text()
+		}
+	}()
+	lr.stop = func() int {
+		_ = cmd.cmd.Process.Signal(syscall.SIGINT)
+		waitDone(t, done, wait, "tenure watch")
+		return exitCode(cmd.cmd.ProcessState)
+	}
+	return lr, nil
+}
+
+func (lr *lineReader) next() (string, bool) {
+	select {
+	case l, ok := <-lr.lines:
+		return l, ok
+	case <-afterWait():
+		lr.t.Fatalf("no line from tenure within %s", wait)
+		return "", false
+	}
+}
+
+func (lr *lineReader) interrupt() int { return lr.stop() }
