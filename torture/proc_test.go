@@ -1,0 +1,349 @@
+package torture
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// The worker is this test binary run by `tenure run` as the leader's
+// command: it reports its leadership over a connection the kernel closes
+// when it dies, and writes to the fenced ledger with its term until killed.
+const (
+	envPresence = "TENURE_TORTURE_PRESENCE"
+	envLedger   = "TENURE_TORTURE_LEDGER"
+)
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(envPresence); addr != "" {
+		os.Exit(worker(addr, os.Getenv(envLedger)))
+	}
+	os.Exit(m.Run())
+}
+
+func worker(presence, ledger string) int {
+	id, term := os.Getenv("TENURE_ID"), os.Getenv("TENURE_TERM")
+	c, err := net.Dial("tcp", presence)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	fmt.Fprintf(c, "%s %s\n", id, term)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		// The first write happens at once, so a stale leader's writes
+		// are fenced off as soon as a successor has started.
+		resp, err := client.Post(fmt.Sprintf("%s/append?id=%s&term=%s", ledger, id, term), "", nil)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// backend is a store as the process driver sees it.
+type backend struct {
+	name     string
+	upstream string                  // the server's host:port; "" for the local store
+	url      func(addr string) string // the store URL for a candidate reaching the server at addr
+	restart  func() error             // restarts the server; nil if not possible
+}
+
+// Processes is a [Driver] whose candidates are `tenure run` processes.
+type Processes struct {
+	Tenure  string // the tenure binary
+	Backend backend
+	N       int
+	TTL     time.Duration
+	Dir     string
+
+	rec      *Recorder
+	presence net.Listener
+	ledger   *http.Server
+	ledgerURL string
+	proxySrv *toxiproxy.ApiServer
+
+	mu      sync.Mutex
+	procs   map[string]*exec.Cmd
+	proxies map[string]*toxiproxy.Proxy
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+func (d *Processes) Name() string { return d.Backend.name }
+
+func (d *Processes) Kinds() []FaultKind {
+	k := []FaultKind{FaultKill, FaultStop, FaultStopGroup}
+	if d.Backend.upstream != "" {
+		k = append(k, FaultPartition)
+	}
+	if d.Backend.restart != nil {
+		k = append(k, FaultRestart)
+	}
+	return k
+}
+
+func (d *Processes) Start(ctx context.Context, rec *Recorder) ([]string, error) {
+	d.rec, d.procs, d.proxies = rec, map[string]*exec.Cmd{}, map[string]*toxiproxy.Proxy{}
+	var err error
+	if d.presence, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	go d.acceptPresence()
+	ll, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/append", rec.Ledger)
+	d.ledger = &http.Server{Handler: mux}
+	go d.ledger.Serve(ll)
+	d.ledgerURL = "http://" + ll.Addr().String()
+	if d.Backend.upstream != "" {
+		d.proxySrv = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	}
+	var ids []string
+	for i := range d.N {
+		id := fmt.Sprintf("c%d", i+1)
+		ids = append(ids, id)
+		if err := d.launch(id); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+func (d *Processes) acceptPresence() {
+	for {
+		c, err := d.presence.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				return
+			}
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				return
+			}
+			term, _ := strconv.ParseUint(f[1], 10, 64)
+			ended := d.rec.Began(f[0], term)
+			io.Copy(io.Discard, c) // until the worker dies
+			ended()
+		}()
+	}
+}
+
+// storeURL returns the candidate's store URL, through its own proxy when
+// the backend is a server.
+func (d *Processes) storeURL(id string) (string, error) {
+	if d.Backend.upstream == "" {
+		return d.Backend.url(""), nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.proxies[id]
+	if p == nil {
+		p = toxiproxy.NewProxy(d.proxySrv, id, "127.0.0.1:0", d.Backend.upstream)
+		if err := p.Start(); err != nil {
+			return "", err
+		}
+		d.proxies[id] = p
+	}
+	return d.Backend.url(p.Listen), nil
+}
+
+func (d *Processes) launch(id string) error {
+	url, err := d.storeURL(id)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(d.Tenure, "run", "--store", url, "--key", "torture", "--id", id,
+		"--ttl", d.TTL.String(), "--restart", "--quiet", "--", self)
+	cmd.Env = append(os.Environ(), envPresence+"="+d.presence.Addr().String(), envLedger+"="+d.ledgerURL)
+	log, err := os.OpenFile(filepath.Join(d.Dir, id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	d.mu.Lock()
+	d.procs[id] = cmd
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		_ = cmd.Wait()
+		log.Close()
+	}()
+	return nil
+}
+
+// supervisor returns the pid of the process group leader under tenure pid:
+// the supervisor `tenure run` starts for its child.
+func supervisorGroup(pid int) int {
+	out, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			if pg, err := syscall.Getpgid(c); err == nil && pg == c {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+func (d *Processes) Inject(ctx context.Context, kind FaultKind, target string) (func() error, bool, error) {
+	d.mu.Lock()
+	cmd := d.procs[target]
+	proxy := d.proxies[target]
+	d.mu.Unlock()
+	switch kind {
+	case FaultRestart:
+		return nil, false, d.Backend.restart()
+	case FaultPartition:
+		for _, dir := range []string{"upstream", "downstream"} {
+			js := fmt.Sprintf(`{"name":"part-%s","type":"timeout","stream":"%s","attributes":{"timeout":0}}`, dir, dir)
+			if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+				return nil, false, err
+			}
+		}
+		return func() error {
+			for _, dir := range []string{"upstream", "downstream"} {
+				if err := proxy.Toxics.RemoveToxic(ctx, "part-"+dir); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, false, nil
+	}
+	if cmd == nil {
+		return nil, false, fmt.Errorf("no process for %q", target)
+	}
+	pid := cmd.Process.Pid
+	switch kind {
+	case FaultKill:
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return nil, false, d.launch(target)
+	case FaultStop:
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+		return func() error { return syscall.Kill(pid, syscall.SIGCONT) }, false, nil
+	case FaultStopGroup:
+		// Freeze tenure and its child's whole group: outside the
+		// assumptions (nothing can act), so only fencing protects.
+		group := supervisorGroup(pid)
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+		if group > 0 {
+			_ = syscall.Kill(-group, syscall.SIGSTOP)
+		}
+		return func() error {
+			if group > 0 {
+				_ = syscall.Kill(-group, syscall.SIGCONT)
+			}
+			return syscall.Kill(pid, syscall.SIGCONT)
+		}, true, nil
+	}
+	return nil, false, fmt.Errorf("fault %s not supported", kind)
+}
+
+func (d *Processes) Stop() error {
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return nil
+	}
+	d.stopped = true
+	for _, cmd := range d.procs {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		d.mu.Lock()
+		for _, cmd := range d.procs {
+			_ = cmd.Process.Kill()
+		}
+		d.mu.Unlock()
+		<-done
+	}
+	// Let the last workers' connections close before the history is read.
+	time.Sleep(50 * time.Millisecond)
+	for _, p := range d.proxies {
+		p.Stop()
+	}
+	d.presence.Close()
+	return d.ledger.Close()
+}
+
+// buildTenure builds the CLI once per test binary.
+var (
+	buildOnce sync.Once
+	tenureBin string
+	buildErr  error
+)
+
+func tenureBinary(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tenure-torture-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		tenureBin = filepath.Join(dir, "tenure")
+		out, err := exec.Command("go", "build", "-o", tenureBin, "github.com/tenurehq/tenure/cmd/tenure").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/tenure: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return tenureBin
+}
+
+func tortureProcesses(t *testing.T, b backend, ttl time.Duration) {
+	d := &Processes{Tenure: tenureBinary(t), Backend: b, N: 3, TTL: ttl, Dir: t.TempDir()}
+	s := seed(t)
+	torture(t, d, Config{Seed: s, Duration: budget(t, 25*time.Second), TTL: ttl, Gap: ttl, FaultFor: ttl * 2},
+		ttl*2+2*time.Second)
+}
+
+func TestTortureLocal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tortureProcesses(t, backend{name: "local", url: func(string) string { return "file://" + dir }}, time.Second)
+}
