@@ -61,7 +61,7 @@ func worker(presence, ledger string) int {
 // backend is a store as the process driver sees it.
 type backend struct {
 	name     string
-	upstream string                  // the server's host:port; "" for the local store
+	upstream string                   // the server's host:port; "" for the local store
 	url      func(addr string) string // the store URL for a candidate reaching the server at addr
 	restart  func() error             // restarts the server; nil if not possible
 }
@@ -74,11 +74,11 @@ type Processes struct {
 	TTL     time.Duration
 	Dir     string
 
-	rec      *Recorder
-	presence net.Listener
-	ledger   *http.Server
+	rec       *Recorder
+	presence  net.Listener
+	ledger    *http.Server
 	ledgerURL string
-	proxySrv *toxiproxy.ApiServer
+	proxySrv  *toxiproxy.ApiServer
 
 	mu      sync.Mutex
 	procs   map[string]*exec.Cmd
