@@ -40,6 +40,13 @@ type Node struct {
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
 
+	// Futures raft accepted before shutting down may never be answered,
+	// so Close first stops new ones and waits for those in flight (raft
+	// answers each within its own timeouts while it runs).
+	futMu    sync.Mutex
+	closing  bool
+	inflight sync.WaitGroup
+
 	mu     sync.Mutex
 	grants map[string]grant // by key
 }
@@ -281,6 +288,10 @@ func (n *Node) Close() error {
 		return nil
 	}
 	close(n.done)
+	n.futMu.Lock()
+	n.closing = true
+	n.futMu.Unlock()
+	n.inflight.Wait()
 	err := n.raft.Shutdown().Error()
 	if cerr := n.closeResources(); err == nil {
 		err = cerr
@@ -352,11 +363,11 @@ func (n *Node) drop(l tenure.Lease) {
 // node still leads term. Losing leadership gives an error matching
 // tenure.ErrLost; ctx ending gives ctx's error (transient).
 func (n *Node) verify(ctx context.Context, term uint64) error {
-	if err := wait(ctx, n.raft.VerifyLeader()); err != nil {
+	if err := n.wait(ctx, n.raft.VerifyLeader); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("raft: no quorum confirmed leadership of term %d in time: %w", term, err)
 		}
-		if errors.Is(err, hraft.ErrRaftShutdown) {
+		if errors.Is(err, hraft.ErrRaftShutdown) || errors.Is(err, tenure.ErrClosed) {
 			return tenure.ErrClosed
 		}
 		return fmt.Errorf("%w: raft: leadership of term %d ended: %v", tenure.ErrLost, term, err)
@@ -369,9 +380,12 @@ func (n *Node) verify(ctx context.Context, term uint64) error {
 
 // transfer hands leadership to another member, bounded by ctx.
 func (n *Node) transfer(ctx context.Context) error {
-	if err := wait(ctx, n.raft.LeadershipTransfer()); err != nil {
+	if err := n.wait(ctx, n.raft.LeadershipTransfer); err != nil {
 		if errors.Is(err, hraft.ErrNotLeader) {
 			return nil // someone else leads already
+		}
+		if errors.Is(err, tenure.ErrClosed) {
+			return err
 		}
 		return fmt.Errorf("raft: hand leadership over: %w", err)
 	}
@@ -387,11 +401,24 @@ func (n *Node) notLeader(key string) error {
 	return &tenure.HeldError{Record: r}
 }
 
-// wait waits for f or ctx. A future abandoned on ctx still completes
-// inside raft; nothing leaks beyond raft's own timeouts.
-func wait(ctx context.Context, f hraft.Future) error {
+// wait submits a request to raft with submit and waits for its answer, ctx
+// or Close. A request abandoned on ctx is still answered by raft within its
+// own timeouts (a verification ends at the latest when the leader steps
+// down), and Close waits for that.
+func (n *Node) wait(ctx context.Context, submit func() hraft.Future) error {
+	n.futMu.Lock()
+	if n.closing {
+		n.futMu.Unlock()
+		return tenure.ErrClosed
+	}
+	n.inflight.Add(1)
+	f := submit()
+	n.futMu.Unlock()
 	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	go func() {
+		defer n.inflight.Done()
+		done <- f.Error()
+	}()
 	select {
 	case err := <-done:
 		return err
