@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -25,6 +26,7 @@ type InProcess struct {
 	Seed      int64
 
 	mu    sync.Mutex
+	steps int
 	rec   *Recorder
 	cands map[string]*candidate
 	wg    sync.WaitGroup
@@ -32,6 +34,7 @@ type InProcess struct {
 
 type candidate struct {
 	faults *faultstore.Faults
+	clock  *steppedClock
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -41,7 +44,7 @@ func (d *InProcess) Name() string { return d.StoreName }
 
 // Kinds implements [Driver].
 func (d *InProcess) Kinds() []FaultKind {
-	return []FaultKind{FaultKill, FaultPartition, FaultStop, FaultStoreErr}
+	return []FaultKind{FaultKill, FaultPartition, FaultStop, FaultStoreErr, FaultClockStep}
 }
 
 // Start implements [Driver].
@@ -64,15 +67,16 @@ func (d *InProcess) launch(ctx context.Context, id string, n int64) error {
 		return err
 	}
 	f := faultstore.New(faultstore.Plan{Seed: uint64(d.Seed*100 + n)})
+	clock := &steppedClock{}
 	e, err := tenure.New(tenure.Config{
-		Store: faultstore.Wrap(inner, f), Key: "torture", Identity: id, TTL: d.TTL,
+		Store: faultstore.Wrap(inner, f), Key: "torture", Identity: id, TTL: d.TTL, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return err
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	c := &candidate{faults: f, cancel: cancel, done: make(chan struct{})}
+	c := &candidate{faults: f, clock: clock, cancel: cancel, done: make(chan struct{})}
 	d.mu.Lock()
 	d.cands[id] = c
 	d.mu.Unlock()
@@ -123,6 +127,18 @@ func (d *InProcess) Inject(ctx context.Context, kind FaultKind, target string) (
 	case FaultStop:
 		c.faults.Pause()
 		return func() error { c.faults.Resume(); return nil }, false, nil
+	case FaultClockStep:
+		// Steps alternate: forward (the elector sees time fly and steps
+		// down early: within the assumptions) and backward (a monotonic
+		// clock going back: outside them, fencing must hold).
+		back := d.steps%2 == 1
+		d.steps++
+		step := d.TTL
+		if back {
+			step = -step
+		}
+		c.clock.step(step)
+		return func() error { return nil }, back, nil
 	case FaultStoreErr:
 		c.faults.SetRates(faultstore.Rates{Ops: faultstore.OpAll, FailBefore: 0.3, FailAfter: 0.2, DelayBefore: 0.3, DelayAfter: 0.3, MaxDelay: d.TTL / 2})
 		return func() error { c.faults.Heal(); return nil }, false, nil
@@ -140,3 +156,14 @@ func (d *InProcess) Stop() error {
 	d.wg.Wait()
 	return nil
 }
+
+// steppedClock is the system clock plus an offset that a fault can step.
+type steppedClock struct{ off atomic.Int64 }
+
+func (c *steppedClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+func (c *steppedClock) NewTimer(d time.Duration) tenure.Timer {
+	return tenure.SystemClock.NewTimer(d)
+}
+
+func (c *steppedClock) step(d time.Duration) { c.off.Add(int64(d)) }
