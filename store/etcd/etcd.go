@@ -1,0 +1,177 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/tenurehq/tenure"
+)
+
+// DefaultPrefix is the etcd key prefix of a URL without a path.
+const DefaultPrefix = "/tenure"
+
+// Store is a lease store on etcd. Create it with [Open]; it is safe for
+// concurrent use by many goroutines, and every method blocks at most until
+// etcd answered or its context is done.
+type Store struct {
+	c         *clientv3.Client
+	prefix    string
+	endpoints string // for error messages; never holds credentials
+	closed    atomic.Bool
+	bg        context.Context // cancelled by Close; bounds cleanup requests
+	stopBg    context.CancelFunc
+}
+
+var (
+	_ tenure.Store   = (*Store)(nil)
+	_ tenure.Watcher = (*Store)(nil)
+)
+
+func init() {
+	tenure.Register("etcd", func(ctx context.Context, u *url.URL) (tenure.Store, error) {
+		return open(ctx, u)
+	})
+}
+
+// Open returns a store on the etcd cluster named by rawURL,
+// etcd://[user:password@]host:port[,host:port...]/prefix. Without
+// credentials it does not contact etcd; with them it authenticates, bounded
+// by ctx. A malformed URL gives an error matching [tenure.ErrInvalid]. No
+// error quotes the password.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: etcd URL %q cannot be parsed", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
+	return open(ctx, u)
+}
+
+func open(ctx context.Context, u *url.URL) (*Store, error) {
+	red := tenure.Redact(u.String())
+	if u.Scheme != "etcd" {
+		return nil, fmt.Errorf("%w: etcd URL %q must have the scheme etcd", tenure.ErrInvalid, red)
+	}
+	if len(u.Query()) > 0 {
+		return nil, fmt.Errorf("%w: etcd URL %q: query parameters are not supported", tenure.ErrInvalid, red)
+	}
+	var endpoints []string
+	for _, hp := range strings.Split(u.Host, ",") {
+		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" {
+			return nil, fmt.Errorf("%w: etcd URL %q: endpoint %q is not host:port", tenure.ErrInvalid, red, hp)
+		}
+		endpoints = append(endpoints, hp)
+	}
+	prefix := path.Clean("/" + u.Path)
+	if prefix == "/" {
+		prefix = DefaultPrefix
+	}
+	cfg := clientv3.Config{
+		Endpoints:            endpoints,
+		Logger:               zap.NewNop(),
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 3 * time.Second,
+	}
+	if u.User != nil {
+		cfg.Username = u.User.Username()
+		cfg.Password, _ = u.User.Password()
+		// The client authenticates in New, bounded by DialTimeout only.
+		cfg.DialTimeout = 10 * time.Second
+		if d, ok := ctx.Deadline(); ok {
+			cfg.DialTimeout = max(time.Until(d), time.Millisecond)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: connect to %s: %w", strings.Join(endpoints, ","), scrub(err, cfg.Password))
+	}
+	bg, stop := context.WithCancel(context.Background())
+	return &Store{c: c, prefix: prefix, endpoints: strings.Join(endpoints, ","), bg: bg, stopBg: stop}, nil
+}
+
+// Close closes the connection to etcd; watches end and later calls return
+// [tenure.ErrClosed]. Leases still held are not released: they expire
+// after their TTL. Close is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.stopBg()
+	if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("etcd: close client for %s: %w", s.endpoints, err)
+	}
+	return nil
+}
+
+// Prefix returns the etcd key prefix under which the store keeps its keys.
+func (s *Store) Prefix() string { return s.prefix }
+
+func (s *Store) holderKey(key string) string { return s.prefix + "/holder/" + key }
+func (s *Store) termKey(key string) string   { return s.prefix + "/term/" + key }
+
+// usable returns ctx's error or ErrClosed, so that no request starts when
+// it could not finish.
+func (s *Store) usable(ctx context.Context) error {
+	if s.closed.Load() {
+		return tenure.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// fail wraps a request error with the operation, the key and the
+// endpoints. After Close it is ErrClosed; when ctx is done the error
+// matches ctx's error whatever the client returned.
+func (s *Store) fail(ctx context.Context, op, key string, err error) error {
+	if s.closed.Load() {
+		return tenure.ErrClosed
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("etcd: %s %q at %s: %w (%v)", op, key, s.endpoints, cerr, err)
+	}
+	return fmt.Errorf("etcd: %s %q at %s: %w", op, key, s.endpoints, err)
+}
+
+// scrub removes a password from an error message, in case a library
+// quoted it. The returned error keeps err's chain when nothing is removed.
+func scrub(err error, password string) error {
+	if password == "" || !strings.Contains(err.Error(), password) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), password, "xxxxx"))
+}
+
+// grant is what the holder key stores.
+type grant struct {
+	Holder string `json:"holder"`
+	TTL    int64  `json:"ttl_ns"`
+}
+
+func encode(identity string, ttl time.Duration) string {
+	b, _ := json.Marshal(grant{Holder: identity, TTL: int64(ttl)})
+	return string(b)
+}
+
+func decode(v []byte) grant {
+	var g grant
+	_ = json.Unmarshal(v, &g) // a foreign value reads as a holder named ""
+	return g
+}
+
+// ttlSeconds is the etcd lease TTL for ttl: whole seconds, rounded up, at
+// least 1.
+func ttlSeconds(ttl time.Duration) int64 {
+	return max(1, int64((ttl+time.Second-1)/time.Second))
+}

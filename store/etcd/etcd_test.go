@@ -1,0 +1,289 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/etcd"
+	"github.com/tenurehq/tenure/storetest"
+)
+
+// openOn returns an opener of handles on srv, each with its own client, as
+// separate processes would have.
+func openOn(srv *testserver.EtcdServer, prefix string) func(t testing.TB) tenure.Store {
+	return func(t testing.TB) tenure.Store {
+		t.Helper()
+		st, err := tenure.Open(context.Background(), "etcd://"+srv.Endpoint+prefix)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return st
+	}
+}
+
+func TestConformance(t *testing.T) {
+	srv := testserver.Etcd(t)
+	storetest.Run(t, storetest.Options{
+		Open: openOn(srv, "/conformance"),
+		TTL:  time.Second,
+		// etcd checks for expired leases every 500 ms.
+		Tolerance: 750 * time.Millisecond,
+		Restart:   srv.Restart,
+	})
+}
+
+func BenchmarkFailover(b *testing.B) {
+	srv := testserver.Etcd(b)
+	storetest.BenchFailover(b, storetest.BenchOptions{
+		Open:   openOn(srv, "/bench"),
+		TTL:    2 * time.Second,
+		Trials: 20,
+	})
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rawClient is a plain etcd client, to look at what the store wrote.
+func rawClient(t *testing.T, srv *testserver.EtcdServer) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestGrantIsEtcdLease checks the mapping onto etcd: the term is the holder
+// key's CreateRevision, the key is attached to its own lease whose TTL is
+// the requested one rounded up to whole seconds, and Release revokes it.
+func TestGrantIsEtcdLease(t *testing.T) {
+	srv := testserver.Etcd(t)
+	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+"/mapping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	raw := rawClient(t, srv)
+	ctx := ctxT(t, 20*time.Second)
+
+	l, err := st.Acquire(ctx, "jobs/nightly", "alpha", 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := raw.Get(ctx, "/mapping/holder/jobs/nightly")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("holder key: %v, %v", resp, err)
+	}
+	kv := resp.Kvs[0]
+	if uint64(kv.CreateRevision) != l.Term {
+		t.Fatalf("term %d, holder key CreateRevision %d", l.Term, kv.CreateRevision)
+	}
+	ttl, err := raw.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.GrantedTTL != 2 {
+		t.Fatalf("etcd lease granted TTL = %ds, want 1.5s rounded up to 2s", ttl.GrantedTTL)
+	}
+	if r, err := st.Get(ctx, "jobs/nightly"); err != nil || r.Remaining <= 0 || r.Remaining > 2*time.Second {
+		t.Fatalf("Get = %+v, %v: want Remaining in (0, 2s]", r, err)
+	}
+	// A write elsewhere in etcd moves the revision: the next term is above it.
+	put, err := raw.Put(ctx, "/unrelated", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := raw.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err != nil || ttl.TTL != -1 {
+		t.Fatalf("after Release the etcd lease lives on: %+v, %v", ttl, err)
+	}
+	l2, err := st.Acquire(ctx, "jobs/nightly", "beta", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Term <= uint64(put.Header.Revision) {
+		t.Fatalf("new term %d not above revision %d of a later write", l2.Term, put.Header.Revision)
+	}
+}
+
+// TestServerDownAndBack checks that calls against a stopped server fail
+// within their context with an error naming the endpoint, and that the same
+// handle works again, by itself, once the server is back.
+func TestServerDownAndBack(t *testing.T) {
+	srv := testserver.Etcd(t)
+	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+"/down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := ctxT(t, 60*time.Second)
+	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The watch ends or keeps quiet while the server is away; either way it
+	// must not deliver a wrong record. Open it before the outage.
+	srv.Stop()
+
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err = st.Get(short, "k")
+	took := time.Since(began)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get with the server down: %v, want context.DeadlineExceeded", err)
+	}
+	if !strings.Contains(err.Error(), srv.Endpoint) {
+		t.Errorf("error %q does not name the endpoint %s", err, srv.Endpoint)
+	}
+	if took > 2*time.Second {
+		t.Errorf("Get with a 300ms context took %s", took)
+	}
+	if err := st.Renew(short, l); err == nil || errors.Is(err, tenure.ErrLost) {
+		t.Errorf("Renew with the server down: %v, want a transient (non-ErrLost) error", err)
+	}
+
+	srv.Start(t)
+	var r tenure.Record
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		r, err = st.Get(rctx, "k")
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the handle did not recover after the restart: %v", err)
+		}
+	}
+	// etcd restarts lease TTLs on a new leader, so the grant survived.
+	if r.Holder != "alpha" || r.Term != l.Term {
+		t.Fatalf("after restart Get = %+v, want alpha term %d", r, l.Term)
+	}
+	if err := st.Renew(ctx, l); err != nil {
+		t.Fatalf("Renew after restart: %v", err)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatalf("Release after restart: %v", err)
+	}
+}
+
+// TestCredentialsNeverInErrors runs etcd with authentication and checks
+// that neither a wrong nor a right password shows up in any error.
+func TestCredentialsNeverInErrors(t *testing.T) {
+	srv := testserver.Etcd(t)
+	const good, bad = "g00d-Secret-pw", "wr0ng-Secret-pw"
+	raw := rawClient(t, srv)
+	ctx := ctxT(t, 30*time.Second)
+	for _, step := range []func() error{
+		func() error { _, err := raw.UserAdd(ctx, "root", good); return err },
+		func() error { _, err := raw.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := raw.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatalf("set up etcd auth: %v", err)
+		}
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		if msg := err.Error(); strings.Contains(msg, good) || strings.Contains(msg, bad) {
+			t.Fatalf("%s: error quotes the password: %s", what, msg)
+		}
+	}
+	_, err := tenure.Open(ctx, fmt.Sprintf("etcd://root:%s@%s/auth", bad, srv.Endpoint))
+	check("Open with a wrong password", err)
+
+	down := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = tenure.Open(short, fmt.Sprintf("etcd://root:%s@%s/auth", good, down))
+	check("Open of a server that is down", err)
+
+	_, err = tenure.Open(ctx, fmt.Sprintf("etcd://root:%s@%s/auth?dial=1", good, srv.Endpoint))
+	check("Open with a bad URL", err)
+
+	st, err := tenure.Open(ctx, fmt.Sprintf("etcd://root:%s@%s/auth", good, srv.Endpoint))
+	if err != nil {
+		t.Fatalf("Open with the right password: %v", err)
+	}
+	defer st.Close()
+	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire with auth: %v", err)
+	}
+	_, err = st.Acquire(ctx, "k", "beta", time.Second)
+	check("Acquire of a held key", err)
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	// A client without credentials is refused by etcd, without leaking ours.
+	anon, err := tenure.Open(ctx, "etcd://"+srv.Endpoint+"/auth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	_, err = anon.Get(ctx, "k")
+	check("Get without credentials", err)
+}
+
+func TestBadURLs(t *testing.T) {
+	for _, u := range []string{
+		"etcd://",
+		"etcd://127.0.0.1/prefix",
+		"etcd://127.0.0.1:2379,nohost/prefix",
+		"etcd://127.0.0.1:2379/prefix?tls=true",
+	} {
+		if _, err := tenure.Open(context.Background(), u); !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("Open(%q): %v, want ErrInvalid", u, err)
+		}
+	}
+	st, err := etcd.Open(context.Background(), "etcd://127.0.0.1:1,127.0.0.1:2")
+	if err != nil {
+		t.Fatalf("a URL with two endpoints and no prefix: %v", err)
+	}
+	defer st.Close()
+	if st.Prefix() != etcd.DefaultPrefix {
+		t.Errorf("prefix %q, want %q", st.Prefix(), etcd.DefaultPrefix)
+	}
+}
+
+// TestCloseEndsWatch checks that closing the store closes its watches.
+func TestCloseEndsWatch(t *testing.T) {
+	srv := testserver.Etcd(t)
+	st, err := etcd.Open(context.Background(), "etcd://"+srv.Endpoint+"/close")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(ctxT(t, 30*time.Second), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Held() {
+		t.Fatalf("initial record %+v", r)
+	}
+	st.Close()
+	for range ch {
+	}
+	if _, err := st.Watch(context.Background(), "k"); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Watch after Close: %v", err)
+	}
+}
