@@ -62,6 +62,9 @@ type Env interface {
 	// Adopt follows leader at epoch unless the claim is stale (epoch below
 	// the highest known) and reports whether it did.
 	Adopt(leader, epoch uint64) bool
+	// StepDown ends this node's coordinatorship, if any, without resigning
+	// (no abstention, no message).
+	StepDown()
 	// Logf logs at debug level.
 	Logf(format string, args ...any)
 }

@@ -25,15 +25,16 @@ import (
 //	56     8    leader epoch
 //	64     8    candidate
 //	72     8    ref
-//	80     32   HMAC-SHA256
+//	80     8    hops
+//	88     32   HMAC-SHA256
 const (
 	FrameVersion = 1
 	// FrameLen is the size of a version-1 frame.
-	FrameLen = 80 + MACLen
+	FrameLen = 88 + MACLen
 	// MaxFrameLen bounds the length prefix a reader accepts; a larger one is
 	// counted as oversized and the connection dropped.
 	MaxFrameLen = 1024
-	bodyLen     = 80
+	bodyLen     = 88
 )
 
 // Frame decoding errors. Transports count them and drop the frame.
@@ -50,7 +51,7 @@ func Encode(s Secret, m Message) []byte {
 	b[4] = FrameVersion
 	b[5] = byte(m.Type)
 	b[6] = m.Flags
-	for i, v := range []uint64{m.From, m.To, m.Incarnation, m.Seq, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref} {
+	for i, v := range []uint64{m.From, m.To, m.Incarnation, m.Seq, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops} {
 		binary.BigEndian.PutUint64(b[8+8*i:], v)
 	}
 	copy(b[bodyLen:], s.Sign(b[:bodyLen]))
@@ -106,7 +107,7 @@ func Decode(s Secret, b []byte) (Message, error) {
 	if b[7] != 0 {
 		return Message{}, fmt.Errorf("%w: reserved byte %d", ErrMalformed, b[7])
 	}
-	f := []*uint64{&m.From, &m.To, &m.Incarnation, &m.Seq, &m.Epoch, &m.Leader, &m.LeaderEpoch, &m.Candidate, &m.Ref}
+	f := []*uint64{&m.From, &m.To, &m.Incarnation, &m.Seq, &m.Epoch, &m.Leader, &m.LeaderEpoch, &m.Candidate, &m.Ref, &m.Hops}
 	for i, p := range f {
 		*p = binary.BigEndian.Uint64(b[8+8*i:])
 	}

@@ -74,9 +74,11 @@ type Message struct {
 	Candidate uint64
 	// Ref correlates an Ack with the message it acknowledges.
 	Ref uint64
+	// Hops counts how far a ring message travelled.
+	Hops uint64
 }
 
 func (m Message) String() string {
-	return fmt.Sprintf("%s %d->%d epoch=%d leader=%d@%d cand=%d ref=%d flags=%#x",
-		m.Type, m.From, m.To, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Flags)
+	return fmt.Sprintf("%s %d->%d epoch=%d leader=%d@%d cand=%d ref=%d hops=%d flags=%#x",
+		m.Type, m.From, m.To, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops, m.Flags)
 }

@@ -170,7 +170,9 @@ func (n *Node) handle(m Message) {
 		}
 	}
 	switch m.Type {
-	case Heartbeat:
+	case Heartbeat, Coordinator:
+		// A claim by the coordinator itself: follow it unless stale, in
+		// which case tell it so it steps down.
 		if m.Leader == m.From {
 			if m.LeaderEpoch < n.maxEpoch {
 				n.send(m.From, Message{Type: Reject, Leader: m.From, LeaderEpoch: m.LeaderEpoch})
@@ -335,4 +337,11 @@ func (e env) Alive(id uint64) bool {
 	}
 	t, ok := e.n.heard[id]
 	return ok && !e.n.dead[id] && time.Since(t) <= e.n.cfg.Timeout
+}
+
+func (e env) StepDown() {
+	if e.n.isCoordinator() {
+		e.n.log.Info("peer: stepping down", "id", e.n.self, "epoch", e.n.leaderEpoch)
+		e.n.setLeader(0, 0)
+	}
 }

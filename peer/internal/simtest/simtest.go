@@ -1,0 +1,231 @@
+// Package simtest runs groups of peer nodes over memnet for the algorithm
+// packages' simulations, tests and benchmarks. It is meant to run inside a
+// testing/synctest bubble, where time is virtual.
+package simtest
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/memnet"
+)
+
+// Cluster is a group of nodes on one memnet network. Not safe for concurrent
+// use (the test's goroutine drives it).
+type Cluster struct {
+	Net    *memnet.Network
+	Group  peer.Group
+	Nodes  map[uint64]*peer.Node // nil while crashed
+	Epochs map[uint64]*peer.MemEpoch
+	// Configure, if set, adjusts each node's config before it starts.
+	Configure func(c *peer.Config)
+
+	alg       string
+	heartbeat time.Duration
+	timeout   time.Duration
+	noPreempt bool
+
+	lastEpoch  map[uint64]uint64 // highest Status.Epoch seen per node
+	lastFollow map[uint64]uint64 // highest leader epoch followed per node
+	issuedBy   map[uint64]uint64 // epoch -> the member that issued it
+	issuedSeen map[uint64]int    // how many of a node's Issued were checked
+}
+
+// Options of a cluster.
+type Options struct {
+	Algorithm          string
+	Size               int
+	Seed               uint64
+	Heartbeat, Timeout time.Duration
+	NoPreempt          bool
+	Configure          func(c *peer.Config)
+}
+
+// New makes a cluster of members 1..Size without starting them.
+func New(o Options) *Cluster {
+	var ms []peer.Member
+	for i := 1; i <= o.Size; i++ {
+		ms = append(ms, peer.Member{ID: uint64(i)})
+	}
+	g, err := peer.NewGroup(ms)
+	if err != nil {
+		panic(err)
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = 100 * time.Millisecond
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * o.Heartbeat
+	}
+	c := &Cluster{Net: memnet.New(o.Seed), Group: g, Nodes: map[uint64]*peer.Node{},
+		Epochs: map[uint64]*peer.MemEpoch{}, Configure: o.Configure, alg: o.Algorithm,
+		heartbeat: o.Heartbeat, timeout: o.Timeout, noPreempt: o.NoPreempt,
+		lastEpoch: map[uint64]uint64{}, lastFollow: map[uint64]uint64{},
+		issuedBy: map[uint64]uint64{}, issuedSeen: map[uint64]int{}}
+	for _, id := range g.IDs() {
+		c.Epochs[id] = &peer.MemEpoch{}
+	}
+	return c
+}
+
+// StartAll starts every member.
+func (c *Cluster) StartAll() error {
+	for _, id := range c.Group.IDs() {
+		if err := c.Start(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var logger = newLogger()
+
+// newLogger discards logs unless TENURE_PEER_LOG is set (replays).
+func newLogger() *slog.Logger {
+	if os.Getenv("TENURE_PEER_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// Start starts (or restarts) member id with its persisted epoch.
+func (c *Cluster) Start(id uint64) error {
+	if c.Nodes[id] != nil {
+		return nil
+	}
+	cfg := peer.Config{ID: id, Group: c.Group, Algorithm: c.alg, Heartbeat: c.heartbeat, Timeout: c.timeout,
+		NoPreempt: c.noPreempt, Transport: c.Net.Join(id), Epochs: c.Epochs[id],
+		Logger: logger}
+	if c.Configure != nil {
+		c.Configure(&cfg)
+	}
+	n, err := peer.NewNode(cfg)
+	if err != nil {
+		return err
+	}
+	c.Nodes[id] = n
+	c.issuedSeen[id] = 0
+	return nil
+}
+
+// Crash stops member id abruptly (no resignation).
+func (c *Cluster) Crash(id uint64) {
+	if n := c.Nodes[id]; n != nil {
+		c.observe(id, n.Status())
+		n.Close()
+		c.Nodes[id] = nil
+	}
+}
+
+// Close stops every node.
+func (c *Cluster) Close() {
+	for id := range c.Nodes {
+		c.Crash(id)
+	}
+}
+
+// Live returns the IDs of running members, sorted.
+func (c *Cluster) Live() []uint64 {
+	var ids []uint64
+	for id, n := range c.Nodes {
+		if n != nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Check records every live node's status and returns an error if an
+// invariant broke: a node's highest epoch or followed epoch went down, or
+// two members issued the same epoch.
+func (c *Cluster) Check() error {
+	for _, id := range c.Live() {
+		if err := c.observe(id, c.Nodes[id].Status()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) observe(id uint64, s peer.Status) error {
+	if s.Epoch < c.lastEpoch[id] {
+		return fmt.Errorf("member %d: highest epoch went back from %d to %d", id, c.lastEpoch[id], s.Epoch)
+	}
+	c.lastEpoch[id] = s.Epoch
+	if s.Leader != 0 {
+		if s.LeaderEpoch < c.lastFollow[id] {
+			return fmt.Errorf("member %d: follows %d at epoch %d after following epoch %d", id, s.Leader, s.LeaderEpoch, c.lastFollow[id])
+		}
+		c.lastFollow[id] = s.LeaderEpoch
+	}
+	for _, e := range s.Issued[c.issuedSeen[id]:] {
+		if other, dup := c.issuedBy[e]; dup {
+			return fmt.Errorf("epoch %d issued twice, by %d and by %d", e, other, id)
+		}
+		c.issuedBy[e] = id
+	}
+	c.issuedSeen[id] = len(s.Issued)
+	return nil
+}
+
+// Agreed reports the coordinator if every live node follows the same
+// coordinator at the same epoch and that node is coordinator itself.
+func (c *Cluster) Agreed() (leader, epoch uint64, ok bool) {
+	live := c.Live()
+	if len(live) == 0 {
+		return 0, 0, false
+	}
+	for i, id := range live {
+		s := c.Nodes[id].Status()
+		if s.Leader == 0 || (i > 0 && (s.Leader != leader || s.LeaderEpoch != epoch)) {
+			return 0, 0, false
+		}
+		leader, epoch = s.Leader, s.LeaderEpoch
+	}
+	if c.Nodes[leader] == nil || !c.Nodes[leader].Status().Coordinator {
+		return 0, 0, false
+	}
+	return leader, epoch, true
+}
+
+// Describe renders every node's view, for failure messages.
+func (c *Cluster) Describe() string {
+	s := ""
+	for _, id := range c.Group.IDs() {
+		n := c.Nodes[id]
+		if n == nil {
+			s += fmt.Sprintf("  %d: down\n", id)
+			continue
+		}
+		st := n.Status()
+		s += fmt.Sprintf("  %d: follows %d@%d coordinator=%t epoch=%d issued=%v\n", id, st.Leader, st.LeaderEpoch, st.Coordinator, st.Epoch, st.Issued)
+	}
+	st := c.Net.Stats()
+	s += fmt.Sprintf("  network: sent %v delivered %d dropped %d duplicated %d unreachable %d\n",
+		st.Sent, st.Delivered, st.Dropped, st.Duplicated, st.Unreachable)
+	return s
+}
+
+// AwaitAgreement advances virtual time by steps of one heartbeat until the
+// live nodes agree, checking invariants at each step, for at most bound. It
+// returns the coordinator and how long it took.
+func (c *Cluster) AwaitAgreement(bound time.Duration) (leader uint64, took time.Duration, err error) {
+	start := time.Now()
+	for {
+		if err := c.Check(); err != nil {
+			return 0, time.Since(start), err
+		}
+		if l, _, ok := c.Agreed(); ok {
+			return l, time.Since(start), nil
+		}
+		if time.Since(start) >= bound {
+			return 0, time.Since(start), fmt.Errorf("no agreement on one coordinator within %s:\n%s", bound, c.Describe())
+		}
+		time.Sleep(c.heartbeat / 4)
+	}
+}

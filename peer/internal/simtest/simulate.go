@@ -1,0 +1,206 @@
+package simtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure/peer/memnet"
+)
+
+// Expect returns the coordinator an algorithm must settle on among the live
+// members, or 0 if any one will do.
+type Expect func(live []uint64, noPreempt bool) uint64
+
+// Highest and Lowest are the usual expectations; AnyLeader accepts any.
+func Highest(live []uint64, noPreempt bool) uint64 {
+	if noPreempt {
+		return 0
+	}
+	return live[len(live)-1]
+}
+
+// Lowest expects the lowest live member.
+func Lowest(live []uint64, _ bool) uint64 { return live[0] }
+
+// AnyLeader accepts any coordinator.
+func AnyLeader([]uint64, bool) uint64 { return 0 }
+
+// Bound is the stated bound on reaching agreement once faults stop, for a
+// group of n with the default timing: 4 timeouts (suspicion, abstention,
+// start-up wait, a lost round) plus 6 heartbeats per member (a ring round
+// skipping dead members, each after an ack wait of two heartbeats).
+func Bound(n int, heartbeat, timeout time.Duration) time.Duration {
+	return 4*timeout + time.Duration(6*n)*heartbeat
+}
+
+// RunSimulations runs the fault simulation for many seeds, each in its own
+// synctest bubble: TENURE_PEER_SEED=N replays one seed, TENURE_PEER_SEEDS=K
+// sets how many (default 400, 100 with -short).
+func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
+	seeds := []uint64{}
+	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("TENURE_PEER_SEED=%q: %v", s, err)
+		}
+		seeds = append(seeds, v)
+	} else {
+		k := 400
+		if testing.Short() {
+			k = 100
+		}
+		if s := os.Getenv("TENURE_PEER_SEEDS"); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				t.Fatalf("TENURE_PEER_SEEDS=%q: %v", s, err)
+			}
+			k = v
+		}
+		for i := range k {
+			seeds = append(seeds, uint64(i+1))
+		}
+	}
+	var worst time.Duration
+	var worstSeed uint64
+	failed := false
+	for _, seed := range seeds {
+		synctest.Test(t, func(t *testing.T) {
+			took, desc, err := simulate(alg, seed, expect)
+			if err != nil {
+				failed = true
+				t.Fatalf("seed=%d %s: %v; replay: TENURE_PEER_SEED=%d go test ./peer/%s -run TestSimulation -v", seed, desc, err, seed, pkg)
+			}
+			if took > worst {
+				worst, worstSeed = took, seed
+			}
+		})
+		if failed {
+			return
+		}
+	}
+	t.Logf("%d seeds passed; slowest agreement after faults stopped: %s (seed %d)", len(seeds), worst, worstSeed)
+}
+
+// simulate runs one seed: random crashes, restarts, partitions, losses,
+// duplicates, delays and resignations for a few seconds, then a healed
+// network, and checks the invariants throughout and agreement at the end.
+func simulate(alg string, seed uint64, expect Expect) (time.Duration, string, error) {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	n := 3 + r.IntN(5)
+	noPreempt := r.IntN(3) == 0
+	o := Options{Algorithm: alg, Size: n, Seed: seed, NoPreempt: noPreempt}
+	c := New(o)
+	defer c.Close()
+	desc := fmt.Sprintf("n=%d no-preempt=%t", n, noPreempt)
+	if err := c.StartAll(); err != nil {
+		return 0, desc, err
+	}
+	hb, to := c.heartbeat, c.timeout
+	end := time.Now().Add(2*time.Second + time.Duration(r.Int64N(int64(4*time.Second))))
+	step := func(d time.Duration) error {
+		stop := time.Now().Add(d)
+		for time.Now().Before(stop) {
+			time.Sleep(min(hb/2, time.Until(stop)))
+			if err := c.Check(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for time.Now().Before(end) {
+		// Odd nanoseconds keep fault times apart from timer ticks.
+		if err := step(time.Duration(100+r.IntN(500))*time.Millisecond + time.Duration(r.IntN(1000)+1)); err != nil {
+			return 0, desc, err
+		}
+		ids := c.Group.IDs()
+		id := ids[r.IntN(len(ids))]
+		switch r.IntN(6) {
+		case 0:
+			if len(c.Live()) > 1 {
+				c.Crash(id)
+			}
+		case 1:
+			if err := c.Start(id); err != nil {
+				return 0, desc, err
+			}
+		case 2:
+			var a, b []uint64
+			for _, id := range ids {
+				if r.IntN(2) == 0 {
+					a = append(a, id)
+				} else {
+					b = append(b, id)
+				}
+			}
+			c.Net.Partition(a, b)
+		case 3:
+			c.Net.Heal()
+		case 4:
+			c.Net.SetFaults(randomFaults(r))
+		case 5:
+			resign(c)
+		}
+	}
+	// Faults stop: heal, keep delays within the synchrony bound.
+	c.Net.Heal()
+	c.Net.SetFaults(memnet.Faults{MaxDelay: 20 * time.Millisecond})
+	stopped := time.Now()
+	bound := Bound(n, hb, to)
+	// Agreement on the expected coordinator must be reached within bound
+	// and then last (unchanged) for hold.
+	hold := 2 * to
+	var since time.Time // when the current agreement began, zero if none
+	var leader, epoch uint64
+	for {
+		if err := c.Check(); err != nil {
+			return 0, desc, err
+		}
+		l, e, ok := c.Agreed()
+		if want := expect(c.Live(), noPreempt); ok && want != 0 && want != l {
+			ok = false
+		}
+		switch {
+		case !ok:
+			since = time.Time{}
+		case since.IsZero() || l != leader || e != epoch:
+			since, leader, epoch = time.Now(), l, e
+		case time.Since(since) >= hold:
+			return since.Sub(stopped), desc, nil
+		}
+		if (since.IsZero() && time.Since(stopped) > bound) || since.Sub(stopped) > bound {
+			return 0, desc, fmt.Errorf("no lasting agreement on the expected coordinator (%d) within %s after faults stopped:\n%s",
+				expect(c.Live(), noPreempt), bound, c.Describe())
+		}
+		time.Sleep(hb / 4)
+	}
+}
+
+// resign makes the current coordinator, if any, acquire and release its
+// lease (a leader task that finished).
+func resign(c *Cluster) {
+	for _, id := range c.Live() {
+		n := c.Nodes[id]
+		if !n.Status().Coordinator {
+			continue
+		}
+		ctx := context.Background()
+		l, err := n.Acquire(ctx, "sim", n.Identity(), time.Second)
+		if err == nil {
+			n.Release(ctx, l)
+		}
+	}
+}
+
+func randomFaults(r *rand.Rand) memnet.Faults {
+	return memnet.Faults{
+		Drop:      r.Float64() * 0.3,
+		Duplicate: r.Float64() * 0.2,
+		MaxDelay:  time.Duration(r.Int64N(int64(150 * time.Millisecond))),
+	}
+}

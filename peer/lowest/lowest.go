@@ -1,0 +1,99 @@
+// Package lowest is the "lowest ID" election for package peer: the
+// coordinator is the member with the lowest ID among those believed alive,
+// alive meaning heard from within Timeout. Import it for its effect; it
+// registers the algorithm "lowest":
+//
+//	import _ "github.com/tenurehq/tenure/peer/lowest"
+//
+// Every member sends a heartbeat to every other member each heartbeat
+// interval (n(n−1) messages per interval: meant for small groups). A member
+// that finds itself the lowest live candidate takes a fresh epoch and sends
+// Coordinator to all (n−1 messages, or n−2 after the coordinator died); a
+// coordinator that hears a lower candidate steps down. A starting member
+// listens for Timeout before standing, flagging its heartbeats "abstain" so
+// the coordinator keeps its place meanwhile. The lowest ID always preempts:
+// a recovering lower member takes over once its start-up wait ends. After
+// Release, the former coordinator abstains for Timeout, then takes over
+// again.
+//
+// It assumes a synchronous system (a member silent for Timeout has crashed)
+// and the same member list everywhere. Under a partition each side elects
+// its own lowest member, under different epochs; see package peer.
+package lowest
+
+import (
+	"time"
+
+	"github.com/tenurehq/tenure/peer"
+)
+
+func init() {
+	peer.RegisterAlgorithm("lowest", func(cfg peer.Config) (peer.Algorithm, error) {
+		return &lowest{}, nil
+	})
+}
+
+type lowest struct {
+	graceEnd time.Time
+}
+
+func (l *lowest) Start(env peer.Env) { l.graceEnd = env.Now().Add(env.Config().Timeout) }
+
+func (l *lowest) waiting(env peer.Env) bool { return env.Now().Before(l.graceEnd) }
+
+func (l *lowest) Tick(env peer.Env) {
+	self := env.Self()
+	leader, epoch := env.Leader()
+	if leader != self {
+		// The node sends the coordinator's heartbeats; the others say they
+		// are alive here.
+		var flags uint8
+		if l.waiting(env) {
+			flags = peer.FlagAbstain
+		}
+		for _, id := range env.Group().IDs() {
+			if id != self {
+				env.Send(id, peer.Message{Type: peer.Heartbeat, Flags: flags, Leader: leader, LeaderEpoch: epoch})
+			}
+		}
+	}
+	if l.waiting(env) {
+		return
+	}
+	best := l.best(env)
+	switch {
+	case best == self && leader != self:
+		e, err := env.Elect()
+		if err != nil {
+			env.Logf("lowest: cannot become coordinator: %v", err)
+			return
+		}
+		for _, id := range env.Group().IDs() {
+			if id != self && env.Alive(id) {
+				env.Send(id, peer.Message{Type: peer.Coordinator, Leader: self, LeaderEpoch: e})
+			}
+		}
+	case best != self && leader == self:
+		env.StepDown()
+	}
+}
+
+// best is the lowest live member standing for election, or 0.
+func (l *lowest) best(env peer.Env) uint64 {
+	for _, id := range env.Group().IDs() {
+		if id == env.Self() {
+			if !env.Abstaining() {
+				return id
+			}
+			continue
+		}
+		if env.Alive(id) && !env.Abstains(id) {
+			return id
+		}
+	}
+	return 0
+}
+
+func (l *lowest) Receive(env peer.Env, m peer.Message) {}
+
+func (l *lowest) LeaderLost(env peer.Env, id uint64) {}

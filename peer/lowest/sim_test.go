@@ -1,0 +1,18 @@
+package lowest_test
+
+import (
+	"testing"
+
+	_ "github.com/tenurehq/tenure/peer/lowest"
+	"github.com/tenurehq/tenure/peer/internal/simtest"
+)
+
+// TestSimulation runs hundreds of seeded fault scenarios over memnet in
+// virtual time (see simtest.RunSimulations): crashes, recoveries,
+// partitions, loss, duplication, delay and resignations, then checks that
+// once faults stop all live members agree on one coordinator within the
+// stated bound, that epochs never go back on any member, and that no epoch
+// is ever issued twice (so two coordinators during a partition differ).
+func TestSimulation(t *testing.T) {
+	simtest.RunSimulations(t, "lowest", "lowest", simtest.Lowest)
+}

@@ -1,0 +1,222 @@
+// Package ring is the Chang–Roberts ring election for package peer, on the
+// ring of member IDs in increasing order (the successor of the highest is
+// the lowest), skipping dead successors. Import it for its effect; it
+// registers the algorithm "ring":
+//
+//	import _ "github.com/tenurehq/tenure/peer/ring"
+//
+// A member that suspects the coordinator (or finds none after starting)
+// sends Election carrying its own ID to its successor. A member receiving
+// Election forwards the larger of the carried ID and its own (it swallows a
+// smaller ID if it already forwarded one: Chang–Roberts); the member that
+// receives its own ID back is elected, takes a fresh epoch and sends Elected
+// around the ring, which every member adopts and forwards until it returns to
+// the coordinator. With one initiator at ring distance d before the highest
+// live member, an election takes exactly d + m Election messages and m
+// Elected messages on a ring of m live members: 2m at best, 3m−1 at worst.
+//
+// Every ring message is acknowledged (Ack, counted separately); a successor
+// whose Ack does not arrive within two heartbeats, or to which sending
+// fails, is marked dead and the message is sent to the next member.
+//
+// The ring does not preempt: a recovering member with a higher ID follows
+// the current coordinator. After Release, the former coordinator abstains
+// for Timeout (it forwards, but does not put its own ID forward), so another
+// member is elected and stays.
+//
+// Ring assumes a synchronous system: every message arrives within about a
+// heartbeat and a silent member has crashed. Under a partition each side
+// elects its own coordinator, under different epochs; see package peer.
+package ring
+
+import (
+	"time"
+
+	"github.com/tenurehq/tenure/peer"
+)
+
+func init() {
+	peer.RegisterAlgorithm("ring", func(cfg peer.Config) (peer.Algorithm, error) {
+		return &ring{suspected: map[uint64]time.Time{}}, nil
+	})
+}
+
+type pending struct {
+	to     uint64
+	msg    peer.Message
+	sentAt time.Time
+}
+
+type ring struct {
+	graceEnd    time.Time
+	participant bool
+	electStart  time.Time
+	ref         uint64
+	pending     map[uint64]pending // by Ref
+	suspected   map[uint64]time.Time
+}
+
+// ackWait is how long a ring message waits for its Ack.
+func ackWait(env peer.Env) time.Duration { return 2 * env.Config().Heartbeat }
+
+// electionWait bounds one election round before a participant starts over.
+func electionWait(env peer.Env) time.Duration {
+	c := env.Config()
+	return 2*c.Timeout + time.Duration(2*env.Group().Len())*ackWait(env)
+}
+
+func (r *ring) Start(env peer.Env) {
+	r.graceEnd = env.Now().Add(env.Config().Timeout)
+	r.pending = map[uint64]pending{}
+}
+
+// successor is the next member after self on the ring not believed dead, or
+// self if there is none.
+func (r *ring) successor(env peer.Env) uint64 {
+	ids := env.Group().IDs()
+	i := env.Group().Index(env.Self())
+	for k := 1; k < len(ids); k++ {
+		id := ids[(i+k)%len(ids)]
+		if !r.isSuspected(env, id) {
+			return id
+		}
+	}
+	return env.Self()
+}
+
+// forward sends m to the successor, skipping members that refuse.
+func (r *ring) forward(env peer.Env, m peer.Message) {
+	for {
+		to := r.successor(env)
+		if to == env.Self() {
+			// Alone on the ring: stand alone, unless abstaining.
+			if leader, _ := env.Leader(); m.Type == peer.Election && leader != env.Self() && !env.Abstaining() {
+				r.participant = false
+				if _, err := env.Elect(); err != nil {
+					env.Logf("ring: cannot become coordinator: %v", err)
+				}
+			}
+			return
+		}
+		r.ref++
+		m.Ref = r.ref
+		m.Hops++
+		if err := env.Send(to, m); err != nil {
+			r.suspect(env, to)
+			continue
+		}
+		r.pending[m.Ref] = pending{to: to, msg: m, sentAt: env.Now()}
+		return
+	}
+}
+
+func (r *ring) candidate(env peer.Env) uint64 {
+	if env.Abstaining() {
+		return 0
+	}
+	return env.Self()
+}
+
+func (r *ring) initiate(env peer.Env) {
+	if env.Abstaining() {
+		return
+	}
+	r.participant, r.electStart = true, env.Now()
+	env.Logf("ring: election started")
+	r.forward(env, peer.Message{Type: peer.Election, Candidate: env.Self()})
+}
+
+func (r *ring) Tick(env peer.Env) {
+	now := env.Now()
+	for ref, p := range r.pending {
+		if now.Sub(p.sentAt) >= ackWait(env) {
+			delete(r.pending, ref)
+			r.suspect(env, p.to)
+			env.Logf("ring: no ack from %d, skipping it", p.to)
+			r.forward(env, p.msg)
+		}
+	}
+	leader, _ := env.Leader()
+	if leader != 0 {
+		r.participant = false
+	}
+	switch {
+	case leader != 0 || now.Before(r.graceEnd):
+	case !r.participant:
+		r.initiate(env)
+	case now.Sub(r.electStart) >= electionWait(env):
+		r.initiate(env) // the round was lost
+	}
+}
+
+func (r *ring) Receive(env peer.Env, m peer.Message) {
+	delete(r.suspected, m.From)
+	switch m.Type {
+	case peer.Ack:
+		delete(r.pending, m.Ref)
+	case peer.Election, peer.Elected:
+		env.Send(m.From, peer.Message{Type: peer.Ack, Ref: m.Ref})
+		if m.Hops > uint64(2*env.Group().Len()) {
+			// Its candidate died or resigned while it travelled (a live
+			// candidate stops it within 2n hops): let it die. Participants
+			// start over after electionWait.
+			return
+		}
+		r.handleRing(env, m)
+	}
+}
+
+func (r *ring) handleRing(env peer.Env, m peer.Message) {
+	self := env.Self()
+	switch m.Type {
+	case peer.Election:
+		own := r.candidate(env)
+		switch {
+		case m.Candidate == self:
+			if leader, _ := env.Leader(); leader == self || own == 0 {
+				return // a duplicate, or we resigned meanwhile
+			}
+			r.participant = false
+			epoch, err := env.Elect()
+			if err != nil {
+				env.Logf("ring: cannot become coordinator: %v", err)
+				return
+			}
+			r.forward(env, peer.Message{Type: peer.Elected, Leader: self, LeaderEpoch: epoch})
+		case m.Candidate > own:
+			r.participant, r.electStart = true, env.Now()
+			r.forward(env, peer.Message{Type: peer.Election, Candidate: m.Candidate, Hops: m.Hops})
+		case !r.participant:
+			r.participant, r.electStart = true, env.Now()
+			r.forward(env, peer.Message{Type: peer.Election, Candidate: own})
+		}
+	case peer.Elected:
+		if m.Leader == self {
+			return // the announcement went round
+		}
+		if !env.Adopt(m.Leader, m.LeaderEpoch) {
+			return // stale
+		}
+		r.participant = false
+		r.forward(env, peer.Message{Type: peer.Elected, Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Hops: m.Hops})
+	}
+}
+
+func (r *ring) LeaderLost(env peer.Env, id uint64) {
+	if id != env.Self() {
+		r.suspect(env, id)
+	}
+	if !r.participant && !env.Now().Before(r.graceEnd) {
+		r.initiate(env)
+	}
+}
+
+// suspect marks id dead for Timeout, or until it is heard from: a member
+// that recovered is tried again even if it stayed silent.
+func (r *ring) suspect(env peer.Env, id uint64) {
+	r.suspected[id] = env.Now().Add(env.Config().Timeout)
+}
+
+func (r *ring) isSuspected(env peer.Env, id uint64) bool {
+	return env.Now().Before(r.suspected[id])
+}
