@@ -306,6 +306,10 @@ func (n *Node) Status() Status {
 		Epoch: n.maxEpoch, Issued: append([]uint64(nil), n.issued...)}
 }
 
+// Transport returns the node's transport (a [*TCP] unless Config.Transport
+// was set), for its counters.
+func (n *Node) Transport() Transport { return n.tr }
+
 // ID returns the node's member ID.
 func (n *Node) ID() uint64 { return n.self }
 

@@ -3,8 +3,8 @@ package lowest_test
 import (
 	"testing"
 
-	_ "github.com/tenurehq/tenure/peer/lowest"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	_ "github.com/tenurehq/tenure/peer/lowest"
 )
 
 // TestSimulation runs hundreds of seeded fault scenarios over memnet in

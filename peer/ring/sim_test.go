@@ -3,8 +3,8 @@ package ring_test
 import (
 	"testing"
 
-	_ "github.com/tenurehq/tenure/peer/ring"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	_ "github.com/tenurehq/tenure/peer/ring"
 )
 
 // TestSimulation runs hundreds of seeded fault scenarios over memnet in

@@ -1,0 +1,271 @@
+package peer_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/peer"
+	_ "github.com/tenurehq/tenure/peer/bully"
+	_ "github.com/tenurehq/tenure/peer/lowest"
+	_ "github.com/tenurehq/tenure/peer/ring"
+)
+
+// tcpGroup is a group of real nodes on loopback, each with its own state
+// directory.
+type tcpGroup struct {
+	t      *testing.T
+	alg    string
+	group  peer.Group
+	secret string // path of the secret file
+	dir    string
+	nodes  map[uint64]*peer.Node
+}
+
+func writeSecret(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "peer.secret")
+	if err := os.WriteFile(p, []byte(content+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const testSecret = "0123456789abcdef0123456789abcdef-test-secret"
+
+func newTCPGroup(t *testing.T, alg string, n int) *tcpGroup {
+	t.Helper()
+	var ms []peer.Member
+	for i := 1; i <= n; i++ {
+		ms = append(ms, peer.Member{ID: uint64(i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
+	}
+	g, err := peer.NewGroup(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &tcpGroup{t: t, alg: alg, group: g, secret: writeSecret(t, testSecret), dir: t.TempDir(), nodes: map[uint64]*peer.Node{}}
+	t.Cleanup(func() {
+		for _, n := range tg.nodes {
+			if n != nil {
+				n.Close()
+			}
+		}
+	})
+	return tg
+}
+
+// url is member id's store URL.
+func (g *tcpGroup) url(id uint64) string {
+	return fmt.Sprintf("peer://?id=%d&peers=%s&algorithm=%s&secret-file=%s&state-dir=%s&heartbeat=50ms&timeout=300ms",
+		id, g.group, g.alg, g.secret, g.dir)
+}
+
+func (g *tcpGroup) start(id uint64) *peer.Node {
+	g.t.Helper()
+	u, err := urlParse(g.url(id))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	cfg, err := peer.ParseURL(u)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	n, err := peer.NewNode(cfg)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.nodes[id] = n
+	return n
+}
+
+func (g *tcpGroup) stop(id uint64) {
+	if n := g.nodes[id]; n != nil {
+		n.Close()
+		g.nodes[id] = nil
+	}
+}
+
+// awaitLeader waits, on real time, until every running node follows want
+// (any coordinator if want is 0) at one epoch, and returns it.
+func (g *tcpGroup) awaitLeader(want uint64, within time.Duration) (uint64, uint64) {
+	g.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var leader, epoch uint64
+		agreed := true
+		first := true
+		for _, n := range g.nodes {
+			if n == nil {
+				continue
+			}
+			s := n.Status()
+			if s.Leader == 0 || (!first && (s.Leader != leader || s.LeaderEpoch != epoch)) {
+				agreed = false
+				break
+			}
+			leader, epoch, first = s.Leader, s.LeaderEpoch, false
+		}
+		if agreed && !first && (want == 0 || leader == want) && g.nodes[leader] != nil && g.nodes[leader].Status().Coordinator {
+			return leader, epoch
+		}
+		if time.Now().After(deadline) {
+			var views []peer.Status
+			for _, n := range g.nodes {
+				if n != nil {
+					views = append(views, n.Status())
+				}
+			}
+			g.t.Fatalf("no agreement on coordinator %d within %s: %+v", want, within, views)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTCPFailoverAndRestart(t *testing.T) {
+	for _, alg := range []string{"bully", "ring", "lowest"} {
+		t.Run(alg, func(t *testing.T) {
+			g := newTCPGroup(t, alg, 3)
+			for id := uint64(1); id <= 3; id++ {
+				g.start(id)
+			}
+			want := map[string][3]uint64{"bully": {3, 2, 3}, "lowest": {1, 2, 1}, "ring": {3, 2, 2}}[alg]
+			leader, e1 := g.awaitLeader(want[0], 5*time.Second)
+			g.stop(leader)
+			next, e2 := g.awaitLeader(want[1], 5*time.Second)
+			if e2 <= e1 {
+				t.Fatalf("new coordinator %d has epoch %d, not above the old %d", next, e2, e1)
+			}
+			g.start(leader) // the old coordinator comes back with its epoch file
+			_, e3 := g.awaitLeader(want[2], 5*time.Second)
+			if e3 < e2 {
+				t.Fatalf("epoch went back from %d to %d after the restart", e2, e3)
+			}
+			if s := g.nodes[leader].Status(); s.Epoch < e1 {
+				t.Fatalf("restarted member %d knows epoch %d, below the %d it issued", leader, s.Epoch, e1)
+			}
+		})
+	}
+}
+
+// TestTCPRogueCannotTakeOver runs a Bully group and a rogue "member 999"
+// that knows the addresses but not the secret: its election and coordinator
+// frames are dropped and counted, and the group keeps its coordinator.
+func TestTCPRogueCannotTakeOver(t *testing.T) {
+	g := newTCPGroup(t, "bully", 3)
+	for id := uint64(1); id <= 3; id++ {
+		g.start(id)
+	}
+	_, epoch := g.awaitLeader(3, 5*time.Second)
+
+	// The rogue believes it belongs to the group, with the highest ID.
+	ms := g.group.Members()
+	ms = append(ms, peer.Member{ID: 999, Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
+	rg, err := peer.NewGroup(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, _ := peer.NewSecret([]byte("not-the-group-secret-but-long-enough-1234"))
+	rogue, err := peer.NewNode(peer.Config{ID: 999, Group: rg, Algorithm: "bully", Heartbeat: 50 * time.Millisecond,
+		Timeout: 300 * time.Millisecond, Secret: wrong, Epochs: &peer.MemEpoch{}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rogue.Close()
+	// Wait until the rogue made itself coordinator and has been heard (and
+	// dropped) by every member for a while.
+	deadline := time.Now().Add(5 * time.Second)
+	for !rogue.Status().Coordinator {
+		if time.Now().After(deadline) {
+			t.Fatal("the rogue never elected itself")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for id, n := range g.nodes {
+		tr := n.Transport().(*peer.TCP)
+		for tr.Stats().BadMAC < 5 { // more than a timeout's worth of rogue frames
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d dropped only %d rogue frames: %+v", id, tr.Stats().BadMAC, tr.Stats())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	leader, e := g.awaitLeader(3, time.Second)
+	if leader != 3 || e != epoch {
+		t.Fatalf("the group moved to %d@%d (was 3@%d)", leader, e, epoch)
+	}
+	for id, n := range g.nodes {
+		if s := n.Status(); s.Leader == 999 || s.Epoch != epoch {
+			t.Fatalf("member %d was influenced by the rogue: %+v", id, s)
+		}
+	}
+}
+
+// TestTCPBadFramesAreCountedAndDropped sends garbage, oversized,
+// misauthenticated and replayed frames to a live transport; it keeps
+// working and counts each.
+func TestTCPBadFramesAreCountedAndDropped(t *testing.T) {
+	g := newTCPGroup(t, "bully", 2)
+	secret, err := peer.LoadSecret(g.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	addr := g.group.Addr(1)
+	send := func(frames ...[]byte) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, f := range frames {
+			c.Write(f)
+		}
+		// The transport closes the connection after a bad frame; reading
+		// until EOF waits for that without sleeping.
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		c.Read(make([]byte, 1))
+	}
+	good := peer.Encode(secret, peer.Message{Type: peer.Heartbeat, From: 2, To: 1, Incarnation: 7, Seq: 1, Leader: 2, LeaderEpoch: 1})
+	huge := binary.BigEndian.AppendUint32(nil, 1<<30)
+	bad := bytes.Clone(good)
+	bad[40] ^= 1 // flip a bit of the epoch
+	wrong, _ := peer.NewSecret(bytes.Repeat([]byte("w"), 40))
+	forged := peer.Encode(wrong, peer.Message{Type: peer.Coordinator, From: 2, To: 1, Incarnation: 9, Seq: 1, Leader: 2, LeaderEpoch: 99})
+	send(huge)
+	send(bad)
+	send(forged)
+	send([]byte{0, 0, 0, 1, 0xff})
+	// One delivery, two replays (the connection stays), then a bad frame
+	// that makes the transport close it, so all were processed.
+	send(good, good, good, []byte{0, 0, 0, 1, 0xff})
+	select {
+	case m := <-tr.Recv():
+		if m.From != 2 || m.Seq != 1 {
+			t.Fatalf("got %v", m)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the good frame was not delivered")
+	}
+	st := tr.Stats()
+	if st.Oversized != 1 || st.BadMAC != 2 || st.Malformed != 2 || st.Replayed != 2 || st.Received != 1 {
+		t.Fatalf("stats %+v; want 1 oversized, 2 bad MAC, 2 malformed, 2 replayed, 1 received", st)
+	}
+	select {
+	case m := <-tr.Recv():
+		t.Fatalf("a dropped frame got through: %v", m)
+	default:
+	}
+}
