@@ -23,6 +23,7 @@ const tcpHB = 300 * time.Millisecond
 
 type tcpCluster struct {
 	t       testing.TB
+	hb      time.Duration
 	members []Member
 	dirs    []string
 	secret  []byte
@@ -37,8 +38,8 @@ func newSecret(t testing.TB) []byte {
 
 // newTCPCluster starts n members on loopback with the authenticated
 // transport, each with its own data directory.
-func newTCPCluster(t testing.TB, n int) *tcpCluster {
-	c := &tcpCluster{t: t, secret: newSecret(t), nodes: make([]*Node, n)}
+func newTCPCluster(t testing.TB, n int, hb time.Duration) *tcpCluster {
+	c := &tcpCluster{t: t, hb: hb, secret: newSecret(t), nodes: make([]*Node, n)}
 	for i := range n {
 		c.members = append(c.members, Member{ID: fmt.Sprintf("n%d", i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
 		c.dirs = append(c.dirs, filepath.Join(t.TempDir(), c.members[i].ID))
@@ -57,7 +58,7 @@ func newTCPCluster(t testing.TB, n int) *tcpCluster {
 func (c *tcpCluster) config(i int, secret []byte) Config {
 	return Config{
 		ID: c.members[i].ID, Members: c.members, Dir: c.dirs[i], Secret: secret,
-		HeartbeatTimeout: tcpHB, ElectionTimeout: tcpHB, LeaderLeaseTimeout: tcpHB / 2,
+		HeartbeatTimeout: c.hb, ElectionTimeout: c.hb, LeaderLeaseTimeout: c.hb / 2,
 		Logger: hclog.NewNullLogger(),
 	}
 }
@@ -141,7 +142,7 @@ func (c *tcpCluster) agreed() int {
 // in a higher term; the killed member restarts from its directory without
 // its term going back.
 func TestTCPElectKillReelect(t *testing.T) {
-	c := newTCPCluster(t, 3)
+	c := newTCPCluster(t, 3, tcpHB)
 	ctx := context.Background()
 	li := c.awaitLeader(20*tcpHB, -1)
 	l, err := c.nodes[li].Acquire(ctx, "k", c.members[li].ID, tcpHB)
@@ -175,7 +176,7 @@ func TestTCPElectKillReelect(t *testing.T) {
 // impostor in another member's place, no quorum forms, and both sides
 // reject each other's connections. With the real member back, one does.
 func TestTCPOutsiderCannotVote(t *testing.T) {
-	c := &tcpCluster{t: t, secret: newSecret(t), nodes: make([]*Node, 3)}
+	c := &tcpCluster{t: t, hb: tcpHB, secret: newSecret(t), nodes: make([]*Node, 3)}
 	for i := range 3 {
 		c.members = append(c.members, Member{ID: fmt.Sprintf("n%d", i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
 		c.dirs = append(c.dirs, filepath.Join(t.TempDir(), c.members[i].ID))
