@@ -1,0 +1,370 @@
+//go:build linux
+
+package local_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/local"
+)
+
+// statePath returns the one record file in dir.
+func statePath(t *testing.T, dir string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.state"))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("want one state file in %s, found %v (%v)", dir, m, err)
+	}
+	return m[0]
+}
+
+func grantAndRelease(t *testing.T, s *local.Store, key string) tenure.Lease {
+	t.Helper()
+	l, err := s.Acquire(context.Background(), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Terms never go backwards: a damaged record is an error naming the file,
+// never a key that restarts at term 1.
+func TestCorruptStateIsAnError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := open(t, dir)
+	const key = "precious"
+	var last tenure.Lease
+	for range 3 {
+		last = grantAndRelease(t, s, key)
+	}
+	path := statePath(t, dir)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)/2] ^= 1
+	for name, data := range map[string][]byte{
+		"truncated":   good[:len(good)-3],
+		"empty":       {},
+		"byte flip":   flipped,
+		"garbage":     []byte("not a state file at all, but long enough to have a header"),
+		"new version": append([]byte("tenure\x00L\x00\x09"), good[10:]...),
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, aerr := s.Acquire(context.Background(), key, "beta", time.Minute)
+		_, gerr := s.Get(context.Background(), key)
+		for call, err := range map[string]error{"Acquire": aerr, "Get": gerr} {
+			if !errors.Is(err, local.ErrCorrupt) || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s with a %s state file: %v; want a one-line ErrCorrupt naming %s", call, name, err, path)
+			}
+		}
+	}
+	// Restoring the record restores the key, with terms still growing.
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Acquire(context.Background(), key, "beta", time.Minute)
+	if err != nil || l.Term != last.Term+1 {
+		t.Fatalf("Acquire after repair = %+v, %v; want term %d", l, err, last.Term+1)
+	}
+}
+
+// A crash in the middle of writing a record leaves its temporary file,
+// which changes nothing.
+func TestLeftoverTempFileIsHarmless(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := open(t, dir)
+	const key = "crashy"
+	l := grantAndRelease(t, s, key)
+	if err := os.WriteFile(statePath(t, dir)+".tmp", []byte("half a rec"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Get(context.Background(), key); err != nil || r.Term != l.Term || r.Held() {
+		t.Fatalf("Get with a leftover temp file = %+v, %v", r, err)
+	}
+	l2, err := s.Acquire(context.Background(), key, "beta", time.Minute)
+	if err != nil || l2.Term != l.Term+1 {
+		t.Fatalf("Acquire with a leftover temp file = %+v, %v; want term %d", l2, err, l.Term+1)
+	}
+}
+
+// A stale liveness file of the next term, left by an acquisition that
+// crashed before writing its record, does not block the key.
+func TestStaleHolderFileIsReplaced(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := open(t, dir)
+	const key = "stale"
+	l := grantAndRelease(t, s, key)
+	next := strings.TrimSuffix(statePath(t, dir), ".state") + ".holder." + strconv.FormatUint(l.Term+1, 10)
+	if err := os.WriteFile(next, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := s.Acquire(context.Background(), key, "beta", time.Minute)
+	if err != nil || l2.Term != l.Term+1 {
+		t.Fatalf("Acquire over a stale holder file = %+v, %v", l2, err)
+	}
+}
+
+// Release wakes a watcher through inotify, not through the expiry timer:
+// the TTL is a minute.
+func TestReleaseWakesWatcher(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, b := open(t, dir), open(t, dir)
+	const key = "wake"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := b.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, 5*time.Second, "the initial record", free)
+	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, 5*time.Second, "the acquisition", func(r tenure.Record) bool { return r.Holder == "alpha" && r.Term == l.Term })
+	released := time.Now()
+	if err := a.Release(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, 10*time.Second, "the release", func(r tenure.Record) bool { return !r.Held() && r.Term == l.Term })
+	t.Logf("Release → watch delivery: %s", time.Since(released))
+}
+
+// Closing a handle ends its grants at once, as a crash would, and its
+// watchers learn of it.
+func TestCloseEndsGrants(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, b := open(t, dir), open(t, dir)
+	const key = "closing"
+	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := b.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	aw, err := a.Watch(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range aw { // Close ends a's watch even with a background context
+	}
+	awaitRecord(t, ch, 5*time.Second, "the end of the closed handle's grant", free)
+	if err := b.Renew(context.Background(), l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Renew of a closed handle's grant through another handle: %v, want ErrLost", err)
+	}
+	if _, err := a.LeaseFiles(l); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("LeaseFiles after Close: %v, want ErrClosed", err)
+	}
+	if _, err := a.Watch(context.Background(), key); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Watch after Close: %v, want ErrClosed", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// A forged lease passed to the holding handle closes nothing.
+func TestForgedLeaseKeepsOwnersFile(t *testing.T) {
+	t.Parallel()
+	s := open(t, t.TempDir())
+	const key = "forged"
+	l, err := s.Acquire(context.Background(), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []tenure.Lease{
+		{Key: key, Identity: "mallory", Term: l.Term, TTL: l.TTL, Token: l.Token},
+		{Key: key + "-x", Identity: l.Identity, Term: l.Term, TTL: l.TTL, Token: l.Token},
+	} {
+		if err := s.Release(context.Background(), f); !errors.Is(err, tenure.ErrLost) {
+			t.Fatalf("Release(%+v): %v, want ErrLost", f, err)
+		}
+	}
+	if _, err := s.LeaseFiles(l); err != nil {
+		t.Fatalf("LeaseFiles after forged calls: %v", err)
+	}
+	if err := s.Renew(context.Background(), l); err != nil {
+		t.Fatalf("Renew after forged calls: %v", err)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Watches leave no goroutine and no descriptor behind once they end. Not
+// parallel: it counts the process's goroutines and descriptors.
+func TestWatchLeaksNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	const key = "leaks"
+	if _, err := s.Get(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	goroutines, fds := runtime.NumGoroutine(), countFDs(t)
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var chans []<-chan tenure.Record
+		for range 10 {
+			ch, err := s.Watch(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-ch // the initial record: the watch is running
+			chans = append(chans, ch)
+		}
+		if n := countFDs(t); n < fds+10 {
+			t.Fatalf("%d descriptors with 10 watches, want at least %d", n, fds+10)
+		}
+		cancel()
+		for _, ch := range chans {
+			for range ch {
+			}
+		}
+	}
+	if n := countFDs(t); n != fds {
+		t.Fatalf("%d descriptors after the watches ended, %d before", n, fds)
+	}
+	// A closed channel means the watch released its descriptor and its
+	// reader; the goroutine that closed it may still be returning.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > goroutines {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after the watches ended, %d before", runtime.NumGoroutine(), goroutines)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	file := filepath.Join(base, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := func(dir string) {
+		t.Helper()
+		s, err := local.Open(dir)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%q) succeeded", dir)
+		}
+		if msg := err.Error(); !strings.Contains(msg, dir) || strings.Contains(msg, "\n") {
+			t.Errorf("Open(%q): error %q, want one line naming the directory", dir, msg)
+		}
+	}
+	check(file)
+	check(filepath.Join(file, "sub"))
+	if os.Geteuid() == 0 {
+		t.Log("running as root: permission bits do not apply, unreadable directory not checked")
+		return
+	}
+	locked := filepath.Join(base, "locked")
+	if err := os.Mkdir(locked, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	check(locked)
+	check(filepath.Join(locked, "sub"))
+}
+
+func TestOpenCreatesPrivateDir(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	s := open(t, dir)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("created %s with mode %s, want a 0700 directory", dir, fi.Mode())
+	}
+	if s.Dir() != dir {
+		t.Fatalf("Dir() = %q, want %q", s.Dir(), dir)
+	}
+}
+
+func TestURL(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	ctx := context.Background()
+	dir := t.TempDir()
+	for url, want := range map[string]string{
+		"file://" + dir:                dir,
+		"file://localhost" + dir + "/": dir,
+		"file://":                      filepath.Join(state, "tenure"),
+	} {
+		st, err := tenure.Open(ctx, url)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", url, err)
+		}
+		if got := st.(*local.Store).Dir(); got != want {
+			t.Errorf("Open(%q) uses %q, want %q", url, got, want)
+		}
+		st.Close()
+	}
+	for _, url := range []string{
+		"file:relative/dir",
+		"file://otherhost/var/lib/tenure",
+		"file:///var/lib/tenure?password=hunter2",
+		"file://user:hunter2@localhost/var/lib/tenure",
+	} {
+		_, err := tenure.Open(ctx, url)
+		if !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("Open(%q): %v, want ErrInvalid", url, err)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q): error %q shows the secret", url, err)
+		}
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/xdg")
+	t.Setenv("HOME", "/home/u")
+	if d, _ := local.DefaultDir(); d != "/xdg/tenure" {
+		t.Errorf("with XDG_STATE_HOME: %q", d)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	if d, _ := local.DefaultDir(); d != "/home/u/.local/state/tenure" {
+		t.Errorf("with HOME: %q", d)
+	}
+	t.Setenv("HOME", "")
+	if d, _ := local.DefaultDir(); !strings.HasPrefix(d, os.TempDir()) || !strings.Contains(d, "tenure-") {
+		t.Errorf("with neither: %q", d)
+	}
+}
