@@ -57,9 +57,10 @@ type Config struct {
 	// Transport is set.
 	Secret []byte
 
-	// Key, if set, is the only key the node answers for; other keys give an
-	// error wrapping [tenure.ErrInvalid]. Every key has the same holder, the
-	// raft leader, so a cluster serves one logical key.
+	// Key, if set, is the only key the node answers for; if empty, the first
+	// key used binds the node. Other keys give an error wrapping
+	// [tenure.ErrInvalid]: the holder is the raft leader, so a cluster
+	// serves one logical key.
 	Key string
 
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are raft's

@@ -48,6 +48,7 @@ type Node struct {
 	inflight sync.WaitGroup
 
 	mu     sync.Mutex
+	key    string           // the one key served: Config.Key or the first used
 	grants map[string]grant // by key
 }
 
@@ -72,7 +73,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, done: make(chan struct{}), grants: map[string]grant{}}
+	n := &Node{cfg: cfg, key: cfg.Key, done: make(chan struct{}), grants: map[string]grant{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -339,13 +340,19 @@ func (n *Node) current(l tenure.Lease) error {
 	return nil
 }
 
-// checkKey validates key and, with Config.Key set, that it is that key.
+// checkKey validates key and that it is the node's key: Config.Key, or
+// else the first key used, to which the node binds.
 func (n *Node) checkKey(key string) error {
 	if err := tenure.CheckKey(key); err != nil {
 		return err
 	}
-	if n.cfg.Key != "" && key != n.cfg.Key {
-		return invalidf("key %q is not this cluster's key %q", key, n.cfg.Key)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.key == "" {
+		n.key = key
+	}
+	if key != n.key {
+		return invalidf("this raft node elects for key %q, not %q (one cluster per key)", n.key, key)
 	}
 	return nil
 }
