@@ -99,8 +99,24 @@ func (r *runner) task(ctx context.Context) error {
 	r.mu.Lock()
 	r.pg, r.code = 0, code
 	r.mu.Unlock()
-	// Whatever CMD left behind in its group goes too.
-	_ = syscall.Kill(-pg, syscall.SIGKILL)
+	// Whatever CMD left behind in its group goes too (normally nothing: the
+	// supervisor saw to it), before the elector may release the lease.
+	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
+		waitGroupGone(pg, r.opts.grace)
+	}
 	log.Info("tenure: command exited", "code", code)
 	return nil
+}
+
+// waitGroupGone waits, up to limit, until process group pg has no member
+// left. It polls, with a growing period: there is no event for it. It only
+// runs when something killed the supervisor but not all of its group.
+func waitGroupGone(pg int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for d := 100 * time.Microsecond; time.Now().Before(deadline); d = min(2*d, 10*time.Millisecond) {
+		if syscall.Kill(-pg, 0) == syscall.ESRCH {
+			return
+		}
+		time.Sleep(d)
+	}
 }

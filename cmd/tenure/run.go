@@ -254,6 +254,10 @@ func (r *runner) loop(ctx context.Context, sigs <-chan os.Signal) int {
 			return exitRuntime
 		}
 		switch {
+		case lost && code < 0:
+			// Elected too slowly to start CMD safely: just campaign again.
+			r.logger.Info("tenure: leadership ended before the command could start; campaigning again", "key", r.opts.key, "id", r.opts.id, "err", err)
+			continue
 		case lost:
 			r.logger.Warn("tenure: leadership lost while the command ran; it was stopped", "key", r.opts.key, "id", r.opts.id, "err", err)
 			if !r.opts.restart {

@@ -1,0 +1,83 @@
+// Command tenure runs a command on exactly one machine (or process) at a
+// time, chosen by leader election over a lease store, and shows who leads.
+//
+//	tenure demo                                  a live failover demo, no setup
+//	tenure run --key nightly -- ./backup.sh      run only while leading "nightly"
+//	tenure status --key nightly [--json]         who leads; exit 0 held, 3 free
+//	tenure watch --key nightly [--json]          one line per change of leader
+//
+// Every subcommand takes --store URL; stores are built only through
+// [tenure.Open], so any store package linked in (a store_*.go file with a
+// blank import) is available by its scheme. The default is the local store,
+// file:// in its default directory, which coordinates processes of one
+// machine. URLs are shown only through [tenure.Redact].
+//
+// # tenure run
+//
+// tenure run campaigns with a [tenure.Elector] (TTL 10s by default) and,
+// while leading, runs CMD with TENURE_KEY, TENURE_ID and TENURE_TERM (the
+// fencing token) added to its environment. It does not run CMD itself: it
+// re-executes itself as a hidden supervisor (`tenure __supervise`) that
+// leads a new process group, holds the store's lease files (see
+// [tenure.LeaseFiler]) and runs CMD in that group. tenure sends the
+// supervisor, after the acquisition and after every successful renewal, the
+// CLOCK_MONOTONIC instants at which the leader context will be cancelled and
+// by which the group must be dead; the supervisor enforces them by itself.
+//
+// Guarantees:
+//
+//   - CMD starts only after the lease was granted, and is SIGTERMed no later
+//     than the elector's renew deadline and SIGKILLed no later than that plus
+//     --grace, which must leave the lease unexpired (RenewDeadline + grace <
+//     TTL is checked at start-up). This holds if tenure is frozen (SIGSTOP,
+//     swapped out) since the supervisor keeps time itself, and if tenure is
+//     killed: the supervisor then sees end of file on its control pipe and
+//     kills CMD at once.
+//   - A crashed tenure's lease ends as soon as its supervisor and CMD are
+//     dead (on stores that tie grants to open files, like the local store),
+//     not after the TTL; CMD is dead before the lease can end.
+//   - On loss of leadership, CMD's whole process group gets SIGTERM, then
+//     SIGKILL after --grace; the lease is released only after the
+//     supervisor exited.
+//   - SIGINT, SIGTERM and SIGHUP sent to tenure are forwarded to CMD's group;
+//     tenure waits for CMD and exits with its code. A signal while tenure is
+//     only campaigning ends it with 128+n, without running CMD.
+//   - All input is validated, CMD included (looked up in PATH), and the key
+//     read once from the store, before campaigning: a bad command line never
+//     consumes a term.
+//
+// Non-guarantees:
+//
+//   - Processes that leave CMD's process group (setsid, setpgid, daemons)
+//     escape the supervisor's kill; so do processes CMD hands work to.
+//   - CMD runs in a background process group: if it reads from a terminal
+//     it is stopped by SIGTTIN. Leader-elected commands are usually daemons.
+//   - Safety rests on the monotonic clocks of this machine and of the store
+//     running at about the same rate (the TTL−RenewDeadline−grace margin
+//     absorbs the difference), and on the store honouring its TTL. Protect
+//     the resource itself with TENURE_TERM as a fencing token: a process can
+//     always be paused between checking and acting.
+//   - A frozen tenure (SIGSTOP) is not detected by the store: the key fails
+//     over only when the lease expires, after at most the TTL.
+//
+// Exit codes of tenure run: CMD's own (128+n if it was killed by signal n);
+// 1 if leadership was lost while CMD ran (without --restart; CMD was
+// stopped) or on a runtime error (the store, starting the supervisor); 2 for
+// a bad command line; 128+n if signal n ended tenure before CMD ran. With
+// --restart tenure campaigns again after CMD exits or leadership is lost,
+// and exits only on a signal.
+//
+// Exit codes of tenure status: 0 the key is held, 3 it is free, 1 the store
+// could not be read, 2 bad command line. tenure watch exits 0 on SIGINT or
+// SIGTERM. Every error is a single line "tenure: ..." on stderr.
+//
+// # JSON
+//
+// tenure status --json prints one object, and tenure watch --json one per
+// line with an extra "time" (RFC 3339, when the change was seen):
+//
+//	{"key":"nightly","held":true,"holder":"host-1234","term":7,"ttl_ms":10000,"remaining_ms":8312}
+//
+// held is false and holder "" when the key is free; term is then the last
+// term granted, 0 if never. Fields may be added, never renamed or removed.
+package main
