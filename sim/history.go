@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// History is what a run recorded. Times are offsets from the start of the
+// run, in the bubble's virtual time (the store's clock).
+type History struct {
+	origin time.Time
+
+	mu          sync.Mutex
+	Entries     []Entry
+	Leaderships []*Leadership
+	// RunErrs is what each elector's Run returned, by identity.
+	RunErrs map[string]error
+	// End is when the run finished.
+	End time.Duration
+}
+
+// Entry is one line of a history.
+type Entry struct {
+	At   time.Duration
+	Who  string
+	Term uint64
+	// What happened, as a format and its arguments: formatting is left to
+	// String, which runs only for failures and replays.
+	Format string
+	Args   []any
+}
+
+// What renders what happened.
+func (e Entry) What() string { return fmt.Sprintf(e.Format, e.Args...) }
+
+// Leadership is one leader context: live from Start until Done, the time
+// its Done channel was seen closed. Done is negative while it is live.
+type Leadership struct {
+	ID          string
+	Term        uint64
+	Start, Done time.Duration
+}
+
+func (h *History) since() time.Duration { return time.Since(h.origin) }
+
+func (h *History) add(who string, term uint64, format string, args ...any) {
+	at := h.since()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Entries = append(h.Entries, Entry{At: at, Who: who, Term: term, Format: format, Args: args})
+}
+
+func (h *History) started(id string, term uint64) *Leadership {
+	l := &Leadership{ID: id, Term: term, Start: h.since(), Done: -1}
+	h.mu.Lock()
+	h.Leaderships = append(h.Leaderships, l)
+	h.mu.Unlock()
+	h.add(id, term, "leader context live")
+	return l
+}
+
+func (h *History) ended(l *Leadership) {
+	at := h.since()
+	h.mu.Lock()
+	l.Done = at
+	h.mu.Unlock()
+	h.add(l.ID, l.Term, "leader context done")
+}
+
+// String renders the history in time order.
+func (h *History) String() string {
+	h.mu.Lock()
+	entries := slices.Clone(h.Entries)
+	h.mu.Unlock()
+	slices.SortStableFunc(entries, func(a, b Entry) int { return int(a.At - b.At) })
+	var b strings.Builder
+	for _, e := range entries {
+		term := ""
+		if e.Term != 0 {
+			term = fmt.Sprintf(" term %d", e.Term)
+		}
+		fmt.Fprintf(&b, "  %12.6fs %-4s%s: %s\n", e.At.Seconds(), e.Who, term, e.What())
+	}
+	return b.String()
+}

@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/faultstore"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// Run simulates s and returns its history. It must run inside a
+// testing/synctest bubble: it sleeps through s.End of time, which the
+// bubble's virtual clock skips in moments. It returns once every elector's
+// Run returned and every goroutine it started ended.
+func Run(s *Scenario) *History {
+	h := &History{origin: time.Now(), RunErrs: map[string]error{}}
+	mem := memory.New(tenure.SystemClock)
+	defer mem.Close()
+	var shared tenure.Store = mem
+	if s.WrapStore != nil {
+		shared = s.WrapStore(mem)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var electors, helpers sync.WaitGroup
+	faults := make([]*faultstore.Faults, len(s.Electors))
+	for i, p := range s.Electors {
+		f := faultstore.New(faultstore.Plan{
+			Seed:    s.Seed<<8 | uint64(i),
+			Clock:   tenure.SystemClock,
+			Rates:   p.Rates,
+			OnFault: func(op faultstore.Op, what string) { h.add(p.ID, 0, "fault %s %s", op, what) },
+		})
+		faults[i] = f
+		store := faultstore.Wrap(shared, f)
+		if p.PollOnly {
+			store = faultstore.PollOnly(store)
+		}
+		cfg := s.Config(i)
+		cfg.Store = store
+		cfg.Clock = faultstore.Skew(tenure.SystemClock, p.Rate)
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Rand = rand.New(rand.NewPCG(s.Seed, uint64(i)))
+		cfg.OnEvent = func(ev tenure.Event) {
+			switch ev.Kind {
+			case tenure.EventElected, tenure.EventRenewFailed, tenure.EventTaskOverrun:
+				h.add(p.ID, ev.Term, "%s", ev.Kind)
+			case tenure.EventLost:
+				h.add(p.ID, ev.Term, "lost: %s", reason(ev.Err))
+			case tenure.EventLeaderChanged:
+				h.add(p.ID, ev.Term, "sees leader %q", ev.Leader)
+			}
+		}
+		e, err := tenure.New(cfg)
+		if err != nil {
+			panic(fmt.Sprintf("sim: scenario %d gives an invalid config: %v", s.Seed, err))
+		}
+		taskRand := rand.New(rand.NewPCG(s.Seed, uint64(i)+1000))
+		electors.Add(1)
+		go func() {
+			defer electors.Done()
+			err := e.Run(ctx, h.task(p, s.TTL, taskRand, &helpers))
+			h.mu.Lock()
+			h.RunErrs[p.ID] = err
+			h.mu.Unlock()
+		}()
+		helpers.Add(1)
+		go func() {
+			defer helpers.Done()
+			schedule(ctx, h, p, f)
+		}()
+	}
+
+	time.Sleep(s.FaultsEnd)
+	for _, f := range faults {
+		f.Heal()
+	}
+	h.add("sim", 0, "faults healed")
+	time.Sleep(s.End - s.FaultsEnd)
+	h.add("sim", 0, "stopping")
+	stop()
+	electors.Wait()
+	helpers.Wait()
+	h.End = h.since()
+	return h
+}
+
+// task returns the leader task of elector p: it records its leadership,
+// works until its context is done or, sometimes, returns on its own, and is
+// sometimes slow to notice cancellation.
+func (h *History) task(p ElectorPlan, ttl time.Duration, rng *rand.Rand, helpers *sync.WaitGroup) tenure.Task {
+	return func(ctx context.Context) error {
+		lease, ok := tenure.LeaseFrom(ctx)
+		if !ok {
+			panic("sim: the task's context carries no lease")
+		}
+		l := h.started(p.ID, lease.Term)
+		helpers.Add(1)
+		go func() {
+			defer helpers.Done()
+			<-ctx.Done()
+			h.ended(l)
+		}()
+		// Tasks of one elector never overlap, so rng is used by one
+		// goroutine at a time.
+		returns, overrun := rng.Float64() < p.ReturnP, rng.Float64() < p.OverrunP
+		work := time.Duration(rng.Int64N(int64(4 * ttl)))
+		lag := time.Duration(rng.Int64N(int64(ttl / 2)))
+		if returns {
+			t := time.NewTimer(work)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				h.add(p.ID, lease.Term, "task returns")
+				return nil
+			case <-ctx.Done():
+			}
+		} else {
+			<-ctx.Done()
+		}
+		if overrun {
+			h.add(p.ID, lease.Term, "task ignores cancellation for %s", lag)
+			time.Sleep(lag)
+		}
+		return context.Cause(ctx)
+	}
+}
+
+// schedule applies p's fault windows to f until they are over or ctx is
+// done. Overlapping windows combine: a hanging partition wins over a
+// fail-fast one; a pause holds calls whenever no partition fails them.
+func schedule(ctx context.Context, h *History, p ElectorPlan, f *faultstore.Faults) {
+	var points []time.Duration
+	for _, w := range p.Windows {
+		points = append(points, w.Start, w.End)
+	}
+	slices.Sort(points)
+	for _, at := range points {
+		t := time.NewTimer(at - h.since())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		mode, paused := faultstore.Healthy, false
+		for _, w := range p.Windows {
+			if w.Start <= at && at < w.End {
+				switch w.Kind {
+				case PartitionHang:
+					mode = faultstore.Hang
+				case PartitionFailFast:
+					mode = max(mode, faultstore.FailFast)
+				case Pause:
+					paused = true
+				}
+			}
+		}
+		f.Partition(mode)
+		if paused {
+			f.Pause()
+		} else {
+			f.Resume()
+		}
+		h.add(p.ID, 0, "switches: partition %v, paused %v", modeName(mode), paused)
+	}
+}
+
+func modeName(m faultstore.PartitionMode) string {
+	return [...]string{"none", "fail-fast", "hang"}[m]
+}
+
+func reason(err error) string {
+	switch {
+	case err == nil:
+		return "released"
+	case errors.Is(err, tenure.ErrLost):
+		return "ErrLost"
+	case errors.Is(err, tenure.ErrRenewDeadline):
+		return "ErrRenewDeadline"
+	case errors.Is(err, tenure.ErrStalled):
+		return "ErrStalled"
+	}
+	return err.Error()
+}

@@ -1,0 +1,144 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/faultstore"
+)
+
+// Scenario is everything one simulated run does, drawn from a seed by
+// [Generate]. Tests may edit it before [Run] (to make it unsafe on purpose).
+type Scenario struct {
+	Seed uint64
+	// TTL is the lease TTL; every other timing is the elector default
+	// derived from it.
+	TTL time.Duration
+	// Rho bounds clock drift: every elector clock runs at a rate within
+	// [1−Rho, 1+Rho] of the store's.
+	Rho float64
+	// FaultsEnd is when every fault heals; End is when the run stops. Both
+	// are offsets from the start of the run.
+	FaultsEnd, End time.Duration
+	Electors       []ElectorPlan
+	// WrapStore, if set, wraps the shared store under every elector's
+	// faultstore: a way to plant a broken store and see the checker fail.
+	WrapStore func(tenure.Store) tenure.Store
+}
+
+// ElectorPlan is one elector's share of a [Scenario].
+type ElectorPlan struct {
+	ID string
+	// Rate is how fast this elector's clock runs relative to the store's.
+	Rate float64
+	// PollOnly hides the store's watch, so this elector polls.
+	PollOnly bool
+	// Rates are the per-call fault rates during the fault phase.
+	Rates faultstore.Rates
+	// Windows are partitions and pauses during the fault phase.
+	Windows []Window
+	// ReturnP is the probability that a term's task returns on its own,
+	// after a uniform time in [0, 4×TTL); OverrunP the probability that it
+	// keeps running up to TTL/2 after its context is cancelled.
+	ReturnP, OverrunP float64
+}
+
+// WindowKind is the kind of a fault [Window].
+type WindowKind int
+
+// Window kinds.
+const (
+	PartitionFailFast WindowKind = iota
+	PartitionHang
+	Pause
+)
+
+func (k WindowKind) String() string {
+	return [...]string{"partition-fail-fast", "partition-hang", "pause"}[k]
+}
+
+// Window is a stretch of virtual time during which an elector's store calls
+// fail or hang.
+type Window struct {
+	Kind       WindowKind
+	Start, End time.Duration
+}
+
+// Config returns the elector configuration for plan i, before Store, Clock
+// and hooks are set: the defaults derived from TTL.
+func (s *Scenario) Config(i int) tenure.Config {
+	return tenure.Config{Key: "job", Identity: s.Electors[i].ID, TTL: s.TTL}.WithDefaults()
+}
+
+// LivenessBound is how long after FaultsEnd a leader must be live, and the
+// longest gap between two leaderships after that (see the package
+// documentation for the derivation).
+func (s *Scenario) LivenessBound() time.Duration {
+	c := s.Config(0)
+	d := float64(c.RequestTimeout) + float64(c.TTL)*c.Jitter + float64(c.RetryInterval)*c.Jitter
+	return time.Duration(d/(1-s.Rho)) + 50*time.Millisecond
+}
+
+// Generate draws the scenario of seed.
+func Generate(seed uint64) *Scenario {
+	rng := rand.New(rand.NewPCG(seed, 0x7e4e5e))
+	ttl := time.Second
+	s := &Scenario{
+		Seed:      seed,
+		TTL:       ttl,
+		Rho:       0.01,
+		FaultsEnd: 12 * ttl,
+	}
+	n := 3 + rng.IntN(3)
+	for i := range n {
+		p := ElectorPlan{
+			ID:       fmt.Sprintf("e%d", i),
+			Rate:     1 + s.Rho*(2*rng.Float64()-1),
+			PollOnly: rng.IntN(4) == 0,
+			ReturnP:  0.3 * rng.Float64(),
+			OverrunP: 0.2 * rng.Float64(),
+		}
+		// A quarter of the electors are well behaved; the others get a
+		// random mix of every fault.
+		if rng.IntN(4) != 0 {
+			p.Rates = faultstore.Rates{
+				FailBefore:  0.3 * rng.Float64(),
+				FailAfter:   0.2 * rng.Float64(),
+				DelayBefore: 0.4 * rng.Float64(),
+				DelayAfter:  0.4 * rng.Float64(),
+				MaxDelay:    time.Duration(rng.Float64() * float64(ttl) / 2),
+			}
+			for range rng.IntN(5) {
+				start := time.Duration(rng.Int64N(int64(s.FaultsEnd)))
+				length := time.Duration(float64(ttl) * (0.05 + 3*rng.Float64()))
+				p.Windows = append(p.Windows, Window{
+					Kind:  WindowKind(rng.IntN(3)),
+					Start: start,
+					End:   min(start+length, s.FaultsEnd),
+				})
+			}
+		}
+		s.Electors = append(s.Electors, p)
+	}
+	s.End = s.FaultsEnd + 3*s.LivenessBound()
+	return s
+}
+
+// String describes the scenario, for failure reports.
+func (s *Scenario) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d electors, TTL %s, rho %g, faults until %s, end %s, liveness bound %s\n",
+		s.Seed, len(s.Electors), s.TTL, s.Rho, s.FaultsEnd, s.End, s.LivenessBound())
+	for _, p := range s.Electors {
+		r := p.Rates
+		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f\n",
+			p.ID, p.Rate, p.PollOnly, r.FailBefore, r.FailAfter, r.DelayBefore, r.DelayAfter, r.MaxDelay.Round(time.Millisecond), p.ReturnP, p.OverrunP)
+		for _, w := range p.Windows {
+			fmt.Fprintf(&b, "    %s from %s to %s\n", w.Kind, w.Start.Round(time.Millisecond), w.End.Round(time.Millisecond))
+		}
+	}
+	return b.String()
+}
