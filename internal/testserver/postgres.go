@@ -1,0 +1,257 @@
+package testserver
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// PostgresInstall is the command that installs the PostgreSQL server.
+const PostgresInstall = "apt-get install postgresql"
+
+// ErrPostgresMissing is returned by [StartPostgres] when the PostgreSQL
+// server binaries (initdb, postgres) cannot be found.
+var ErrPostgresMissing = errors.New("testserver: PostgreSQL binaries (initdb, postgres) not found")
+
+// PostgresServer is a PostgreSQL server run for tests: a fresh cluster in its
+// own directory, listening on 127.0.0.1 and a free port, with fsync off. Its
+// superuser has a random password, so tests also exercise password
+// authentication. Methods are safe for concurrent use.
+type PostgresServer struct {
+	// Port is the TCP port on 127.0.0.1.
+	Port int
+	// User and Password are the superuser's credentials.
+	User, Password string
+
+	bin, data, sock, logPath string
+	cred                     *syscall.Credential
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	exit chan struct{} // closed when cmd has exited
+}
+
+// URL returns a postgres:// URL for the database "postgres" with the
+// superuser's credentials.
+func (s *PostgresServer) URL() string {
+	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", s.User, s.Password, s.Port)
+}
+
+// postgresBinDir finds the directory holding initdb and postgres.
+func postgresBinDir() (string, error) {
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if _, err := exec.LookPath("initdb"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs := []string{"/usr/local/bin"}
+	versions, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Sort(sort.Reverse(sort.StringSlice(versions)))
+	dirs = append(dirs, versions...)
+	for _, d := range dirs {
+		if isExec(filepath.Join(d, "postgres")) && isExec(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	return "", ErrPostgresMissing
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// StartPostgres creates a cluster under dir (which must exist and be empty)
+// and starts it. PostgreSQL refuses to run as root, so when the test runs as
+// root the server runs as the OS user "postgres" and dir is handed to it.
+// It returns [ErrPostgresMissing] when the binaries are not installed. Stop
+// the server with [PostgresServer.Stop].
+func StartPostgres(dir string) (*PostgresServer, error) {
+	bin, err := postgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	var pw [12]byte
+	_, _ = rand.Read(pw[:])
+	s := &PostgresServer{
+		User:     "tenure",
+		Password: "pw-" + hex.EncodeToString(pw[:]),
+		bin:      bin,
+		data:     filepath.Join(dir, "data"),
+		sock:     filepath.Join(dir, "sock"),
+		logPath:  filepath.Join(dir, "postgres.log"),
+	}
+	for _, d := range []string{s.data, s.sock} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("testserver: running as root, PostgreSQL needs the OS user \"postgres\" (useradd --system postgres): %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		// The server must reach its directories through dir's parents.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, err
+		}
+		for _, p := range []string{dir, s.data, s.sock} {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	pwFile := filepath.Join(dir, "pwfile")
+	if err := os.WriteFile(pwFile, []byte(s.Password+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if s.cred != nil {
+		if err := os.Chown(pwFile, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			return nil, err
+		}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", s.data, "-U", s.User,
+		"--pwfile="+pwFile, "--auth-local=trust", "--auth-host=scram-sha-256",
+		"--no-sync", "--no-instructions", "-E", "UTF8", "--locale=C")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("testserver: initdb: %v\n%s", err, out)
+	}
+	_ = os.Remove(pwFile)
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.Port = port
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start starts the server on its data directory and port, and waits until
+// it accepts connections. It is a no-op if the server runs.
+func (s *PostgresServer) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return nil
+	}
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	st, _ := logf.Stat()
+	offset := st.Size()
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data, "-k", s.sock,
+		"-p", strconv.Itoa(s.Port), "-h", "127.0.0.1", "-F",
+		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("testserver: start postgres: %w", err)
+	}
+	exit := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exit) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(s.logPath)
+		if int64(len(b)) > offset && bytes.Contains(b[offset:], []byte("ready to accept connections")) {
+			break
+		}
+		select {
+		case <-exit:
+			return fmt.Errorf("testserver: postgres exited at start-up; log:\n%s", tail(b, offset))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exit
+			return fmt.Errorf("testserver: postgres not ready within 30s; log:\n%s", tail(b, offset))
+		}
+	}
+	s.cmd, s.exit = cmd, exit
+	return nil
+}
+
+func tail(b []byte, offset int64) []byte {
+	if int64(len(b)) > offset {
+		return b[offset:]
+	}
+	return nil
+}
+
+// Stop shuts the server down ("fast" shutdown: connections are closed, data
+// is checkpointed) and waits for it to exit. It is a no-op if it is stopped.
+func (s *PostgresServer) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exit:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exit
+	}
+	s.cmd = nil
+	return nil
+}
+
+// Restart stops the server and starts it again on the same data and port.
+func (s *PostgresServer) Restart() error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.Start()
+}
+
+// Postgres starts a PostgreSQL server for t in a fresh directory, stopped
+// by t.Cleanup. Without the binaries it calls [Missing]. Packages whose tests
+// share one server start it with [StartPostgres] from TestMain instead.
+func Postgres(t testing.TB) *PostgresServer {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tenure-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	s, err := StartPostgres(dir)
+	if errors.Is(err, ErrPostgresMissing) {
+		Missing(t, "PostgreSQL", PostgresInstall)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+// freePort is [FreePort] for callers without a testing.TB.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("testserver: no free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,54 @@
+// Package postgres is a [tenure.Store] on a PostgreSQL table, through a
+// pgx connection pool. Importing it registers the URL schemes "postgres"
+// and "postgresql":
+//
+//	postgres://user:password@host:5432/db?sslmode=require&tenure_table=tenure_leases
+//
+// The table (default tenure_leases, see [TableParam]) has one row per key
+// and is created on first use, guarded by a transaction-level advisory lock
+// so candidates starting at once do not trip over each other. Choose its
+// schema with the search_path parameter. The database user needs CREATE on
+// the schema the first time, then SELECT, INSERT and UPDATE on the table.
+//
+// # Guarantees
+//
+//   - Expiry is judged by the server's clock alone: expiry times are computed
+//     in SQL from now() and compared with now(); the client's clock is never
+//     consulted. Remaining in a [tenure.Record] is computed by the server.
+//   - Acquire is one atomic statement (INSERT ... ON CONFLICT DO UPDATE ...
+//     WHERE free or expired), so of candidates racing for a key exactly one
+//     wins. Renew and Release are single UPDATEs that match the key, holder,
+//     term and a random per-grant token of a live grant; anything else
+//     returns an error matching [tenure.ErrLost] and changes nothing.
+//   - Terms are the row's counter: each grant gets the previous term plus
+//     one. Rows are never deleted, so terms never go back: not after a
+//     release, an expiry, a restart of the server, or a failover to a
+//     synchronous standby. They are committed data, as durable as the
+//     server is configured to make them.
+//   - Watch wakes on LISTEN/NOTIFY: the notification is sent in the
+//     transaction that grants or releases, so it arrives when the change
+//     commits, typically within a millisecond or two. An expiry without a
+//     release is delivered when the server-reported remaining time runs out.
+//   - Every call is bounded by its context; no call retries on its own
+//     except once when the pool hands out a connection that turns out dead
+//     before anything was sent (as after a server restart). The pool
+//     reconnects by itself, so a store keeps working after the server comes
+//     back, and the LISTEN connection is re-made for the next watch.
+//   - Errors never contain the password of the URL.
+//
+// # Non-guarantees
+//
+//   - The lease is only as available as the database: while the server is
+//     unreachable nobody can acquire or renew, so the leader steps down at
+//     its renew deadline.
+//   - After a failover to an asynchronous standby, recently committed grants
+//     and terms can be lost; two candidates may then hold the key and a term
+//     may be handed out twice. Use synchronous replication (or a single
+//     server) if that matters, and fence the resource with the term.
+//   - Through a connection pooler in transaction mode (PgBouncer) leases work
+//     but LISTEN does not: watches fail, and electors fall back to polling.
+//   - A grant whose Acquire reply was lost (a timeout after the commit) is
+//     not known to the caller; it simply expires after its TTL.
+//   - The expiry has microsecond resolution; a TTL is cut down to whole
+//     microseconds and must be at least one.
+package postgres

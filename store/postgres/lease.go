@@ -1,0 +1,235 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tenurehq/tenure"
+)
+
+// queries holds the store's SQL, with the table name filled in.
+//
+// Every time in them is the server's: now() is the start of the statement's
+// transaction, which here is the statement itself. A statement that waited
+// for a row lock judges with the earlier time, which errs on the safe side:
+// a grant looks live a little longer and a new grant ends a little sooner.
+type queries struct {
+	migrate, acquire, renew, release, get string
+}
+
+func newQueries(table string) queries {
+	t := pgx.Identifier{table}.Sanitize()
+	return queries{
+		// Rows are never deleted: the term of a key lives as long as the
+		// table, which is what keeps terms growing across releases,
+		// expiries and server restarts.
+		migrate: `CREATE TABLE IF NOT EXISTS ` + t + ` (
+	key        text PRIMARY KEY,
+	holder     text NOT NULL DEFAULT '',
+	term       bigint NOT NULL CHECK (term > 0),
+	token      text NOT NULL DEFAULT '',
+	ttl_ns     bigint NOT NULL DEFAULT 0,
+	expires_at timestamptz
+)`,
+		// One statement: insert the key, or take it over when it is free
+		// or its grant has expired, with the next term; notify watchers in
+		// the same transaction, so they hear of it exactly when it commits.
+		acquire: `WITH granted AS (
+	INSERT INTO ` + t + ` AS l (key, holder, term, token, ttl_ns, expires_at)
+	VALUES ($1, $2, 1, $3, $4, now() + ($4::bigint / 1000) * interval '1 microsecond')
+	ON CONFLICT (key) DO UPDATE
+		SET holder = excluded.holder, term = l.term + 1, token = excluded.token,
+			ttl_ns = excluded.ttl_ns, expires_at = excluded.expires_at
+		WHERE l.holder = '' OR l.expires_at <= now()
+	RETURNING l.term
+), notified AS (
+	SELECT pg_notify($5, $1) FROM granted
+)
+SELECT term, (SELECT count(*) FROM notified) FROM granted`,
+		renew: `UPDATE ` + t + `
+SET expires_at = now() + (ttl_ns / 1000) * interval '1 microsecond'
+WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()`,
+		release: `WITH released AS (
+	UPDATE ` + t + ` SET holder = '', token = '', ttl_ns = 0, expires_at = NULL
+	WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()
+	RETURNING key
+), notified AS (
+	SELECT pg_notify($5, $1) FROM released
+)
+SELECT count(*), (SELECT count(*) FROM notified) FROM released`,
+		// Remaining in microseconds, or -1 when no live grant.
+		get: `SELECT holder, term, ttl_ns,
+	CASE WHEN holder <> '' AND expires_at > now()
+		THEN ceil(extract(epoch FROM expires_at - now()) * 1000000)::bigint
+		ELSE -1 END
+FROM ` + t + ` WHERE key = $1`,
+	}
+}
+
+// migrateLockClass is the first key of the transaction-level advisory lock
+// that serialises table creation among candidates starting at once (two
+// concurrent CREATE TABLE IF NOT EXISTS can otherwise both try to create).
+const migrateLockClass = 0x7e6e // "tenure"
+
+// migrate creates the lease table once per store, on first use; it is
+// retried by later calls if it fails.
+func (s *Store) migrate(ctx context.Context) error {
+	if s.migrated.Load() {
+		return nil
+	}
+	s.migrateMu.Lock()
+	defer s.migrateMu.Unlock()
+	if s.migrated.Load() {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrateLockClass, s.table); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, s.q.migrate)
+		return err
+	})
+	if err != nil {
+		return s.fail(ctx, "creating table "+s.table, err)
+	}
+	s.migrated.Store(true)
+	return nil
+}
+
+// retry runs fn once more if it failed before sending anything, as a pooled
+// connection broken by a server restart does.
+func retry(ctx context.Context, fn func() error) error {
+	err := fn()
+	if err != nil && pgconn.SafeToRetry(err) && ctx.Err() == nil {
+		err = fn()
+	}
+	return err
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Acquire implements [tenure.Store]. It is one INSERT ... ON CONFLICT DO
+// UPDATE statement, atomic on the server; when the key is held it reads
+// the record for the [tenure.HeldError].
+func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	if ttl < time.Microsecond {
+		return tenure.Lease{}, fmt.Errorf("%w: ttl %s is shorter than PostgreSQL's resolution of 1µs", tenure.ErrInvalid, ttl)
+	}
+	if err := s.begin(ctx); err != nil {
+		return tenure.Lease{}, err
+	}
+	var r tenure.Record
+	// A grant that lapses between the refused INSERT and the read shows as
+	// free: try again, a few times, rather than report a free key as held.
+	for range 3 {
+		token := newToken()
+		var term, notified int64
+		err := retry(ctx, func() error {
+			return s.pool.QueryRow(ctx, s.q.acquire, key, identity, token, int64(ttl), s.channel).Scan(&term, &notified)
+		})
+		if err == nil {
+			return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return tenure.Lease{}, s.fail(ctx, "acquire", err)
+		}
+		if r, err = s.get(ctx, key); err != nil {
+			return tenure.Lease{}, err
+		}
+		if r.Held() {
+			break
+		}
+	}
+	return tenure.Lease{}, &tenure.HeldError{Record: r}
+}
+
+// Renew implements [tenure.Store]: it moves the grant's expiry to the
+// server's now plus its TTL, if l is still the key's live grant.
+func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	if l.Term > math.MaxInt64 || l.Token == "" {
+		return fmt.Errorf("%w: key %q term %d is not a grant of this store", tenure.ErrLost, l.Key, l.Term)
+	}
+	var tag pgconn.CommandTag
+	err := retry(ctx, func() (err error) {
+		tag, err = s.pool.Exec(ctx, s.q.renew, l.Key, l.Identity, int64(l.Term), l.Token)
+		return err
+	})
+	if err != nil {
+		return s.fail(ctx, "renew", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
+	}
+	return nil
+}
+
+// Release implements [tenure.Store]: it clears the holder, keeping the row
+// and its term, and notifies watchers in the same transaction.
+func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	if l.Term > math.MaxInt64 || l.Token == "" {
+		return fmt.Errorf("%w: key %q term %d is not a grant of this store", tenure.ErrLost, l.Key, l.Term)
+	}
+	var n, notified int64
+	err := retry(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.q.release, l.Key, l.Identity, int64(l.Term), l.Token, s.channel).Scan(&n, &notified)
+	})
+	if err != nil {
+		return s.fail(ctx, "release", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
+	}
+	return nil
+}
+
+// Get implements [tenure.Store]. Remaining is computed by the server.
+func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return tenure.Record{}, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return tenure.Record{}, err
+	}
+	return s.get(ctx, key)
+}
+
+func (s *Store) get(ctx context.Context, key string) (tenure.Record, error) {
+	r := tenure.Record{Key: key}
+	var holder string
+	var term, ttl, remainingUS int64
+	err := retry(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.q.get, key).Scan(&holder, &term, &ttl, &remainingUS)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return r, nil
+	case err != nil:
+		return r, s.fail(ctx, "get", err)
+	}
+	r.Term = uint64(term)
+	if remainingUS > 0 {
+		r.Holder, r.TTL, r.Remaining = holder, time.Duration(ttl), time.Duration(remainingUS)*time.Microsecond
+	}
+	return r, nil
+}

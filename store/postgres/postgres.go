@@ -1,0 +1,174 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenurehq/tenure"
+)
+
+// DefaultTable is the lease table used when the URL names none.
+const DefaultTable = "tenure_leases"
+
+// TableParam is the URL query parameter naming the lease table, as in
+// postgres://host/db?tenure_table=my_leases. It is removed from the URL
+// before connecting. The table is created on first use if missing.
+const TableParam = "tenure_table"
+
+// tableName is what TableParam accepts: one unquoted identifier that
+// PostgreSQL keeps as is. Choose the schema with the search_path parameter.
+var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Store is a lease store on a PostgreSQL table. Create it with [Open] (or
+// tenure.Open); it is safe for concurrent use, and every call blocks until
+// the server answered or its ctx is done.
+type Store struct {
+	pool     *pgxpool.Pool
+	table    string // identifier, validated
+	channel  string // LISTEN/NOTIFY channel: the table name
+	redacted string // the URL for messages, password hidden
+	secret   string // the password, scrubbed from every error
+
+	q queries
+
+	migrateMu sync.Mutex
+	migrated  atomic.Bool
+
+	closed   atomic.Bool
+	closeMu  sync.Mutex
+	done     chan struct{} // closed by Close
+	listener *listener
+}
+
+var (
+	_ tenure.Store   = (*Store)(nil)
+	_ tenure.Watcher = (*Store)(nil)
+)
+
+func init() {
+	open := func(ctx context.Context, u *url.URL) (tenure.Store, error) {
+		return Open(ctx, u.String())
+	}
+	tenure.Register("postgres", open)
+	tenure.Register("postgresql", open)
+}
+
+// Open returns a store for the PostgreSQL database named by rawURL,
+// postgres://user:password@host:port/database?params, where params are
+// those of pgx (sslmode, search_path, pool_max_conns...) plus [TableParam].
+//
+// Open connects nothing: connections are made on demand by a pool, so a
+// store opened while the server is down starts working when it comes back.
+// The lease table is created by the first call that needs it. Errors wrap
+// [tenure.ErrInvalid] for a bad URL and never contain the password.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("%w: %q is not a postgres:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
+	var secret string
+	if u.User != nil {
+		secret, _ = u.User.Password()
+	}
+	redacted := tenure.Redact(rawURL)
+	q := u.Query()
+	table := DefaultTable
+	if t, ok := q[TableParam]; ok {
+		if len(t) != 1 || !tableName.MatchString(t[0]) {
+			return nil, fmt.Errorf("%w: %s=%q in %q: want one lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)",
+				tenure.ErrInvalid, TableParam, strings.Join(t, ","), redacted)
+		}
+		table = t[0]
+		q.Del(TableParam)
+		u.RawQuery = q.Encode()
+	}
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, scrub(secret, fmt.Errorf("%w: postgres URL %q: %w", tenure.ErrInvalid, redacted, err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, err))
+	}
+	s := &Store{
+		pool:     pool,
+		table:    table,
+		channel:  table,
+		redacted: redacted,
+		secret:   secret,
+		q:        newQueries(table),
+		done:     make(chan struct{}),
+	}
+	s.listener = newListener(s, cfg.ConnConfig)
+	return s, nil
+}
+
+// Table returns the name of the lease table.
+func (s *Store) Table() string { return s.table }
+
+// Close closes the pool and the LISTEN connection; watches end and later
+// calls return [tenure.ErrClosed]. Leases still held are not released: they
+// expire on the server's clock. Close waits for calls in flight to return
+// their connections. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.done)
+	s.listener.stop()
+	s.pool.Close()
+	return nil
+}
+
+// begin checks what every call checks before it talks to the server.
+func (s *Store) begin(ctx context.Context) error {
+	if s.closed.Load() {
+		return tenure.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.migrate(ctx)
+}
+
+// fail turns an error from pgx into the store's error: ErrClosed if the
+// store was closed meanwhile, the context's error if it is done, and in
+// every case a message that names the operation and not the password.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("tenure/postgres: %s: %w", op, tenure.ErrClosed)
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return scrub(s.secret, fmt.Errorf("tenure/postgres: %s on %s: %w", op, s.redacted, err))
+}
+
+// scrubbed is an error whose message had a secret removed; it unwraps to
+// the original so errors.Is still finds sentinels and context errors.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// scrub hides secret in err's message. Drivers do not put passwords in
+// their errors as far as we know; this makes sure of it.
+func scrub(secret string, err error) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
+}

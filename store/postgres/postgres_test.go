@@ -1,0 +1,383 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/postgres"
+	"github.com/tenurehq/tenure/storetest"
+)
+
+// One server for the whole package run: tests isolate themselves by key
+// and, where it matters, by table. Tests do not run in parallel, since the
+// conformance suite restarts the server.
+var (
+	srv    *testserver.PostgresServer
+	srvErr error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tenure-pg-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv, srvErr = testserver.StartPostgres(dir)
+	code := m.Run()
+	if srv != nil {
+		_ = srv.Stop()
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server returns the shared server, or skips (fails in CI) without one.
+func server(t testing.TB) *testserver.PostgresServer {
+	t.Helper()
+	if errors.Is(srvErr, testserver.ErrPostgresMissing) {
+		testserver.Missing(t, "PostgreSQL", testserver.PostgresInstall)
+	}
+	if srvErr != nil {
+		t.Fatalf("starting PostgreSQL: %v", srvErr)
+	}
+	return srv
+}
+
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// openTable opens a store on table, closed at the end of the test.
+func openTable(t testing.TB, table string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(ctxFor(t), server(t).URL()+"&"+postgres.TableParam+"="+table)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func randomName(prefix string) string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func TestConformance(t *testing.T) {
+	s := server(t)
+	storetest.Run(t, storetest.Options{
+		Open: func(t testing.TB) tenure.Store {
+			st, err := tenure.Open(ctxFor(t), s.URL()+"&tenure_table=conformance")
+			if err != nil {
+				t.Fatalf("tenure.Open: %v", err)
+			}
+			return st
+		},
+		Restart: func(t testing.TB) {
+			if err := s.Restart(); err != nil {
+				t.Fatalf("restarting PostgreSQL: %v", err)
+			}
+		},
+	})
+}
+
+func TestSchemes(t *testing.T) {
+	s := server(t)
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		u := scheme + strings.TrimPrefix(s.URL(), "postgres")
+		st, err := tenure.Open(ctxFor(t), u)
+		if err != nil {
+			t.Fatalf("tenure.Open(%s://...): %v", scheme, err)
+		}
+		r, err := st.Get(ctxFor(t), randomName("k"))
+		if err != nil || r.Held() || r.Term != 0 {
+			t.Fatalf("Get through %s://: %+v, %v", scheme, r, err)
+		}
+		_ = st.Close()
+	}
+}
+
+// Candidates that start at once on a database without the table must all
+// get going: the table is created once, the others wait for it.
+func TestConcurrentMigration(t *testing.T) {
+	table := randomName("race_")
+	const n = 8
+	stores := make([]*postgres.Store, n)
+	for i := range stores {
+		stores[i] = openTable(t, table)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = stores[i].Acquire(ctxFor(t), fmt.Sprintf("key-%d", i), "c", time.Minute)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("candidate %d on a fresh table: %v", i, err)
+		}
+	}
+	// Every grant landed in the one table.
+	for i := range n {
+		r, err := stores[0].Get(ctxFor(t), fmt.Sprintf("key-%d", i))
+		if err != nil || r.Holder != "c" || r.Term != 1 {
+			t.Errorf("key-%d: %+v, %v", i, r, err)
+		}
+	}
+}
+
+// Tables are separate lease namespaces: the same key in two tables is two
+// leases.
+func TestTablesAreSeparate(t *testing.T) {
+	a, b := openTable(t, randomName("ta_")), openTable(t, randomName("tb_"))
+	if a.Table() == b.Table() {
+		t.Fatal("random table names collided")
+	}
+	key := randomName("k")
+	la, err := a.Acquire(ctxFor(t), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Acquire(ctxFor(t), key, "beta", time.Minute)
+	if err != nil {
+		t.Fatalf("same key in another table: %v", err)
+	}
+	if la.Term != 1 || lb.Term != 1 {
+		t.Fatalf("terms %d and %d, want 1 each", la.Term, lb.Term)
+	}
+}
+
+func TestBadURLs(t *testing.T) {
+	ctx := ctxFor(t)
+	for _, u := range []string{
+		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=Bad-Name",
+		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=1abc",
+		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=" + strings.Repeat("a", 64),
+		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=a&tenure_table=b",
+		"postgres://u:hunter2-secret@127.0.0.1:1/db?sslmode=bogus",
+		"mysql://u:hunter2-secret@127.0.0.1:1/db",
+	} {
+		st, err := postgres.Open(ctx, u)
+		if err == nil {
+			_ = st.Close()
+			t.Errorf("Open(%s) succeeded", tenure.Redact(u))
+			continue
+		}
+		if !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("Open(%s): %v, want ErrInvalid", tenure.Redact(u), err)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("error quotes the password: %v", err)
+		}
+	}
+}
+
+// No error, whatever went wrong, quotes the password of the URL.
+func TestNoPasswordInErrors(t *testing.T) {
+	s := server(t)
+	const pw = "Sup3r-s3cret-pw"
+	wrong := fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", s.User, pw, s.Port)
+	st, err := tenure.Open(ctxFor(t), wrong)
+	if err != nil {
+		t.Fatalf("Open connects nothing, yet failed: %v", err)
+	}
+	defer st.Close()
+	ctx := ctxFor(t)
+	_, err1 := st.Get(ctx, "k")
+	_, err2 := st.Acquire(ctx, "k", "alpha", time.Second)
+	err3 := st.Renew(ctx, tenure.Lease{Key: "k", Identity: "alpha", Term: 1, TTL: time.Second, Token: "x"})
+	for i, err := range []error{err1, err2, err3} {
+		if err == nil {
+			t.Fatalf("call %d with a wrong password succeeded", i)
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Fatalf("error quotes the password: %v", err)
+		}
+		if !strings.Contains(err.Error(), "xxxxx") || !strings.Contains(err.Error(), "tenure/postgres") {
+			t.Errorf("error does not say which store failed: %v", err)
+		}
+	}
+	t.Logf("wrong password: %v", err1)
+}
+
+// With the server down, calls fail with an error naming the server, and a
+// server that accepts connections but never answers cannot hold a call
+// beyond its context.
+func TestServerDown(t *testing.T) {
+	const pw = "Sup3r-s3cret-pw"
+	port := testserver.FreePort(t)
+	down := fmt.Sprintf("postgres://tenure:%s@127.0.0.1:%d/postgres?sslmode=disable", pw, port)
+	st, err := postgres.Open(ctxFor(t), down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = st.Acquire(ctxFor(t), "k", "alpha", time.Second)
+	if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), fmt.Sprint(port)) {
+		t.Fatalf("Acquire with the server down: %v, want an error naming the address and not the password", err)
+	}
+	t.Logf("server down: %v", err)
+	if _, err := st.Watch(ctxFor(t), "k"); err != nil {
+		t.Fatalf("Watch should not block or fail at set-up: %v", err)
+	}
+
+	// A black hole: accepts, never answers.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	hole := fmt.Sprintf("postgres://tenure:%s@%s/postgres?sslmode=disable", pw, l.Addr())
+	st2, err := postgres.Open(ctxFor(t), hole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = st2.Get(ctx, "k")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get against a server that never answers: %v, want context.DeadlineExceeded", err)
+	}
+	if strings.Contains(err.Error(), pw) {
+		t.Fatalf("error quotes the password: %v", err)
+	}
+}
+
+// After the server restarts, the same store handle works again by itself,
+// the grant made before is still live, and watches made afterwards work.
+func TestRecoversAfterRestart(t *testing.T) {
+	s := server(t)
+	st := openTable(t, "restart")
+	other := openTable(t, "restart")
+	key := randomName("k")
+	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Holder != "alpha" {
+		t.Fatalf("first watch delivery %+v", r)
+	}
+
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctxFor(t), key); err == nil {
+		t.Fatal("Get succeeded with the server stopped")
+	}
+	// The LISTEN connection is gone: the watch must say so by closing.
+	for range ch {
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := st.Renew(ctxFor(t), l); err != nil {
+		t.Fatalf("Renew after the server came back: %v", err)
+	}
+	ch, err = other.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Holder != "alpha" || r.Term != l.Term {
+		t.Fatalf("watch after restart: %+v", r)
+	}
+	if err := st.Release(ctxFor(t), l); err != nil {
+		t.Fatalf("Release after restart: %v", err)
+	}
+	select {
+	case r := <-ch:
+		if r.Held() || r.Term != l.Term {
+			t.Fatalf("watch after release: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no watch delivery of the release after the restart")
+	}
+}
+
+// Watches of many keys share one LISTEN connection; each hears only its
+// own key.
+func TestWatchesShareListener(t *testing.T) {
+	st := openTable(t, "watch_many")
+	writer := openTable(t, "watch_many")
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	keys := []string{randomName("a"), randomName("b"), randomName("c")}
+	chans := make([]<-chan tenure.Record, len(keys))
+	for i, k := range keys {
+		var err error
+		if chans[i], err = st.Watch(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-chans[i]; r.Held() {
+			t.Fatalf("initial record of %s: %+v", k, r)
+		}
+	}
+	if _, err := writer.Acquire(ctxFor(t), keys[1], "beta", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-chans[1]:
+		if r.Key != keys[1] || r.Holder != "beta" {
+			t.Fatalf("delivery %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no delivery for the acquired key")
+	}
+	// The others got nothing: their records did not change. Acquire the
+	// last key too and check its delivery is the first one on its channel.
+	if _, err := writer.Acquire(ctxFor(t), keys[2], "gamma", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-chans[2]; r.Holder != "gamma" {
+		t.Fatalf("delivery on the third key: %+v", r)
+	}
+	select {
+	case r := <-chans[0]:
+		t.Fatalf("unchanged key delivered %+v", r)
+	default:
+	}
+}

@@ -1,0 +1,277 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Watch implements [tenure.Watcher]. The store keeps one connection, apart
+// from the pool, that LISTENs on the table's channel; Acquire and Release
+// notify it in the transaction that changes the row, so watchers wake when
+// the change commits. A grant that expires without a release sends no
+// notification: the watch re-reads the record when the server said it
+// would expire.
+//
+// Watch does not block: the first delivery is the current record. The
+// channel is closed when ctx is done, the store is closed, a read fails, or
+// the LISTEN connection is lost (notifications may have been missed); the
+// caller then reads with Get and watches again.
+func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, tenure.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sb := s.listener.add(key)
+	out := make(chan tenure.Record)
+	go func() {
+		defer close(out)
+		defer s.listener.remove(sb)
+		s.follow(ctx, sb, out)
+	}()
+	return out, nil
+}
+
+// follow delivers key's record to out whenever the holder or term changes.
+func (s *Store) follow(ctx context.Context, sb *sub, out chan<- tenure.Record) {
+	var last tenure.Record
+	first := true
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		// Drain a pending signal: the read below covers it.
+		select {
+		case <-sb.sig:
+		default:
+		}
+		r, err := s.Get(ctx, sb.key)
+		if err != nil {
+			return
+		}
+		if first || r.Holder != last.Holder || r.Term != last.Term {
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				return
+			case <-sb.dead:
+				return
+			}
+			last, first = r, false
+		}
+		var expiry <-chan time.Time
+		if r.Held() {
+			// The server's Remaining, plus a millisecond so the re-read
+			// lands after the expiry rather than just before it.
+			timer.Reset(r.Remaining + time.Millisecond)
+			expiry = timer.C
+		}
+		select {
+		case <-sb.sig:
+		case <-expiry:
+		case <-ctx.Done():
+			return
+		case <-sb.dead:
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// sub is one watch's registration with the listener.
+type sub struct {
+	key  string
+	sig  chan struct{} // capacity 1: a notification for key, coalesced
+	dead chan struct{} // closed when notifications may have been missed
+}
+
+// listener owns the LISTEN connection. It connects while there are
+// watches, and on losing the connection ends every current watch, since
+// notifications sent while it was down are lost.
+type listener struct {
+	s    *Store
+	cfg  *pgx.ConnConfig
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu      sync.Mutex
+	subs    map[string]map[*sub]struct{}
+	started bool
+	wake    chan struct{} // capacity 1: a watch was added
+	exited  chan struct{}
+}
+
+func newListener(s *Store, cfg *pgx.ConnConfig) *listener {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{
+		s:      s,
+		cfg:    cfg.Copy(),
+		ctx:    ctx,
+		subs:   map[string]map[*sub]struct{}{},
+		wake:   make(chan struct{}, 1),
+		exited: make(chan struct{}),
+	}
+	l.stop = func() {
+		cancel()
+		l.mu.Lock()
+		started := l.started
+		l.started = true // no start after stop
+		l.mu.Unlock()
+		if started {
+			<-l.exited
+		} else {
+			close(l.exited)
+		}
+		l.failAll()
+	}
+	return l
+}
+
+func (l *listener) add(key string) *sub {
+	sb := &sub{key: key, sig: make(chan struct{}, 1), dead: make(chan struct{})}
+	l.mu.Lock()
+	if l.ctx.Err() != nil {
+		close(sb.dead)
+		l.mu.Unlock()
+		return sb
+	}
+	if l.subs[key] == nil {
+		l.subs[key] = map[*sub]struct{}{}
+	}
+	l.subs[key][sb] = struct{}{}
+	if !l.started {
+		l.started = true
+		go l.run()
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return sb
+}
+
+func (l *listener) remove(sb *sub) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.subs[sb.key]; m != nil {
+		delete(m, sb)
+		if len(m) == 0 {
+			delete(l.subs, sb.key)
+		}
+	}
+}
+
+func (l *listener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.subs)
+}
+
+// signal wakes the watches of key, or of every key if all.
+func (l *listener) signal(key string, all bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, m := range l.subs {
+		if !all && k != key {
+			continue
+		}
+		for sb := range m {
+			select {
+			case sb.sig <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// failAll ends every current watch.
+func (l *listener) failAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, m := range l.subs {
+		for sb := range m {
+			close(sb.dead)
+		}
+		delete(l.subs, k)
+	}
+}
+
+func (l *listener) run() {
+	defer close(l.exited)
+	backoff := 50 * time.Millisecond
+	for l.ctx.Err() == nil {
+		if l.count() == 0 {
+			select {
+			case <-l.wake:
+				continue
+			case <-l.ctx.Done():
+				return
+			}
+		}
+		if err := l.listen(); err != nil && l.ctx.Err() == nil {
+			// Every watch registered so far may have missed something.
+			l.failAll()
+			select {
+			case <-time.After(backoff):
+			case <-l.ctx.Done():
+			}
+			backoff = min(backoff*2, 2*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+	}
+}
+
+// listen connects, LISTENs, wakes every watch to re-read (covering changes
+// made before LISTEN took effect), then dispatches notifications until the
+// connection fails or the store closes.
+func (l *listener) listen() error {
+	cctx, cancel := context.WithTimeout(l.ctx, connectTimeout(l.cfg))
+	conn, err := pgx.ConnectConfig(cctx, l.cfg)
+	if err == nil {
+		_, err = conn.Exec(cctx, "LISTEN "+pgx.Identifier{l.s.channel}.Sanitize())
+	}
+	cancel()
+	if err != nil {
+		if conn != nil {
+			l.closeConn(conn)
+		}
+		return err
+	}
+	defer l.closeConn(conn)
+	l.signal("", true)
+	for {
+		n, err := conn.WaitForNotification(l.ctx)
+		if err != nil {
+			return err
+		}
+		l.signal(n.Payload, false)
+	}
+}
+
+func (l *listener) closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+func connectTimeout(cfg *pgx.ConnConfig) time.Duration {
+	if cfg.ConnectTimeout > 0 {
+		return cfg.ConnectTimeout
+	}
+	return 10 * time.Second
+}
