@@ -107,10 +107,17 @@ func (n *Node) current(l tenure.Lease) error {
 // Renew implements [tenure.Store]: it succeeds while this node is still
 // coordinator under l's epoch, and returns an error matching
 // [tenure.ErrLost] once it learned of a higher epoch or a coordinator with
-// precedence. It never blocks on the network.
+// precedence. After Close it returns an error matching both
+// [tenure.ErrClosed] and [tenure.ErrLost]. It never blocks on the network.
 func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.closed {
+		// The node left the group: whatever it led is over for good, so
+		// the error matches ErrLost too and the elector stops the task at
+		// once rather than retrying until its renew deadline.
+		return fmt.Errorf("%w: %w: member %d left the group", tenure.ErrClosed, tenure.ErrLost, n.self)
+	}
 	if err := n.usable(ctx); err != nil {
 		return err
 	}

@@ -126,6 +126,12 @@ func (b *bully) Receive(env peer.Env, m peer.Message) {
 			env.Send(m.From, peer.Message{Type: peer.Coordinator, Leader: leader, LeaderEpoch: epoch})
 			return
 		}
+		if _, epoch := env.Leader(); epoch > m.Epoch {
+			// The asker's election is about a coordinator that has been
+			// replaced since (it was in flight): the new coordinator's
+			// heartbeats will reach it; do not start another round.
+			return
+		}
 		if !b.electing {
 			b.startElection(env)
 		}

@@ -32,12 +32,17 @@ type Faults struct {
 
 // Stats counts messages since the network was made or ResetStats.
 type Stats struct {
-	// Sent counts Send calls by message type, whatever became of them.
-	Sent map[peer.Type]uint64
+	// Sent counts Send calls by message type, whatever became of them;
+	// Failed counts those that returned an error (receiver unreachable).
+	Sent, Failed map[peer.Type]uint64
 	// Delivered, Dropped (faults and partitions), Duplicated (extra copies)
 	// and Unreachable (no such live endpoint; Send returned an error).
 	Delivered, Dropped, Duplicated, Unreachable uint64
 }
+
+// DeliveredOf returns how many messages of type t were sent without error
+// (Sent minus Failed).
+func (s Stats) DeliveredOf(t peer.Type) uint64 { return s.Sent[t] - s.Failed[t] }
 
 // Total is the number of messages sent of the given types (all types if
 // none given).
@@ -69,7 +74,7 @@ type Network struct {
 // New returns a network whose random choices derive from seed.
 func New(seed uint64) *Network {
 	return &Network{seed: seed, eps: map[uint64]*Endpoint{}, links: map[[2]uint64]*rand.Rand{},
-		side: map[uint64]int{}, stats: Stats{Sent: map[peer.Type]uint64{}}}
+		side: map[uint64]int{}, stats: Stats{Sent: map[peer.Type]uint64{}, Failed: map[peer.Type]uint64{}}}
 }
 
 // SetFaults replaces the network's faults; messages in flight keep theirs.
@@ -102,9 +107,12 @@ func (n *Network) Stats() Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s := n.stats
-	s.Sent = make(map[peer.Type]uint64, len(n.stats.Sent))
+	s.Sent, s.Failed = map[peer.Type]uint64{}, map[peer.Type]uint64{}
 	for k, v := range n.stats.Sent {
 		s.Sent[k] = v
+	}
+	for k, v := range n.stats.Failed {
+		s.Failed[k] = v
 	}
 	return s
 }
@@ -113,7 +121,7 @@ func (n *Network) Stats() Stats {
 func (n *Network) ResetStats() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.stats = Stats{Sent: map[peer.Type]uint64{}}
+	n.stats = Stats{Sent: map[peer.Type]uint64{}, Failed: map[peer.Type]uint64{}}
 }
 
 // Join returns a new endpoint for member id, replacing a closed one (a
@@ -146,6 +154,7 @@ func (n *Network) send(m peer.Message) error {
 	to := n.eps[m.To]
 	if to == nil || to.isClosed() {
 		n.stats.Unreachable++
+		n.stats.Failed[m.Type]++
 		return fmt.Errorf("%w: member %d is not on the network", peer.ErrUnreachable, m.To)
 	}
 	r := n.link(m.From, m.To)

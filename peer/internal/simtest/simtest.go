@@ -229,3 +229,21 @@ func (c *Cluster) AwaitAgreement(bound time.Duration) (leader uint64, took time.
 		time.Sleep(c.heartbeat / 4)
 	}
 }
+
+// ElectionTypes are the message types of elections proper (not heartbeats,
+// acks, rejections or resignations).
+var ElectionTypes = []peer.Type{peer.Election, peer.Answer, peer.Coordinator, peer.Elected}
+
+// Failover waits for agreement, crashes the coordinator, and measures the
+// election that follows: the network's counters from the crash until all
+// live members agree again, and the time that took. Crash and measurement
+// run on whatever clock the caller runs on (virtual inside synctest).
+func (c *Cluster) Failover(bound time.Duration) (old, leader uint64, stats memnet.Stats, took time.Duration, err error) {
+	if old, _, err = c.AwaitAgreement(bound); err != nil {
+		return 0, 0, memnet.Stats{}, 0, err
+	}
+	c.Crash(old)
+	c.Net.ResetStats()
+	leader, took, err = c.AwaitAgreement(bound)
+	return old, leader, c.Net.Stats(), took, err
+}
