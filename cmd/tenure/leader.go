@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -108,15 +109,46 @@ func (r *runner) task(ctx context.Context) error {
 	return nil
 }
 
-// waitGroupGone waits, up to limit, until process group pg has no member
-// left. It polls, with a growing period: there is no event for it. It only
-// runs when something killed the supervisor but not all of its group.
+// waitGroupGone waits, up to limit, until every member of process group pg
+// is dead (exited; it may still await reaping by its new parent). It polls
+// with a growing period, as nothing signals it. In the normal course it
+// returns at once: the supervisor killed and reaped CMD already.
 func waitGroupGone(pg int, limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	for d := 100 * time.Microsecond; time.Now().Before(deadline); d = min(2*d, 10*time.Millisecond) {
-		if syscall.Kill(-pg, 0) == syscall.ESRCH {
-			return
-		}
+	for d := 100 * time.Microsecond; groupAlive(pg) && time.Now().Before(deadline); d = min(2*d, 10*time.Millisecond) {
 		time.Sleep(d)
 	}
+}
+
+// groupAlive reports whether process group pg has a member that is not a
+// zombie.
+func groupAlive(pg int) bool {
+	if syscall.Kill(-pg, 0) == syscall.ESRCH {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) >= 3 && f[2] == strconv.Itoa(pg) && f[0] != "Z" && pid > 0 {
+			return true
+		}
+	}
+	return false
 }
