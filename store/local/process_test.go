@@ -27,6 +27,7 @@ import (
 //
 //	mode "acquire": Acquire key for ttl and print "acquired TERM"; then
 //	  for each "renew" line print "renewed", "lost" (ErrLost) or "error ...".
+//	mode "open": Open dir and print "opened" or "error MESSAGE".
 //	mode "inherit": hold file descriptor 3 (a liveness file passed by the
 //	  parent) open, print "holding", and wait for stdin to close.
 const helperEnv = "TENURE_LOCAL_HELPER"
@@ -63,6 +64,14 @@ func TestHelperProcess(t *testing.T) {
 				say("error %v", err)
 			}
 		}
+	case "open":
+		s, err := local.Open(os.Getenv("HELPER_DIR"))
+		if err != nil {
+			say("error %v", err)
+		} else {
+			say("opened")
+			s.Close()
+		}
 	case "inherit":
 		f := os.NewFile(3, "inherited")
 		if f == nil {
@@ -87,7 +96,14 @@ type child struct {
 
 func startChild(t *testing.T, mode string, env []string, files ...*os.File) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	return startChildCmd(t, exec.Command(os.Args[0]), mode, env, files...)
+}
+
+// startChildCmd starts cmd, whose Path is a copy of the test binary, as a
+// helper.
+func startChildCmd(t *testing.T, cmd *exec.Cmd, mode string, env []string, files ...*os.File) *child {
+	t.Helper()
+	cmd.Args = append(cmd.Args, "-test.run=^TestHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + mode}, env...)...)
 	cmd.ExtraFiles = files
 	cmd.Stderr = os.Stderr

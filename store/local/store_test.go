@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,16 +293,69 @@ func TestOpenErrors(t *testing.T) {
 	}
 	check(file)
 	check(filepath.Join(file, "sub"))
-	if os.Geteuid() == 0 {
-		t.Log("running as root: permission bits do not apply, unreadable directory not checked")
-		return
-	}
-	locked := filepath.Join(base, "locked")
-	if err := os.Mkdir(locked, 0o000); err != nil {
+}
+
+// A directory the process may not use gives a one-line error naming it.
+// Permission bits do not bind root, so as root the check runs in a helper
+// process with the uid and gid of nobody.
+func TestOpenUnusableDir(t *testing.T) {
+	t.Parallel()
+	// Not t.TempDir, whose parent only its owner may enter.
+	base, err := os.MkdirTemp("", "tenure-local-test-")
+	if err != nil {
 		t.Fatal(err)
 	}
-	check(locked)
-	check(filepath.Join(locked, "sub"))
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(base, "locked")
+	if err := os.Mkdir(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(base, "read-only")
+	if err := os.Mkdir(readOnly, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{locked, filepath.Join(locked, "sub"), readOnly, filepath.Join(readOnly, "sub")}
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(locked, 0o000); err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range dirs {
+			s, err := local.Open(dir)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%q) succeeded", dir)
+			}
+			if msg := err.Error(); !strings.Contains(msg, dir) || strings.Contains(msg, "\n") {
+				t.Errorf("Open(%q): error %q, want one line naming the directory", dir, msg)
+			}
+		}
+		return
+	}
+	// Copy the test binary where nobody can run it.
+	exe, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "local.test")
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		cmd := exec.Command(bin)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		c := startChildCmd(t, cmd, "open", []string{"HELPER_DIR=" + dir})
+		msg, ok := strings.CutPrefix(c.line(), "error ")
+		if !ok {
+			t.Fatalf("nobody could open %s", dir)
+		}
+		if !strings.Contains(msg, dir) || !strings.Contains(msg, "permission denied") {
+			t.Errorf("Open(%q) as nobody: error %q, want one naming the directory and the denied permission", dir, msg)
+		}
+		t.Logf("as nobody: %s", msg)
+	}
 }
 
 func TestOpenCreatesPrivateDir(t *testing.T) {
