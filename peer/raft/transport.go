@@ -152,9 +152,14 @@ func (l *tlsLayer) handshake(raw net.Conn) {
 	}()
 	c := tls.Server(raw, l.conf)
 	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		select {
+		case <-l.done:
+			return // closing, not a refusal
+		default:
+		}
 		l.rejected.Add(1)
 		l.logger.Warn("rejected a raft connection that did not authenticate", "remote", raw.RemoteAddr().String(), "error", err)
-		raw.Close()
 		return
 	}
 	select {

@@ -1,0 +1,93 @@
+// Package raft elects a leader among a static group of peers by quorum,
+// with the raft consensus protocol (github.com/hashicorp/raft), and presents
+// each member as a [tenure.Store] and [tenure.Watcher] for one logical key.
+// The same [tenure.Elector], Observer, health checks and `tenure run` work
+// on it unchanged; unlike the lowest, bully and ring modes of package peer,
+// a side of a partition without a majority never has a leader.
+//
+// A [Node] is one member. The raft leader holds the key:
+//
+//   - Acquire(ctx, key, identity, ttl): identity must be the node's ID. It
+//     succeeds iff this node is the raft leader and a quorum confirms it (a
+//     VerifyLeader round) before ctx is done. The lease's Term is the raft
+//     term, granted at most once per key. Elsewhere it returns a
+//     *[tenure.HeldError] naming the leader this node knows, or
+//     [ErrNoLeader] (transient) while it knows none.
+//   - Renew runs another quorum round; it returns [tenure.ErrLost] once this
+//     node no longer leads the lease's term (a term never comes back) and a
+//     transient error when the round does not finish within ctx, so the
+//     elector's renew deadline cancels the task of a leader cut off from its
+//     quorum.
+//   - Release ends the grant and hands raft leadership to another member
+//     (LeadershipTransfer), so the next leader, in a new term, takes over
+//     without waiting for an election timeout. Until a new term begins the
+//     releasing node grants nothing ([ErrSteppingDown]).
+//   - Get and Watch report the raft leader as this node sees it (Holder ""
+//     while it knows none) and the current term; TTL and Remaining are 0.
+//   - Close stops the member; a majority of the others elects a new leader
+//     after the heartbeat timeout.
+//
+// Importing the package registers the peer mode "raft":
+//
+//	peer://?id=1&peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=raft&secret-file=/etc/tenure/peer.secret&state-dir=/var/lib/tenure[&timeout=500ms&election-timeout=500ms&leader-lease-timeout=250ms]
+//
+// # Guarantees
+//
+//   - At most one leader per term, and a grant only with a quorum: a leader
+//     cut off into a minority cannot acquire or renew (every Acquire and
+//     Renew is a quorum round trip), and steps down after LeaderLeaseTimeout.
+//     A minority side has no leader at all.
+//   - Terms only grow. The current term and vote are fsync'd in the node's
+//     directory (raft-boltdb) before raft acts on them, so a restarted member
+//     never goes back, and a grant's term is above every grant that ended
+//     before it began: a usable fencing token.
+//   - No overlap of leader tasks, given the timing rule below and clocks
+//     that run at the same rate: the elector cancels a leader's task
+//     RenewDeadline (< TTL ≤ HeartbeatTimeout) after its last successful
+//     renewal was sent, while the quorum that confirmed that renewal votes
+//     for nobody else until it has heard nothing for at least
+//     HeartbeatTimeout.
+//   - Only holders of the shared secret take part. Each node derives a
+//     certificate authority key from the secret (HKDF-SHA256 to an Ed25519
+//     key), signs a certificate for itself, and every raft connection is
+//     mutual TLS 1.3 verified against that authority. A process without the
+//     secret can neither connect nor accept a member's connection, so it
+//     cannot vote or lead; traffic is encrypted and integrity-protected. The
+//     secret never appears in errors or logs.
+//
+// # The timing rule
+//
+// Acquire refuses (with [tenure.ErrInvalid]) a ttl longer than
+// HeartbeatTimeout: after losing contact with this leader, a majority may
+// elect another that soon, so a longer grant could not be honoured. Run the
+// elector with TTL ≤ HeartbeatTimeout (the peer timeout, 500 ms by default).
+// The margin TTL − RenewDeadline must also cover one network round trip: a
+// heartbeat already in flight when a renewal starts can confirm it.
+//
+// # Non-guarantees and assumptions
+//
+//   - Liveness needs a majority of members running and connected to each
+//     other; with fewer, nobody leads (that is the point).
+//   - The membership is static (bootstrapped from the member list on first
+//     start); changing it means a new cluster: new directories on every
+//     member. At least [MinMembers] members.
+//   - Leader tasks are cancelled cooperatively, as with every store: a task
+//     that ignores its context, or a process paused longer than the margin,
+//     can still act after a new leader started. Fence writes with the term.
+//   - A TLS connection proves membership, not identity: a holder of the
+//     secret can claim any member ID. Keep the secret as safe as the
+//     protected resource.
+//   - Clocks need not agree, but must advance at about the same rate; timers
+//     are local and monotonic.
+//
+// # Testing
+//
+// The tests run whole clusters in one process over raft's in-memory
+// transport, inside testing/synctest bubbles (virtual time), with seeded
+// partitions, crashes and restarts; a failing seed is printed and rerun
+// with
+//
+//	TENURE_RAFT_SEED=N go test ./peer/raft -run TestSimulation -v
+//
+// Loopback TCP tests and BenchmarkFailover use the authenticated transport.
+package raft
