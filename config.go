@@ -1,6 +1,7 @@
 package tenure
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -127,8 +128,15 @@ func (c Config) Validate() error {
 	if c.Store == nil {
 		return invalidf("Config.Store is nil")
 	}
-	if err := CheckAcquire(c.Key, c.Identity, c.TTL); err != nil {
-		return err
+	// The same rules as CheckAcquire, with messages that name the field.
+	if err := CheckKey(c.Key); err != nil {
+		return fmt.Errorf("Config.Key: %w", err)
+	}
+	if err := checkName("identity", c.Identity, MaxIdentityLen); err != nil {
+		return fmt.Errorf("Config.Identity: %w", err)
+	}
+	if c.TTL <= 0 {
+		return invalidf("Config.TTL (%s) must be positive", c.TTL)
 	}
 	switch {
 	case c.RenewDeadline <= 0:
