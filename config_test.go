@@ -1,0 +1,86 @@
+package tenure_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+func TestConfigValidate(t *testing.T) {
+	valid := func() tenure.Config {
+		return tenure.Config{Store: memory.New(nil), Key: "job", Identity: "a", TTL: 15 * time.Second}.WithDefaults()
+	}
+	cases := []struct {
+		name  string
+		edit  func(*tenure.Config)
+		field string // the field the message must name
+		value string // and the value it must quote
+	}{
+		{"nil store", func(c *tenure.Config) { c.Store = nil }, "Config.Store", "nil"},
+		{"empty key", func(c *tenure.Config) { c.Key = "" }, "Config.Key", "empty"},
+		{"long key", func(c *tenure.Config) { c.Key = strings.Repeat("k", tenure.MaxKeyLen+1) }, "Config.Key", "257 bytes"},
+		{"control character in key", func(c *tenure.Config) { c.Key = "a\nb" }, "Config.Key", `"a\nb"`},
+		{"empty identity", func(c *tenure.Config) { c.Identity = "" }, "Config.Identity", "empty"},
+		{"invalid UTF-8 identity", func(c *tenure.Config) { c.Identity = "\xff" }, "Config.Identity", `"\xff"`},
+		{"zero TTL", func(c *tenure.Config) { c.TTL = 0 }, "Config.TTL", "0s"},
+		{"negative TTL", func(c *tenure.Config) { c.TTL = -time.Second }, "Config.TTL", "-1s"},
+		{"zero renew deadline", func(c *tenure.Config) { c.RenewDeadline = 0 }, "Config.RenewDeadline", "0s"},
+		{"renew deadline = TTL", func(c *tenure.Config) { c.RenewDeadline = c.TTL }, "Config.RenewDeadline", "15s"},
+		{"renew deadline > TTL", func(c *tenure.Config) { c.RenewDeadline = 20 * time.Second }, "Config.RenewDeadline", "20s"},
+		{"jitter < 1", func(c *tenure.Config) { c.Jitter = 0.5 }, "Config.Jitter", "0.5"},
+		{"zero renew interval", func(c *tenure.Config) { c.RenewInterval = 0 }, "Config.RenewInterval", "0s"},
+		{"renew interval × jitter ≥ deadline", func(c *tenure.Config) { c.RenewInterval = 9 * time.Second }, "Config.RenewInterval", "9s"},
+		{"zero retry interval", func(c *tenure.Config) { c.RetryInterval = 0 }, "Config.RetryInterval", "0s"},
+		{"negative retry interval", func(c *tenure.Config) { c.RetryInterval = -time.Millisecond }, "Config.RetryInterval", "-1ms"},
+		{"zero request timeout", func(c *tenure.Config) { c.RequestTimeout = 0 }, "Config.RequestTimeout", "0s"},
+		{"request timeout > deadline", func(c *tenure.Config) { c.RequestTimeout = 11 * time.Second }, "Config.RequestTimeout", "11s"},
+		{"negative stall timeout", func(c *tenure.Config) { c.StallTimeout = -time.Second }, "Config.StallTimeout", "-1s"},
+		{"negative stop timeout", func(c *tenure.Config) { c.StopTimeout = -2 * time.Second }, "Config.StopTimeout", "-2s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := valid()
+			c.edit(&cfg)
+			err := cfg.Validate()
+			if !errors.Is(err, tenure.ErrInvalid) {
+				t.Fatalf("Validate = %v, want an error wrapping ErrInvalid", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, c.field) || !strings.Contains(msg, c.value) {
+				t.Errorf("message %q does not name %s and its value %s", msg, c.field, c.value)
+			}
+			// New validates what it will use: the same config is refused
+			// unless the broken field is one WithDefaults fills in.
+			if _, nerr := tenure.New(cfg); nerr == nil && cfg.WithDefaults().Validate() != nil {
+				t.Errorf("New accepted a config whose defaults do not validate")
+			}
+		})
+	}
+}
+
+func TestConfigDefaultsValidate(t *testing.T) {
+	for _, ttl := range []time.Duration{10 * time.Millisecond, time.Second, tenure.DefaultTTL, time.Minute, 24 * time.Hour} {
+		c := tenure.Config{Store: memory.New(nil), Key: "job", Identity: "a", TTL: ttl}.WithDefaults()
+		if err := c.Validate(); err != nil {
+			t.Errorf("defaults for TTL %s: %v", ttl, err)
+		}
+		if c.RenewDeadline >= c.TTL || c.RequestTimeout > c.RenewDeadline || c.StopTimeout != c.TTL-c.RenewDeadline {
+			t.Errorf("defaults for TTL %s break the timing rules: %+v", ttl, c)
+		}
+	}
+	c := tenure.Config{Store: memory.New(nil), Key: "job", Identity: "a"}.WithDefaults()
+	if c.TTL != tenure.DefaultTTL || c.Jitter != tenure.DefaultJitter || c.Clock == nil || c.Logger == nil || c.Rand == nil {
+		t.Errorf("zero config defaults: %+v", c)
+	}
+	if _, err := tenure.New(tenure.Config{Store: memory.New(nil), Key: "job", Identity: "a"}); err != nil {
+		t.Errorf("New with only the required fields: %v", err)
+	}
+	// Fields set explicitly survive WithDefaults.
+	c = tenure.Config{TTL: 9 * time.Second, RenewDeadline: 5 * time.Second, Jitter: 1.1}.WithDefaults()
+	if c.RenewDeadline != 5*time.Second || c.Jitter != 1.1 || c.RenewInterval != 3*time.Second {
+		t.Errorf("WithDefaults overwrote set fields: %+v", c)
+	}
+}
