@@ -1,0 +1,69 @@
+// Package zk is a [tenure.Store] on Apache ZooKeeper: each grant is an
+// ephemeral node owned by a ZooKeeper session of its own, whose session
+// timeout is the grant's TTL, so ZooKeeper ends the grant when the holder
+// crashes or is cut off.
+//
+// Importing the package registers the URL scheme "zk" with [tenure.Open]:
+//
+//	zk://[user:password@]host:port[,host:port...]/path
+//
+// For a lease key K the store keeps a persistent node PATH/E (E is K with
+// every byte outside [A-Za-z0-9_-] written as %XX, so any key is a single
+// node name) whose data names the last grant and whose data version counts
+// the grants, and, while K is held, the ephemeral node PATH/E/lease. The
+// path defaults to /tenure. A user and password in the URL are added to
+// every session as "digest" authentication and the store creates its nodes
+// with the "auth" ACL, so only that user can change them; credentials never
+// appear in errors or logs.
+//
+// # Guarantees
+//
+//   - Acquire is one ZooKeeper multi-operation that creates the lease node
+//     (failing if it exists) and rewrites the key node, so of concurrent
+//     candidates exactly one wins.
+//   - The term is the zxid of that transaction (the key node's Mzxid).
+//     ZooKeeper zxids grow with every transaction and across restarts and
+//     leader elections, so terms strictly increase per key and never go
+//     back. They are not consecutive.
+//   - A grant ends when its session ends: when the holder releases it,
+//     closes the store, stops renewing for a TTL (the store closes the
+//     session), or when ZooKeeper expires the session because the holder
+//     crashed or was cut off for the session timeout. That expiry is judged
+//     by the ZooKeeper server.
+//   - Losing the connection ends leadership at once: as soon as a grant's
+//     session is disconnected (ZooKeeper "suspended") the store gives the
+//     grant up, and Renew returns an error matching [tenure.ErrLost]. A
+//     disconnected holder is never reported as still leading (compare
+//     apache/curator#980). Its ephemeral node stays until ZooKeeper expires
+//     the session, so nobody else can acquire in the meantime.
+//   - Release deletes the lease node in a multi-operation that first checks
+//     the key node's version, so it can only delete the grant it was given;
+//     Renew and Release of a lease that is not current return an error
+//     matching [tenure.ErrLost] and change nothing.
+//   - Every call is bounded by its context. While ZooKeeper is unreachable
+//     calls fail with the context's error (wrapped with the servers); the
+//     client reconnects by itself and later calls succeed once it is back.
+//   - Watch uses ZooKeeper child watches on the key node, so candidates and
+//     observers wake within a round trip of an acquisition, release or
+//     expiry.
+//
+// # Non-guarantees
+//
+//   - A lease can be renewed and released only through the Store that
+//     acquired it: the grant lives in that Store's session.
+//   - ZooKeeper bounds session timeouts to [minSessionTimeout,
+//     maxSessionTimeout] (by default 2 and 20 times tickTime, 4 s and 40 s).
+//     A TTL below the minimum is raised by the server: a crashed holder's
+//     grant may last until the minimum. A TTL above the maximum is refused
+//     with an error matching [tenure.ErrInvalid], since a shorter session
+//     could end the grant while its holder still believes it leads.
+//   - Record.Remaining is the grant's TTL, an upper bound: ZooKeeper does
+//     not tell other clients when a session was last heard from.
+//   - A grant that is not renewed for its TTL is ended by the holder's own
+//     store, measured on the holder's monotonic clock from when the last
+//     successful Acquire or Renew was sent; if the holder is gone, ZooKeeper
+//     ends it after the session timeout, which it counts from the last
+//     message it received from the holder.
+//   - Every candidate watching a key wakes when it changes (no predecessor
+//     chain): fine for the handful of candidates an election has.
+package zk

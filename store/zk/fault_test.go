@@ -1,0 +1,172 @@
+package zk_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/zk"
+)
+
+// TestDisconnectEndsLeadershipAtOnce stops the server under a holder: its
+// session is disconnected, and Renew must report the loss (ErrLost) rather
+// than claim the grant, the moment the client notices. Once the server is
+// back, the old grant is gone for good and another candidate gets a higher
+// term once ZooKeeper expired the old session.
+func TestDisconnectEndsLeadershipAtOnce(t *testing.T) {
+	srv := server(t)
+	a := open(t, "zk://"+srv.Addr+"/disconnect")
+	b := open(t, "zk://"+srv.Addr+"/disconnect")
+	ctx := ctxT(t, 60*time.Second)
+	l, err := a.Acquire(ctx, "k", "alpha", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The client sees the connection close at once (EOF); give it up to a
+	// second, well under the TTL, polling Renew as an elector would.
+	deadline := time.Now().Add(time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err = a.Renew(rctx, l)
+		cancel()
+		if errors.Is(err, tenure.ErrLost) {
+			break
+		}
+		if err == nil {
+			t.Fatal("Renew succeeded with the server down")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Renew with the server down for 1s: %v, want ErrLost", err)
+		}
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Renew after the server came back: %v, want ErrLost", err)
+	}
+	var l2 tenure.Lease
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		l2, err = b.Acquire(rctx, "k", "beta", 2*time.Second)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no takeover after the restart: %v", err)
+		}
+		var held *tenure.HeldError
+		if errors.As(err, &held) {
+			// The old session is alive until ZooKeeper expires it.
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if l2.Term <= l.Term {
+		t.Fatalf("term went from %d to %d", l.Term, l2.Term)
+	}
+	if err := a.Release(ctx, l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Release of the lost grant: %v, want ErrLost", err)
+	}
+}
+
+// TestServerDownAndBack checks that calls against a stopped server fail
+// within their context naming the server, and that the same handle works
+// again by itself once it is back.
+func TestServerDownAndBack(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/down")
+	ctx := ctxT(t, 60*time.Second)
+	if _, err := st.Get(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := st.Acquire(short, "k", "alpha", time.Second)
+	took := time.Since(began)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire with the server down: %v, want context.DeadlineExceeded", err)
+	}
+	if !strings.Contains(err.Error(), srv.Addr) {
+		t.Errorf("error %q does not name the server %s", err, srv.Addr)
+	}
+	if took > time.Second {
+		t.Errorf("Acquire with a 300ms context took %s", took)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		l, err := st.Acquire(rctx, "k", "alpha", time.Second)
+		cancel()
+		if err == nil {
+			if err := st.Release(ctx, l); err != nil {
+				t.Fatalf("Release after recovery: %v", err)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the handle did not recover: %v", err)
+		}
+	}
+}
+
+// TestCredentialsNeverInErrors uses digest authentication: the store's
+// nodes carry an ACL for its user, a store with a wrong password is
+// refused, and no error quotes either password.
+func TestCredentialsNeverInErrors(t *testing.T) {
+	srv := server(t)
+	const good, bad = "g00d-Secret-pw", "wr0ng-Secret-pw"
+	ctx := ctxT(t, 30*time.Second)
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		if msg := err.Error(); strings.Contains(msg, good) || strings.Contains(msg, bad) {
+			t.Fatalf("%s: error quotes the password: %s", what, msg)
+		}
+	}
+	owner := open(t, fmt.Sprintf("zk://alice:%s@%s/auth", good, srv.Addr))
+	l, err := owner.Acquire(ctx, "k", "alpha", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire with credentials: %v", err)
+	}
+	_, err = owner.Acquire(ctx, "k", "beta", time.Second)
+	check("Acquire of a held key", err)
+	if err := owner.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+
+	intruder := open(t, fmt.Sprintf("zk://alice:%s@%s/auth", bad, srv.Addr))
+	_, err = intruder.Acquire(ctx, "k", "mallory", time.Second)
+	check("Acquire with a wrong password", err)
+	if !strings.Contains(err.Error(), "not authenticated") {
+		t.Errorf("Acquire with a wrong password: %v, want ZooKeeper's NoAuth", err)
+	}
+
+	down := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	st := open(t, fmt.Sprintf("zk://alice:%s@%s/auth", good, down))
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = st.Get(short, "k")
+	check("Get from a server that is down", err)
+
+	_, err = tenure.Open(ctx, fmt.Sprintf("zk://alice:%s@%s/auth?x=1", good, srv.Addr))
+	check("Open with a bad URL", err)
+	_, err = zk.Open(ctx, fmt.Sprintf("zk://alice:%s@%s", good, "nohost"))
+	check("Open with a bad host", err)
+}

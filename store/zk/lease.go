@@ -1,0 +1,226 @@
+package zk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tenurehq/tenure"
+)
+
+// errRace reports that another candidate created the lease node first.
+var errRace = errors.New("lost the race for the lease node")
+
+// Acquire implements [tenure.Store]. It reads the key node first, so a held
+// key costs one read; a free key costs a new session (with timeout ttl) and
+// one multi-operation.
+func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	if err := s.usable(ctx); err != nil {
+		return tenure.Lease{}, err
+	}
+	for {
+		r, err := s.read(ctx, key)
+		if err != nil {
+			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
+		}
+		if r.Held() {
+			return tenure.Lease{}, &tenure.HeldError{Record: r}
+		}
+		l, err := s.tryAcquire(ctx, key, identity, ttl)
+		if errors.Is(err, errRace) {
+			continue // read who won, or try again if they are already gone
+		}
+		return l, err
+	}
+}
+
+// tryAcquire opens the grant's session and creates the lease node with it.
+func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	g, err := s.newSession(ctx, key, ttl)
+	if err != nil {
+		if errors.Is(err, tenure.ErrInvalid) {
+			return tenure.Lease{}, err
+		}
+		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
+	}
+	g.identity = identity
+	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(identity, ttl)
+	for attempt := 0; ; attempt++ {
+		sent := time.Now()
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) {
+			return g.conn.Multi(
+				&zk.CreateRequest{Path: lp, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
+				&zk.SetDataRequest{Path: kp, Data: data, Version: -1})
+		})
+		err = multiErr(res, err)
+		switch {
+		case err == nil && len(res) == 2 && res[1].Stat != nil:
+			g.term, g.version = uint64(res[1].Stat.Mzxid), res[1].Stat.Version
+			if !g.start(sent) {
+				why := g.lost()
+				g.end(false)
+				return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("the grant ended at once: "+why))
+			}
+			return tenure.Lease{Key: key, Identity: identity, Term: g.term, TTL: ttl, Token: g.token}, nil
+		case err == nil:
+			g.end(false)
+			return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("unexpected multi-operation response"))
+		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
+			if err := s.ensure(ctx, g.conn, kp); err != nil {
+				g.end(false)
+				return tenure.Lease{}, s.fail(ctx, "acquire (create the key node)", key, err)
+			}
+		case errors.Is(err, zk.ErrNodeExists):
+			g.end(false)
+			return tenure.Lease{}, errRace
+		default:
+			// Closing the session also undoes a grant whose reply was lost.
+			g.end(false)
+			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
+		}
+	}
+}
+
+// ensure creates the persistent node p and its ancestors if they are
+// missing.
+func (s *Store) ensure(ctx context.Context, conn *zk.Conn, p string) error {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i := range parts {
+		node := "/" + strings.Join(parts[:i+1], "/")
+		_, err := call(ctx, func() (string, error) { return conn.Create(node, nil, 0, s.acl) })
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Renew implements [tenure.Store]. The grant's session is kept alive by
+// the client; Renew checks, over that session, that the lease node is
+// still this grant's, and restarts the TTL after which the store ends the
+// grant itself. It returns an error matching [tenure.ErrLost] at once if
+// the session has been disconnected since the last call.
+func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
+	if err := tenure.CheckKey(l.Key); err != nil {
+		return err
+	}
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	g, err := s.lookup(l)
+	if err != nil {
+		return err
+	}
+	sent := time.Now()
+	type result struct {
+		exists bool
+		st     *zk.Stat
+	}
+	r, err := call(ctx, func() (result, error) {
+		ok, st, err := g.conn.Exists(s.keyPath(l.Key))
+		return result{ok, st}, err
+	})
+	if err != nil {
+		if why := g.lost(); why != "" {
+			return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
+		}
+		return s.fail(ctx, "renew", l.Key, err)
+	}
+	if !r.exists || r.st == nil || r.st.Version != g.version || r.st.NumChildren == 0 {
+		g.endWhy("it was superseded", false)
+		return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
+	}
+	if !g.extend(sent) {
+		return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, g.lost())
+	}
+	return nil
+}
+
+// Release implements [tenure.Store]: one multi-operation checks that the
+// key node's version is still this grant's and deletes the lease node; the
+// grant's session is then closed.
+func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	if err := tenure.CheckKey(l.Key); err != nil {
+		return err
+	}
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	g, err := s.lookup(l)
+	if err != nil {
+		return err
+	}
+	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
+		return g.conn.Multi(
+			&zk.CheckVersionRequest{Path: s.keyPath(l.Key), Version: g.version},
+			&zk.DeleteRequest{Path: s.leasePath(l.Key), Version: -1})
+	})
+	switch err = multiErr(res, err); {
+	case err == nil:
+		g.end(false)
+		return nil
+	case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode):
+		g.endWhy("it was superseded", false)
+		return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
+	default:
+		if why := g.lost(); why != "" {
+			return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
+		}
+		return s.fail(ctx, "release", l.Key, err)
+	}
+}
+
+// Get implements [tenure.Store] with one read of the key node.
+func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return tenure.Record{}, err
+	}
+	if err := s.usable(ctx); err != nil {
+		return tenure.Record{}, err
+	}
+	r, err := s.read(ctx, key)
+	if err != nil {
+		return tenure.Record{}, s.fail(ctx, "get", key, err)
+	}
+	return r, nil
+}
+
+// read reads the key node through the control session. Its data names the
+// last grant, its Mzxid is that grant's term, its version counts grants,
+// and it has a child while the key is held.
+func (s *Store) read(ctx context.Context, key string) (tenure.Record, error) {
+	if _, err := s.session(ctx); err != nil {
+		return tenure.Record{}, err
+	}
+	type result struct {
+		data []byte
+		st   *zk.Stat
+	}
+	got, err := call(ctx, func() (result, error) {
+		data, st, err := s.ctl.Get(s.keyPath(key))
+		return result{data, st}, err
+	})
+	r := tenure.Record{Key: key}
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return r, nil
+	case err != nil:
+		return tenure.Record{}, err
+	case got.st == nil || got.st.Version == 0:
+		return r, nil // created, never granted
+	}
+	r.Term = uint64(got.st.Mzxid)
+	if got.st.NumChildren > 0 {
+		rec := decode(got.data)
+		r.Holder, r.TTL = rec.Holder, time.Duration(rec.TTL)
+		r.Remaining = r.TTL // an upper bound: see the package doc
+	}
+	return r, nil
+}

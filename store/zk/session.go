@@ -1,0 +1,234 @@
+package zk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tenurehq/tenure"
+)
+
+// grant is one grant held through this store: a ZooKeeper session of its
+// own that owns the ephemeral lease node. The grant ends when the session
+// disconnects, when nobody renewed it for its TTL, or on Release or Close.
+type grant struct {
+	s        *Store
+	conn     *zk.Conn
+	key      string
+	identity string
+	ttl      time.Duration
+	term     uint64
+	version  int32 // the key node's version right after this grant
+	token    string
+
+	ready chan struct{} // closed when the session is first established
+
+	mu        sync.Mutex
+	sessionID int64
+	ended     chan struct{} // closed by end
+	why       string        // why it ended
+	expiry    *time.Timer   // ends the grant when not renewed for ttl
+}
+
+// newSession opens a session whose timeout is ttl and waits for it,
+// bounded by ctx. It refuses a ttl above what the server grants.
+func (s *Store) newSession(ctx context.Context, key string, ttl time.Duration) (*grant, error) {
+	g := &grant{s: s, key: key, ttl: ttl, ready: make(chan struct{}), ended: make(chan struct{})}
+	negotiated := make(chan time.Duration, 1)
+	conn, _, err := zk.Connect(s.servers, ttl,
+		zk.WithLogger(logger{secret: s.secret, timeout: negotiated}),
+		zk.WithEventCallback(g.event))
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	g.mu.Lock()
+	g.conn = conn
+	g.mu.Unlock()
+	if g.lost() != "" { // ended by an event before conn was stored
+		conn.Close()
+		return nil, errors.New("the new ZooKeeper session ended at once")
+	}
+	if err := waitSession(ctx, conn, g.ready); err != nil {
+		g.end(false)
+		return nil, err
+	}
+	g.mu.Lock()
+	g.sessionID = conn.SessionID()
+	g.mu.Unlock()
+	// The client logs the negotiated timeout right after the session is
+	// established; give it a moment, then go on (an older or newer client
+	// may not log it: then the server's bounds are not checked here).
+	select {
+	case got := <-negotiated:
+		if got < ttl {
+			g.end(false)
+			return nil, fmt.Errorf("%w: ttl %s is above the ZooKeeper servers' maximum session timeout (they granted %s; raise maxSessionTimeout)",
+				tenure.ErrInvalid, ttl, got)
+		}
+	case <-time.After(100 * time.Millisecond):
+	case <-ctx.Done():
+		g.end(false)
+		return nil, ctx.Err()
+	}
+	if s.auth != nil {
+		if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", s.auth) }); err != nil {
+			g.end(false)
+			return nil, fmt.Errorf("authenticate: %w", err)
+		}
+	}
+	return g, nil
+}
+
+// event is the session's event callback, run synchronously by the client:
+// it must not block. It can run before newSession has stored the
+// connection, for the first events.
+func (g *grant) event(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	established := false
+	select {
+	case <-g.ready:
+		established = true
+	default:
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		if !established {
+			close(g.ready)
+		} else if g.sessionID != 0 && g.conn.SessionID() != g.sessionID {
+			// A new session cannot own the grant's node.
+			go g.endWhy("its ZooKeeper session expired", false)
+		}
+	case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+		// Suspended is lost: the holder steps down at once.
+		if established {
+			go g.endWhy("its ZooKeeper session was disconnected ("+ev.State.String()+")", false)
+		}
+	}
+}
+
+// start registers the established grant with the store and arms its
+// expiry at sent+ttl, sent being when the acquiring request was sent. It
+// reports false if the grant already ended or the store is closed.
+func (g *grant) start(sent time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ended:
+		return false
+	default:
+	}
+	g.token = fmt.Sprintf("%x.%x", g.sessionID, g.term)
+	s := g.s
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.grants[g.token] = g
+	}
+	s.mu.Unlock()
+	if closed {
+		return false
+	}
+	g.expiry = time.AfterFunc(time.Until(sent.Add(g.ttl)), func() {
+		g.endWhy("it was not renewed within its TTL", false)
+	})
+	return true
+}
+
+// extend moves the grant's expiry to sent+ttl; it reports false if the
+// grant has ended.
+func (g *grant) extend(sent time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ended:
+		return false
+	default:
+	}
+	g.expiry.Reset(time.Until(sent.Add(g.ttl)))
+	return true
+}
+
+// lost returns why the grant ended, or "" if it has not.
+func (g *grant) lost() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ended:
+		return g.why
+	default:
+		return ""
+	}
+}
+
+func (g *grant) end(wait bool) { g.endWhy("it was released", wait) }
+
+// endWhy ends the grant: it leaves the store's table and its session is
+// closed, which deletes its ephemeral node. With wait it returns once the
+// client has closed the session (about a second at most); otherwise it
+// closes it in the background.
+func (g *grant) endWhy(why string, wait bool) {
+	g.mu.Lock()
+	select {
+	case <-g.ended:
+		g.mu.Unlock()
+		return
+	default:
+	}
+	g.why = why
+	close(g.ended)
+	if g.expiry != nil {
+		g.expiry.Stop()
+	}
+	token, conn := g.token, g.conn
+	g.mu.Unlock()
+	if token != "" {
+		g.s.mu.Lock()
+		delete(g.s.grants, token)
+		g.s.mu.Unlock()
+	}
+	if conn == nil {
+		return // newSession closes it
+	}
+	if wait {
+		conn.Close()
+	} else {
+		go conn.Close()
+	}
+}
+
+// lookup returns the grant l names if this store holds it and it is still
+// live, or an error matching ErrLost.
+func (s *Store) lookup(l tenure.Lease) (*grant, error) {
+	s.mu.Lock()
+	g := s.grants[l.Token]
+	s.mu.Unlock()
+	if g == nil || g.key != l.Key || g.term != l.Term || g.identity != l.Identity || g.ttl != l.TTL {
+		return nil, fmt.Errorf("%w: key %q term %d is not held through this store (expired, released, or its ZooKeeper session ended)",
+			tenure.ErrLost, l.Key, l.Term)
+	}
+	if why := g.lost(); why != "" {
+		return nil, fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
+	}
+	return g, nil
+}
+
+// multiErr returns the error of a multi-operation: the failing op's error
+// where it is one the store acts on, else err.
+func multiErr(res []zk.MultiResponse, err error) error {
+	for _, r := range res {
+		for _, known := range []error{zk.ErrNodeExists, zk.ErrNoNode, zk.ErrBadVersion, zk.ErrNoAuth} {
+			if errors.Is(r.Error, known) {
+				return known
+			}
+		}
+	}
+	return err
+}

@@ -1,0 +1,372 @@
+package zk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tenurehq/tenure"
+)
+
+// DefaultPath is the ZooKeeper path of a URL without one.
+const DefaultPath = "/tenure"
+
+// controlSessionTimeout is the session timeout of the store's own session,
+// which reads, watches and releases; grants have sessions of their own.
+const controlSessionTimeout = 10 * time.Second
+
+// Store is a lease store on ZooKeeper. Create it with [Open]; it is safe
+// for concurrent use, and every method blocks at most until ZooKeeper
+// answered or its context is done.
+type Store struct {
+	servers []string
+	root    string
+	auth    []byte // "user:password" for digest authentication, or nil
+	secret  string // the password, to scrub from messages
+	acl     []zk.ACL
+	where   string // servers, for error messages
+
+	ctl *zk.Conn // the control session
+
+	mu     sync.Mutex
+	grants map[string]*grant // by Lease.Token
+	closed bool
+	done   chan struct{} // closed by Close
+	up     chan struct{} // closed while the control session is connected
+	authed chan struct{} // closed once the control session authenticated (or at once without credentials)
+	down   chan struct{} // closed while it is not (after it had been)
+}
+
+var (
+	_ tenure.Store   = (*Store)(nil)
+	_ tenure.Watcher = (*Store)(nil)
+)
+
+func init() {
+	tenure.Register("zk", func(ctx context.Context, u *url.URL) (tenure.Store, error) {
+		return open(ctx, u)
+	})
+}
+
+// Open returns a store on the ZooKeeper ensemble named by rawURL,
+// zk://[user:password@]host:port[,host:port...]/path. It starts connecting
+// and returns without waiting for the session (calls wait for it, bounded by
+// their contexts). A malformed URL gives an error matching
+// [tenure.ErrInvalid]. No error quotes the password.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: zk URL %q cannot be parsed", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
+	return open(ctx, u)
+}
+
+func open(ctx context.Context, u *url.URL) (*Store, error) {
+	red := tenure.Redact(u.String())
+	if u.Scheme != "zk" {
+		return nil, fmt.Errorf("%w: zk URL %q must have the scheme zk", tenure.ErrInvalid, red)
+	}
+	if len(u.Query()) > 0 {
+		return nil, fmt.Errorf("%w: zk URL %q: query parameters are not supported", tenure.ErrInvalid, red)
+	}
+	var servers []string
+	for _, hp := range strings.Split(u.Host, ",") {
+		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" {
+			return nil, fmt.Errorf("%w: zk URL %q: server %q is not host:port", tenure.ErrInvalid, red, hp)
+		}
+		servers = append(servers, hp)
+	}
+	root := path.Clean("/" + u.Path)
+	if root == "/" {
+		root = DefaultPath
+	}
+	for _, r := range root {
+		if unicode.IsControl(r) || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0 && r <= 0xffff {
+			return nil, fmt.Errorf("%w: zk URL %q: path %q has characters ZooKeeper refuses", tenure.ErrInvalid, red, root)
+		}
+	}
+	s := &Store{
+		servers: servers,
+		root:    root,
+		acl:     zk.WorldACL(zk.PermAll),
+		where:   strings.Join(servers, ","),
+		grants:  map[string]*grant{},
+		done:    make(chan struct{}),
+		up:      make(chan struct{}),
+		authed:  make(chan struct{}),
+		down:    make(chan struct{}),
+	}
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		s.auth, s.secret = []byte(u.User.Username()+":"+pw), pw
+		s.acl = zk.AuthACL(zk.PermAll)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctl, _, err := zk.Connect(servers, controlSessionTimeout,
+		zk.WithLogger(logger{secret: s.secret}), zk.WithEventCallback(s.controlEvent))
+	if err != nil {
+		return nil, fmt.Errorf("zk: connect to %s: %w", s.where, s.scrub(err))
+	}
+	s.ctl = ctl
+	if s.auth == nil {
+		close(s.authed)
+	} else {
+		go s.authenticate()
+	}
+	return s, nil
+}
+
+// authenticate adds the credentials to the control session once it exists;
+// the client re-sends them by itself after every reconnect. Reads wait for
+// it, since the store's nodes are readable by its user only.
+func (s *Store) authenticate() {
+	for {
+		s.mu.Lock()
+		up := s.up
+		s.mu.Unlock()
+		select {
+		case <-up:
+		case <-s.done:
+			return
+		}
+		if err := s.ctl.AddAuth("digest", s.auth); err == nil {
+			close(s.authed)
+			return
+		}
+		select { // the session dropped before the request went out
+		case <-s.done:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// controlEvent tracks the control session, so watches end when it is cut.
+func (s *Store) controlEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch ev.State {
+	case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+		flip(&s.down, &s.up)
+	case zk.StateHasSession:
+		flip(&s.up, &s.down)
+	}
+}
+
+// flip closes *on if it is open and reopens *off if it is closed.
+func flip(on, off *chan struct{}) {
+	select {
+	case <-*on:
+	default:
+		close(*on)
+	}
+	select {
+	case <-*off:
+		*off = make(chan struct{})
+	default:
+	}
+}
+
+// Close ends every grant this store holds at once (closing their sessions
+// deletes their ephemeral nodes), ends watches, and closes the control
+// session. Later calls return [tenure.ErrClosed]. It waits up to about a
+// second for ZooKeeper to confirm the sessions closed. Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	gs := make([]*grant, 0, len(s.grants))
+	for _, g := range s.grants {
+		gs = append(gs, g)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, g := range gs {
+		wg.Go(func() { g.end(true) })
+	}
+	wg.Go(s.ctl.Close)
+	wg.Wait()
+	return nil
+}
+
+// Path returns the ZooKeeper path under which the store keeps its nodes.
+func (s *Store) Path() string { return s.root }
+
+func (s *Store) keyPath(key string) string   { return s.root + "/" + escape(key) }
+func (s *Store) leasePath(key string) string { return s.keyPath(key) + "/lease" }
+
+// escape turns a key into one valid ZooKeeper node name: bytes outside
+// [A-Za-z0-9_-] become %XX, so "/", "." and ".." cannot form paths.
+func escape(key string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// usable returns ErrClosed or ctx's error, so no request starts that could
+// not finish.
+func (s *Store) usable(ctx context.Context) error {
+	if s.isClosed() {
+		return tenure.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// fail wraps a request error with the operation, key and servers; after
+// Close it is ErrClosed, and when ctx is done it matches ctx's error.
+func (s *Store) fail(ctx context.Context, op, key string, err error) error {
+	if s.isClosed() {
+		return tenure.ErrClosed
+	}
+	err = s.scrub(err)
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("zk: %s %q at %s: %w (%v)", op, key, s.where, cerr, err)
+	}
+	return fmt.Errorf("zk: %s %q at %s: %w", op, key, s.where, err)
+}
+
+// scrub removes the password from an error message, in case a library
+// quoted it; otherwise it returns err unchanged.
+func (s *Store) scrub(err error) error {
+	if s.secret == "" || !strings.Contains(err.Error(), s.secret) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), s.secret, "xxxxx"))
+}
+
+// call runs f, a blocking request of the ZooKeeper client (which takes no
+// context), and returns when it finishes or ctx is done. An abandoned
+// request still completes, or fails when its connection closes.
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// waitSession waits until conn has a session, or ctx is done.
+func waitSession(ctx context.Context, conn *zk.Conn, ready <-chan struct{}) error {
+	if conn.State() == zk.StateHasSession {
+		return nil
+	}
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("no ZooKeeper session (state %s): %w", conn.State(), ctx.Err())
+	}
+}
+
+// session waits until the control session is connected, bounded by ctx,
+// and returns the channel that is closed when it disconnects.
+func (s *Store) session(ctx context.Context) (<-chan struct{}, error) {
+	s.mu.Lock()
+	up := s.up
+	s.mu.Unlock()
+	select {
+	case <-up:
+	case <-s.done:
+		return nil, tenure.ErrClosed
+	case <-ctx.Done():
+		return nil, fmt.Errorf("no ZooKeeper session (state %s): %w", s.ctl.State(), ctx.Err())
+	}
+	select {
+	case <-s.authed:
+	case <-s.done:
+		return nil, tenure.ErrClosed
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ZooKeeper session not authenticated yet: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down, nil
+}
+
+// record is what the key node stores: the last grant.
+type record struct {
+	Holder string `json:"holder"`
+	TTL    int64  `json:"ttl_ns"`
+}
+
+func encode(identity string, ttl time.Duration) []byte {
+	b, _ := json.Marshal(record{Holder: identity, TTL: int64(ttl)})
+	return b
+}
+
+func decode(b []byte) record {
+	var r record
+	_ = json.Unmarshal(b, &r) // a foreign value reads as holder ""
+	return r
+}
+
+// logger sends the ZooKeeper client's messages to slog at debug level,
+// with the password scrubbed, and hands the negotiated session timeout to
+// a grant session that waits for it.
+type logger struct {
+	secret  string
+	timeout chan<- time.Duration // may be nil
+}
+
+func (l logger) Printf(format string, args ...any) {
+	if l.timeout != nil && strings.HasPrefix(format, "authenticated: id=%d, timeout=%d") && len(args) == 2 {
+		if ms, ok := args[1].(int32); ok {
+			select {
+			case l.timeout <- time.Duration(ms) * time.Millisecond:
+			default:
+			}
+		}
+	}
+	msg := fmt.Sprintf(format, args...)
+	if l.secret != "" {
+		msg = strings.ReplaceAll(msg, l.secret, "xxxxx")
+	}
+	slog.Debug("zk client: " + msg)
+}
