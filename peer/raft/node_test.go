@@ -310,3 +310,36 @@ func TestConfigValidation(t *testing.T) {
 		})
 	}
 }
+
+// A leader whose Release could not hand leadership over (it is cut off)
+// grants nothing more in the same term.
+func TestNoSecondGrantInATerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 3, testHB)
+		ctx := context.Background()
+		li := awaitLeader(t, c, 20*testHB)
+		n := c.node(li)
+		l, err := n.Acquire(ctx, "k", c.ids[li], testHB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.isolate(li)
+		synctest.Wait()
+		rctx, cancel := context.WithTimeout(ctx, testHB/20)
+		if err := n.Release(rctx, l); err == nil {
+			t.Log("Release reported a handover although cut off") // raft may answer before the timeout; the grant is ended either way
+		}
+		cancel()
+		_, err = n.Acquire(ctx, "k", c.ids[li], testHB)
+		switch {
+		case err == nil:
+			t.Fatal("granted the key twice")
+		case n.Raft().State() == hraft.Leader && n.Raft().CurrentTerm() == l.Term && !errors.Is(err, ErrSteppingDown):
+			t.Fatalf("still leader of term %d: got %v, want ErrSteppingDown", l.Term, err)
+		}
+		t.Logf("second Acquire: %v", err)
+		if err := n.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
+			t.Fatalf("Renew after Release: got %v, want ErrLost", err)
+		}
+	})
+}
