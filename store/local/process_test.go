@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ import (
 //	mode "acquire": Acquire key for ttl and print "acquired TERM"; then
 //	  for each "renew" line print "renewed", "lost" (ErrLost) or "error ...".
 //	mode "open": Open dir and print "opened" or "error MESSAGE".
+//	mode "contend": acquire key HELPER_ROUNDS times, waiting with Watch,
+//	  appending "enter TERM ID" and "exit TERM ID" to HELPER_LOG while
+//	  holding it, then print "done".
 //	mode "inherit": hold file descriptor 3 (a liveness file passed by the
 //	  parent) open, print "holding", and wait for stdin to close.
 const helperEnv = "TENURE_LOCAL_HELPER"
@@ -72,6 +76,12 @@ func TestHelperProcess(t *testing.T) {
 			say("opened")
 			s.Close()
 		}
+	case "contend":
+		if err := contend(); err != nil {
+			say("error %v", err)
+			os.Exit(1)
+		}
+		say("done")
 	case "inherit":
 		f := os.NewFile(3, "inherited")
 		if f == nil {
@@ -321,5 +331,100 @@ func TestLeaseFilesOutliveHandle(t *testing.T) {
 	l2, err := b.Acquire(context.Background(), key, "beta", time.Minute)
 	if err != nil || l2.Term <= l.Term {
 		t.Fatalf("Acquire after the child died = %+v, %v; want a term above %d", l2, err, l.Term)
+	}
+}
+
+// contend is the "contend" helper mode.
+func contend() error {
+	rounds, _ := strconv.Atoi(os.Getenv("HELPER_ROUNDS"))
+	key, id := os.Getenv("HELPER_KEY"), strconv.Itoa(os.Getpid())
+	s, err := local.Open(os.Getenv("HELPER_DIR"))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	log, err := os.OpenFile(os.Getenv("HELPER_LOG"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ch, err := s.Watch(ctx, key)
+	if err != nil {
+		return err
+	}
+	for done := 0; done < rounds; {
+		l, err := s.Acquire(ctx, key, id, 10*time.Second)
+		if errors.Is(err, tenure.ErrHeld) {
+			for r := range ch {
+				if !r.Held() {
+					break
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// One write each, so O_APPEND keeps lines whole.
+		if _, err := fmt.Fprintf(log, "enter %d %s\n", l.Term, id); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(log, "exit %d %s\n", l.Term, id); err != nil {
+			return err
+		}
+		if err := s.Release(ctx, l); err != nil {
+			return err
+		}
+		done++
+	}
+	return nil
+}
+
+// Processes contending for one key hold it one at a time, in strictly
+// increasing terms.
+func TestProcessesExcludeEachOther(t *testing.T) {
+	t.Parallel()
+	const procs, rounds = 4, 25
+	dir := t.TempDir()
+	logPath := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(logPath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HELPER_DIR=" + dir, "HELPER_KEY=contended", "HELPER_LOG=" + logPath, "HELPER_ROUNDS=" + strconv.Itoa(rounds)}
+	var children []*child
+	for range procs {
+		children = append(children, startChild(t, "contend", env))
+	}
+	for _, c := range children {
+		if got := c.line(); got != "done" {
+			t.Fatalf("helper: %s", got)
+		}
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2*procs*rounds {
+		t.Fatalf("%d log lines, want %d", len(lines), 2*procs*rounds)
+	}
+	var last uint64
+	for i := 0; i < len(lines); i += 2 {
+		var in, out struct {
+			what string
+			term uint64
+			id   string
+		}
+		fmt.Sscan(lines[i], &in.what, &in.term, &in.id)
+		fmt.Sscan(lines[i+1], &out.what, &out.term, &out.id)
+		if in.what != "enter" || out.what != "exit" || in.term != out.term || in.id != out.id {
+			t.Fatalf("two holders at once: %q then %q", lines[i], lines[i+1])
+		}
+		if in.term <= last {
+			t.Fatalf("term %d after term %d", in.term, last)
+		}
+		last = in.term
 	}
 }
