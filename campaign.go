@@ -3,6 +3,7 @@ package tenure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -17,9 +18,9 @@ const minWait = time.Millisecond
 // TTL.
 func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 	c := &e.cfg
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
 	var watch <-chan Record
+	stopWatch := func() {}
+	defer func() { stopWatch() }()
 	watcher, canWatch := c.Store.(Watcher)
 	failures := 0
 	var known Record // the holder last seen, for EventLeaderChanged
@@ -28,10 +29,10 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 			return Lease{}, time.Time{}, err
 		}
 		if canWatch && watch == nil && failures == 0 {
+			stopWatch()
 			var err error
-			if watch, err = watcher.Watch(watchCtx, c.Key); err != nil {
+			if watch, stopWatch, err = watchWithin(ctx, c.Clock, watcher, c.Key, c.RequestTimeout); err != nil && ctx.Err() == nil {
 				e.logStoreError("tenure: cannot watch the key; polling instead", err)
-				watch = nil
 			}
 		}
 		start := c.Clock.Now()
@@ -120,4 +121,36 @@ func (e *Elector) noteHolder(known *Record, r Record) {
 	if changed {
 		e.emit(Event{Kind: EventLeaderChanged, Leader: r.Holder, Term: r.Term})
 	}
+}
+
+// watchWithin sets up a watch of key, giving up after timeout on clock: a
+// watch whose setup hangs (a stuck stream, an exhausted pool) must not stall
+// a caller that can poll instead. stop ends the watch; call it once done
+// with the channel. On error the channel is nil and stop does nothing.
+func watchWithin(ctx context.Context, clock Clock, w Watcher, key string, timeout time.Duration) (ch <-chan Record, stop context.CancelFunc, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	type result struct {
+		ch  <-chan Record
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		ch, err := w.Watch(wctx, key)
+		res <- result{ch, err}
+	}()
+	t := clock.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-res:
+		if r.err == nil {
+			return r.ch, cancel, nil
+		}
+		err = r.err
+	case <-t.C():
+		err = fmt.Errorf("tenure: watch of %q not set up within %s", key, timeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cancel()
+	return nil, func() {}, err
 }

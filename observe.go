@@ -56,16 +56,21 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 	}
 	watcher, canWatch := o.Store.(Watcher)
 	var watch <-chan Record
+	stopWatch := func() {}
+	defer func() { stopWatch() }()
 	var last Record
 	var rewatchAt time.Time // after a watch ended, wait a poll before the next
 	sent := false
 	for ctx.Err() == nil {
 		if canWatch && watch == nil && !clock.Now().Before(rewatchAt) {
-			w, err := watcher.Watch(ctx, o.Key)
-			if err != nil {
-				logger.Warn("tenure: observer cannot watch; polling", "key", o.Key, "err", err)
+			stopWatch()
+			var err error
+			if watch, stopWatch, err = watchWithin(ctx, clock, watcher, o.Key, poll); err != nil {
+				if ctx.Err() == nil {
+					logger.Warn("tenure: observer cannot watch; polling", "key", o.Key, "err", err)
+				}
+				rewatchAt = clock.Now().Add(poll)
 			}
-			watch = w
 		}
 		r, err := o.Store.Get(ctx, o.Key)
 		if err != nil {
