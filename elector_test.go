@@ -624,3 +624,25 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// A store whose watch setup hangs (a stuck watch stream) must not keep a
+// candidate from campaigning: Watch is bounded like every request, and the
+// candidate polls instead.
+func TestHangingWatchDoesNotBlockCampaign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{Ops: faultstore.OpWatch, DelayBefore: 1, MaxDelay: 1000 * time.Hour}, Seed: 3})
+		e := newElector(t, config(faultstore.Wrap(mem, f), "a"))
+		b := newBook()
+		r := start(e, b.task("a", nil))
+		select {
+		case tm := <-b.began:
+			if waited := tm.start.Sub(time.Unix(946684800, 0)); waited > e.Config().RequestTimeout {
+				t.Errorf("elected %s after start, want within RequestTimeout %s", waited, e.Config().RequestTimeout)
+			}
+		case <-time.After(10 * ttl):
+			t.Fatal("not elected within 10 TTLs of a free key: stuck setting up a watch")
+		}
+		r.stop()
+	})
+}

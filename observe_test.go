@@ -103,3 +103,23 @@ func TestObserverBadKey(t *testing.T) {
 		t.Fatalf("Leader with an empty key = %v, want ErrInvalid", err)
 	}
 }
+
+// A watch whose setup hangs must not keep the observer from reporting.
+func TestObserverHangingWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{Ops: faultstore.OpWatch, DelayBefore: 1, MaxDelay: 1000 * time.Hour}, Seed: 3})
+		o := &tenure.Observer{Store: faultstore.Wrap(mem, f), Key: "job", Poll: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ch := o.Changes(ctx)
+		select {
+		case <-ch:
+		case <-time.After(10 * ttl):
+			t.Fatal("no initial record within 10 TTLs: stuck setting up a watch")
+		}
+		cancel()
+		for range ch {
+		}
+	})
+}
