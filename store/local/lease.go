@@ -101,7 +101,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			}, true)
 		}
 		if err == nil {
-			err = s.addGrant(token, &grant{key: key, term: term, f: hf, path: hf.Name()})
+			err = s.addGrant(token, &grant{key: key, term: term, f: hf})
 		}
 		if err != nil {
 			// Whatever was written, the grant is dead without its file.

@@ -35,7 +35,6 @@ type grant struct {
 	key  string
 	term uint64
 	f    *os.File
-	path string
 }
 
 var (
@@ -148,12 +147,20 @@ func (s *Store) Close() error {
 	return s.dirf.Close()
 }
 
-// addGrant remembers g; it fails if the handle was closed meanwhile.
+// addGrant remembers g; it fails if the handle was closed meanwhile. Any
+// earlier grant of the same key through this handle is over (the key was
+// granted again), so its liveness file is closed.
 func (s *Store) addGrant(token string, g *grant) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return tenure.ErrClosed
+	}
+	for tok, old := range s.grants {
+		if old.key == g.key {
+			old.f.Close()
+			delete(s.grants, tok)
+		}
 	}
 	s.grants[token] = g
 	return nil

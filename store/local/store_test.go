@@ -423,3 +423,40 @@ func TestDefaultDir(t *testing.T) {
 		t.Errorf("with neither: %q", d)
 	}
 }
+
+// A handle whose grants expire and are granted again keeps one liveness
+// file open per key, not one per grant. Not parallel: it counts the
+// process's descriptors.
+func TestExpiredGrantsCloseTheirFiles(t *testing.T) {
+	s := open(t, t.TempDir())
+	const key, ttl = "expiring", 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitRecord(t, ch, 5*time.Second, "the initial record", free)
+	l, err := s.Acquire(ctx, key, "alpha", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := countFDs(t)
+	for range 10 {
+		awaitRecord(t, ch, 5*time.Second, "the expiry", free)
+		next, err := s.Acquire(ctx, key, "alpha", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.LeaseFiles(l); !errors.Is(err, tenure.ErrLost) {
+			t.Fatalf("LeaseFiles of an expired grant: %v, want ErrLost", err)
+		}
+		if _, err := s.LeaseFiles(next); err != nil {
+			t.Fatalf("LeaseFiles of the new grant: %v", err)
+		}
+		l = next
+	}
+	if n := countFDs(t); n != fds {
+		t.Fatalf("%d descriptors after 10 expired grants, %d before", n, fds)
+	}
+}
