@@ -1,0 +1,126 @@
+package peer_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
+)
+
+func TestParseMembers(t *testing.T) {
+	g, err := peer.ParseMembers("3=127.0.0.1:7003, 1=127.0.0.1:7001,2=[::1]:7002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := fmt.Sprint(g.IDs()); ids != "[1 2 3]" || g.Addr(2) != "[::1]:7002" || g.Index(3) != 2 {
+		t.Fatalf("group %v: ids %s", g, ids)
+	}
+	for _, bad := range []string{"", "1", "0=127.0.0.1:1", "x=127.0.0.1:1", "1=127.0.0.1:1,1=127.0.0.1:2",
+		"1=127.0.0.1:1,2=127.0.0.1:1", "1=nohostport", "-1=127.0.0.1:1"} {
+		if _, err := peer.ParseMembers(bad); !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("ParseMembers(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	secret := writeSecret(t, testSecret)
+	dir := t.TempDir()
+	raw := "peer://?id=2&peers=1=127.0.0.1:7001,2=127.0.0.1:7002&algorithm=ring&secret-file=" + secret +
+		"&state-dir=" + dir + "&heartbeat=20ms&timeout=100ms&no-preempt=1&key=jobs&raft-extra=x"
+	u, _ := url.Parse(raw)
+	c, err := peer.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != 2 || c.Group.Len() != 2 || c.Algorithm != "ring" || c.Heartbeat.String() != "20ms" ||
+		c.Timeout.String() != "100ms" || !c.NoPreempt || c.Key != "jobs" || c.StateDir != dir ||
+		c.Params.Get("raft-extra") != "x" || string(c.Secret.Bytes()) != testSecret {
+		t.Fatalf("parsed %+v", c)
+	}
+	if err := c.WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// The secret shows nowhere: not in the config's renderings, not in logs.
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "cfg", c, "secret", c.Secret)
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c.Secret), logged.String(), tenure.Redact(raw)} {
+		if strings.Contains(s, testSecret) || strings.Contains(s, "0123456789abcdef") {
+			t.Fatalf("secret leaked: %s", s)
+		}
+	}
+	if strings.Contains(tenure.Redact(raw), secret) {
+		t.Fatalf("Redact shows the secret file path: %s", tenure.Redact(raw))
+	}
+}
+
+func TestParseURLErrors(t *testing.T) {
+	secret := writeSecret(t, testSecret)
+	short := writeSecret(t, "too-short")
+	base := "peer://?peers=1=127.0.0.1:7001,2=127.0.0.1:7002&state-dir=/tmp/x&"
+	for _, tc := range []struct{ url, want string }{
+		{base + "secret-file=" + secret, "id is missing"},
+		{base + "id=0&secret-file=" + secret, "not a positive"},
+		{base + "id=1&secret-file=" + short, "at least 32"},
+		{base + "id=1", "no secret file"},
+		{base + "id=1&secret-file=/nonexistent/s", "cannot open"},
+		{base + "id=1&id=2&secret-file=" + secret, "given 2 times"},
+		{base + "id=1&heartbeat=fast&secret-file=" + secret, "heartbeat"},
+		{base + "id=1&no-preempt=maybe&secret-file=" + secret, "no-preempt"},
+		{"peer://host:1/?id=1", "only query parameters"},
+	} {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = peer.ParseURL(u)
+		if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want ErrInvalid mentioning %q", tc.url, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), testSecret)) {
+			t.Errorf("%s: error names the secret: %v", tc.url, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	g, _ := peer.ParseMembers("1=127.0.0.1:7001,2=127.0.0.1:7002")
+	s, _ := peer.NewSecret([]byte(testSecret))
+	ok := peer.Config{ID: 1, Group: g, Algorithm: "bully", Secret: s, StateDir: t.TempDir()}
+	if err := ok.WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*peer.Config){
+		"not a member":  func(c *peer.Config) { c.ID = 9 },
+		"unknown alg":   func(c *peer.Config) { c.Algorithm = "paxos" },
+		"short timeout": func(c *peer.Config) { c.Timeout = c.Heartbeat },
+		"no secret":     func(c *peer.Config) { c.Secret = peer.Secret{} },
+		"no state dir":  func(c *peer.Config) { c.StateDir = "" },
+	} {
+		c := ok.WithDefaults()
+		mut(&c)
+		if err := c.Validate(); !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("%s: Validate() = %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func TestAlgorithmsRegistered(t *testing.T) {
+	got := fmt.Sprint(peer.Algorithms())
+	for _, a := range []string{"bully", "lowest", "ring"} {
+		if !strings.Contains(got, a) {
+			t.Fatalf("Algorithms() = %s, missing %s", got, a)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registering bully twice did not panic")
+		}
+	}()
+	peer.RegisterAlgorithm("bully", func(peer.Config) (peer.Algorithm, error) { return nil, nil })
+}
