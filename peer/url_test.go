@@ -1,5 +1,10 @@
 package peer_test
 
-import "net/url"
+import (
+	"errors"
+	"net/url"
+)
 
 func urlParse(s string) (*url.URL, error) { return url.Parse(s) }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

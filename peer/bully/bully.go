@@ -1,29 +1,3 @@
-// Package bully is the Bully election algorithm (Garcia-Molina, 1982) for
-// package peer: the live member with the highest ID coordinates. Import it
-// for its effect; it registers the algorithm "bully":
-//
-//	import _ "github.com/tenurehq/tenure/peer/bully"
-//
-// A member that suspects the coordinator (no heartbeat for Timeout), or finds
-// none after starting, sends Election to every higher member it does not
-// suspect. A higher member that is alive replies Answer and runs its own
-// election. A member that gets no Answer within two heartbeats becomes
-// coordinator under a fresh epoch and sends Coordinator to every lower
-// member; one that got an Answer but no Coordinator within Timeout starts
-// over. Messages per election: n−2 at best (the highest live member notices
-// first), O(n²) at worst (the lowest does).
-//
-// A member with a higher ID than the coordinator's that starts or recovers
-// takes over at once (it "bullies"), unless the group is configured with
-// no-preempt, in which case it follows a healthy coordinator and only
-// stands when an election runs. After Release, the former coordinator
-// abstains for Timeout (it neither answers nor starts elections), so the
-// next highest is elected; without no-preempt it takes over again once the
-// abstention ends.
-//
-// Bully assumes a synchronous system: every message arrives within about a
-// heartbeat and a silent member has crashed. Under a partition each side
-// elects its own coordinator, under different epochs; see package peer.
 package bully
 
 import (

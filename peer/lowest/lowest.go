@@ -1,24 +1,3 @@
-// Package lowest is the "lowest ID" election for package peer: the
-// coordinator is the member with the lowest ID among those believed alive,
-// alive meaning heard from within Timeout. Import it for its effect; it
-// registers the algorithm "lowest":
-//
-//	import _ "github.com/tenurehq/tenure/peer/lowest"
-//
-// Every member sends a heartbeat to every other member each heartbeat
-// interval (n(n−1) messages per interval: meant for small groups). A member
-// that finds itself the lowest live candidate takes a fresh epoch and sends
-// Coordinator to all (n−1 messages, or n−2 after the coordinator died); a
-// coordinator that hears a lower candidate steps down. A starting member
-// listens for Timeout before standing, flagging its heartbeats "abstain" so
-// the coordinator keeps its place meanwhile. The lowest ID always preempts:
-// a recovering lower member takes over once its start-up wait ends. After
-// Release, the former coordinator abstains for Timeout, then takes over
-// again.
-//
-// It assumes a synchronous system (a member silent for Timeout has crashed)
-// and the same member list everywhere. Under a partition each side elects
-// its own lowest member, under different epochs; see package peer.
 package lowest
 
 import (

@@ -1,32 +1,3 @@
-// Package ring is the Chang–Roberts ring election for package peer, on the
-// ring of member IDs in increasing order (the successor of the highest is
-// the lowest), skipping dead successors. Import it for its effect; it
-// registers the algorithm "ring":
-//
-//	import _ "github.com/tenurehq/tenure/peer/ring"
-//
-// A member that suspects the coordinator (or finds none after starting)
-// sends Election carrying its own ID to its successor. A member receiving
-// Election forwards the larger of the carried ID and its own (it swallows a
-// smaller ID if it already forwarded one: Chang–Roberts); the member that
-// receives its own ID back is elected, takes a fresh epoch and sends Elected
-// around the ring, which every member adopts and forwards until it returns to
-// the coordinator. With one initiator at ring distance d before the highest
-// live member, an election takes exactly d + m Election messages and m
-// Elected messages on a ring of m live members: 2m at best, 3m−1 at worst.
-//
-// Every ring message is acknowledged (Ack, counted separately); a successor
-// whose Ack does not arrive within two heartbeats, or to which sending
-// fails, is marked dead and the message is sent to the next member.
-//
-// The ring does not preempt: a recovering member with a higher ID follows
-// the current coordinator. After Release, the former coordinator abstains
-// for Timeout (it forwards, but does not put its own ID forward), so another
-// member is elected and stays.
-//
-// Ring assumes a synchronous system: every message arrives within about a
-// heartbeat and a silent member has crashed. Under a partition each side
-// elects its own coordinator, under different epochs; see package peer.
 package ring
 
 import (

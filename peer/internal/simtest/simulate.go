@@ -41,7 +41,7 @@ func Bound(n int, heartbeat, timeout time.Duration) time.Duration {
 
 // RunSimulations runs the fault simulation for many seeds, each in its own
 // synctest bubble: TENURE_PEER_SEED=N replays one seed, TENURE_PEER_SEEDS=K
-// sets how many (default 400, 100 with -short).
+// sets how many (default 700, 100 with -short).
 func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 	seeds := []uint64{}
 	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
@@ -51,7 +51,7 @@ func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 		}
 		seeds = append(seeds, v)
 	} else {
-		k := 400
+		k := 700
 		if testing.Short() {
 			k = 100
 		}
