@@ -20,6 +20,7 @@ import (
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // The worker is this test binary run by `tenure run` as the leader's
@@ -183,7 +184,7 @@ func (d *Processes) launch(id string) error {
 		return err
 	}
 	cmd := exec.Command(d.Tenure, "run", "--store", url, "--key", "torture", "--id", id,
-		"--ttl", d.TTL.String(), "--restart", "--quiet", "--", self)
+		"--ttl", d.TTL.String(), "--restart", "--", self)
 	cmd.Env = append(os.Environ(), envPresence+"="+d.presence.Addr().String(), envLedger+"="+d.ledgerURL)
 	log, err := os.OpenFile(filepath.Join(d.Dir, id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -337,6 +338,15 @@ func tenureBinary(t *testing.T) string {
 
 func tortureProcesses(t *testing.T, b backend, ttl time.Duration) {
 	d := &Processes{Tenure: tenureBinary(t), Backend: b, N: 3, TTL: ttl, Dir: t.TempDir()}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(d.Dir, "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("--- %s (last 3000 bytes):\n%s", filepath.Base(l), b[max(0, len(b)-3000):])
+			}
+		}
+	})
 	s := seed(t)
 	torture(t, d, Config{Seed: s, Duration: budget(t, 25*time.Second), TTL: ttl, Gap: ttl, FaultFor: ttl * 2},
 		ttl*2+2*time.Second)
@@ -346,4 +356,48 @@ func TestTortureLocal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tortureProcesses(t, backend{name: "local", url: func(string) string { return "file://" + dir }}, time.Second)
+}
+
+// Server stores: each candidate reaches the server through its own proxy.
+
+func TestTortureEtcd(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Etcd(t)
+	tortureProcesses(t, backend{
+		name: "etcd", upstream: srv.Endpoint,
+		url:     func(addr string) string { return "etcd://" + addr + "/torture" },
+		restart: func() error { srv.Restart(t); return nil },
+	}, 2*time.Second)
+}
+
+func TestTorturePostgres(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Postgres(t)
+	tortureProcesses(t, backend{
+		name: "postgres", upstream: fmt.Sprintf("127.0.0.1:%d", srv.Port),
+		url: func(addr string) string {
+			return fmt.Sprintf("postgres://%s:%s@%s/postgres?sslmode=disable", srv.User, srv.Password, addr)
+		},
+		restart: srv.Restart,
+	}, 2*time.Second)
+}
+
+func TestTortureRedis(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Redis(t, true)
+	tortureProcesses(t, backend{
+		name: "redis", upstream: srv.Addr,
+		url:     func(addr string) string { return fmt.Sprintf("redis://:%s@%s/0", srv.Password, addr) },
+		restart: srv.Restart,
+	}, 2*time.Second)
+}
+
+func TestTortureZooKeeper(t *testing.T) {
+	t.Parallel()
+	srv := testserver.ZooKeeper(t)
+	tortureProcesses(t, backend{
+		name: "zookeeper", upstream: srv.Addr,
+		url:     func(addr string) string { return "zk://" + addr + "/torture" },
+		restart: srv.Restart,
+	}, 2*time.Second)
 }
