@@ -1,0 +1,71 @@
+// Package redis is a [tenure.Store] on a single Redis server (or a
+// primary with replicas), through go-redis. Importing it registers the URL
+// schemes "redis" and "rediss" (TLS):
+//
+//	redis://:password@host:6379/0?tenure_prefix=tenure
+//
+// A key K lives in two Redis keys: PREFIX:{K}:lease, a hash holding the
+// grant with a server-side expiry (PEXPIRE) of the grant's TTL, and
+// PREFIX:{K}:term, a counter that never expires. Acquire, Renew, Release
+// and Get are each one Lua script, run atomically by the server.
+//
+// # Guarantees (on one server)
+//
+//   - Expiry is judged by the server: a grant ends when its lease key
+//     expires; Remaining is the server's PTTL. The client's clock is never
+//     consulted.
+//   - Of candidates racing for a key exactly one wins. Renew and Release
+//     check holder, term and a random per-grant token; anything else returns
+//     an error matching [tenure.ErrLost] and changes nothing.
+//   - Terms come from INCR on the counter, which outlives every lease key,
+//     so they grow across releases and expiries; across a restart they
+//     survive exactly as far as the server persists: use appendonly yes with
+//     appendfsync always for terms that never go back after a crash
+//     (everysec can lose the last second, RDB snapshots more).
+//   - Watch wakes on pub/sub: the acquire and release scripts PUBLISH on the
+//     key's channel, so watchers hear of a change within a round trip. An
+//     expiry is delivered when the server-reported PTTL runs out, and also
+//     through keyspace notifications: at the first Watch the store adds "Kx"
+//     to the server's notify-keyspace-events (keeping what is set); where
+//     CONFIG is not allowed, or the URL sets tenure_keyspace_events=false,
+//     the timer alone does it.
+//   - Every call is bounded by its context (go-redis's own dial, read and
+//     write timeouts apply too); failed commands are not retried unless the
+//     URL sets max_retries. go-redis reconnects by itself, so a store keeps
+//     working once a restarted server is back.
+//   - Errors never contain the password of the URL.
+//
+// # Non-guarantees: failover, eviction, clocks
+//
+// Redis replicates asynchronously. If the primary fails after granting a
+// lease but before a replica received the grant, the promoted replica does
+// not know about it: another candidate can be granted the key while the
+// first still believes it leads, so two holders exist until the first one's
+// renewal fails (it gets [tenure.ErrLost] at its next renewal, and steps
+// down by its renew deadline at the latest). Worse, the term counter on the
+// replica may be behind, so the second grant can carry the same term as the
+// first or a smaller one than a term already handed out.
+//
+// Fencing is what protects the resource: pass Lease.Term with every write
+// and have the resource reject writes carrying a term below the highest it
+// has seen. That works only while terms never go back, so, if you run with
+// replicas, either make each grant durable on a replica before relying on
+// it (the store does not call WAIT; run a single primary with AOF
+// appendfsync always instead), or choose a store with a consensus-backed
+// counter (etcd, ZooKeeper, PostgreSQL with synchronous replication) when
+// fencing must hold through failovers. We recommend: one Redis primary,
+// appendonly yes, appendfsync always, maxmemory-policy noeviction.
+//
+// Also:
+//
+//   - An eviction policy other than noeviction (allkeys-*, volatile-*) may
+//     evict a lease key before its TTL (two holders) or the term counter
+//     (terms restart at 1).
+//   - Redis stores expiry as wall-clock time: a jump of the server's clock
+//     ends or extends grants early or late.
+//   - Redis Cluster is not supported (the store uses one node); the hash
+//     tags keep a key's lease and counter in one slot for a future version.
+//   - A grant whose Acquire reply was lost is not known to the caller; it
+//     simply expires after its TTL.
+//   - The TTL is rounded down to whole milliseconds and must be at least one.
+package redis

@@ -1,0 +1,204 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenurehq/tenure"
+)
+
+// URL query parameters the store reads and removes before handing the URL
+// to go-redis (which takes the rest: dial_timeout, read_timeout,
+// pool_size...).
+const (
+	// PrefixParam sets the prefix of every key the store writes, default
+	// [DefaultPrefix]: stores with different prefixes are separate lease
+	// namespaces.
+	PrefixParam = "tenure_prefix"
+	// KeyspaceParam, set to "false", stops the store from enabling expiry
+	// notifications on the server (see the package documentation).
+	KeyspaceParam = "tenure_keyspace_events"
+)
+
+// DefaultPrefix is the key prefix used when the URL sets none.
+const DefaultPrefix = "tenure"
+
+var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// Store is a lease store on a Redis server. Create it with [Open] (or
+// tenure.Open); it is safe for concurrent use, and every call returns when
+// the server answered or its ctx is done.
+type Store struct {
+	client   *goredis.Client
+	prefix   string
+	db       int
+	redacted string
+	secret   string
+	keyspace bool // try to enable expiry notifications
+
+	keyspaceMu   sync.Mutex
+	keyspaceDone bool // enabled, or refused for good
+
+	closeMu sync.Mutex
+	closed  atomic.Bool
+	done    chan struct{}
+	watches sync.WaitGroup
+}
+
+var (
+	_ tenure.Store   = (*Store)(nil)
+	_ tenure.Watcher = (*Store)(nil)
+)
+
+func init() {
+	open := func(ctx context.Context, u *url.URL) (tenure.Store, error) {
+		return Open(ctx, u.String())
+	}
+	tenure.Register("redis", open)
+	tenure.Register("rediss", open)
+}
+
+// Open returns a store for the Redis server named by rawURL,
+// redis://[user:password@]host:port/db?params (rediss:// for TLS), where
+// params are go-redis's plus [PrefixParam] and [KeyspaceParam].
+//
+// Open connects nothing: go-redis connects on demand, so a store opened
+// while the server is down works once it is up. Unless the URL sets
+// max_retries, failed commands are not retried (the elector retries with
+// its own backoff). Errors wrap [tenure.ErrInvalid] for a bad URL and
+// never contain the password.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		return nil, fmt.Errorf("%w: %q is not a redis:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
+	var secret string
+	if u.User != nil {
+		secret, _ = u.User.Password()
+	}
+	redacted := tenure.Redact(rawURL)
+	q := u.Query()
+	s := &Store{prefix: DefaultPrefix, keyspace: true, redacted: redacted, secret: secret, done: make(chan struct{})}
+	if v, ok := q[PrefixParam]; ok {
+		if len(v) != 1 || !prefixPattern.MatchString(v[0]) {
+			return nil, fmt.Errorf("%w: %s=%q in %q: want 1 to 64 of A-Z a-z 0-9 _ . : -",
+				tenure.ErrInvalid, PrefixParam, strings.Join(v, ","), redacted)
+		}
+		s.prefix = v[0]
+		q.Del(PrefixParam)
+	}
+	if v, ok := q[KeyspaceParam]; ok {
+		switch strings.Join(v, ",") {
+		case "true", "1":
+		case "false", "0":
+			s.keyspace = false
+		default:
+			return nil, fmt.Errorf("%w: %s=%q in %q: want true or false",
+				tenure.ErrInvalid, KeyspaceParam, strings.Join(v, ","), redacted)
+		}
+		q.Del(KeyspaceParam)
+	}
+	retries := q.Has("max_retries")
+	u.RawQuery = q.Encode()
+	opt, err := goredis.ParseURL(u.String())
+	if err != nil {
+		return nil, scrub(secret, fmt.Errorf("%w: redis URL %q: %w", tenure.ErrInvalid, redacted, err))
+	}
+	if !retries {
+		opt.MaxRetries = -1
+	}
+	// Deadlines of the caller's context bound every command.
+	opt.ContextTimeoutEnabled = true
+	s.db = opt.DB
+	s.client = goredis.NewClient(opt)
+	return s, nil
+}
+
+// Prefix returns the prefix of the store's keys.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Close closes the client and ends watches; later calls return
+// [tenure.ErrClosed]. Leases still held are not released: they expire on
+// the server. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.done)
+	s.watches.Wait()
+	return s.client.Close()
+}
+
+// begin checks what every call checks before it talks to the server.
+func (s *Store) begin(ctx context.Context) error {
+	if s.closed.Load() {
+		return tenure.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// call runs fn, returning when it does or when ctx is done. go-redis
+// honours a context's deadline but not its cancellation in the middle of
+// a read; fn is left to finish within the client's read timeout.
+func (s *Store) call(ctx context.Context, fn func() error) error {
+	if ctx.Done() == nil {
+		return fn()
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- fn() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fail turns an error from go-redis into the store's error: ErrClosed if
+// the store was closed meanwhile, the context's error if it is done, and in
+// every case a message that names the operation and not the password.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if s.closed.Load() || errors.Is(err, goredis.ErrClosed) {
+		return fmt.Errorf("tenure/redis: %s: %w", op, tenure.ErrClosed)
+	}
+	cerr := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && cerr == nil && !time.Now().Before(dl) {
+		// The socket deadline go-redis set from ctx fired a moment before
+		// ctx's own timer.
+		cerr = context.DeadlineExceeded
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return scrub(s.secret, fmt.Errorf("tenure/redis: %s on %s: %w", op, s.redacted, err))
+}
+
+// scrubbed is an error whose message had a secret removed; it unwraps to
+// the original so errors.Is still finds sentinels and context errors.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// scrub hides secret in err's message. go-redis does not put passwords in
+// its errors as far as we know; this makes sure of it.
+func scrub(secret string, err error) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
+}

@@ -1,0 +1,404 @@
+package redis_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/redis"
+	"github.com/tenurehq/tenure/storetest"
+)
+
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// open opens a store on rawURL, closed at the end of the test.
+func open(t testing.TB, rawURL string) *redis.Store {
+	t.Helper()
+	st, err := redis.Open(ctxFor(t), rawURL)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// client is a plain go-redis client on srv, for looking behind the store.
+func client(t testing.TB, srv *testserver.RedisServer) *goredis.Client {
+	opt, err := goredis.ParseURL(srv.URL(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func randomKey() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return "k-" + hex.EncodeToString(b[:])
+}
+
+// The suite runs against a server that fsyncs its append-only file on
+// every write, and restarts it with SIGKILL: terms must survive a crash.
+func TestConformance(t *testing.T) {
+	srv := testserver.Redis(t, true)
+	storetest.Run(t, storetest.Options{
+		Open: func(t testing.TB) tenure.Store {
+			st, err := tenure.Open(ctxFor(t), srv.URL(0))
+			if err != nil {
+				t.Fatalf("tenure.Open: %v", err)
+			}
+			return st
+		},
+		Restart: func(t testing.TB) {
+			if err := srv.Restart(); err != nil {
+				t.Fatalf("restarting redis-server: %v", err)
+			}
+		},
+	})
+}
+
+// Without keyspace notifications (as on a managed Redis that refuses
+// CONFIG) the suite still passes: expiries reach watchers by timer.
+func TestConformanceWithoutKeyspaceEvents(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	storetest.Run(t, storetest.Options{
+		Open: func(t testing.TB) tenure.Store {
+			return open(t, srv.URL(1)+"?"+redis.KeyspaceParam+"=false")
+		},
+	})
+	flags, err := client(t, srv).ConfigGet(ctxFor(t), "notify-keyspace-events").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := flags["notify-keyspace-events"]; f != "" {
+		t.Fatalf("with %s=false the store changed notify-keyspace-events to %q", redis.KeyspaceParam, f)
+	}
+}
+
+// The store adds what it needs to notify-keyspace-events and keeps what
+// the operator set.
+func TestKeyspaceEventsMerged(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	if err := c.ConfigSet(ctxFor(t), "notify-keyspace-events", "Eh").Err(); err != nil {
+		t.Fatal(err)
+	}
+	st := open(t, srv.URL(0))
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	if _, err := st.Watch(ctx, randomKey()); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := c.ConfigGet(ctxFor(t), "notify-keyspace-events").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := flags["notify-keyspace-events"]
+	for _, want := range []string{"E", "h", "K", "x"} {
+		if !strings.Contains(f, want) {
+			t.Fatalf("notify-keyspace-events = %q, want it to contain %q", f, want)
+		}
+	}
+}
+
+// An expiry reaches a watcher through the keyspace notification alone:
+// here the watcher's timer is far off because the record it read said so,
+// and the lease key is then made to expire early behind the store's back.
+func TestWatchWakesOnKeyspaceExpiry(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	key := randomKey()
+	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Holder != "alpha" || r.Remaining < 59*time.Minute {
+		t.Fatalf("first delivery %+v", r)
+	}
+	if err := client(t, srv).PExpire(ctxFor(t), st.Prefix()+":{"+key+"}:lease", 50*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-ch:
+		if r.Held() || r.Term != l.Term {
+			t.Fatalf("delivery after expiry: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the expiry was not delivered")
+	}
+}
+
+// The term counter outlives lease keys: after an expiry the next grant
+// has the next term, and nothing of the lease is left behind.
+func TestTermCounterOutlivesLease(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	c := client(t, srv)
+	key := randomKey()
+	l1, err := st.Acquire(ctxFor(t), key, "alpha", 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := c.PTTL(ctxFor(t), st.Prefix()+":{"+key+"}:lease").Result()
+	if err != nil || ttl <= 0 || ttl > 50*time.Millisecond {
+		t.Fatalf("lease key PTTL = %s, %v: want the grant's TTL, set on the server", ttl, err)
+	}
+	ch, err := st.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range ch {
+		if !r.Held() {
+			break
+		}
+	}
+	if n, err := c.Exists(ctxFor(t), st.Prefix()+":{"+key+"}:lease").Result(); err != nil || n != 0 {
+		t.Fatalf("lease key still exists after expiry: %d, %v", n, err)
+	}
+	if ttl, err := c.PTTL(ctxFor(t), st.Prefix()+":{"+key+"}:term").Result(); err != nil || ttl != -1 {
+		t.Fatalf("term counter PTTL = %v, %v: want no expiry", ttl, err)
+	}
+	l2, err := st.Acquire(ctxFor(t), key, "beta", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Term != l1.Term+1 {
+		t.Fatalf("term after expiry %d, want %d", l2.Term, l1.Term+1)
+	}
+}
+
+// Prefixes and databases are separate lease namespaces.
+func TestNamespaces(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	a := open(t, srv.URL(0))
+	b := open(t, srv.URL(0)+"?"+redis.PrefixParam+"=other")
+	c := open(t, srv.URL(2))
+	key := randomKey()
+	for i, st := range []*redis.Store{a, b, c} {
+		l, err := st.Acquire(ctxFor(t), key, fmt.Sprint("c", i), time.Minute)
+		if err != nil {
+			t.Fatalf("namespace %d: %v", i, err)
+		}
+		if l.Term != 1 {
+			t.Fatalf("namespace %d: term %d, want 1", i, l.Term)
+		}
+	}
+}
+
+func TestBadURLs(t *testing.T) {
+	for _, u := range []string{
+		"redis://:hunter2-secret@127.0.0.1:1/0?tenure_prefix=",
+		"redis://:hunter2-secret@127.0.0.1:1/0?tenure_prefix=a%20b",
+		"redis://:hunter2-secret@127.0.0.1:1/0?tenure_keyspace_events=maybe",
+		"redis://:hunter2-secret@127.0.0.1:1/x",
+		"redis://:hunter2-secret@127.0.0.1:1/0?no_such_option=1",
+		"postgres://:hunter2-secret@127.0.0.1:1/0",
+	} {
+		st, err := redis.Open(ctxFor(t), u)
+		if err == nil {
+			_ = st.Close()
+			t.Errorf("Open(%s) succeeded", tenure.Redact(u))
+			continue
+		}
+		if !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("Open(%s): %v, want ErrInvalid", tenure.Redact(u), err)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("error quotes the password: %v", err)
+		}
+	}
+}
+
+// No error, whatever went wrong, quotes the password of the URL.
+func TestNoPasswordInErrors(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	const pw = "Sup3r-s3cret-pw"
+	st, err := tenure.Open(ctxFor(t), fmt.Sprintf("redis://:%s@%s/0", pw, srv.Addr))
+	if err != nil {
+		t.Fatalf("Open connects nothing, yet failed: %v", err)
+	}
+	defer st.Close()
+	ctx := ctxFor(t)
+	_, err1 := st.Get(ctx, "k")
+	_, err2 := st.Acquire(ctx, "k", "alpha", time.Second)
+	err3 := st.Release(ctx, tenure.Lease{Key: "k", Identity: "alpha", Term: 1, TTL: time.Second, Token: "x"})
+	_, err4 := st.(tenure.Watcher).Watch(ctx, "k")
+	for i, err := range []error{err1, err2, err3, err4} {
+		if err == nil {
+			t.Fatalf("call %d with a wrong password succeeded", i)
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Fatalf("error quotes the password: %v", err)
+		}
+		if !strings.Contains(err.Error(), "xxxxx") || !strings.Contains(err.Error(), "tenure/redis") {
+			t.Errorf("error does not say which store failed: %v", err)
+		}
+	}
+	t.Logf("wrong password: %v", err1)
+}
+
+// With the server down, calls and Watch fail with an error naming the
+// server, and a server that accepts connections but never answers cannot
+// hold a call beyond its context.
+func TestServerDown(t *testing.T) {
+	const pw = "Sup3r-s3cret-pw"
+	port := testserver.FreePort(t)
+	st := open(t, fmt.Sprintf("redis://:%s@127.0.0.1:%d/0", pw, port))
+	_, err := st.Acquire(ctxFor(t), "k", "alpha", time.Second)
+	if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), fmt.Sprint(port)) {
+		t.Fatalf("Acquire with the server down: %v, want an error naming the address and not the password", err)
+	}
+	t.Logf("server down: %v", err)
+	if _, err := st.Watch(ctxFor(t), "k"); err == nil || strings.Contains(err.Error(), pw) {
+		t.Fatalf("Watch with the server down: %v", err)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	hole := open(t, fmt.Sprintf("redis://:%s@%s/0", pw, l.Addr()))
+	for _, cancelled := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		if cancelled { // no deadline: cancellation alone must end the call
+			cancel()
+			ctx, cancel = context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+		}
+		_, err := hole.Get(ctx, "k")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			t.Fatalf("Get against a server that never answers: %v, want the context's error", err)
+		}
+	}
+}
+
+// After a crash and restart of the server, the same store handle works
+// again by itself, the term counter is intact, and an open watch either
+// keeps working or closes so the caller re-watches.
+func TestRecoversAfterRestart(t *testing.T) {
+	srv := testserver.Redis(t, true)
+	st := open(t, srv.URL(0))
+	key := randomKey()
+	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Holder != "alpha" {
+		t.Fatalf("first watch delivery %+v", r)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctxFor(t), key); err == nil {
+		t.Fatal("Get succeeded with the server down")
+	}
+	for range ch { // the watch's connection is gone
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first call may meet a pooled connection the crash broke.
+	var r tenure.Record
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if r, err = st.Get(ctxFor(t), key); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Get after the server came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r.Holder != "alpha" || r.Term != l.Term {
+		t.Fatalf("record after a crash with appendfsync always: %+v", r)
+	}
+	ch, err = st.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	if err := st.Release(ctxFor(t), l); err != nil {
+		t.Fatalf("Release after restart: %v", err)
+	}
+	select {
+	case r := <-ch:
+		if r.Held() || r.Term != l.Term {
+			t.Fatalf("watch after release: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no watch delivery of the release after the restart")
+	}
+	l2, err := st.Acquire(ctxFor(t), key, "beta", time.Minute)
+	if err != nil || l2.Term != l.Term+1 {
+		t.Fatalf("Acquire after restart: %+v, %v; want term %d", l2, err, l.Term+1)
+	}
+}
+
+// Close ends open watches.
+func TestCloseEndsWatches(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st, err := redis.Open(ctxFor(t), srv.URL(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(context.Background(), randomKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range ch {
+	}
+	if _, err := st.Watch(context.Background(), "k"); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Watch after Close: %v", err)
+	}
+}

@@ -1,0 +1,216 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenurehq/tenure"
+)
+
+// healthInterval is how long a watch's connection may stay silent before
+// the watch PINGs the server to check it is still there.
+const healthInterval = 15 * time.Second
+
+// Watch implements [tenure.Watcher]. Each watch SUBSCRIBEs, on a
+// connection of its own, to the key's event channel, where the acquire and
+// release scripts publish, and to the keyspace channel of its lease key,
+// where the server reports the key's expiry if keyspace notifications are
+// on (see the package documentation). Whether or not they are, the watch
+// also re-reads the record when the server said the grant would expire.
+//
+// Watch blocks until the subscription is confirmed (bounded by ctx and the
+// client's dial and read timeouts), so an unreachable server is reported
+// here; the first delivery is then the current record. The channel is
+// closed when ctx is done, the store is closed, a read fails, or the
+// subscription connection is lost (messages may have been missed); the
+// caller then reads with Get and watches again.
+func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := tenure.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	s.enableKeyspaceEvents(ctx)
+
+	opt := s.client.Options()
+	setup, cancel := context.WithTimeout(ctx, opt.DialTimeout+opt.ReadTimeout+opt.WriteTimeout)
+	defer cancel()
+	ps := s.client.Subscribe(setup)
+	channels := []string{s.channel(key), s.keyspaceChannel(key)}
+	err := s.call(setup, func() error {
+		if err := ps.Subscribe(setup, channels...); err != nil {
+			return err
+		}
+		for range channels {
+			msg, err := ps.ReceiveTimeout(setup, opt.ReadTimeout)
+			if err != nil {
+				return err
+			}
+			if _, ok := msg.(*goredis.Subscription); !ok {
+				return errors.New("unexpected reply to SUBSCRIBE")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = ps.Close()
+		return nil, s.fail(ctx, "subscribe", err)
+	}
+
+	s.closeMu.Lock()
+	if s.closed.Load() {
+		s.closeMu.Unlock()
+		_ = ps.Close()
+		return nil, tenure.ErrClosed
+	}
+	s.watches.Add(1)
+	s.closeMu.Unlock()
+
+	sig := make(chan struct{}, 1)
+	dead := make(chan struct{})
+	out := make(chan tenure.Record)
+	go func() {
+		defer close(dead)
+		receive(ps, sig)
+	}()
+	go func() {
+		defer s.watches.Done()
+		defer close(out)
+		defer func() { _ = ps.Close(); <-dead }()
+		s.follow(ctx, key, sig, dead, out)
+	}()
+	return out, nil
+}
+
+// receive turns messages on ps into signals until ps fails or is closed.
+func receive(ps *goredis.PubSub, sig chan<- struct{}) {
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(context.Background(), healthInterval)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !pinged {
+				// Silence: make the server say something.
+				if ps.Ping(context.Background()) == nil {
+					pinged = true
+					continue
+				}
+			}
+			return
+		}
+		pinged = false
+		switch msg.(type) {
+		case *goredis.Message, *goredis.Subscription:
+			// A Subscription after the first ones means go-redis
+			// reconnected: anything may have been missed, so re-read too.
+			select {
+			case sig <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// follow delivers key's record to out whenever the holder or term changes.
+func (s *Store) follow(ctx context.Context, key string, sig <-chan struct{}, dead <-chan struct{}, out chan<- tenure.Record) {
+	var last tenure.Record
+	first := true
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-sig: // the read below covers it
+		default:
+		}
+		r, err := s.Get(ctx, key)
+		if err != nil {
+			return
+		}
+		if first || r.Holder != last.Holder || r.Term != last.Term {
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				return
+			case <-dead:
+				return
+			case <-s.done:
+				return
+			}
+			last, first = r, false
+		}
+		var expiry <-chan time.Time
+		if r.Held() {
+			// The server's PTTL, plus a millisecond so the re-read lands
+			// after the expiry rather than just before it.
+			timer.Reset(r.Remaining + time.Millisecond)
+			expiry = timer.C
+		}
+		select {
+		case <-sig:
+		case <-expiry:
+		case <-ctx.Done():
+			return
+		case <-dead:
+			return
+		case <-s.done:
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// enableKeyspaceEvents makes the server publish expiries of keys ("Kx" in
+// notify-keyspace-events), adding to whatever is configured, once per
+// store. A server that refuses (managed Redis often disables CONFIG) is not
+// asked again: watches then rely on their expiry timers.
+func (s *Store) enableKeyspaceEvents(ctx context.Context) {
+	if !s.keyspace {
+		return
+	}
+	s.keyspaceMu.Lock()
+	defer s.keyspaceMu.Unlock()
+	if s.keyspaceDone {
+		return
+	}
+	var cur map[string]string
+	err := s.call(ctx, func() (err error) {
+		cur, err = s.client.ConfigGet(ctx, "notify-keyspace-events").Result()
+		return err
+	})
+	if err != nil {
+		var rerr goredis.Error
+		s.keyspaceDone = errors.As(err, &rerr) // refused, not unreachable
+		return
+	}
+	flags := cur["notify-keyspace-events"]
+	want := flags
+	if !strings.Contains(want, "K") {
+		want += "K"
+	}
+	if !strings.Contains(want, "x") && !strings.Contains(want, "A") {
+		want += "x"
+	}
+	if want != flags {
+		err = s.call(ctx, func() error {
+			return s.client.ConfigSet(ctx, "notify-keyspace-events", want).Err()
+		})
+		if err != nil {
+			var rerr goredis.Error
+			if !errors.As(err, &rerr) {
+				return
+			}
+		}
+	}
+	s.keyspaceDone = true
+}
