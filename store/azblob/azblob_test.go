@@ -241,6 +241,7 @@ func testCredentials(t *testing.T, srv *testserver.AzuriteServer) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("%s: %s error %q spans lines", name, what, err)
 			}
+			t.Logf("%s: %s: %v", name, what, err)
 		}
 		if shown := tenure.Redact(raw); strings.Contains(shown, url.QueryEscape(wrongKey)) || strings.Contains(shown, url.QueryEscape(testserver.AzuriteKey)) {
 			t.Errorf("%s: Redact shows the key: %s", name, shown)
@@ -260,6 +261,33 @@ func testCredentials(t *testing.T, srv *testserver.AzuriteServer) {
 		check("Acquire", err)
 		err = st.Renew(ctx, tenure.Lease{Key: "k", Identity: "a", Term: 1, TTL: ttl, Token: "5f0f9a52-7d0c-4a43-b4a3-4f6f0c6c1a11"})
 		check("Renew", err)
+		_ = st.Close()
+	}
+	// A SAS travels in the request URL, which network errors quote: the
+	// store must redact it, against a live and a dead service.
+	const sig = "c2lnbmF0dXJlLXNlY3JldA"
+	for name, endpoint := range map[string]string{"SAS, live": srv.Endpoint, "SAS, down": dead} {
+		st, err := azblob.New(t.Context(), azblob.Options{
+			ServiceURL: endpoint, Container: "creds", SAS: "sv=2021-08-06&ss=b&srt=sco&sp=rwdlac&se=2099-01-01T00:00:00Z&sig=" + sig,
+			MaxRetries: -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxFor(t, 10*time.Second)
+		_, err = st.Acquire(ctx, "k", "a", ttl)
+		if err == nil {
+			t.Fatalf("%s: Acquire with a forged SAS succeeded", name)
+		}
+		if strings.Contains(err.Error(), sig) {
+			t.Errorf("%s: error %q contains the SAS signature", name, err)
+		}
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			if strings.Contains(e.Error(), sig) {
+				t.Errorf("%s: wrapped error %q contains the SAS signature", name, e)
+			}
+		}
+		t.Logf("%s: Acquire: %v", name, err)
 		_ = st.Close()
 	}
 }
@@ -315,8 +343,10 @@ func testExampleCoordinator(t *testing.T, srv *testserver.AzuriteServer) {
 	}()
 	first := <-started
 	second := map[string]string{"alpha": "beta", "beta": "alpha"}[first]
-	// Let the second instance see the key held and settle into waiting.
-	time.Sleep(time.Second) // real time passing is the point: the second must not lead while the first does
+	// Real time passing is the point: for a while the second instance
+	// campaigns against a held key and must not start leading (the task
+	// checks), and it gets to watch the key before the handoff is measured.
+	time.Sleep(time.Second)
 	began := time.Now()
 	cancels[first]()
 	if err := <-dones[first]; !errors.Is(err, context.Canceled) {

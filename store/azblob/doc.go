@@ -10,8 +10,9 @@
 // AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN
 // (see [Open]). For Azurite:
 //
-//	AZURE_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=...;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;' \
-//	  tenure status --store azblob://leases/my-app --key coordinator
+//	export AZURE_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=...;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;'
+//	tenure run --store azblob://leases/my-app --key coordinator --ttl 15s -- ./coordinate
+//	tenure status --store azblob://leases/my-app --key coordinator
 //
 // Programs can also call [New] with [Options], which also accepts a
 // Microsoft Entra ID credential.
@@ -52,7 +53,9 @@
 //   - Every request is bounded by the caller's context. SDK retries (2 by
 //     default, 100 ms to 1 s apart, each try at most 10 s) stay within it,
 //     so a renewal given a deadline shorter than the lease's time left (as
-//     the elector does) cannot outlive the lease.
+//     the elector does) cannot outlive the lease. The one exception: when
+//     Acquire got the lease but could not record its term, it releases the
+//     lease within 2 s even if ctx is done.
 //   - Errors never contain the account key, a SAS or the connection string,
 //     nor the service's response bodies.
 //
@@ -64,7 +67,10 @@
 //     [tenure.DefaultTTL] of 15 s fits. A crashed holder is replaced only
 //     once its lease expires: crash failover takes TTL plus a poll interval.
 //   - Azure does not report a lease's time left. [tenure.Record].Remaining
-//     of a live grant is its TTL, an upper bound.
+//     of a live grant (and of a [tenure.HeldError]) is its TTL, an upper
+//     bound.
+//   - Azurite, unlike Azure, forgets live leases when it restarts: holders
+//     then get [tenure.ErrLost] on their next renewal. Terms survive.
 //   - No push notifications: [Store.Watch] polls the blob's properties every
 //     poll interval (200 ms by default; one read request each). A graceful
 //     handoff therefore takes up to one poll interval plus six requests

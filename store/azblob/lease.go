@@ -142,13 +142,19 @@ func (s *Store) leaseClient(name string, l tenure.Lease) (*lease.BlobClient, err
 // [tenure.ErrLost], as after a takeover.
 //
 // Give ctx a deadline shorter than the time the lease has left (the elector
-// does): the SDK's retries stay within it.
+// does): the SDK's retries stay within it. Without a deadline, Renew is
+// bounded by l.TTL, after which it could not matter any more.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := tenure.CheckKey(l.Key); err != nil {
 		return err
 	}
 	if err := s.check(ctx); err != nil {
 		return err
+	}
+	if _, ok := ctx.Deadline(); !ok && l.TTL > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.TTL)
+		defer cancel()
 	}
 	name := blobName(s.prefix, l.Key)
 	lc, err := s.leaseClient(name, l)

@@ -190,7 +190,7 @@ func (s *Store) check(ctx context.Context) error {
 // checkTTL enforces Azure's lease durations.
 func checkTTL(ttl time.Duration) error {
 	if ttl < MinTTL || ttl > MaxTTL || ttl%time.Second != 0 {
-		return fmt.Errorf("%w: azblob: ttl %s is not a whole number of seconds from %s to %s (Azure blob lease durations); set the elector's TTL within that range",
+		return fmt.Errorf("%w: azblob: ttl %s is not an Azure blob lease duration (whole seconds from %s to %s); set the elector's TTL (tenure run --ttl) in that range",
 			tenure.ErrInvalid, ttl, MinTTL, MaxTTL)
 	}
 	return nil

@@ -7,6 +7,10 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
+// pollTimeout bounds one read of a watch, so a service that stopped
+// answering closes the watch instead of stalling it.
+const pollTimeout = 5 * time.Second
+
 // Watch implements [tenure.Watcher] by polling: Azure Blob Storage has no
 // change notification a lease holder could use. A goroutine reads the blob's
 // properties every poll interval ([Options.PollInterval], default 200 ms)
@@ -18,10 +22,12 @@ import (
 // Cost: one GetProperties request per poll interval per watch, for as long
 // as the watch runs: 5 requests a second at the default (about 432,000 a
 // day, billed as read operations). The elector watches only while it
-// campaigns, not while it leads.
+// campaigns, not while it leads; an [tenure.Observer] or `tenure watch`
+// watches all the time.
 //
 // The channel is closed when ctx is done, the store is closed, or a read
-// fails (the caller re-reads and watches again). Watch does not block.
+// fails or takes more than 5 s (the caller re-reads and watches again).
+// Watch does not block.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -49,7 +55,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		defer tick.Stop()
 		var last tenure.Record
 		for first := true; ; first = false {
-			st, err := s.props(ctx, name)
+			rctx, cancel := context.WithTimeout(ctx, max(pollTimeout, 2*s.poll))
+			st, err := s.props(rctx, name)
+			cancel()
 			if err != nil {
 				return
 			}
