@@ -90,7 +90,7 @@ func Generate(seed uint64) *Scenario {
 		Seed:      seed,
 		TTL:       ttl,
 		Rho:       0.01,
-		FaultsEnd: 12 * ttl,
+		FaultsEnd: 10 * ttl,
 	}
 	n := 3 + rng.IntN(3)
 	for i := range n {
@@ -123,7 +123,7 @@ func Generate(seed uint64) *Scenario {
 		}
 		s.Electors = append(s.Electors, p)
 	}
-	s.End = s.FaultsEnd + 3*s.LivenessBound()
+	s.End = s.FaultsEnd + 2*s.LivenessBound()
 	return s
 }
 
