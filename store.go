@@ -158,8 +158,10 @@ func lostf(format string, args ...any) error {
 // once instead of after its TTL.
 //
 // `tenure run` passes these files to the process that supervises its child,
-// so the lease stays held while that process lives even if tenure itself was
-// killed: nobody else can win until the old child is dead.
+// so a crash of tenure itself does not end the grant early: it stays held
+// while the supervisor lives, within its TTL, and the supervisor stops the
+// child before the TTL passes. A successor cannot start before the old child
+// is dead.
 type LeaseFiler interface {
 	// LeaseFiles returns the files that stand for l's holder being alive,
 	// or an error matching [ErrLost] if l is not held through this handle.
