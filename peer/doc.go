@@ -20,6 +20,11 @@
 //   - Get and Watch report the coordinator this node follows.
 //   - Close leaves the group silently; the others detect it by timeout.
 //
+// The elector learns that its node stopped being coordinator at its next
+// renewal, every TTL/3: give it a TTL of about 3×Timeout or less (for
+// example `tenure run --ttl 1500ms` with the default 500ms timeout) so a
+// deposed coordinator's task stops within about one Timeout.
+//
 // Importing the package registers the URL scheme "peer":
 //
 //	peer://?id=2&peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=bully&secret-file=/etc/tenure/peer.secret&state-dir=/var/lib/tenure[&heartbeat=100ms&timeout=500ms&no-preempt=1&key=NAME]
@@ -49,7 +54,12 @@
 // authenticated by HMAC-SHA256 under the group's shared secret (at least
 // [MinSecretLen] bytes). Frames that fail authentication, are malformed,
 // oversized, addressed to someone else, or replayed are dropped and counted
-// ([TCPStats]); a process without the secret can neither join nor win.
+// ([TCPStats]); a connection whose frame fails authentication is closed, a
+// connection must authenticate its first frame within 5s, and when every
+// inbound slot is taken the oldest unauthenticated one is evicted. A
+// process without the secret can neither join nor win. Frames are
+// authenticated, not encrypted: the epochs and IDs they carry are not
+// secret.
 // Package peer/memnet is an in-memory transport with seeded faults for tests.
 //
 // # What the algorithms assume (and when to pick raft instead)

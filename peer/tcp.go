@@ -68,7 +68,7 @@ type TCP struct {
 
 	mu     sync.Mutex
 	closed bool
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*inbound
 	seen   map[uint64]*replayWindow
 }
 
@@ -103,7 +103,7 @@ func ListenTCP(cfg TCPConfig) (*TCP, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCP{cfg: cfg, ln: ln, incarnation: rand.Uint64() | 1, recv: make(chan Message, 1024),
 		peers: map[uint64]*outConn{}, ctx: ctx, cancel: cancel,
-		conns: map[net.Conn]struct{}{}, seen: map[uint64]*replayWindow{}}
+		conns: map[net.Conn]*inbound{}, seen: map[uint64]*replayWindow{}}
 	for _, m := range cfg.Group.Members() {
 		if m.ID != cfg.Self {
 			t.peers[m.ID] = &outConn{t: t, id: m.ID, addr: m.Addr, q: make(chan []byte, cfg.QueueLen)}
@@ -232,6 +232,29 @@ func (p *outConn) run() {
 // maxInbound bounds open inbound connections: a few per member.
 func (t *TCP) maxInbound() int { return 4 * t.cfg.Group.Len() }
 
+// inbound is the state of one accepted connection.
+type inbound struct {
+	since  time.Time
+	authed bool // a frame authenticated on it
+}
+
+// evictLocked closes the oldest connection on which no frame authenticated
+// yet, so idle strangers cannot keep members out by filling every slot.
+func (t *TCP) evictLocked() {
+	var oldest net.Conn
+	var at time.Time
+	for c, in := range t.conns {
+		if !in.authed && (oldest == nil || in.since.Before(at)) {
+			oldest, at = c, in.since
+		}
+	}
+	if oldest != nil {
+		oldest.Close() // its reader removes it
+		delete(t.conns, oldest)
+		t.c.rejected.Add(1)
+	}
+}
+
 func (t *TCP) accept() {
 	for {
 		c, err := t.ln.Accept()
@@ -252,13 +275,16 @@ func (t *TCP) accept() {
 			continue
 		}
 		t.mu.Lock()
+		if !t.closed && len(t.conns) >= t.maxInbound() {
+			t.evictLocked()
+		}
 		if t.closed || len(t.conns) >= t.maxInbound() {
 			t.mu.Unlock()
 			t.c.rejected.Add(1)
 			c.Close()
 			continue
 		}
-		t.conns[c] = struct{}{}
+		t.conns[c] = &inbound{since: time.Now()}
 		t.mu.Unlock()
 		t.wg.Go(func() { t.read(c) })
 	}
@@ -279,8 +305,14 @@ func (t *TCP) read(c net.Conn) {
 		c.Close()
 	}()
 	buf := make([]byte, MaxFrameLen)
+	// A connection must authenticate its first frame promptly; afterwards
+	// it may stay idle (followers can be silent for long).
+	c.SetReadDeadline(time.Now().Add(frameReadTimeout))
+	authed := false
 	for {
-		c.SetReadDeadline(time.Time{})
+		if authed {
+			c.SetReadDeadline(time.Time{})
+		}
 		if _, err := io.ReadFull(c, buf[:4]); err != nil {
 			return
 		}
@@ -298,6 +330,14 @@ func (t *TCP) read(c net.Conn) {
 			return
 		}
 		m, err := Decode(t.cfg.Secret, buf[:size])
+		if err == nil && !authed {
+			authed = true
+			t.mu.Lock()
+			if in := t.conns[c]; in != nil {
+				in.authed = true
+			}
+			t.mu.Unlock()
+		}
 		switch {
 		case errors.Is(err, ErrBadMAC):
 			t.c.badMAC.Add(1)
