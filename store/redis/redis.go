@@ -73,9 +73,9 @@ func init() {
 //
 // Open connects nothing: go-redis connects on demand, so a store opened
 // while the server is down works once it is up. Unless the URL sets
-// max_retries, failed commands are not retried (the elector retries with
-// its own backoff). Errors wrap [tenure.ErrInvalid] for a bad URL and
-// never contain the password.
+// max_retries, neither failed commands nor failed dials are retried (the
+// elector retries with its own backoff). Errors wrap [tenure.ErrInvalid]
+// for a bad URL and never contain the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
@@ -114,7 +114,10 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return nil, scrub(secret, fmt.Errorf("%w: redis URL %q: %w", tenure.ErrInvalid, redacted, err))
 	}
 	if !retries {
+		// The elector retries with its own backoff; go-redis would
+		// otherwise retry commands 3 times and dials 5 times.
 		opt.MaxRetries = -1
+		opt.DialerRetries = 1
 	}
 	// Deadlines of the caller's context bound every command.
 	opt.ContextTimeoutEnabled = true
