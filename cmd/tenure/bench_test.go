@@ -52,6 +52,7 @@ func BenchmarkLocalFailover(b *testing.B) {
 // itself after a while and its candidate (--restart) campaigns again.
 func measureGraceful(b *testing.B, trials int) []time.Duration {
 	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "1s", "--restart"}, []string{"--exit-after", "100ms"})
+	c.worker = leanWorkerBin
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := c.start(id); err != nil {
 			b.Fatal(err)
@@ -80,6 +81,7 @@ func measureGraceful(b *testing.B, trials int) []time.Duration {
 // candidate so that three always run.
 func measureCrash(b *testing.B, trials int) []time.Duration {
 	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "10s", "--restart"}, nil)
+	c.worker = leanWorkerBin
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := c.start(id); err != nil {
 			b.Fatal(err)
@@ -103,6 +105,9 @@ func measureCrash(b *testing.B, trials int) []time.Duration {
 		if _, err := c.start(victim.ID); err != nil {
 			b.Fatal(err)
 		}
+		// Pace the trials: let the restarted candidate finish starting
+		// (it is a fresh tenure process) before the next crash.
+		time.Sleep(200 * time.Millisecond)
 		leader, i = ev, j
 	}
 	c.stopAll(10 * time.Second)
@@ -113,6 +118,9 @@ func measureCrash(b *testing.B, trials int) []time.Duration {
 func checkNoOverlap(b *testing.B, what string, evs []workerEvent) {
 	h := checkHistory(evs)
 	if h.Overlaps != 0 || !h.TermsGrow {
+		for _, e := range evs {
+			b.Logf("%+v", e)
+		}
 		b.Fatalf("%s: %d overlapping leaders, terms growing: %v, over %d terms", what, h.Overlaps, h.TermsGrow, h.Starts)
 	}
 	fmt.Printf("  %-8s %d terms, overlap %d, terms %d → %d strictly increasing\n", what, h.Starts, h.Overlaps, h.FirstTerm, h.LastTerm)
@@ -142,7 +150,7 @@ func BenchmarkRunIdle(b *testing.B) {
 	}
 	defer events.Close()
 	cmd := exec.Command(tenureBin, "run", "--store", "file://"+dir+"/state", "--key", "idle", "--quiet", "--",
-		tenureBin, workerCmdName, "--events", events.f.Name(), "--lock", filepath.Join(dir, "lock"))
+		leanWorkerBin, "--events", events.f.Name(), "--lock", filepath.Join(dir, "lock"))
 	cmd.Env = append(os.Environ(), "TENURE_DEBUG_STATS="+(window-time.Second).String())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

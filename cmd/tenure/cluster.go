@@ -16,6 +16,7 @@ import (
 // use it. Safe for concurrent use.
 type cluster struct {
 	exe      string   // the tenure binary
+	worker   string   // a demoworker binary; "" runs `tenure __demo-worker`
 	storeURL string   // file:// URL of the state directory
 	key      string   // the key campaigned for
 	runArgs  []string // extra `tenure run` flags (--ttl, --restart...)
@@ -59,7 +60,12 @@ func newCluster(exe, dir, key string, runArgs, workArgs []string) (*cluster, err
 // start starts candidate id, replacing an exited one of that name.
 func (c *cluster) start(id string) (*candidate, error) {
 	args := append([]string{"run", "--store", c.storeURL, "--key", c.key, "--id", id}, c.runArgs...)
-	args = append(args, "--", c.exe, workerCmdName, "--events", c.events.f.Name(), "--lock", c.lockPath)
+	if c.worker != "" {
+		args = append(args, "--", c.worker)
+	} else {
+		args = append(args, "--", c.exe, workerCmdName)
+	}
+	args = append(args, "--events", c.events.f.Name(), "--lock", c.lockPath)
 	args = append(args, c.workArgs...)
 	cmd := exec.Command(c.exe, args...)
 	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr

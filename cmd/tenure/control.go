@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"io"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -13,34 +15,90 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-// The control pipe carries deadline messages from `tenure run` to its
-// supervisor: two little-endian int64 instants on CLOCK_MONOTONIC, in
-// nanoseconds, at which the supervisor must SIGTERM the process group (the
-// leader context's cancellation) and SIGKILL it (cancellation plus grace).
-// CLOCK_MONOTONIC is shared by every process of the machine and keeps
-// counting while a process is stopped, so a frozen tenure cannot stretch
-// them. End of file on the pipe means tenure is gone.
-const deadlineMsgLen = 16
+// The control channel joins `tenure run` to its supervisor: a
+// SOCK_SEQPACKET unix socket pair, the supervisor's end at its fd 3. Each
+// message is 24 bytes: two little-endian int64 instants on CLOCK_MONOTONIC,
+// in nanoseconds, at which the supervisor must SIGTERM its process group
+// (the leader context's cancellation) and SIGKILL it (cancellation plus
+// grace), then the term. The first message starts CMD: it carries the term
+// for TENURE_TERM and, as SCM_RIGHTS, the store's lease files, which the
+// supervisor keeps open (and away from CMD) while it lives. Later messages
+// only move the deadlines forward. CLOCK_MONOTONIC is shared by every
+// process of the machine and keeps counting while a process is stopped, so
+// a frozen tenure cannot stretch them. End of file means tenure is gone (or,
+// before the first message, that it stopped campaigning).
+//
+// A socket rather than a pipe, so that the supervisor can be started while
+// tenure campaigns and still receive the lease files once elected: starting
+// it (a fresh tenure process, with every linked store's package init) is
+// then off the failover's critical path.
+const controlMsgLen = 24
 
-type deadlineMsg struct{ termAt, killAt int64 }
+type deadlineMsg struct {
+	termAt, killAt int64
+	term           uint64
+}
 
 func (m deadlineMsg) encode() []byte {
-	b := make([]byte, deadlineMsgLen)
+	b := make([]byte, controlMsgLen)
 	binary.LittleEndian.PutUint64(b[0:], uint64(m.termAt))
 	binary.LittleEndian.PutUint64(b[8:], uint64(m.killAt))
+	binary.LittleEndian.PutUint64(b[16:], m.term)
 	return b
 }
 
-// readDeadline reads one message; io.EOF means the writer is gone.
-func readDeadline(r io.Reader) (deadlineMsg, error) {
-	var b [deadlineMsgLen]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return deadlineMsg{}, err
+// errControlClosed is the end of the control channel.
+var errControlClosed = errors.New("tenure: control channel closed")
+
+// recvControl reads one message and the files sent with it. The files are
+// marked close-on-exec. errControlClosed means the peer is gone.
+func recvControl(c *net.UnixConn) (deadlineMsg, []int, error) {
+	b := make([]byte, controlMsgLen+1)
+	oob := make([]byte, unix.CmsgSpace(64*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(b, oob)
+	var fds []int
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
+		for _, m := range msgs {
+			if rights, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, rights...)
+			}
+		}
+		for _, fd := range fds {
+			unix.CloseOnExec(fd)
+		}
+		if perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if err != nil || n == 0 {
+		return deadlineMsg{}, fds, errControlClosed
+	}
+	if n != controlMsgLen {
+		return deadlineMsg{}, fds, fmt.Errorf("tenure: control message of %d bytes, want %d", n, controlMsgLen)
 	}
 	return deadlineMsg{
 		termAt: int64(binary.LittleEndian.Uint64(b[0:])),
 		killAt: int64(binary.LittleEndian.Uint64(b[8:])),
-	}, nil
+		term:   binary.LittleEndian.Uint64(b[16:]),
+	}, fds, nil
+}
+
+// controlPair returns the two ends of a new control channel: tenure's, and
+// the file to pass to the supervisor as its fd 3 (close it once started).
+func controlPair() (*net.UnixConn, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control socket: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "tenure-control")
+	defer ours.Close()
+	c, err := net.FileConn(ours)
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("control socket: %w", err)
+	}
+	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "tenure-control"), nil
 }
 
 // monoNow returns CLOCK_MONOTONIC in nanoseconds.
@@ -67,35 +125,60 @@ func monoUntil(at int64) time.Duration { return time.Duration(at - monoNow()) }
 type deadlineFeed struct {
 	renewDeadline, grace time.Duration
 
-	mu     sync.Mutex
-	w      *os.File
-	latest time.Time
+	mu      sync.Mutex
+	c       *net.UnixConn
+	started bool
+	latest  time.Time
+}
+
+func (f *deadlineFeed) msg(at time.Time, term uint64) []byte {
+	return deadlineMsg{termAt: monoAt(at), killAt: monoAt(at.Add(f.grace)), term: term}.encode()
+}
+
+// start sends the first message: CMD may start, in term, until deadline at;
+// files are the lease files the supervisor must hold.
+func (f *deadlineFeed) start(term uint64, at time.Time, files []*os.File) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	at = later(at, f.latest)
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, file := range files {
+			fds[i] = int(file.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	if _, _, err := f.c.WriteMsgUnix(f.msg(at, term), oob, nil); err != nil {
+		return fmt.Errorf("cannot reach the supervisor: %w", err)
+	}
+	f.started, f.latest = true, at
+	return nil
 }
 
 // advance moves the leader deadline to at (no-op if not later) and tells
-// the supervisor. Errors (the supervisor is gone) are ignored: its end is
-// noticed by waiting for it.
+// the supervisor once it started. Errors (the supervisor is gone) are
+// ignored: its end is noticed by waiting for it.
 func (f *deadlineFeed) advance(at time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.w == nil || !at.After(f.latest) {
+	if !at.After(f.latest) {
 		return
 	}
 	f.latest = at
-	_, _ = f.w.Write(deadlineMsg{termAt: monoAt(at), killAt: monoAt(at.Add(f.grace))}.encode())
+	if f.started {
+		_, _ = f.c.Write(f.msg(at, 0))
+	}
 }
 
 // renewed is the hook called after each successful renewal sent at sent.
 func (f *deadlineFeed) renewed(sent time.Time) { f.advance(sent.Add(f.renewDeadline)) }
 
-// close closes the pipe's write end, which the supervisor sees as EOF.
-func (f *deadlineFeed) close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.w != nil {
-		f.w.Close()
-		f.w = nil
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
 	}
+	return a
 }
 
 // hookedStore is a store whose successful renewals are reported to onRenew

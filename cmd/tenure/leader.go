@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,11 +14,77 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-// task is the elector's leader task: it runs CMD under a supervisor for one
-// term and returns when the supervisor has exited. When the leader context
-// is cancelled it stops CMD's group (SIGTERM, then SIGKILL after the grace
-// period) and still waits for the supervisor, so the elector releases the
-// lease only once CMD is gone.
+// supervisor is a started `tenure __supervise` process and tenure's end of
+// its control channel.
+type supervisor struct {
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+	done chan struct{} // closed once it exited and was reaped
+}
+
+// spawnSupervisor starts a supervisor for CMD, in a new process group. It
+// waits for its first control message before it runs CMD; closing conn
+// before that makes it exit.
+func (r *runner) spawnSupervisor() (*supervisor, error) {
+	conn, theirs, err := controlPair()
+	if err != nil {
+		return nil, err
+	}
+	argv := append([]string{superviseCmdName, "--", r.opts.path}, r.opts.args...)
+	cmd := exec.Command(r.self, argv...)
+	cmd.Env = append(os.Environ(), "TENURE_KEY="+r.opts.key, "TENURE_ID="+r.opts.id)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.stdout, r.stderr
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second // if CMD's orphans hold our output pipes
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("cannot start the supervisor %s: %w", r.self, err)
+	}
+	s := &supervisor{cmd: cmd, conn: conn, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// dismiss ends a supervisor that never started CMD, and waits for it.
+func (s *supervisor) dismiss() {
+	s.conn.Close()
+	<-s.done
+}
+
+// prepare makes sure a supervisor is standing by for the next term, so
+// that winning does not wait for one to start. A failure is not fatal here:
+// the task tries again and reports it.
+func (r *runner) prepare() {
+	if r.standby != nil {
+		return
+	}
+	s, err := r.spawnSupervisor()
+	if err != nil {
+		r.logger.Warn("tenure: cannot start a standby supervisor; will retry once elected", "err", err)
+		return
+	}
+	r.standby = s
+}
+
+// dismissStandby ends the standby supervisor, if any.
+func (r *runner) dismissStandby() {
+	if r.standby != nil {
+		r.standby.dismiss()
+		r.standby = nil
+	}
+}
+
+// task is the elector's leader task: it has the standby supervisor run CMD
+// for one term and returns when the supervisor has exited. When the leader
+// context is cancelled it stops CMD's group (SIGTERM, then SIGKILL after the
+// grace period) and still waits for the supervisor, so the elector releases
+// the lease only once CMD is gone.
 func (r *runner) task(ctx context.Context) error {
 	lease, _ := tenure.LeaseFrom(ctx)
 	var leaseFiles []*os.File
@@ -28,12 +95,24 @@ func (r *runner) task(ctx context.Context) error {
 		}
 		leaseFiles = files
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("control pipe: %w", err)
+	sup := r.standby
+	r.standby = nil
+	if sup != nil {
+		select {
+		case <-sup.done: // died while standing by (killed by someone)
+			sup.conn.Close()
+			sup = nil
+		default:
+		}
 	}
-	feed := &deadlineFeed{renewDeadline: r.opts.renewDeadline, grace: r.opts.grace, w: pw}
-	defer feed.close()
+	if sup == nil {
+		var err error
+		if sup, err = r.spawnSupervisor(); err != nil {
+			return err
+		}
+	}
+	feed := &deadlineFeed{renewDeadline: r.opts.renewDeadline, grace: r.opts.grace, c: sup.conn}
+	defer sup.conn.Close()
 	r.mu.Lock()
 	r.feed = feed
 	r.mu.Unlock()
@@ -42,61 +121,45 @@ func (r *runner) task(ctx context.Context) error {
 		r.feed = nil
 		r.mu.Unlock()
 	}()
-	// The first deadline waits in the pipe; the supervisor reads it before
-	// it starts CMD. Renewals from now on advance it.
-	feed.advance(r.elector.Status().Deadline)
 
-	argv := append([]string{superviseCmdName, "--lease-fds", strconv.Itoa(len(leaseFiles)), "--", r.opts.path}, r.opts.args...)
-	cmd := exec.Command(r.self, argv...)
-	cmd.Env = append(os.Environ(),
-		"TENURE_KEY="+lease.Key,
-		"TENURE_ID="+lease.Identity,
-		"TENURE_TERM="+strconv.FormatUint(lease.Term, 10))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.stdout, r.stderr
-	cmd.ExtraFiles = append([]*os.File{pr}, leaseFiles...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = time.Second // if CMD's orphans hold our output pipes
-
+	pg := sup.cmd.Process.Pid
 	r.mu.Lock()
 	if r.stopping || ctx.Err() != nil {
 		r.mu.Unlock()
-		pr.Close()
+		sup.dismiss()
 		return nil
 	}
-	err = cmd.Start()
+	// The supervisor starts CMD on this message, with the deadline the
+	// elector set at the acquisition (or a later one from a renewal).
+	err := feed.start(lease.Term, r.elector.Status().Deadline, leaseFiles)
 	if err == nil {
-		r.pg = cmd.Process.Pid
+		r.pg = pg
 	}
 	r.mu.Unlock()
-	pr.Close()
 	if err != nil {
-		return fmt.Errorf("cannot start the supervisor %s: %w", r.self, err)
+		_ = syscall.Kill(-pg, syscall.SIGKILL)
+		<-sup.done
+		return err
 	}
-	pg := cmd.Process.Pid
 	log := r.logger.With("key", lease.Key, "id", lease.Identity, "term", lease.Term)
 	log.Info("tenure: command started", "cmd", r.opts.path, "pgid", pg)
 
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-sup.done:
 	case <-ctx.Done():
 		log.Info("tenure: stopping the command", "why", context.Cause(ctx).Error(), "grace", r.opts.grace)
 		_ = syscall.Kill(-pg, syscall.SIGTERM)
 		t := time.NewTimer(r.opts.grace)
 		select {
-		case <-done:
+		case <-sup.done:
 		case <-t.C:
 			log.Warn("tenure: the command outlived --grace; killing its process group", "grace", r.opts.grace)
 			_ = syscall.Kill(-pg, syscall.SIGKILL)
-			<-done
+			<-sup.done
 		}
 		t.Stop()
 	}
-	code := exitCode(cmd.ProcessState)
+	code := exitCode(sup.cmd.ProcessState)
 	r.mu.Lock()
 	r.pg, r.code = 0, code
 	r.mu.Unlock()
@@ -105,7 +168,12 @@ func (r *runner) task(ctx context.Context) error {
 	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
 		waitGroupGone(pg, r.opts.grace)
 	}
-	log.Info("tenure: command exited", "code", code)
+	switch code {
+	case exitNotStarted, exitCannotExec:
+		log.Warn("tenure: the supervisor could not run the command", "code", code)
+	default:
+		log.Info("tenure: command exited", "code", code)
+	}
 	return nil
 }
 

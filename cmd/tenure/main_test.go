@@ -15,8 +15,9 @@ import (
 )
 
 // tenureBin is the tenure binary built once by TestMain; the tests run it
-// as real processes.
-var tenureBin string
+// as real processes. leanWorkerBin is the demo worker alone
+// (testdata/leanworker), which the benchmarks run as CMD.
+var tenureBin, leanWorkerBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "tenure-cli-test-")
@@ -24,13 +25,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	tenureBin = filepath.Join(dir, "tenure")
-	build := exec.Command("go", "build", "-o", tenureBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building tenure:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	tenureBin, leanWorkerBin = filepath.Join(dir, "tenure"), filepath.Join(dir, "leanworker")
+	for bin, pkg := range map[string]string{tenureBin: ".", leanWorkerBin: "./testdata/leanworker"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -177,6 +177,7 @@ type runner struct {
 	stderr  io.Writer
 
 	mu       sync.Mutex
+	standby  *supervisor   // started while campaigning; used by loop and task only
 	feed     *deadlineFeed // the running term's, nil between terms
 	pg       int           // the supervisor's process group while it runs
 	stopSig  syscall.Signal
@@ -228,7 +229,9 @@ func (r *runner) loop(ctx context.Context, sigs <-chan os.Signal) int {
 	}()
 	cfg := r.elector.Config()
 	failures := 0
+	defer r.dismissStandby()
 	for {
+		r.prepare()
 		campaignCtx, cancel := context.WithCancel(ctx)
 		r.mu.Lock()
 		r.cancel, r.code = cancel, -1

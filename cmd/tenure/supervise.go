@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -14,61 +17,74 @@ import (
 // as, to own its command's process group.
 const superviseCmdName = "__supervise"
 
-// Exit codes of the supervisor when it could not run the command at all.
+// Exit codes of the supervisor when it did not run the command.
 const (
-	exitNoDeadline = 125 // tenure went away before sending the first deadline
+	exitNotStarted = 125 // tenure went away (or stopped campaigning) first
 	exitCannotExec = 126 // the command could not be started
 )
 
-// superviseCmd is `tenure __supervise --lease-fds N -- CMD [ARGS...]`,
-// started by `tenure run` as the leader of a new process group, with fd 3
-// the read end of the control pipe and fds 4..4+N-1 the lease files. It
-// keeps the lease files open (without passing them to CMD), runs CMD in its
-// process group, and enforces the deadlines read from the control pipe by
+// superviseCmd is `tenure __supervise -- CMD [ARGS...]`, started by `tenure
+// run` while it campaigns, as the leader of a new process group, with fd 3
+// its end of the control channel (see controlMsgLen). It waits for the
+// first message, which carries the term and the lease files, then runs CMD
+// in its process group with TENURE_TERM set, keeps the lease files open
+// (without passing them to CMD), and enforces the deadlines it receives by
 // itself, so that CMD cannot outlive the lease even if tenure is frozen or
 // killed:
 //
 //   - at a deadline's termAt it sends SIGTERM to the group, at killAt SIGKILL;
-//   - on end of file on the pipe (tenure died) it kills the group at once;
+//   - on end of file on the channel (tenure died) it kills the group at once;
 //   - SIGTERM, SIGINT and SIGHUP are caught and ignored: tenure signals the
 //     whole group, CMD included, and the supervisor must outlive CMD;
 //   - when CMD exits, it kills whatever is left of the group and exits with
 //     CMD's exit code (128+n when CMD was killed by signal n).
 //
-// It reads the first deadline before starting CMD, so CMD never runs
-// unsupervised.
+// End of file before the first message ends it at once: CMD never runs
+// without a deadline.
 func superviseCmd(args []string, stderr io.Writer) int {
 	fs := newFlagSet(superviseCmdName)
-	nfds := fs.Int("lease-fds", 0, "number of lease files after the control pipe")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *nfds < 0 {
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		return fail(stderr, usageErrorf("%s is internal to tenure run", superviseCmdName))
-	}
-	// Nothing of ours may leak into CMD.
-	for fd := 3; fd < 4+*nfds; fd++ {
-		syscall.CloseOnExec(fd)
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
-	ctl := os.NewFile(3, "tenure-control")
-	first, err := readDeadline(ctl)
-	if err != nil {
-		return exitNoDeadline
+	// net.FileConn duplicates fd 3 with close-on-exec; fd 3 itself goes, so
+	// nothing of ours leaks into CMD.
+	f := os.NewFile(3, "tenure-control")
+	c, err := net.FileConn(f)
+	f.Close()
+	uc, ok := c.(*net.UnixConn)
+	if err != nil || !ok {
+		fmt.Fprintf(stderr, "tenure: %s needs the control socket at fd 3\n", superviseCmdName)
+		return exitNotStarted
 	}
+	first, leaseFDs, err := recvControl(uc)
+	if err != nil || first.term == 0 {
+		return exitNotStarted
+	}
+	_ = leaseFDs // held open until this process exits
+
 	msgs, eof := make(chan deadlineMsg), make(chan struct{})
 	go func() {
 		defer close(eof)
 		for {
-			m, err := readDeadline(ctl)
-			if err != nil {
+			m, fds, err := recvControl(uc)
+			for _, fd := range fds {
+				syscall.Close(fd) // only the first message may carry files
+			}
+			if errors.Is(err, errControlClosed) {
 				return
 			}
-			msgs <- m
+			if err == nil {
+				msgs <- m
+			}
 		}
 	}()
 
 	argv := fs.Args()
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "TENURE_TERM="+strconv.FormatUint(first.term, 10))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "tenure: cannot start %s: %v\n", argv[0], err)

@@ -2,168 +2,26 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"strconv"
-	"syscall"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/tenurehq/tenure/cmd/tenure/internal/demoworker"
 )
 
 // workerCmdName is the hidden subcommand the demo, the tests and the
-// benchmarks run as CMD under `tenure run`.
+// benchmarks run as CMD under `tenure run`; see package demoworker.
 const workerCmdName = "__demo-worker"
 
-// workerCmd is `tenure __demo-worker --events PATH --lock PATH [--heartbeat
-// DUR] [--exit-after DUR] [--print]`. It stands for a leader's job and
-// reports on it:
-//
-//   - at start it tries to take an exclusive flock on --lock without waiting.
-//     The kernel drops the lock when the worker dies, however it dies, so
-//     failing to get it means another worker is still alive: two leaders at
-//     once. Its start line says "overlap" then.
-//   - it appends "start ID TERM MONO PID ok|overlap" to --events (a file or
-//     FIFO; one write per line, so lines never interleave), where MONO is
-//     CLOCK_MONOTONIC in nanoseconds, comparable across processes;
-//   - with --print it prints "ID leads (term TERM)" every --heartbeat;
-//   - on SIGTERM, SIGINT or SIGHUP, or after --exit-after, it appends
-//     "stop ID TERM MONO PID" and exits 0.
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet(workerCmdName)
-	events := fs.String("events", "", "file or FIFO to append events to")
-	lock := fs.String("lock", "", "lock file held while working")
-	heartbeat := fs.Duration("heartbeat", 500*time.Millisecond, "heartbeat period")
-	exitAfter := fs.Duration("exit-after", 0, "exit by itself after this long (0: never)")
-	print := fs.Bool("print", false, "print heartbeats to stdout")
-	if err := fs.Parse(args); err != nil || *events == "" || *lock == "" {
-		return fail(stderr, usageErrorf("%s is internal to tenure demo", workerCmdName))
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	id, term := os.Getenv("TENURE_ID"), os.Getenv("TENURE_TERM")
-	started := monoNow()
-
-	state := "ok"
-	lf, err := os.OpenFile(*lock, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer lf.Close()
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		state = "overlap"
-	}
-	ev, err := os.OpenFile(*events, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer ev.Close()
-	pid := os.Getpid()
-	fmt.Fprintf(ev, "start %s %s %d %d %s\n", id, term, started, pid, state)
-
-	var tick <-chan time.Time
-	if *print {
-		t := time.NewTicker(*heartbeat)
-		defer t.Stop()
-		tick = t.C
-		fmt.Fprintf(stdout, "%s leads (term %s)\n", id, term)
-	}
-	var exit <-chan time.Time
-	if *exitAfter > 0 {
-		exit = time.After(*exitAfter)
-	}
-	for {
-		select {
-		case <-tick:
-			fmt.Fprintf(stdout, "%s leads (term %s)\n", id, term)
-			continue
-		case <-sigs:
-		case <-exit:
-		case <-ctx.Done():
-		}
-		break
-	}
-	fmt.Fprintf(ev, "stop %s %s %d %d\n", id, term, monoNow(), pid)
-	return exitOK
+	return demoworker.Run(ctx, args, stdout, stderr)
 }
 
-// workerEvent is one line a worker wrote.
-type workerEvent struct {
-	Kind    string // "start" or "stop"
-	ID      string
-	Term    uint64
-	Mono    int64 // CLOCK_MONOTONIC ns
-	PID     int
-	Overlap bool // start only: another worker was alive
-}
+// Short names for the worker's records.
+type (
+	workerEvent = demoworker.Event
+	history     = demoworker.History
+)
 
-// parseEvent parses one worker line.
-func parseEvent(line string) (workerEvent, error) {
-	var e workerEvent
-	var term, state string
-	n, _ := fmt.Sscanf(line, "%s %s %s %d %d %s", &e.Kind, &e.ID, &term, &e.Mono, &e.PID, &state)
-	if n < 5 || (e.Kind != "start" && e.Kind != "stop") {
-		return e, fmt.Errorf("bad worker event %q", line)
-	}
-	t, err := strconv.ParseUint(term, 10, 64)
-	if err != nil {
-		return e, fmt.Errorf("bad term in worker event %q", line)
-	}
-	e.Term, e.Overlap = t, state == "overlap"
-	return e, nil
-}
-
-// history is what a run of workers did, checked for safety.
-type history struct {
-	Starts, Stops int
-	Overlaps      int  // starts that found another worker alive, plus overlapping intervals
-	TermsGrow     bool // every start's term is greater than the one before
-	FirstTerm     uint64
-	LastTerm      uint64
-}
-
-// checkHistory checks events, in the order they were written, for two
-// workers alive at once and for terms that did not grow. A worker's
-// interval runs from its start to its stop; one killed without a stop line
-// is covered by the lock check alone.
-func checkHistory(evs []workerEvent) history {
-	h := history{TermsGrow: true}
-	type span struct{ from, to int64 }
-	open := map[int]*span{}
-	var spans []*span
-	for _, e := range evs {
-		switch e.Kind {
-		case "start":
-			h.Starts++
-			if e.Overlap {
-				h.Overlaps++
-			}
-			if h.Starts > 1 && e.Term <= h.LastTerm {
-				h.TermsGrow = false
-			}
-			if h.Starts == 1 {
-				h.FirstTerm = e.Term
-			}
-			h.LastTerm = e.Term
-			s := &span{from: e.Mono, to: -1}
-			open[e.PID] = s
-			spans = append(spans, s)
-		case "stop":
-			h.Stops++
-			if s := open[e.PID]; s != nil {
-				s.to = e.Mono
-				delete(open, e.PID)
-			}
-		}
-	}
-	for i, a := range spans {
-		for _, b := range spans[i+1:] {
-			if a.to >= 0 && b.from < a.to && b.from >= a.from {
-				h.Overlaps++
-			}
-		}
-	}
-	return h
-}
+var (
+	parseEvent   = demoworker.Parse
+	checkHistory = demoworker.Check
+)
