@@ -176,7 +176,9 @@ func (n *Network) send(m peer.Message) error {
 func delay(r *rand.Rand, f Faults) time.Duration {
 	span := f.MaxDelay - f.MinDelay
 	if span <= 0 {
-		return max(f.MinDelay, 0) + time.Duration(r.Int64N(1000)) // sub-µs jitter keeps deliveries apart
+		// Up to 100µs of jitter keeps deliveries from different links apart,
+		// so a receiver's order never depends on goroutine scheduling.
+		return max(f.MinDelay, 0) + time.Duration(r.Int64N(int64(100*time.Microsecond)))
 	}
 	return f.MinDelay + time.Duration(r.Int64N(int64(span)+1))
 }

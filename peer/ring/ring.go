@@ -1,6 +1,8 @@
 package ring
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/tenurehq/tenure/peer"
@@ -99,8 +101,9 @@ func (r *ring) initiate(env peer.Env) {
 
 func (r *ring) Tick(env peer.Env) {
 	now := env.Now()
-	for ref, p := range r.pending {
-		if now.Sub(p.sentAt) >= ackWait(env) {
+	// In Ref order, so runs are reproducible (map order is random).
+	for _, ref := range slices.Sorted(maps.Keys(r.pending)) {
+		if p := r.pending[ref]; now.Sub(p.sentAt) >= ackWait(env) {
 			delete(r.pending, ref)
 			r.suspect(env, p.to)
 			env.Logf("ring: no ack from %d, skipping it", p.to)
