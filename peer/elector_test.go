@@ -2,6 +2,7 @@ package peer_test
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,8 @@ func TestElectorOnTCP(t *testing.T) {
 	var wg sync.WaitGroup
 	for id := uint64(1); id <= 3; id++ {
 		n := g.start(id)
-		el, err := tenure.New(tenure.Config{Store: n, Key: "job", Identity: n.Identity(), TTL: 1500 * time.Millisecond})
+		el, err := tenure.New(tenure.Config{Store: n, Key: "job", Identity: n.Identity(), TTL: 1500 * time.Millisecond,
+			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ func TestHelperProcess(t *testing.T) {
 	if raw == "" {
 		t.Skip("helper process for TestMultiProcess")
 	}
+	slog.SetLogLoggerLevel(slog.LevelWarn)
 	ctx := context.Background()
 	st, err := tenure.Open(ctx, raw)
 	if err != nil {
