@@ -32,6 +32,7 @@ type RedisServer struct {
 
 	bin, dir, logPath string
 	port              int
+	extra             []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -44,9 +45,10 @@ func (s *RedisServer) URL(db int) string {
 }
 
 // Redis starts a redis-server for t, stopped by t.Cleanup; persistent
-// selects an fsynced append-only file (see [RedisServer.Persistent]).
-// Without the binary it calls [Missing].
-func Redis(t testing.TB, persistent bool) *RedisServer {
+// selects an fsynced append-only file (see [RedisServer.Persistent]), and
+// extra arguments are passed on (such as "--rename-command", "CONFIG", ""
+// to act like a managed Redis). Without the binary it calls [Missing].
+func Redis(t testing.TB, persistent bool, extra ...string) *RedisServer {
 	t.Helper()
 	bin := LookPath(t, "redis-server", RedisInstall, "/usr/bin", "/usr/local/bin")
 	var pw [12]byte
@@ -57,6 +59,7 @@ func Redis(t testing.TB, persistent bool) *RedisServer {
 		bin:        bin,
 		dir:        t.TempDir(),
 		port:       FreePort(t),
+		extra:      extra,
 	}
 	s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
 	s.logPath = filepath.Join(s.dir, "redis.log")
@@ -89,7 +92,7 @@ func (s *RedisServer) Start() error {
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
-	cmd := exec.Command(s.bin, args...)
+	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("testserver: start redis-server: %w", err)

@@ -402,3 +402,34 @@ func TestCloseEndsWatches(t *testing.T) {
 		t.Fatalf("Watch after Close: %v", err)
 	}
 }
+
+// A server that refuses CONFIG, as managed Redis services often do: the
+// store cannot enable keyspace notifications, and watches still deliver
+// expiries, by timer.
+func TestWatchWithoutConfigCommand(t *testing.T) {
+	srv := testserver.Redis(t, false, "--rename-command", "CONFIG", "")
+	st := open(t, srv.URL(0))
+	key := randomKey()
+	ch, err := st.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatalf("Watch on a server without CONFIG: %v", err)
+	}
+	if r := <-ch; r.Held() {
+		t.Fatalf("first delivery %+v", r)
+	}
+	l, err := st.Acquire(ctxFor(t), key, "alpha", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Holder != "alpha" || r.Term != l.Term {
+		t.Fatalf("delivery of the grant: %+v", r)
+	}
+	select {
+	case r := <-ch:
+		if r.Held() || r.Term != l.Term {
+			t.Fatalf("delivery after expiry: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the expiry was not delivered")
+	}
+}
