@@ -171,6 +171,13 @@ func (f *deadlineFeed) advance(at time.Time) {
 	}
 }
 
+// deadline is the current leader deadline.
+func (f *deadlineFeed) deadline() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.latest
+}
+
 // renewed is the hook called after each successful renewal sent at sent.
 func (f *deadlineFeed) renewed(sent time.Time) { f.advance(sent.Add(f.renewDeadline)) }
 

@@ -168,9 +168,14 @@ func (r *runner) task(ctx context.Context) error {
 	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
 		waitGroupGone(pg, r.opts.grace)
 	}
-	switch code {
-	case exitNotStarted, exitCannotExec:
+	switch {
+	case code == exitNotStarted || code == exitCannotExec:
 		log.Warn("tenure: the supervisor could not run the command", "code", code)
+	case ctx.Err() == nil && !time.Now().Before(feed.deadline()):
+		// tenure itself was late (frozen, starved): the supervisor stopped
+		// CMD at the deadline, before the elector noticed.
+		log.Warn("tenure: the supervisor stopped the command at the renew deadline", "code", code)
+		return fmt.Errorf("%w (the supervisor stopped the command; exit code %d)", tenure.ErrRenewDeadline, code)
 	default:
 		log.Info("tenure: command exited", "code", code)
 	}
