@@ -59,7 +59,7 @@ func (s *EtcdServer) Start(t testing.TB) {
 	cfg.TickMs = 10
 	cfg.ElectionMs = 50
 	cfg.UnsafeNoFsync = true
-	cfg.LogLevel = "error"
+	cfg.LogLevel = "panic" // its shutdown logs errors that are not
 	var (
 		e   *embed.Etcd
 		err error

@@ -3,6 +3,7 @@ package testserver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -103,8 +104,10 @@ clientPort=%d
 clientPortAddress=127.0.0.1
 minSessionTimeout=%d
 maxSessionTimeout=60000
+maxClientCnxns=0
+forceSync=no
 admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr,stat
+4lw.commands.whitelist=srvr,stat
 `, ZKTickTime.Milliseconds(), filepath.Join(dir, "data"), port, 2*ZKTickTime.Milliseconds())
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -155,7 +158,9 @@ func (s *ZKServer) Start() error {
 	return nil
 }
 
-// serving reports whether the server answers the "ruok" four-letter word.
+// serving reports whether the server serves clients: the "srvr"
+// four-letter word reports its mode only once it does ("ruok" answers
+// earlier, while sessions are still refused).
 func (s *ZKServer) serving() bool {
 	c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 	if err != nil {
@@ -163,12 +168,11 @@ func (s *ZKServer) serving() bool {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("ruok")); err != nil {
+	if _, err := c.Write([]byte("srvr")); err != nil {
 		return false
 	}
-	buf := make([]byte, 4)
-	n, _ := c.Read(buf)
-	return string(buf[:n]) == "imok"
+	b, _ := io.ReadAll(c)
+	return strings.Contains(string(b), "Mode: ")
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after 10 s) and waits for

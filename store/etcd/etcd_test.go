@@ -26,6 +26,7 @@ func openOn(srv *testserver.EtcdServer, prefix string) func(t testing.TB) tenure
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
+		t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
 		return st
 	}
 }

@@ -25,13 +25,28 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	r, _, err := s.read(ctx, key)
-	if err != nil {
-		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
+	for {
+		r, _, err := s.read(ctx, key)
+		if err != nil {
+			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
+		}
+		if r.Held() {
+			return tenure.Lease{}, &tenure.HeldError{Record: r}
+		}
+		l, err := s.tryAcquire(ctx, key, identity, ttl)
+		if errors.Is(err, errRace) {
+			continue // read who won, or try again if they are already gone
+		}
+		return l, err
 	}
-	if r.Held() {
-		return tenure.Lease{}, &tenure.HeldError{Record: r}
-	}
+}
+
+// errRace reports that another candidate created the holder key first.
+var errRace = errors.New("lost the race for the holder key")
+
+// tryAcquire grants an etcd lease and creates the holder key under it if
+// the key is still absent.
+func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	g, err := s.c.Grant(ctx, ttlSeconds(ttl))
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire (grant an etcd lease)", key, err)
@@ -40,7 +55,6 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)).
 		Then(clientv3.OpPut(hk, val, clientv3.WithLease(g.ID)), clientv3.OpPut(tk, val)).
-		Else(clientv3.OpGet(hk), clientv3.OpGet(tk)).
 		Commit()
 	if err != nil {
 		// The transaction may or may not have been applied; revoking the
@@ -49,13 +63,8 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 	}
 	if !resp.Succeeded {
-		// Another candidate won the race since the read.
 		go s.revoke(g.ID)
-		r, err := s.record(ctx, key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))
-		if err != nil {
-			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
-		}
-		return tenure.Lease{}, &tenure.HeldError{Record: r}
+		return tenure.Lease{}, errRace
 	}
 	return tenure.Lease{
 		Key:      key,

@@ -64,6 +64,10 @@
 //     successful Acquire or Renew was sent; if the holder is gone, ZooKeeper
 //     ends it after the session timeout, which it counts from the last
 //     message it received from the holder.
+//   - Besides its control session, a Store has one session per grant it
+//     holds, and, once an Acquire found the key held, one spare session made
+//     ready for its next attempt, so that taking over a released key costs
+//     two round trips.
 //   - Every candidate watching a key wakes when it changes (no predecessor
 //     chain): fine for the handful of candidates an election has.
 package zk

@@ -31,6 +31,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 		}
 		if r.Held() {
+			s.makeSpare(ttl)
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
 		l, err := s.tryAcquire(ctx, key, identity, ttl)
@@ -43,14 +44,17 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 
 // tryAcquire opens the grant's session and creates the lease node with it.
 func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	g, err := s.newSession(ctx, key, ttl)
-	if err != nil {
-		if errors.Is(err, tenure.ErrInvalid) {
-			return tenure.Lease{}, err
+	g := s.takeSpare(ttl)
+	if g == nil {
+		var err error
+		if g, err = s.newSession(ctx, ttl); err != nil {
+			if errors.Is(err, tenure.ErrInvalid) {
+				return tenure.Lease{}, err
+			}
+			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 		}
-		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 	}
-	g.identity = identity
+	g.key, g.identity = key, identity
 	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(identity, ttl)
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()

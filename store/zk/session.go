@@ -36,8 +36,8 @@ type grant struct {
 
 // newSession opens a session whose timeout is ttl and waits for it,
 // bounded by ctx. It refuses a ttl above what the server grants.
-func (s *Store) newSession(ctx context.Context, key string, ttl time.Duration) (*grant, error) {
-	g := &grant{s: s, key: key, ttl: ttl, ready: make(chan struct{}), ended: make(chan struct{})}
+func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, error) {
+	g := &grant{s: s, ttl: ttl, ready: make(chan struct{}), ended: make(chan struct{})}
 	negotiated := make(chan time.Duration, 1)
 	conn, _, err := zk.Connect(s.servers, ttl,
 		zk.WithLogger(logger{secret: s.secret, timeout: negotiated}),
@@ -81,6 +81,63 @@ func (s *Store) newSession(ctx context.Context, key string, ttl time.Duration) (
 		}
 	}
 	return g, nil
+}
+
+// takeSpare returns the spare session if it suits ttl and is connected,
+// or nil. A candidate that was told the key is held gets a spare made for
+// its next attempt, so that acquiring a key just released costs two round
+// trips instead of a new session.
+func (s *Store) takeSpare(ttl time.Duration) *grant {
+	s.mu.Lock()
+	g := s.spare
+	s.spare = nil
+	s.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	if g.ttl != ttl || g.lost() != "" || g.conn.State() != zk.StateHasSession {
+		g.end(false)
+		return nil
+	}
+	return g
+}
+
+// makeSpare makes a spare session with timeout ttl in the background,
+// unless there is one or one is being made.
+func (s *Store) makeSpare(ttl time.Duration) {
+	s.mu.Lock()
+	if s.closed || s.making || s.spare != nil && s.spare.ttl == ttl {
+		s.mu.Unlock()
+		return
+	}
+	s.making = true
+	s.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), controlSessionTimeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		g, err := s.newSession(ctx, ttl)
+		s.mu.Lock()
+		s.making = false
+		keep := err == nil && !s.closed
+		var old *grant
+		if keep {
+			old, s.spare = s.spare, g
+		}
+		s.mu.Unlock()
+		if old != nil {
+			old.end(false)
+		}
+		if err == nil && !keep {
+			g.end(false)
+		}
+	}()
 }
 
 // event is the session's event callback, run synchronously by the client:

@@ -41,6 +41,8 @@ type Store struct {
 
 	mu     sync.Mutex
 	grants map[string]*grant // by Lease.Token
+	spare  *grant            // a session made ready for the next Acquire, or nil
+	making bool              // a spare session is being made
 	closed bool
 	done   chan struct{} // closed by Close
 	up     chan struct{} // closed while the control session is connected
@@ -195,9 +197,13 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.done)
-	gs := make([]*grant, 0, len(s.grants))
+	gs := make([]*grant, 0, len(s.grants)+1)
 	for _, g := range s.grants {
 		gs = append(gs, g)
+	}
+	if s.spare != nil {
+		gs = append(gs, s.spare)
+		s.spare = nil
 	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup

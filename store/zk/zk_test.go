@@ -62,6 +62,7 @@ func opener(srv *testserver.ZKServer, path string) func(t testing.TB) tenure.Sto
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
+		t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
 		return st
 	}
 }
