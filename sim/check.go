@@ -17,6 +17,9 @@ type Stats struct {
 	// MaxGap is the longest leaderless stretch after the first leader
 	// following the heal.
 	MaxGap time.Duration
+	// Ends counts how leaderships ended, by reason (released, ErrLost,
+	// ErrRenewDeadline, ErrStalled, context canceled).
+	Ends map[string]int
 }
 
 // Check returns the violations of the package's invariants in h, a history
@@ -30,6 +33,12 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 	}
 	runErrs := h.RunErrs
 	end := h.End
+	st.Ends = map[string]int{}
+	for _, e := range h.Entries {
+		if e.Format == lostFormat {
+			st.Ends[e.Args[0].(string)]++
+		}
+	}
 	h.mu.Unlock()
 	bad := func(format string, args ...any) { violations = append(violations, fmt.Sprintf(format, args...)) }
 

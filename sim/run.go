@@ -54,7 +54,7 @@ func Run(s *Scenario) *History {
 			case tenure.EventElected, tenure.EventRenewFailed, tenure.EventTaskOverrun:
 				h.add(p.ID, ev.Term, "%s", ev.Kind)
 			case tenure.EventLost:
-				h.add(p.ID, ev.Term, "lost: %s", reason(ev.Err))
+				h.add(p.ID, ev.Term, lostFormat, reason(ev.Err))
 			case tenure.EventLeaderChanged:
 				h.add(p.ID, ev.Term, "sees leader %q", ev.Leader)
 			}
@@ -114,7 +114,36 @@ func (h *History) task(p ElectorPlan, ttl time.Duration, rng *rand.Rand, helpers
 		returns, overrun := rng.Float64() < p.ReturnP, rng.Float64() < p.OverrunP
 		work := time.Duration(rng.Int64N(int64(4 * ttl)))
 		lag := time.Duration(rng.Int64N(int64(ttl / 2)))
-		if returns {
+		stalls := rng.Float64() < p.StallP
+		stallAt := time.Duration(rng.Int64N(int64(4 * ttl)))
+		switch {
+		case p.StallTimeout > 0:
+			// Report progress every TTL/10 until done, or until stalling.
+			began := time.Now()
+			tick := time.NewTicker(ttl / 10)
+			defer tick.Stop()
+			noted := false
+		work:
+			for {
+				select {
+				case <-ctx.Done():
+					break work
+				case <-tick.C:
+				}
+				switch busy := time.Since(began); {
+				case returns && busy >= work:
+					h.add(p.ID, lease.Term, "task returns")
+					return nil
+				case stalls && busy >= stallAt:
+					if !noted {
+						h.add(p.ID, lease.Term, "task stalls")
+						noted = true
+					}
+				default:
+					tenure.Progress(ctx)
+				}
+			}
+		case returns:
 			t := time.NewTimer(work)
 			defer t.Stop()
 			select {
@@ -123,7 +152,7 @@ func (h *History) task(p ElectorPlan, ttl time.Duration, rng *rand.Rand, helpers
 				return nil
 			case <-ctx.Done():
 			}
-		} else {
+		default:
 			<-ctx.Done()
 		}
 		if overrun {
@@ -177,6 +206,10 @@ func schedule(ctx context.Context, h *History, p ElectorPlan, f *faultstore.Faul
 func modeName(m faultstore.PartitionMode) string {
 	return [...]string{"none", "fail-fast", "hang"}[m]
 }
+
+// lostFormat is the history entry of an EventLost; its argument is the
+// reason.
+const lostFormat = "lost: %s"
 
 func reason(err error) string {
 	switch {

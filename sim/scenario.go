@@ -44,6 +44,11 @@ type ElectorPlan struct {
 	// after a uniform time in [0, 4×TTL); OverrunP the probability that it
 	// keeps running up to TTL/2 after its context is cancelled.
 	ReturnP, OverrunP float64
+	// StallTimeout, if positive, is the elector's Config.StallTimeout: its
+	// tasks report progress every TTL/10, and with probability StallP a
+	// term's task stops doing so after a uniform time in [0, 4×TTL).
+	StallTimeout time.Duration
+	StallP       float64
 }
 
 // WindowKind is the kind of a fault [Window].
@@ -70,7 +75,8 @@ type Window struct {
 // Config returns the elector configuration for plan i, before Store, Clock
 // and hooks are set: the defaults derived from TTL.
 func (s *Scenario) Config(i int) tenure.Config {
-	return tenure.Config{Key: "job", Identity: s.Electors[i].ID, TTL: s.TTL}.WithDefaults()
+	p := s.Electors[i]
+	return tenure.Config{Key: "job", Identity: p.ID, TTL: s.TTL, StallTimeout: p.StallTimeout}.WithDefaults()
 }
 
 // LivenessBound is how long after FaultsEnd a leader must be live, and the
@@ -100,6 +106,9 @@ func Generate(seed uint64) *Scenario {
 			PollOnly: rng.IntN(4) == 0,
 			ReturnP:  0.3 * rng.Float64(),
 			OverrunP: 0.2 * rng.Float64(),
+		}
+		if rng.IntN(3) == 0 {
+			p.StallTimeout, p.StallP = ttl/2, 0.5*rng.Float64()
 		}
 		// A quarter of the electors are well behaved; the others get a
 		// random mix of every fault.
@@ -134,8 +143,9 @@ func (s *Scenario) String() string {
 		s.Seed, len(s.Electors), s.TTL, s.Rho, s.FaultsEnd, s.End, s.LivenessBound())
 	for _, p := range s.Electors {
 		r := p.Rates
-		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f\n",
-			p.ID, p.Rate, p.PollOnly, r.FailBefore, r.FailAfter, r.DelayBefore, r.DelayAfter, r.MaxDelay.Round(time.Millisecond), p.ReturnP, p.OverrunP)
+		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f, stall timeout %s stalls %.2f\n",
+			p.ID, p.Rate, p.PollOnly, r.FailBefore, r.FailAfter, r.DelayBefore, r.DelayAfter, r.MaxDelay.Round(time.Millisecond),
+			p.ReturnP, p.OverrunP, p.StallTimeout, p.StallP)
 		for _, w := range p.Windows {
 			fmt.Fprintf(&b, "    %s from %s to %s\n", w.Kind, w.Start.Round(time.Millisecond), w.End.Round(time.Millisecond))
 		}

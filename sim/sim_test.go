@@ -54,6 +54,7 @@ func TestSimulation(t *testing.T) {
 		worst      Stats
 		worstSeed  [2]uint64
 		leaders    int
+		ends       = map[string]int{}
 	)
 	start := time.Now()
 	t.Run("seeds", func(t *testing.T) {
@@ -75,6 +76,9 @@ func TestSimulation(t *testing.T) {
 						report(t, s, h, v)
 						mu.Lock()
 						leaders += st.Leaderships
+						for k, v := range st.Ends {
+							ends[k] += v
+						}
 						if st.Recovery > worst.Recovery {
 							worst.Recovery, worstSeed[0] = st.Recovery, seed
 						}
@@ -92,6 +96,7 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds in %s (%.0f seeds/s, race detector %v), %d leaderships; slowest recovery after the heal %s (seed %d), longest later gap %s (seed %d), bound %s",
 		done.Load(), elapsed.Round(time.Millisecond), float64(done.Load())/elapsed.Seconds(), raceEnabled,
 		leaders, worst.Recovery, worstSeed[0], worst.MaxGap, worstSeed[1], Generate(0).LivenessBound())
+	t.Logf("leaderships ended by: %v", ends)
 }
 
 // report fails t with the seed, the replay command and the history if v
