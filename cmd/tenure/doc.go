@@ -18,11 +18,16 @@
 // while leading, runs CMD with TENURE_KEY, TENURE_ID and TENURE_TERM (the
 // fencing token) added to its environment. It does not run CMD itself: it
 // re-executes itself as a hidden supervisor (`tenure __supervise`) that
-// leads a new process group, holds the store's lease files (see
-// [tenure.LeaseFiler]) and runs CMD in that group. tenure sends the
-// supervisor, after the acquisition and after every successful renewal, the
-// CLOCK_MONOTONIC instants at which the leader context will be cancelled and
-// by which the group must be dead; the supervisor enforces them by itself.
+// leads a new process group and runs CMD in that group. The supervisor is
+// started while tenure campaigns and waits on its control socket (fd 3, a
+// SOCK_SEQPACKET socket pair); once elected, tenure sends it the term, the
+// deadlines and, as SCM_RIGHTS, the store's lease files (see
+// [tenure.LeaseFiler]), which it holds open, away from CMD, while it lives.
+// After every successful renewal tenure sends it the CLOCK_MONOTONIC
+// instants at which the leader context will be cancelled and by which the
+// group must be dead; the supervisor enforces them by itself. (Starting the
+// supervisor ahead keeps the start-up of a large binary, which runs every
+// linked store SDK's package initialisation, off the failover path.)
 //
 // Guarantees:
 //
@@ -31,8 +36,9 @@
 //     --grace, which must leave the lease unexpired (RenewDeadline + grace <
 //     TTL is checked at start-up). This holds if tenure is frozen (SIGSTOP,
 //     swapped out) since the supervisor keeps time itself, and if tenure is
-//     killed: the supervisor then sees end of file on its control pipe and
-//     kills CMD at once.
+//     killed: the supervisor then sees end of file on its control socket and
+//     kills CMD at once. If the supervisor had to stop CMD because tenure
+//     was late, tenure reports leadership lost, not CMD's clean exit.
 //   - A crashed tenure's lease ends as soon as its supervisor and CMD are
 //     dead (on stores that tie grants to open files, like the local store),
 //     not after the TTL; CMD is dead before the lease can end.
