@@ -13,9 +13,16 @@
 // running at a rate within 1±[Scenario.Rho] of the store's, per-call fault
 // rates (failures before and after the call, slow requests, late replies),
 // windows of fail-fast partitions, hanging partitions and pauses during the
-// fault phase, and a task that sometimes returns on its own (a graceful
-// handoff) and sometimes is slow to notice cancellation. At
-// [Scenario.FaultsEnd] every fault heals; the run ends at [Scenario.End].
+// fault phase, a task that sometimes returns on its own (a graceful
+// handoff), sometimes is slow to notice cancellation and, for a third of the
+// electors, reports progress under a StallTimeout and sometimes stalls; in
+// a third of the seeds also store-wide outages that hit every elector at
+// once. At [Scenario.FaultsEnd] every fault heals; the run ends at
+// [Scenario.End].
+//
+// Safety holds in the model as long as RenewDeadline/(1−ρ) < TTL, that is
+// ρ < 1/3 with the default timings; the default ρ is 1%. (Runs with ρ = 25%
+// stay safe; at ρ = 45% the checker reports overlapping leaders.)
 //
 // # What the checker proves, per seed
 //

@@ -23,14 +23,25 @@ func Run(s *Scenario) *History {
 	h := &History{origin: time.Now(), RunErrs: map[string]error{}}
 	mem := memory.New(tenure.SystemClock)
 	defer mem.Close()
-	var shared tenure.Store = mem
+	// Store-wide outages use only the switches, never per-call draws, so
+	// the order in which electors reach the store does not matter.
+	outage := faultstore.New(faultstore.Plan{
+		Clock:   tenure.SystemClock,
+		OnFault: func(op faultstore.Op, what string) { h.add("store", 0, "fault %s %s", op, what) },
+	})
+	shared := faultstore.Wrap(mem, outage)
 	if s.WrapStore != nil {
-		shared = s.WrapStore(mem)
+		shared = s.WrapStore(shared)
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var electors, helpers sync.WaitGroup
+	helpers.Add(1)
+	go func() {
+		defer helpers.Done()
+		schedule(ctx, h, "store", s.Outages, outage)
+	}()
 	faults := make([]*faultstore.Faults, len(s.Electors))
 	for i, p := range s.Electors {
 		f := faultstore.New(faultstore.Plan{
@@ -75,11 +86,12 @@ func Run(s *Scenario) *History {
 		helpers.Add(1)
 		go func() {
 			defer helpers.Done()
-			schedule(ctx, h, p, f)
+			schedule(ctx, h, p.ID, p.Windows, f)
 		}()
 	}
 
 	time.Sleep(s.FaultsEnd)
+	outage.Heal()
 	for _, f := range faults {
 		f.Heal()
 	}
@@ -163,12 +175,12 @@ func (h *History) task(p ElectorPlan, ttl time.Duration, rng *rand.Rand, helpers
 	}
 }
 
-// schedule applies p's fault windows to f until they are over or ctx is
-// done. Overlapping windows combine: a hanging partition wins over a
+// schedule applies the fault windows of who to f until they are over or
+// ctx is done. Overlapping windows combine: a hanging partition wins over a
 // fail-fast one; a pause holds calls whenever no partition fails them.
-func schedule(ctx context.Context, h *History, p ElectorPlan, f *faultstore.Faults) {
+func schedule(ctx context.Context, h *History, who string, windows []Window, f *faultstore.Faults) {
 	var points []time.Duration
-	for _, w := range p.Windows {
+	for _, w := range windows {
 		points = append(points, w.Start, w.End)
 	}
 	slices.Sort(points)
@@ -181,7 +193,7 @@ func schedule(ctx context.Context, h *History, p ElectorPlan, f *faultstore.Faul
 		case <-t.C:
 		}
 		mode, paused := faultstore.Healthy, false
-		for _, w := range p.Windows {
+		for _, w := range windows {
 			if w.Start <= at && at < w.End {
 				switch w.Kind {
 				case PartitionHang:
@@ -199,7 +211,7 @@ func schedule(ctx context.Context, h *History, p ElectorPlan, f *faultstore.Faul
 		} else {
 			f.Resume()
 		}
-		h.add(p.ID, 0, "switches: partition %v, paused %v", modeName(mode), paused)
+		h.add(who, 0, "switches: partition %v, paused %v", modeName(mode), paused)
 	}
 }
 

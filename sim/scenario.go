@@ -24,6 +24,9 @@ type Scenario struct {
 	// are offsets from the start of the run.
 	FaultsEnd, End time.Duration
 	Electors       []ElectorPlan
+	// Outages are windows during which the store itself is unreachable or
+	// paused for every elector at once.
+	Outages []Window
 	// WrapStore, if set, wraps the shared store under every elector's
 	// faultstore: a way to plant a broken store and see the checker fail.
 	WrapStore func(tenure.Store) tenure.Store
@@ -120,20 +123,27 @@ func Generate(seed uint64) *Scenario {
 				DelayAfter:  0.4 * rng.Float64(),
 				MaxDelay:    time.Duration(rng.Float64() * float64(ttl) / 2),
 			}
-			for range rng.IntN(5) {
-				start := time.Duration(rng.Int64N(int64(s.FaultsEnd)))
-				length := time.Duration(float64(ttl) * (0.05 + 3*rng.Float64()))
-				p.Windows = append(p.Windows, Window{
-					Kind:  WindowKind(rng.IntN(3)),
-					Start: start,
-					End:   min(start+length, s.FaultsEnd),
-				})
-			}
+			p.Windows = randomWindows(rng, s.FaultsEnd, rng.IntN(5), 3*ttl)
 		}
 		s.Electors = append(s.Electors, p)
 	}
+	if rng.IntN(3) == 0 {
+		s.Outages = randomWindows(rng, s.FaultsEnd, 1+rng.IntN(2), 2*ttl)
+	}
 	s.End = s.FaultsEnd + 2*s.LivenessBound()
 	return s
+}
+
+// randomWindows draws n windows of random kinds, each starting before end
+// and lasting up to longest (cut at end).
+func randomWindows(rng *rand.Rand, end time.Duration, n int, longest time.Duration) []Window {
+	var ws []Window
+	for range n {
+		start := time.Duration(rng.Int64N(int64(end)))
+		length := time.Duration(float64(longest) * (0.02 + 0.98*rng.Float64()))
+		ws = append(ws, Window{Kind: WindowKind(rng.IntN(3)), Start: start, End: min(start+length, end)})
+	}
+	return ws
 }
 
 // String describes the scenario, for failure reports.
@@ -141,6 +151,9 @@ func (s *Scenario) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d: %d electors, TTL %s, rho %g, faults until %s, end %s, liveness bound %s\n",
 		s.Seed, len(s.Electors), s.TTL, s.Rho, s.FaultsEnd, s.End, s.LivenessBound())
+	for _, w := range s.Outages {
+		fmt.Fprintf(&b, "  store-wide %s from %s to %s\n", w.Kind, w.Start.Round(time.Millisecond), w.End.Round(time.Millisecond))
+	}
 	for _, p := range s.Electors {
 		r := p.Rates
 		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f, stall timeout %s stalls %.2f\n",
