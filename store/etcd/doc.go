@@ -47,6 +47,10 @@
 //   - An etcd leader change or restart extends outstanding leases (etcd
 //     restarts their TTL on the new leader). A crashed holder's grant may
 //     then last up to one more TTL. It never ends early.
+//   - The term key stays in etcd after the key is released (a few bytes per
+//     lease key ever granted). It only lets Get report the last term of a
+//     free key; terms come from etcd's cluster-wide revision and keep
+//     growing even if it is deleted.
 //   - TLS is not configurable through the URL; use an etcd reachable over
 //     a trusted network or a local proxy.
 //   - Without credentials, Open does not contact etcd (the first call does);

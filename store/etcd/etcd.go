@@ -153,6 +153,9 @@ func scrub(err error, password string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), password, "xxxxx"))
 }
 
+// unknownHolder names the holder of a key whose value tenure cannot read.
+const unknownHolder = "(unknown)"
+
 // grant is what the holder key stores.
 type grant struct {
 	Holder string `json:"holder"`

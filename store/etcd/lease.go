@@ -206,6 +206,9 @@ func (s *Store) record(ctx context.Context, key string, holder, term *mvccpb.Key
 	}
 	g := decode(holder.Value)
 	r.Holder, r.Term, r.TTL = g.Holder, uint64(holder.CreateRevision), time.Duration(g.TTL)
+	if r.Holder == "" {
+		r.Holder = unknownHolder // held, but the key was not written by tenure
+	}
 	ttl, err := s.c.TimeToLive(ctx, clientv3.LeaseID(holder.Lease))
 	if err != nil {
 		return tenure.Record{}, err

@@ -57,6 +57,9 @@
 //     grant may last until the minimum. A TTL above the maximum is refused
 //     with an error matching [tenure.ErrInvalid], since a shorter session
 //     could end the grant while its holder still believes it leads.
+//   - ZooKeeper expires sessions in buckets of tickTime, so a crashed
+//     holder's grant can outlive its TTL by up to one tickTime (2 s by
+//     default) before another candidate can acquire the key.
 //   - Record.Remaining is the grant's TTL, an upper bound: ZooKeeper does
 //     not tell other clients when a session was last heard from.
 //   - A grant that is not renewed for its TTL is ended by the holder's own

@@ -224,6 +224,9 @@ func (s *Store) read(ctx context.Context, key string) (tenure.Record, error) {
 	if got.st.NumChildren > 0 {
 		rec := decode(got.data)
 		r.Holder, r.TTL = rec.Holder, time.Duration(rec.TTL)
+		if r.Holder == "" {
+			r.Holder = unknownHolder // held, but the node was not written by tenure
+		}
 		r.Remaining = r.TTL // an upper bound: see the package doc
 	}
 	return r, nil

@@ -336,6 +336,10 @@ func (s *Store) session(ctx context.Context) (<-chan struct{}, error) {
 	return s.down, nil
 }
 
+// unknownHolder names the holder of a key whose node data tenure cannot
+// read.
+const unknownHolder = "(unknown)"
+
 // record is what the key node stores: the last grant.
 type record struct {
 	Holder string `json:"holder"`
