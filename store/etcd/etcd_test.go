@@ -288,3 +288,25 @@ func TestCloseEndsWatch(t *testing.T) {
 		t.Fatalf("Watch after Close: %v", err)
 	}
 }
+
+// TestForeignValueLooksHeld checks that a holder key tenure did not write
+// (no lease, a value it cannot read) reads as held by "(unknown)" and that
+// Acquire reports it held rather than spinning.
+func TestForeignValueLooksHeld(t *testing.T) {
+	srv := testserver.Etcd(t)
+	raw := rawClient(t, srv)
+	ctx := ctxT(t, 10*time.Second)
+	if _, err := raw.Put(ctx, "/foreign/holder/k", "not json"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := etcd.Open(ctx, "etcd://"+srv.Endpoint+"/foreign")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = st.Acquire(ctx, "k", "alpha", time.Second)
+	var held *tenure.HeldError
+	if !errors.As(err, &held) || held.Record.Holder != "(unknown)" || held.Record.Term == 0 {
+		t.Fatalf("Acquire of a key held by a foreign value: %v, want HeldError naming (unknown)", err)
+	}
+}

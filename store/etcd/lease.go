@@ -178,13 +178,13 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 // read returns the key's record and the etcd revision it was read at.
 func (s *Store) read(ctx context.Context, key string) (tenure.Record, int64, error) {
-	for {
+	for attempt := 0; ; attempt++ {
 		resp, err := s.c.Txn(ctx).Then(clientv3.OpGet(s.holderKey(key)), clientv3.OpGet(s.termKey(key))).Commit()
 		if err != nil {
 			return tenure.Record{}, 0, err
 		}
 		r, err := s.record(ctx, key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))
-		if errors.Is(err, errGone) {
+		if errors.Is(err, errGone) && attempt < 10 {
 			continue // the lease ended after the read: read again
 		}
 		return r, resp.Header.Revision, err
@@ -208,6 +208,9 @@ func (s *Store) record(ctx context.Context, key string, holder, term *mvccpb.Key
 	r.Holder, r.Term, r.TTL = g.Holder, uint64(holder.CreateRevision), time.Duration(g.TTL)
 	if r.Holder == "" {
 		r.Holder = unknownHolder // held, but the key was not written by tenure
+	}
+	if holder.Lease == 0 {
+		return r, nil // written without a lease, not by tenure: no expiry
 	}
 	ttl, err := s.c.TimeToLive(ctx, clientv3.LeaseID(holder.Lease))
 	if err != nil {

@@ -217,10 +217,12 @@ func (s *Store) read(ctx context.Context, key string) (tenure.Record, error) {
 		return r, nil
 	case err != nil:
 		return tenure.Record{}, err
-	case got.st == nil || got.st.Version == 0:
-		return r, nil // created, never granted
+	case got.st == nil:
+		return r, nil
 	}
-	r.Term = uint64(got.st.Mzxid)
+	if got.st.Version > 0 || got.st.NumChildren > 0 { // else created, never granted
+		r.Term = uint64(got.st.Mzxid)
+	}
 	if got.st.NumChildren > 0 {
 		rec := decode(got.data)
 		r.Holder, r.TTL = rec.Holder, time.Duration(rec.TTL)

@@ -219,3 +219,22 @@ func TestBadURLs(t *testing.T) {
 		t.Errorf("path %q, want %q", st.Path(), zk.DefaultPath)
 	}
 }
+
+// TestForeignNodesLookHeld checks that a key whose nodes tenure did not
+// write reads as held by "(unknown)" and that Acquire reports it held
+// rather than spinning.
+func TestForeignNodesLookHeld(t *testing.T) {
+	srv := server(t)
+	raw := rawConn(t, srv)
+	for _, p := range []string{"/foreign", "/foreign/k", "/foreign/k/lease"} {
+		if _, err := raw.Create(p, []byte("not json"), 0, gozk.WorldACL(gozk.PermAll)); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	st := open(t, "zk://"+srv.Addr+"/foreign")
+	_, err := st.Acquire(ctxT(t, 10*time.Second), "k", "alpha", time.Second)
+	var held *tenure.HeldError
+	if !errors.As(err, &held) || held.Record.Holder != "(unknown)" || held.Record.Term == 0 {
+		t.Fatalf("Acquire of a key held by foreign nodes: %v, want HeldError naming (unknown)", err)
+	}
+}
