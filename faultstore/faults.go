@@ -44,9 +44,10 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%#x)", uint8(o))
 }
 
-// Rates are the per-call fault probabilities, each in [0, 1]. For every
-// call the decisions are drawn in this order: fail before, delay before,
-// fail after, delay after. A call that fails before reaches nothing else.
+// Rates are the per-call fault probabilities, each in [0, 1], and a base
+// latency. For every call the decisions are drawn in this order: fail
+// before, delay before, fail after, delay after, latency. A call that fails
+// before reaches nothing else.
 type Rates struct {
 	// Ops are the operations the rates apply to; zero means [OpAll].
 	Ops Op
@@ -67,6 +68,12 @@ type Rates struct {
 	DelayAfter float64
 	// MaxDelay bounds each delay.
 	MaxDelay time.Duration
+	// Latency, if positive, delays every call by a uniform time in
+	// [0, Latency) before it reaches the inner store, like a network
+	// round trip. Besides realism it breaks ties: calls that several
+	// goroutines make at the same virtual instant reach the store in an
+	// order drawn from the seed rather than one left to the scheduler.
+	Latency time.Duration
 }
 
 // Plan configures a [Faults].
@@ -190,14 +197,15 @@ func (f *Faults) signalLocked() {
 type decision struct {
 	failBefore, failAfter   bool
 	delayBefore, delayAfter time.Duration
+	latency                 time.Duration
 }
 
-// decide draws the decisions of one call: always six draws, whatever the
+// decide draws the decisions of one call: always seven draws, whatever the
 // rates, so the stream stays aligned with the sequence of calls.
 func (f *Faults) decide(op Op) decision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var u [6]float64
+	var u [7]float64
 	for i := range u {
 		u[i] = f.rng.Float64()
 	}
@@ -214,6 +222,7 @@ func (f *Faults) decide(op Op) decision {
 	if u[4] < r.DelayAfter {
 		d.delayAfter = time.Duration(u[5] * float64(r.MaxDelay))
 	}
+	d.latency = time.Duration(u[6] * float64(r.Latency))
 	return d
 }
 
@@ -263,16 +272,25 @@ func (f *Faults) gate(ctx context.Context, op Op) error {
 
 // wait sleeps d on the plan's clock, then passes the gate.
 func (f *Faults) wait(ctx context.Context, op Op, d time.Duration) error {
-	if d > 0 {
-		t := f.clock.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := f.sleep(ctx, d); err != nil {
+		return err
 	}
 	return f.gate(ctx, op)
+}
+
+// sleep waits d on the plan's clock, or until ctx is done.
+func (f *Faults) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := f.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // call runs one store call through the plan.
@@ -282,6 +300,11 @@ func (f *Faults) call(ctx context.Context, op Op, do func() error) error {
 		f.note(op, "delay-before")
 	}
 	if err := f.wait(ctx, op, d.delayBefore); err != nil {
+		return err
+	}
+	// Latency comes after the gate, so calls released together by the end
+	// of a pause or partition still reach the store one by one.
+	if err := f.sleep(ctx, d.latency); err != nil {
 		return err
 	}
 	if d.failBefore {

@@ -275,3 +275,33 @@ func TestSkew(t *testing.T) {
 		}
 	})
 }
+
+func TestLatencySpreadsCallsReleasedTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Seed: 5, Rates: faultstore.Rates{Latency: 10 * time.Millisecond}})
+		s := faultstore.Wrap(mem, f)
+		f.Pause()
+		start := time.Now()
+		arrived := make(chan time.Duration, 3)
+		for _, id := range []string{"a", "b", "c"} {
+			go func() {
+				_, _ = s.Acquire(t.Context(), "k-"+id, id, ttl)
+				arrived <- time.Since(start)
+			}()
+		}
+		time.Sleep(time.Second)
+		f.Resume() // all three are released at one instant...
+		seen := map[time.Duration]bool{}
+		for range 3 {
+			d := <-arrived - time.Second
+			if d < 0 || d >= 10*time.Millisecond {
+				t.Fatalf("call finished %s after the resume, want within the 10ms latency", d)
+			}
+			seen[d] = true
+		}
+		if len(seen) != 3 {
+			t.Fatalf("calls released together finished at %d distinct instants, want 3", len(seen))
+		}
+	})
+}
