@@ -23,16 +23,18 @@ func Run(s *Scenario) *History {
 	h := &History{origin: time.Now(), RunErrs: map[string]error{}}
 	mem := memory.New(tenure.SystemClock)
 	defer mem.Close()
+	var shared tenure.Store = mem
+	if s.WrapStore != nil {
+		shared = s.WrapStore(mem)
+	}
 	// Store-wide outages use only the switches, never per-call draws, so
-	// the order in which electors reach the store does not matter.
+	// the order in which electors reach them does not matter. They sit in
+	// front of each elector's own faults, whose latency then spreads out
+	// the calls an outage releases at one instant.
 	outage := faultstore.New(faultstore.Plan{
 		Clock:   tenure.SystemClock,
 		OnFault: func(op faultstore.Op, what string) { h.add("store", 0, "fault %s %s", op, what) },
 	})
-	shared := faultstore.Wrap(mem, outage)
-	if s.WrapStore != nil {
-		shared = s.WrapStore(shared)
-	}
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -44,14 +46,16 @@ func Run(s *Scenario) *History {
 	}()
 	faults := make([]*faultstore.Faults, len(s.Electors))
 	for i, p := range s.Electors {
+		rates := p.Rates
+		rates.Latency = s.Latency
 		f := faultstore.New(faultstore.Plan{
 			Seed:    s.Seed<<8 | uint64(i),
 			Clock:   tenure.SystemClock,
-			Rates:   p.Rates,
+			Rates:   rates,
 			OnFault: func(op faultstore.Op, what string) { h.add(p.ID, 0, "fault %s %s", op, what) },
 		})
 		faults[i] = f
-		store := faultstore.Wrap(shared, f)
+		store := faultstore.Wrap(faultstore.Wrap(shared, f), outage)
 		if p.PollOnly {
 			store = faultstore.PollOnly(store)
 		}
@@ -93,7 +97,10 @@ func Run(s *Scenario) *History {
 	time.Sleep(s.FaultsEnd)
 	outage.Heal()
 	for _, f := range faults {
-		f.Heal()
+		// Like Heal, but keeping the latency that breaks ties.
+		f.SetRates(faultstore.Rates{Latency: s.Latency})
+		f.Partition(faultstore.Healthy)
+		f.Resume()
 	}
 	h.add("sim", 0, "faults healed")
 	time.Sleep(s.End - s.FaultsEnd)

@@ -20,6 +20,10 @@ type Scenario struct {
 	// Rho bounds clock drift: every elector clock runs at a rate within
 	// [1−Rho, 1+Rho] of the store's.
 	Rho float64
+	// Latency is the base latency of every store call, before and after
+	// the heal (see [faultstore.Rates.Latency]); it makes ties between
+	// electors resolve by the seed.
+	Latency time.Duration
 	// FaultsEnd is when every fault heals; End is when the run stops. Both
 	// are offsets from the start of the run.
 	FaultsEnd, End time.Duration
@@ -99,6 +103,7 @@ func Generate(seed uint64) *Scenario {
 		Seed:      seed,
 		TTL:       ttl,
 		Rho:       0.01,
+		Latency:   2 * time.Millisecond,
 		FaultsEnd: 10 * ttl,
 	}
 	n := 3 + rng.IntN(3)
@@ -135,13 +140,16 @@ func Generate(seed uint64) *Scenario {
 }
 
 // randomWindows draws n windows of random kinds, each starting before end
-// and lasting up to longest (cut at end).
+// and lasting up to longest, cut to close a random moment before end: no
+// two windows close at one instant, nor at the instant everything heals,
+// which would leave the order of their effects to the scheduler.
 func randomWindows(rng *rand.Rand, end time.Duration, n int, longest time.Duration) []Window {
 	var ws []Window
 	for range n {
-		start := time.Duration(rng.Int64N(int64(end)))
+		cut := end - 10*time.Millisecond - time.Duration(rng.Int64N(int64(100*time.Millisecond)))
+		start := time.Duration(rng.Int64N(int64(cut)))
 		length := time.Duration(float64(longest) * (0.02 + 0.98*rng.Float64()))
-		ws = append(ws, Window{Kind: WindowKind(rng.IntN(3)), Start: start, End: min(start+length, end)})
+		ws = append(ws, Window{Kind: WindowKind(rng.IntN(3)), Start: start, End: min(start+length, cut)})
 	}
 	return ws
 }
