@@ -231,15 +231,17 @@ func (r *runner) loop(ctx context.Context, sigs <-chan os.Signal) int {
 	failures := 0
 	defer r.dismissStandby()
 	for {
+		if stopping, sig := r.isStopping(); stopping {
+			return 128 + int(sig)
+		}
 		r.prepare()
 		campaignCtx, cancel := context.WithCancel(ctx)
 		r.mu.Lock()
 		r.cancel, r.code = cancel, -1
-		stopping := r.stopping
-		r.mu.Unlock()
-		if stopping {
+		if r.stopping {
 			cancel()
 		}
+		r.mu.Unlock()
 		err := r.elector.Do(campaignCtx, r.task)
 		cancel()
 		r.mu.Lock()
@@ -285,6 +287,9 @@ func (r *runner) loop(ctx context.Context, sigs <-chan os.Signal) int {
 		r.mu.Lock()
 		pauseCtx, cancelPause := context.WithCancel(ctx)
 		r.cancel = cancelPause
+		if r.stopping {
+			cancelPause()
+		}
 		r.mu.Unlock()
 		select {
 		case <-t.C:

@@ -210,3 +210,32 @@ func TestRunForwardsSignals(t *testing.T) {
 		t.Fatalf("%d CMDs started, want only a's", n)
 	}
 }
+
+// TestRunRestart: with --restart, tenure campaigns again after CMD exits
+// and runs it again in a new term; a signal ends it.
+func TestRunRestart(t *testing.T) {
+	c := testCluster(t, "job", []string{"--quiet", "--ttl", "1s", "--restart"}, []string{"--exit-after", "50ms"})
+	a, err := c.start("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	for run := 1; run <= 3; run++ {
+		ev, i, ok := c.events.nextStart(next, wait)
+		if !ok || ev.ID != "a" {
+			t.Fatalf("run %d of CMD did not start", run)
+		}
+		next = i + 1
+	}
+	if err := c.signal("a", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, a.Done, wait, "tenure run --restart")
+	// Stopped while CMD ran (CMD exits 0 on SIGTERM) or between runs.
+	if code := exitCode(a.Cmd.ProcessState); code != 0 && code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit code %d, want 0 or 143", code)
+	}
+	if h := checkHistory(c.events.events()); h.Overlaps != 0 || !h.TermsGrow || h.Starts < 3 {
+		t.Fatalf("history %+v: want at least 3 growing, non-overlapping terms", h)
+	}
+}
