@@ -188,6 +188,12 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
+var (
+	_ tenure.Store   = (*hookedStore)(nil)
+	_ tenure.Store   = hookedWatchStore{}
+	_ tenure.Watcher = hookedWatchStore{}
+)
+
 // hookedStore is a store whose successful renewals are reported to onRenew
 // with the time each was sent, so the supervisor's deadlines follow the
 // elector's. It forwards everything else unchanged.
