@@ -20,7 +20,10 @@
 //     virtual time under a fake clock or a testing/synctest bubble.
 //   - The per-call decisions come from a generator seeded by [Plan.Seed] and
 //     consume the same number of draws on every call, so the sequence of
-//     decisions depends only on the seed and the sequence of calls.
+//     decisions depends only on the seed and the sequence of calls. A
+//     seeded [Rates.Latency] keeps calls that start at one virtual instant
+//     from reaching the store at one instant, so their order follows the
+//     seed rather than the scheduler.
 //   - [Wrap] returns a [tenure.Watcher] exactly when the inner store is one.
 //     A partition ends open watches (the channel is closed, as when a
 //     connection drops) and fails new ones; a pause holds deliveries back
