@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -607,23 +608,12 @@ func TestEventsInOrder(t *testing.T) {
 			"a:leader-changed(b)",
 			"b:lost",
 		}
-		if !equal(seq, want) {
+		if !slices.Equal(seq, want) {
 			t.Fatalf("events:\n  %q\nwant\n  %q", seq, want)
 		}
 	})
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // A store whose watch setup hangs (a stuck watch stream) must not keep a
 // candidate from campaigning: Watch is bounded like every request, and the
