@@ -614,7 +614,6 @@ func TestEventsInOrder(t *testing.T) {
 	})
 }
 
-
 // A store whose watch setup hangs (a stuck watch stream) must not keep a
 // candidate from campaigning: Watch is bounded like every request, and the
 // candidate polls instead.
