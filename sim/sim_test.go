@@ -56,6 +56,7 @@ func TestSimulation(t *testing.T) {
 		worstSeed  [2]uint64
 		leaders    int
 		ends       = map[string]int{}
+		took       []time.Duration // wall time per seed
 	)
 	start := time.Now()
 	t.Run("seeds", func(t *testing.T) {
@@ -67,6 +68,7 @@ func TestSimulation(t *testing.T) {
 					if seed >= n {
 						return
 					}
+					began := time.Now()
 					synctest.Test(t, func(t *testing.T) {
 						s := Generate(seed)
 						h := Run(s)
@@ -88,6 +90,9 @@ func TestSimulation(t *testing.T) {
 						}
 						mu.Unlock()
 					})
+					mu.Lock()
+					took = append(took, time.Since(began))
+					mu.Unlock()
 					done.Add(1)
 				}
 			})
@@ -98,6 +103,11 @@ func TestSimulation(t *testing.T) {
 		done.Load(), elapsed.Round(time.Millisecond), float64(done.Load())/elapsed.Seconds(), raceEnabled,
 		leaders, worst.Recovery, worstSeed[0], worst.MaxGap, worstSeed[1], Generate(0).LivenessBound())
 	t.Logf("leaderships ended by: %v", ends)
+	if len(took) > 0 {
+		slices.Sort(took)
+		t.Logf("wall time per seed: median %s, p99 %s, max %s",
+			took[len(took)/2].Round(time.Microsecond), took[len(took)*99/100].Round(time.Microsecond), took[len(took)-1].Round(time.Microsecond))
+	}
 }
 
 // report fails t with the seed, the replay command and the history if v
