@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/postgres"
@@ -236,8 +238,10 @@ func TestServerDown(t *testing.T) {
 		t.Fatalf("Acquire with the server down: %v, want an error naming the address and not the password", err)
 	}
 	t.Logf("server down: %v", err)
-	if _, err := st.Watch(ctxFor(t), "k"); err != nil {
-		t.Fatalf("Watch should not block or fail at set-up: %v", err)
+	if _, err := st.Watch(ctxFor(t), "k"); err == nil || strings.Contains(err.Error(), pw) {
+		t.Fatalf("Watch with the server down: %v, want an error without the password", err)
+	} else {
+		t.Logf("Watch with the server down: %v", err)
 	}
 
 	// A black hole: accepts, never answers.
@@ -380,4 +384,37 @@ func TestWatchesShareListener(t *testing.T) {
 		t.Fatalf("unchanged key delivered %+v", r)
 	default:
 	}
+	// One LISTEN connection served all three; it goes once they end.
+	if n := listeners(t, "watch_many"); n != 1 {
+		t.Fatalf("%d LISTEN connections for 3 watches of one store, want 1", n)
+	}
+	cancel()
+	for _, ch := range chans {
+		for range ch {
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for listeners(t, "watch_many") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the LISTEN connection stayed open after the last watch ended")
+		}
+		time.Sleep(20 * time.Millisecond) // the server's view; no event to wait on
+	}
+}
+
+// listeners counts the server's connections listening on channel.
+func listeners(t *testing.T, channel string) int {
+	t.Helper()
+	conn, err := pgx.Connect(ctxFor(t), server(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctxFor(t), `SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()`,
+		"LISTEN "+pgx.Identifier{channel}.Sanitize()).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // notification: the watch re-reads the record when the server said it
 // would expire.
 //
-// Watch does not block: the first delivery is the current record. The
-// channel is closed when ctx is done, the store is closed, a read fails, or
+// Watch blocks until the LISTEN connection is up (at once if another watch
+// made it; else bounded by ctx and the URL's connect_timeout, default 10s),
+// so an unreachable server is reported here. The first delivery is then the
+// current record. The channel is closed when ctx is done, the store is closed, a read fails, or
 // the LISTEN connection is lost (notifications may have been missed); the
 // caller then reads with Get and watches again.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
@@ -32,6 +35,15 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		return nil, err
 	}
 	sb := s.listener.add(key)
+	select {
+	case <-sb.ready:
+	case <-sb.dead:
+		s.listener.remove(sb)
+		return nil, s.fail(ctx, "listen", s.listener.err())
+	case <-ctx.Done():
+		s.listener.remove(sb)
+		return nil, ctx.Err()
+	}
 	out := make(chan tenure.Record)
 	go func() {
 		defer close(out)
@@ -93,9 +105,10 @@ func (s *Store) follow(ctx context.Context, sb *sub, out chan<- tenure.Record) {
 
 // sub is one watch's registration with the listener.
 type sub struct {
-	key  string
-	sig  chan struct{} // capacity 1: a notification for key, coalesced
-	dead chan struct{} // closed when notifications may have been missed
+	key   string
+	sig   chan struct{} // capacity 1: a notification for key, coalesced
+	ready chan struct{} // closed once LISTEN covers this watch
+	dead  chan struct{} // closed when notifications may have been missed
 }
 
 // listener owns the LISTEN connection. It connects while there are
@@ -107,11 +120,14 @@ type listener struct {
 	ctx  context.Context
 	stop context.CancelFunc
 
-	mu      sync.Mutex
-	subs    map[string]map[*sub]struct{}
-	started bool
-	wake    chan struct{} // capacity 1: a watch was added
-	exited  chan struct{}
+	mu        sync.Mutex
+	subs      map[string]map[*sub]struct{}
+	started   bool
+	listening bool               // LISTEN is in effect on the connection
+	lastErr   error              // why the last connection failed
+	idle      context.CancelFunc // ends the current connection
+	wake      chan struct{}      // capacity 1: a watch was added
+	exited    chan struct{}
 }
 
 func newListener(s *Store, cfg *pgx.ConnConfig) *listener {
@@ -135,18 +151,22 @@ func newListener(s *Store, cfg *pgx.ConnConfig) *listener {
 		} else {
 			close(l.exited)
 		}
-		l.failAll()
+		l.failAll(tenure.ErrClosed)
 	}
 	return l
 }
 
 func (l *listener) add(key string) *sub {
-	sb := &sub{key: key, sig: make(chan struct{}, 1), dead: make(chan struct{})}
+	sb := &sub{key: key, sig: make(chan struct{}, 1), ready: make(chan struct{}), dead: make(chan struct{})}
 	l.mu.Lock()
 	if l.ctx.Err() != nil {
 		close(sb.dead)
+		l.lastErr = tenure.ErrClosed
 		l.mu.Unlock()
 		return sb
+	}
+	if l.listening {
+		close(sb.ready)
 	}
 	if l.subs[key] == nil {
 		l.subs[key] = map[*sub]struct{}{}
@@ -173,12 +193,41 @@ func (l *listener) remove(sb *sub) {
 			delete(l.subs, sb.key)
 		}
 	}
+	if len(l.subs) == 0 && l.idle != nil {
+		l.idle() // nobody watches: let the connection go
+	}
 }
 
 func (l *listener) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.subs)
+}
+
+func (l *listener) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastErr == nil {
+		return errors.New("LISTEN connection lost")
+	}
+	return l.lastErr
+}
+
+// setListening records that LISTEN took effect and marks every watch
+// ready.
+func (l *listener) setListening() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listening = true
+	for _, m := range l.subs {
+		for sb := range m {
+			select {
+			case <-sb.ready:
+			default:
+				close(sb.ready)
+			}
+		}
+	}
 }
 
 // signal wakes the watches of key, or of every key if all.
@@ -198,10 +247,12 @@ func (l *listener) signal(key string, all bool) {
 	}
 }
 
-// failAll ends every current watch.
-func (l *listener) failAll() {
+// failAll ends every current watch, because of err.
+func (l *listener) failAll(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.listening = false
+	l.lastErr = err
 	for k, m := range l.subs {
 		for sb := range m {
 			close(sb.dead)
@@ -222,9 +273,18 @@ func (l *listener) run() {
 				return
 			}
 		}
-		if err := l.listen(); err != nil && l.ctx.Err() == nil {
+		err := l.listen()
+		if errors.Is(err, errIdle) {
+			// Watches registered meanwhile re-read when the next
+			// connection is listening.
+			l.mu.Lock()
+			l.listening = false
+			l.mu.Unlock()
+			continue
+		}
+		if err != nil && l.ctx.Err() == nil {
 			// Every watch registered so far may have missed something.
-			l.failAll()
+			l.failAll(err)
 			select {
 			case <-time.After(backoff):
 			case <-l.ctx.Done():
@@ -236,11 +296,27 @@ func (l *listener) run() {
 	}
 }
 
+// errIdle ends a connection nobody needs any more.
+var errIdle = errors.New("no watches left")
+
 // listen connects, LISTENs, wakes every watch to re-read (covering changes
 // made before LISTEN took effect), then dispatches notifications until the
-// connection fails or the store closes.
-func (l *listener) listen() error {
-	cctx, cancel := context.WithTimeout(l.ctx, connectTimeout(l.cfg))
+// connection fails, the last watch ends (errIdle) or the store closes.
+func (l *listener) listen() (err error) {
+	connCtx, idle := context.WithCancel(l.ctx)
+	defer idle()
+	l.mu.Lock()
+	l.idle = idle
+	l.mu.Unlock()
+	defer func() {
+		if err != nil && connCtx.Err() != nil && l.ctx.Err() == nil {
+			err = errIdle
+		}
+	}()
+	if l.count() == 0 {
+		return errIdle
+	}
+	cctx, cancel := context.WithTimeout(connCtx, connectTimeout(l.cfg))
 	conn, err := pgx.ConnectConfig(cctx, l.cfg)
 	if err == nil {
 		_, err = conn.Exec(cctx, "LISTEN "+pgx.Identifier{l.s.channel}.Sanitize())
@@ -253,9 +329,10 @@ func (l *listener) listen() error {
 		return err
 	}
 	defer l.closeConn(conn)
+	l.setListening()
 	l.signal("", true)
 	for {
-		n, err := conn.WaitForNotification(l.ctx)
+		n, err := conn.WaitForNotification(connCtx)
 		if err != nil {
 			return err
 		}
