@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -157,12 +156,27 @@ func BenchmarkRunIdle(b *testing.B) {
 	defer events.Close()
 	cmd := exec.Command(tenureBin, "run", "--store", "file://"+dir+"/state", "--key", "idle", "--quiet", "--",
 		leanWorkerBin, "--events", events.f.Name(), "--lock", filepath.Join(dir, "lock"))
-	cmd.Env = append(os.Environ(), "TENURE_DEBUG_STATS="+(window-time.Second).String())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	cmd.Env = append(os.Environ(), "TENURE_DEBUG_STATS=1")
+	pr, pw, err := os.Pipe()
+	if err != nil {
 		b.Fatal(err)
 	}
+	defer pr.Close()
+	cmd.Stderr = pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	statsLines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "tenure-stats ") {
+				statsLines <- sc.Text()
+			}
+		}
+	}()
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
@@ -181,8 +195,31 @@ func BenchmarkRunIdle(b *testing.B) {
 	statShare := float64(ticks1-ticks0) * tick / float64(window) * 100
 	schedShare := float64(ns1-ns0) / float64(window) * 100
 	superShare := float64(sns1-sns0) / float64(window) * 100
-	var heap, goroutines int64 = -1, -1
-	sc := bufio.NewScanner(bytes.NewReader(stderr.Bytes()))
+	// Now the heap, on demand: the stats goroutine slept until here.
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		b.Fatal(err)
+	}
+	var heap, goroutines int64
+	select {
+	case line := <-statsLines:
+		heap, goroutines = parseStats(line)
+	case <-time.After(wait):
+		b.Fatal("no stats from tenure run after SIGUSR1")
+	}
+	fmt.Printf("\n  idle leading `tenure run` over %s: CPU %.4f%% of a core (threads' schedstat), %.2f%% (/proc/pid/stat: %d ticks of 10ms); supervisor %.4f%% (%d ticks)\n",
+		window, schedShare, statShare, ticks1-ticks0, superShare, sticks1-sticks0)
+	fmt.Printf("  live heap after GC %d bytes (%.1f KiB), %d goroutines\n", heap, float64(heap)/1024, goroutines)
+	b.ReportMetric(schedShare, "cpu-%")
+	b.ReportMetric(float64(heap)/1024, "heap-KiB")
+	b.ReportMetric(float64(goroutines), "goroutines")
+	b.ReportMetric(superShare, "supervisor-cpu-%")
+	b.ReportMetric(0, "ns/op")
+}
+
+// parseStats reads the last tenure-stats line of a debug-stats output.
+func parseStats(out string) (heap, goroutines int64) {
+	heap, goroutines = -1, -1
+	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		for _, f := range strings.Fields(sc.Text()) {
 			k, v, _ := strings.Cut(f, "=")
@@ -195,14 +232,7 @@ func BenchmarkRunIdle(b *testing.B) {
 			}
 		}
 	}
-	fmt.Printf("\n  idle leading `tenure run` over %s: CPU %.4f%% of a core (threads' schedstat), %.2f%% (/proc/pid/stat: %d ticks of 10ms); supervisor %.4f%% (%d ticks)\n",
-		window, schedShare, statShare, ticks1-ticks0, superShare, sticks1-sticks0)
-	fmt.Printf("  live heap after GC %d bytes (%.1f KiB), %d goroutines\n", heap, float64(heap)/1024, goroutines)
-	b.ReportMetric(schedShare, "cpu-%")
-	b.ReportMetric(float64(heap)/1024, "heap-KiB")
-	b.ReportMetric(float64(goroutines), "goroutines")
-	b.ReportMetric(superShare, "supervisor-cpu-%")
-	b.ReportMetric(0, "ns/op")
+	return heap, goroutines
 }
 
 // statFields returns the fields of /proc/pid/stat after the command name.

@@ -158,10 +158,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	r.elector = el
-	if d := os.Getenv("TENURE_DEBUG_STATS"); d != "" {
-		if every, err := time.ParseDuration(d); err == nil && every > 0 {
-			go debugStats(ctx, stderr, every)
-		}
+	if os.Getenv("TENURE_DEBUG_STATS") != "" {
+		stopStats := debugStats(stderr)
+		defer stopStats()
 	}
 	return r.loop(ctx, sigs)
 }
