@@ -104,6 +104,24 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// prepare readies the store's statements on a new pooled connection, so
+// their first use (on the failover path, say) does not pay for planning
+// and loading the table's catalog entries. Before the table exists there
+// is nothing to prepare; a failure only means a later first use pays.
+func (s *Store) prepare(ctx context.Context, conn *pgx.Conn) error {
+	if !s.migrated.Load() {
+		return nil
+	}
+	for _, sql := range []string{s.q.acquire, s.q.renew, s.q.release, s.q.get} {
+		// Named by its text, a prepared statement is what pgx uses when
+		// that text is queried.
+		if _, err := conn.Prepare(ctx, sql, sql); err != nil {
+			break
+		}
+	}
+	return nil
+}
+
 // retry runs fn once more if it failed before sending anything, as a pooled
 // connection broken by a server restart does.
 func retry(ctx context.Context, fn func() error) error {

@@ -94,12 +94,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, scrub(secret, fmt.Errorf("%w: postgres URL %q: %w", tenure.ErrInvalid, redacted, err))
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, err))
-	}
 	s := &Store{
-		pool:     pool,
 		table:    table,
 		channel:  table,
 		redacted: redacted,
@@ -108,6 +103,10 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		done:     make(chan struct{}),
 	}
 	s.listener = newListener(s, cfg.ConnConfig)
+	cfg.AfterConnect = s.prepare
+	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, err))
+	}
 	return s, nil
 }
 
