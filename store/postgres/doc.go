@@ -46,7 +46,12 @@
 //     may be handed out twice. Use synchronous replication (or a single
 //     server) if that matters, and fence the resource with the term.
 //   - Through a connection pooler in transaction mode (PgBouncer) leases work
-//     but LISTEN does not: watches fail, and electors fall back to polling.
+//     (add default_query_exec_mode=simple_protocol to the URL if the pooler
+//     cannot keep prepared statements) but LISTEN does not: watches fail, and
+//     electors fall back to polling.
+//   - Watchers use one extra connection per store, open while any watch is;
+//     every store listening on a table wakes for every grant and release in
+//     that table. Use separate tables for unrelated groups of many keys.
 //   - A grant whose Acquire reply was lost (a timeout after the commit) is
 //     not known to the caller; it simply expires after its TTL.
 //   - The expiry has microsecond resolution; a TTL is cut down to whole

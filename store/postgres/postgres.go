@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenurehq/tenure"
@@ -103,7 +104,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		done:     make(chan struct{}),
 	}
 	s.listener = newListener(s, cfg.ConnConfig)
-	cfg.AfterConnect = s.prepare
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		// Not with other modes, which are what one picks behind a pooler
+		// that cannot keep prepared statements.
+		cfg.AfterConnect = s.prepare
+	}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, err))
 	}

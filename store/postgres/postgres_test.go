@@ -97,6 +97,25 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// Behind a pooler that cannot keep prepared statements one sets pgx's
+// simple protocol; the store must work the same.
+func TestConformanceSimpleProtocol(t *testing.T) {
+	s := server(t)
+	storetest.Run(t, storetest.Options{
+		Open: func(t testing.TB) tenure.Store {
+			return openURL(t, s.URL()+"&tenure_table=simple&default_query_exec_mode=simple_protocol")
+		},
+	})
+}
+
+func openURL(t testing.TB, u string) tenure.Store {
+	st, err := tenure.Open(ctxFor(t), u)
+	if err != nil {
+		t.Fatalf("tenure.Open: %v", err)
+	}
+	return st
+}
+
 func TestSchemes(t *testing.T) {
 	s := server(t)
 	for _, scheme := range []string{"postgres", "postgresql"} {
