@@ -20,6 +20,11 @@ import (
 var tenureBin, leanWorkerBin string
 
 func TestMain(m *testing.M) {
+	// In-process `tenure run` tests start the test binary as their
+	// supervisor: be one.
+	if len(os.Args) > 1 && os.Args[1] == superviseCmdName {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "tenure-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -120,6 +120,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, fmt.Errorf("cannot find the tenure executable to supervise CMD: %w", err))
 	}
+	// The logger and the supervisor's output copier may share a writer.
+	stdout, stderr = lockWriter(stdout), lockWriter(stderr)
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	if o.quiet {
 		logger = slog.New(slog.DiscardHandler)
@@ -148,7 +150,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r := &runner{opts: o, self: self, store: store, logger: logger, stdout: stdout, stderr: stderr}
 	el, err := tenure.New(tenure.Config{
-		Store:    hookRenewals(store, r.renewed),
+		Store:    hookRenewals(electorStore(store), r.renewed),
 		Key:      o.key,
 		Identity: o.id,
 		TTL:      o.ttl,
@@ -164,6 +166,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return r.loop(ctx, sigs)
 }
+
+// electorStore is what the elector of `tenure run` uses of the opened
+// store: the store itself. Tests replace it to inject store failures.
+var electorStore = func(s tenure.Store) tenure.Store { return s }
 
 // runner runs CMD under an elector.
 type runner struct {
@@ -302,4 +308,24 @@ func (r *runner) loop(ctx context.Context, sigs <-chan os.Signal) int {
 // jitter multiplies d by a random factor in [1, 1.2).
 func jitter(d time.Duration) time.Duration {
 	return d + time.Duration(float64(d)*0.2*rand.Float64())
+}
+
+// lockWriter makes w safe for concurrent writes, unless it is a file, which
+// os/exec hands to child processes as is and which the kernel serialises.
+func lockWriter(w io.Writer) io.Writer {
+	if _, ok := w.(*os.File); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

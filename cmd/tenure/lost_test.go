@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// lossyStore loses the lease at its second renewal, as a store does when
+// another candidate took the key over.
+type lossyStore struct {
+	tenure.Store
+	renewals atomic.Int32
+}
+
+func (s *lossyStore) Renew(ctx context.Context, l tenure.Lease) error {
+	if s.renewals.Add(1) >= 2 {
+		return fmt.Errorf("%w: injected by the test", tenure.ErrLost)
+	}
+	return s.Store.Renew(ctx, l)
+}
+
+// TestRunLostLeadershipStubbornCMD: when leadership is lost while tenure is
+// alive, CMD's group gets SIGTERM, then SIGKILL after --grace if it ignores
+// it; tenure returns only once CMD is dead, and exits 1.
+func TestRunLostLeadershipStubbornCMD(t *testing.T) {
+	store := &lossyStore{}
+	electorStore = func(s tenure.Store) tenure.Store {
+		store.Store = s
+		return store
+	}
+	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+
+	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "900ms", "--grace", "100ms", "--",
+		"sh", "-c", `trap "" TERM; echo $$ > ` + pidFile + `; while :; do sleep 0.05; done`}, &stdout, &stderr)
+	if code != exitRuntime {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitRuntime, stderr.String())
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("CMD never ran: %v; stderr:\n%s", err, stderr.String())
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if alive(pid) {
+		t.Fatalf("CMD (pid %d) still alive after tenure returned", pid)
+	}
+	for _, want := range []string{"tenure: stopping the command", "injected by the test", "outlived --grace", "leadership lost"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	t.Logf("lost and stopped in %s", time.Since(start).Round(time.Millisecond))
+}
