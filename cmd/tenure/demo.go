@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,7 +44,45 @@ var demoScenarios = []demoScenario{
 type demoResult struct {
 	scenario     demoScenario
 	victim, next string
-	failover     time.Duration
+	failover     time.Duration // kill → the next leader's worker started
+	elected      time.Duration // kill → the observer saw the new term; -1 if it did not
+}
+
+// termLog records when the demo's observer first saw each term held.
+type termLog struct {
+	mu      sync.Mutex
+	at      map[uint64]int64 // term → CLOCK_MONOTONIC ns
+	changed chan struct{}
+}
+
+func (l *termLog) add(term uint64, mono int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.at[term]; !ok {
+		l.at[term] = mono
+		close(l.changed)
+		l.changed = make(chan struct{})
+	}
+}
+
+// wait returns when term was first seen, waiting up to d for it.
+func (l *termLog) wait(term uint64, d time.Duration) (int64, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		at, ok := l.at[term]
+		changed := l.changed
+		l.mu.Unlock()
+		if ok {
+			return at, true
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return 0, false
+		}
+	}
 }
 
 // demoCmd is `tenure demo`.
@@ -132,10 +171,14 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 	defer store.Close()
 	obsCtx, stopObs := context.WithCancel(ctx)
 	obsDone := make(chan struct{})
+	seen := &termLog{at: map[uint64]int64{}, changed: make(chan struct{})}
 	go func() {
 		defer close(obsDone)
 		obs := &tenure.Observer{Store: store, Key: c.key, Logger: quietLogger(stderr)}
 		for r := range obs.Changes(obsCtx) {
+			if r.Held() {
+				seen.add(r.Term, monoNow())
+			}
 			if r.Held() {
 				d.say(d.paint("1;32", fmt.Sprintf("store: %s leads, term %d", r.Holder, r.Term)))
 			} else {
@@ -167,9 +210,13 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 		if !ok {
 			return fail(stderr, fmt.Errorf("no new leader within %s of the %s", wait, sc.name))
 		}
-		res := demoResult{scenario: sc, victim: leader.ID, next: ev.ID, failover: time.Duration(ev.Mono - t0)}
+		res := demoResult{scenario: sc, victim: leader.ID, next: ev.ID, failover: time.Duration(ev.Mono - t0), elected: -1}
+		if at, ok := seen.wait(ev.Term, time.Second); ok {
+			res.elected = time.Duration(at - t0)
+		}
 		results = append(results, res)
-		d.say(d.paint("1", fmt.Sprintf("failover to %s in %s", ev.ID, fmtDur(res.failover))))
+		d.say(d.paint("1", fmt.Sprintf("failover to %s: its worker runs %s after the %s (elected after %s)",
+			ev.ID, fmtDur(res.failover), sc.name[strings.IndexByte(sc.name, '(')+1:len(sc.name)-1], fmtDurOrDash(res.elected))))
 		leader, next = ev, idx
 
 		switch sc.sig {
@@ -212,9 +259,9 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 // summary prints the table and the checks; exit 0 if all passed.
 func (d *demo) summary(results []demoResult, h history) int {
 	fmt.Fprintln(d.out)
-	fmt.Fprintf(d.out, "  %-20s %-8s %-8s %10s\n", "kill", "leader", "next", "failover")
+	fmt.Fprintf(d.out, "  %-20s %-8s %-8s %10s %12s\n", "kill", "leader", "next", "elected", "worker runs")
 	for _, r := range results {
-		fmt.Fprintf(d.out, "  %-20s %-8s %-8s %10s\n", r.scenario.name, r.victim, r.next, fmtDur(r.failover))
+		fmt.Fprintf(d.out, "  %-20s %-8s %-8s %10s %12s\n", r.scenario.name, r.victim, r.next, fmtDurOrDash(r.elected), fmtDur(r.failover))
 	}
 	fmt.Fprintln(d.out)
 	okMark, badMark := d.paint("32", "ok"), d.paint("1;31", "FAILED")
@@ -243,6 +290,13 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+func fmtDurOrDash(d time.Duration) string {
+	if d < 0 {
+		return "-"
+	}
+	return fmtDur(d)
 }
 
 // sleepCtx waits d or until ctx is done; it reports whether d passed.
