@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,11 +45,15 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkFailover(b *testing.B) {
 	srv := testserver.Etcd(b)
-	storetest.BenchFailover(b, storetest.BenchOptions{
+	res := storetest.BenchFailover(b, storetest.BenchOptions{
 		Open:   openOn(srv, "/bench"),
 		TTL:    2 * time.Second,
 		Trials: 20,
 	})
+	slices.Sort(res.Graceful)
+	slices.Sort(res.Crash)
+	b.Logf("graceful handoffs, sorted: %v", res.Graceful)
+	b.Logf("crash failovers, sorted: %v", res.Crash)
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

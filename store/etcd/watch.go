@@ -24,6 +24,10 @@ const expirySlack = 100 * time.Millisecond
 // has passed. The channel is closed when ctx is done, the store is closed,
 // a read fails, or etcd cancels the watch (for instance when the member
 // loses its raft leader).
+//
+// Watch blocks until the watch is set up and the first record read (at
+// most 5 s, or until ctx is done), so that a release right after it returns
+// is delivered; it fails if the store cannot be reached.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -31,14 +35,33 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
+	// Set up before returning: once Watch returns, etcd watches the key,
+	// so a caller that goes on to Acquire cannot miss a release.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	rctx, rcancel := context.WithTimeout(wctx, watchReadTimeout)
+	defer rcancel()
+	r, rev, err := s.read(rctx, key)
+	if err != nil {
+		cancel()
+		return nil, s.fail(rctx, "watch", key, err)
+	}
+	// Client.Watch returns once etcd created the watch, or wctx ends.
+	created := make(chan clientv3.WatchChan, 1)
+	go func() { created <- s.c.Watch(wctx, s.holderKey(key), clientv3.WithRev(rev+1)) }()
+	var events clientv3.WatchChan
+	select {
+	case events = <-created:
+	case <-rctx.Done():
+		cancel()
+		return nil, s.fail(rctx, "watch", key, rctx.Err())
+	}
 	out := make(chan tenure.Record)
-	go s.watch(ctx, key, out)
+	go s.watch(wctx, cancel, key, r, events, out)
 	return out, nil
 }
 
-func (s *Store) watch(ctx context.Context, key string, out chan<- tenure.Record) {
+func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, key string, r tenure.Record, events clientv3.WatchChan, out chan<- tenure.Record) {
 	defer close(out)
-	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	go func() { // end the watch when the store closes
 		select {
@@ -47,20 +70,14 @@ func (s *Store) watch(ctx context.Context, key string, out chan<- tenure.Record)
 		case <-ctx.Done():
 		}
 	}()
-
-	read := func() (tenure.Record, int64, bool) {
+	read := func() (tenure.Record, bool) {
 		rctx, rcancel := context.WithTimeout(ctx, watchReadTimeout)
 		defer rcancel()
-		r, rev, err := s.read(rctx, key)
-		return r, rev, err == nil
+		r, _, err := s.read(rctx, key)
+		return r, err == nil
 	}
-	r, rev, ok := read()
-	if !ok {
-		return
-	}
-	events := s.c.Watch(ctx, s.holderKey(key), clientv3.WithRev(rev+1))
 	var last tenure.Record
-	first := true
+	first, ok := true, true
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -88,7 +105,7 @@ func (s *Store) watch(ctx context.Context, key string, out chan<- tenure.Record)
 		case <-ctx.Done():
 			return
 		}
-		if r, _, ok = read(); !ok {
+		if r, ok = read(); !ok {
 			return
 		}
 	}

@@ -24,6 +24,10 @@ const expirySlack = 100 * time.Millisecond
 // a held key once its Remaining has passed. The channel is closed when ctx
 // is done, the store is closed, a read fails, or the control session
 // disconnects.
+//
+// Watch blocks until the watch is set up and the first record read (at
+// most 5 s, or until ctx is done), so that a release right after it returns
+// is delivered; it fails if the store cannot be reached.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -31,42 +35,52 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
+	// Set up before returning: once Watch returns, ZooKeeper watches the
+	// key, so a caller that goes on to Acquire cannot miss a release.
+	rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
+	defer cancel()
+	armed, down, r, err := s.watchStep(rctx, key, nil)
+	if err != nil {
+		return nil, s.fail(rctx, "watch", key, err)
+	}
 	out := make(chan tenure.Record)
-	go s.watch(ctx, key, out)
+	go s.watch(ctx, key, armed, down, r, out)
 	return out, nil
 }
 
-func (s *Store) watch(ctx context.Context, key string, out chan<- tenure.Record) {
+// watchStep sets a ZooKeeper watch on the key unless one is armed, then
+// reads the record. It returns the armed watch and the channel that closes
+// when the control session disconnects.
+func (s *Store) watchStep(ctx context.Context, key string, armed <-chan zk.Event) (<-chan zk.Event, <-chan struct{}, tenure.Record, error) {
+	down, err := s.session(ctx)
+	if err != nil {
+		return nil, nil, tenure.Record{}, err
+	}
+	if armed == nil {
+		// Set the watch before reading, so no change slips between.
+		kp := s.keyPath(key)
+		armed, err = call(ctx, func() (<-chan zk.Event, error) {
+			_, _, ev, err := s.ctl.ChildrenW(kp)
+			if errors.Is(err, zk.ErrNoNode) {
+				_, _, ev, err = s.ctl.ExistsW(kp)
+			}
+			return ev, err
+		})
+		if err != nil {
+			return nil, nil, tenure.Record{}, err
+		}
+	}
+	r, err := s.read(ctx, key)
+	return armed, down, r, err
+}
+
+func (s *Store) watch(ctx context.Context, key string, armed <-chan zk.Event, down <-chan struct{}, r tenure.Record, out chan<- tenure.Record) {
 	defer close(out)
-	kp := s.keyPath(key)
-	var (
-		last  tenure.Record
-		first = true
-		armed <-chan zk.Event // the pending ZooKeeper watch, nil once it fired
-	)
+	var last tenure.Record
+	first := true
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
-		down, err := s.session(rctx)
-		if err == nil && armed == nil {
-			// Set the watch before reading, so no change slips between.
-			armed, err = call(rctx, func() (<-chan zk.Event, error) {
-				_, _, ev, err := s.ctl.ChildrenW(kp)
-				if errors.Is(err, zk.ErrNoNode) {
-					_, _, ev, err = s.ctl.ExistsW(kp)
-				}
-				return ev, err
-			})
-		}
-		var r tenure.Record
-		if err == nil {
-			r, err = s.read(rctx, key)
-		}
-		cancel()
-		if err != nil {
-			return
-		}
 		if first || r.Holder != last.Holder || r.Term != last.Term {
 			select {
 			case out <- r:
@@ -90,6 +104,13 @@ func (s *Store) watch(ctx context.Context, key string, out chan<- tenure.Record)
 		case <-ctx.Done():
 			return
 		case <-s.done:
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
+		var err error
+		armed, down, r, err = s.watchStep(rctx, key, armed)
+		cancel()
+		if err != nil {
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,11 +84,15 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkFailover(b *testing.B) {
 	srv := server(b)
-	storetest.BenchFailover(b, storetest.BenchOptions{
+	res := storetest.BenchFailover(b, storetest.BenchOptions{
 		Open:   opener(srv, "/bench"),
 		TTL:    2 * time.Second,
 		Trials: 20,
 	})
+	slices.Sort(res.Graceful)
+	slices.Sort(res.Crash)
+	b.Logf("graceful handoffs, sorted: %v", res.Graceful)
+	b.Logf("crash failovers, sorted: %v", res.Crash)
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {
