@@ -102,3 +102,67 @@ func TestRunFrozenLeaderStubbornCMD(t *testing.T) {
 		t.Fatalf("resumed tenure exited %d, want %d", code, exitRuntime)
 	}
 }
+
+// childrenOf returns the pids of pid's children, from /proc.
+func childrenOf(t testing.TB, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+// TestRunStandbySupervisorEndsWithTenure: the supervisor a campaigning
+// tenure keeps ready exits when tenure dies, however it dies.
+func TestRunStandbySupervisorEndsWithTenure(t *testing.T) {
+	c := testCluster(t, "job", []string{"--quiet"}, nil)
+	if _, err := c.start("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.events.nextStart(0, wait); !ok {
+		t.Fatal("no CMD started")
+	}
+	b, err := c.start("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b campaigns with its supervisor standing by; find it.
+	var standby int
+	for deadline := time.Now().Add(wait); standby == 0 && time.Now().Before(deadline); {
+		for _, kid := range childrenOf(t, b.Cmd.Process.Pid) {
+			if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(kid) + "/cmdline"); strings.Contains(string(cmdline), superviseCmdName) {
+				standby = kid
+			}
+		}
+		if standby == 0 {
+			time.Sleep(10 * time.Millisecond) // no event for a process appearing
+		}
+	}
+	if standby == 0 {
+		t.Fatal("the campaigning tenure has no standby supervisor")
+	}
+	if err := c.signal("b", syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, standby, wait, "the standby supervisor of a killed tenure")
+	if n := checkHistory(c.events.events()).Starts; n != 1 {
+		t.Fatalf("%d CMDs started, want only a's", n)
+	}
+}
