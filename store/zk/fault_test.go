@@ -170,3 +170,51 @@ func TestCredentialsNeverInErrors(t *testing.T) {
 	_, err = zk.Open(ctx, fmt.Sprintf("zk://alice:%s@%s", good, "nohost"))
 	check("Open with a bad host", err)
 }
+
+// TestCrashedHolderExpiresOnServer cuts a holder's connection without
+// closing its session, as a crash would: the holder's store gives the
+// grant up at once, and ZooKeeper, judging by its own clock, frees the key
+// after the session timeout (the TTL, rounded up to its tickTime buckets).
+func TestCrashedHolderExpiresOnServer(t *testing.T) {
+	srv := server(t)
+	a := open(t, "zk://"+srv.Addr+"/crash")
+	b := open(t, "zk://"+srv.Addr+"/crash")
+	ctx := ctxT(t, 30*time.Second)
+	const ttl = time.Second
+	l, err := a.Acquire(ctx, "k", "alpha", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Watch(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Holder != "alpha" {
+		t.Fatalf("watch began with %+v", r)
+	}
+	crashed := time.Now()
+	zk.Crash(a, l)
+	select {
+	case r := <-ch:
+		if r.Held() {
+			t.Fatalf("watch delivered %+v, want the key free", r)
+		}
+	case <-time.After(ttl + 2*testserver.ZKTickTime + time.Second):
+		t.Fatalf("the key was not freed %s after the crash (TTL %s)", time.Since(crashed), ttl)
+	}
+	freed := time.Since(crashed)
+	if freed < ttl*2/3 {
+		t.Fatalf("the key was freed %s after the crash, before ZooKeeper could expire a %s session", freed, ttl)
+	}
+	t.Logf("key freed %s after the crash (TTL %s, tickTime %s)", freed, ttl, testserver.ZKTickTime)
+	if err := a.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Renew after the crash: %v, want ErrLost", err)
+	}
+	l2, err := b.Acquire(ctx, "k", "beta", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Term <= l.Term {
+		t.Fatalf("term went from %d to %d", l.Term, l2.Term)
+	}
+}

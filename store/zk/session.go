@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ type grant struct {
 	token    string
 
 	ready chan struct{} // closed when the session is first established
+	gate  *dialGate     // the session's connections
 
 	mu        sync.Mutex
 	sessionID int64
@@ -37,11 +39,12 @@ type grant struct {
 // newSession opens a session whose timeout is ttl and waits for it,
 // bounded by ctx. It refuses a ttl above what the server grants.
 func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, error) {
-	g := &grant{s: s, ttl: ttl, ready: make(chan struct{}), ended: make(chan struct{})}
+	g := &grant{s: s, ttl: ttl, ready: make(chan struct{}), ended: make(chan struct{}), gate: &dialGate{}}
 	negotiated := make(chan time.Duration, 1)
 	conn, _, err := zk.Connect(s.servers, ttl,
 		zk.WithLogger(logger{secret: s.secret, timeout: negotiated}),
-		zk.WithEventCallback(g.event))
+		zk.WithEventCallback(g.event),
+		zk.WithDialer(g.gate.dial))
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -81,6 +84,44 @@ func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, erro
 		}
 	}
 	return g, nil
+}
+
+// dialGate dials a session's connections and can cut them all for good,
+// leaving the session to expire on the server as a crashed process's
+// would (tests use it to simulate crashes and partitions).
+type dialGate struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+var errCut = errors.New("connection cut")
+
+func (d *dialGate) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cut {
+		c.Close()
+		return nil, errCut
+	}
+	d.conns = append(d.conns, c)
+	return c, nil
+}
+
+// cutAll closes the session's connections without closing the session and
+// makes every later dial fail.
+func (d *dialGate) cutAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cut = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
 }
 
 // takeSpare returns the spare session if it suits ttl and is connected,
