@@ -427,3 +427,32 @@ func TestWatchWithoutConfigCommand(t *testing.T) {
 		t.Fatal("the expiry was not delivered")
 	}
 }
+
+// Both schemes are registered; rediss:// selects TLS, which a plain
+// server refuses, with an error that keeps the password out.
+func TestSchemes(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st, err := tenure.Open(ctxFor(t), srv.URL(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Get(ctxFor(t), "k"); err != nil {
+		t.Fatalf("Get through redis://: %v", err)
+	}
+	tlsURL := "rediss" + strings.TrimPrefix(srv.URL(0), "redis")
+	st2, err := tenure.Open(ctxFor(t), tlsURL)
+	if err != nil {
+		t.Fatalf("tenure.Open(rediss://...): %v", err)
+	}
+	defer st2.Close()
+	ctx, cancel := context.WithTimeout(ctxFor(t), 500*time.Millisecond)
+	defer cancel()
+	_, err = st2.Get(ctx, "k")
+	if err == nil {
+		t.Fatal("a TLS connection to a plain-text server succeeded")
+	}
+	if strings.Contains(err.Error(), srv.Password) {
+		t.Fatalf("error quotes the password: %v", err)
+	}
+}
