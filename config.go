@@ -84,8 +84,18 @@ type Config struct {
 	Rand *rand.Rand
 }
 
-// WithDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default. A store
+// implementing [Defaulter] supplies Identity and TTL first.
 func (c Config) WithDefaults() Config {
+	if d, ok := c.Store.(Defaulter); ok {
+		id, ttl := d.Defaults()
+		if c.Identity == "" {
+			c.Identity = id
+		}
+		if c.TTL == 0 {
+			c.TTL = ttl
+		}
+	}
 	if c.TTL == 0 {
 		c.TTL = DefaultTTL
 	}

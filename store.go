@@ -169,3 +169,14 @@ type LeaseFiler interface {
 	// or the store closed.
 	LeaseFiles(l Lease) ([]*os.File, error)
 }
+
+// Defaulter is an optional ability of a [Store] that knows better defaults
+// than the elector's: a peer node campaigns under exactly one identity, and
+// some stores constrain the TTL (Azure blob leases: 15–60 s; raft: at most
+// its heartbeat timeout). [Config.WithDefaults] and `tenure run` use it for
+// the fields the caller left unset.
+type Defaulter interface {
+	// Defaults returns the identity to campaign as ("" for no preference)
+	// and the TTL to use when the caller sets none (0 for no preference).
+	Defaults() (identity string, ttl time.Duration)
+}

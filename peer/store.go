@@ -242,3 +242,11 @@ func (n *Node) Close() error {
 	<-n.done
 	return n.tr.Close()
 }
+
+// Defaults implements [tenure.Defaulter]: the node campaigns as its own
+// member ID, with a TTL of three failure-detector timeouts, so a deposed
+// coordinator's task stops within about one timeout after it learns of it.
+func (n *Node) Defaults() (identity string, ttl time.Duration) {
+	return strconv.FormatUint(n.self, 10), 3 * n.cfg.Timeout
+}
+var _ tenure.Defaulter = (*Node)(nil)

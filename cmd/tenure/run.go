@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,8 +46,11 @@ type runOpts struct {
 	ttl, grace        time.Duration
 	renewDeadline     time.Duration
 	restart, quiet    bool
-	path              string   // CMD resolved in PATH
-	args              []string // CMD's arguments
+	// Which of --id, --ttl and --grace were given; the others take the
+	// store's defaults (tenure.Defaulter) or ours.
+	idSet, ttlSet, graceSet bool
+	path                    string   // CMD resolved in PATH
+	args                    []string // CMD's arguments
 }
 
 // parseRun parses and validates everything about a `tenure run` command
@@ -55,8 +59,8 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	fs := newFlagSet("run")
 	store := storeFlag(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` to campaign for (required)")
-	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: hostname-pid)")
-	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover")
+	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: the store's, e.g. a peer's member ID, else hostname-pid)")
+	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover (default: the store's if it has one, else 10s)")
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of CMD on loss of leadership (default min(2s, (ttl-renew deadline)/2))")
 	fs.BoolVar(&o.restart, "restart", false, "keep campaigning after CMD exits and run it again on the next win")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
@@ -64,6 +68,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 		return o, code, true
 	}
 	o.storeURL = *store
+	fs.Visit(func(f *flag.Flag) { o.ttlSet = o.ttlSet || f.Name == "ttl" })
 	if err := o.validate(fs.Args()); err != nil {
 		return o, fail(stderr, err), true
 	}
@@ -74,13 +79,32 @@ func (o *runOpts) validate(cmdline []string) error {
 	if err := checkKeyFlag(o.key); err != nil {
 		return err
 	}
-	if o.id == "" {
+	o.idSet = o.id != ""
+	if !o.idSet {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
 			host = "localhost"
 		}
 		o.id = host + "-" + strconv.Itoa(os.Getpid())
 	}
+	o.graceSet = o.grace != 0
+	if err := o.timing(); err != nil {
+		return err
+	}
+	if len(cmdline) == 0 || cmdline[0] == "" {
+		return usageErrorf("run: no command given (usage: tenure run --key KEY -- CMD [ARGS...])")
+	}
+	path, err := exec.LookPath(cmdline[0])
+	if err != nil {
+		return usageErrorf("run: command %q not found: %v", cmdline[0], errors.Unwrap(err))
+	}
+	o.path, o.args = path, cmdline[1:]
+	return nil
+}
+
+// timing checks the identity and TTL and derives the renew deadline and
+// the grace period from them.
+func (o *runOpts) timing() error {
 	if err := positive("ttl", o.ttl); err != nil {
 		return err
 	}
@@ -92,22 +116,31 @@ func (o *runOpts) validate(cmdline []string) error {
 	if o.grace < 0 {
 		return usageErrorf("--grace %s must not be negative", o.grace)
 	}
-	if o.grace == 0 {
+	if !o.graceSet {
 		o.grace = min(2*time.Second, margin/2)
 	}
 	if o.renewDeadline+o.grace >= o.ttl {
 		return usageErrorf("--grace %s is too long for --ttl %s: the renew deadline (%s, 2/3 of --ttl) plus --grace must be shorter than --ttl, so CMD is dead before the lease can lapse; use a --grace under %s or a longer --ttl",
 			o.grace, o.ttl, o.renewDeadline, margin)
 	}
-	if len(cmdline) == 0 || cmdline[0] == "" {
-		return usageErrorf("run: no command given (usage: tenure run --key KEY -- CMD [ARGS...])")
-	}
-	path, err := exec.LookPath(cmdline[0])
-	if err != nil {
-		return usageErrorf("run: command %q not found: %v", cmdline[0], errors.Unwrap(err))
-	}
-	o.path, o.args = path, cmdline[1:]
 	return nil
+}
+
+// storeDefaults lets a store that knows better (a peer node's own ID, a
+// blob lease's 15 s minimum) fill in --id and --ttl when they were not given.
+func (o *runOpts) storeDefaults(s tenure.Store) error {
+	d, ok := s.(tenure.Defaulter)
+	if !ok {
+		return nil
+	}
+	id, ttl := d.Defaults()
+	if !o.idSet && id != "" {
+		o.id = id
+	}
+	if !o.ttlSet && ttl > 0 {
+		o.ttl = ttl
+	}
+	return o.timing()
 }
 
 // runCmd is `tenure run`.
@@ -143,6 +176,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cancelOpen()
+	if err == nil {
+		if err = o.storeDefaults(store); err != nil {
+			store.Close()
+		}
+	}
 	if err != nil {
 		return fail(stderr, err)
 	}

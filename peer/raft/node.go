@@ -438,3 +438,10 @@ func lostf(l tenure.Lease, format string, args ...any) error {
 	return fmt.Errorf("%w: raft: lease on %q in term %d: "+format,
 		append([]any{tenure.ErrLost, l.Key, l.Term}, args...)...)
 }
+
+// Defaults implements [tenure.Defaulter]: the node campaigns as its member
+// ID, with a TTL equal to the heartbeat timeout, the longest Acquire accepts.
+func (n *Node) Defaults() (identity string, ttl time.Duration) {
+	return n.cfg.ID, n.cfg.HeartbeatTimeout
+}
+var _ tenure.Defaulter = (*Node)(nil)

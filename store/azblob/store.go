@@ -212,3 +212,8 @@ func (s *Store) Close() error {
 	s.transport.CloseIdleConnections()
 	return nil
 }
+
+// Defaults implements [tenure.Defaulter]: Azure's shortest lease, [MinTTL],
+// so an elector or `tenure run` without an explicit TTL works unchanged.
+func (s *Store) Defaults() (identity string, ttl time.Duration) { return "", MinTTL }
+var _ tenure.Defaulter = (*Store)(nil)
