@@ -33,6 +33,7 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 	}
 	runErrs := h.RunErrs
 	end := h.End
+	observed := slices.Clone(h.Observed)
 	st.Ends = map[string]int{}
 	for _, e := range h.Entries {
 		if e.Format == lostFormat {
@@ -74,6 +75,23 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 		}
 		if latest == nil || l.Done > latest.Done || l.Done < 0 {
 			latest = l
+		}
+	}
+
+	// The observer: terms never go back, and every leadership that lasted
+	// was seen with its holder.
+	seen := map[uint64]string{}
+	for i, r := range observed {
+		if i > 0 && r.Term < observed[i-1].Term {
+			bad("observer went back from term %d to term %d", observed[i-1].Term, r.Term)
+		}
+		if r.Held() {
+			seen[r.Term] = r.Holder
+		}
+	}
+	for _, l := range ls {
+		if l.Done > l.Start && seen[l.Term] != l.ID {
+			bad("observer never reported %s as the holder of term %d (live from %s to %s)", l.ID, l.Term, l.Start, l.Done)
 		}
 	}
 

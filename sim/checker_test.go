@@ -125,25 +125,33 @@ func TestCheckerRules(t *testing.T) {
 		name string
 		ls   []Leadership
 		errs map[string]error
-		want string // "" for no violation
+		want string          // "" for no violation
+		obs  []tenure.Record // what the observer saw; nil: every leadership
 	}{
-		{"safe handoffs", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(5), sec(12)}, {"a", 3, sec(12), sec(20)}}, ok, ""},
-		{"overlap", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(4.9), sec(20)}}, ok, "two leaders at once"},
-		{"overlap hidden behind a short term", []Leadership{{"a", 1, 0, sec(15)}, {"b", 2, sec(1), sec(2)}, {"b", 3, sec(14), sec(20)}}, ok, "two leaders at once"},
-		{"same term twice", []Leadership{{"a", 1, 0, sec(5)}, {"b", 1, sec(5), sec(20)}}, ok, "term did not increase"},
-		{"term going back", []Leadership{{"a", 4, 0, sec(5)}, {"b", 3, sec(5), sec(20)}}, ok, "term did not increase"},
-		{"never done", []Leadership{{"a", 1, 0, -1}}, ok, "still live"},
-		{"no leader after heal", []Leadership{{"a", 1, 0, sec(5)}}, ok, "no leader at all"},
-		{"slow recovery", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, s.FaultsEnd + bound + 1, sec(20)}}, ok, "no leader from"},
-		{"long gap later", []Leadership{{"a", 1, 0, sec(12)}, {"b", 2, sec(12) + bound + 1, sec(20)}}, ok, "no leader from"},
-		{"leaderless end", []Leadership{{"a", 1, 0, sec(12)}}, ok, "to the end"},
-		{"Run did not stop", []Leadership{{"a", 1, 0, sec(20)}}, map[string]error{"a": context.Canceled}, "Run returned"},
+		{"safe handoffs", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(5), sec(12)}, {"a", 3, sec(12), sec(20)}}, ok, "", nil},
+		{"overlap", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(4.9), sec(20)}}, ok, "two leaders at once", nil},
+		{"overlap hidden behind a short term", []Leadership{{"a", 1, 0, sec(15)}, {"b", 2, sec(1), sec(2)}, {"b", 3, sec(14), sec(20)}}, ok, "two leaders at once", nil},
+		{"same term twice", []Leadership{{"a", 1, 0, sec(5)}, {"b", 1, sec(5), sec(20)}}, ok, "term did not increase", nil},
+		{"term going back", []Leadership{{"a", 4, 0, sec(5)}, {"b", 3, sec(5), sec(20)}}, ok, "term did not increase", nil},
+		{"never done", []Leadership{{"a", 1, 0, -1}}, ok, "still live", nil},
+		{"no leader after heal", []Leadership{{"a", 1, 0, sec(5)}}, ok, "no leader at all", nil},
+		{"slow recovery", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, s.FaultsEnd + bound + 1, sec(20)}}, ok, "no leader from", nil},
+		{"long gap later", []Leadership{{"a", 1, 0, sec(12)}, {"b", 2, sec(12) + bound + 1, sec(20)}}, ok, "no leader from", nil},
+		{"leaderless end", []Leadership{{"a", 1, 0, sec(12)}}, ok, "to the end", nil},
+		{"Run did not stop", []Leadership{{"a", 1, 0, sec(20)}}, map[string]error{"a": context.Canceled}, "Run returned", nil},
+		{"observer goes back", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(5), sec(20)}}, ok, "observer went back",
+			[]tenure.Record{{Holder: "a", Term: 1}, {Holder: "b", Term: 2}, {Holder: "a", Term: 1}}},
+		{"observer misses a leader", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(5), sec(20)}}, ok, "observer never reported b",
+			[]tenure.Record{{Holder: "a", Term: 1}, {Holder: "", Term: 2}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := &History{RunErrs: c.errs, End: s.End}
+			h := &History{RunErrs: c.errs, End: s.End, Observed: c.obs}
 			for i := range c.ls {
 				h.Leaderships = append(h.Leaderships, &c.ls[i])
+				if c.obs == nil {
+					h.Observed = append(h.Observed, tenure.Record{Holder: c.ls[i].ID, Term: c.ls[i].Term})
+				}
 			}
 			v, _ := Check(s, h)
 			got := strings.Join(v, "\n")

@@ -31,6 +31,10 @@
 //     channel is closed, as observed by a goroutine waiting on it.
 //   - Fencing: terms strictly increase from one leadership to the next, so
 //     every leadership has its own term.
+//   - Observation: a [tenure.Observer] of the key (watching the store,
+//     outside the electors' faults) never reports a term going back, and
+//     reports every leadership that lasted longer than an instant with its
+//     holder.
 //   - Liveness: once faults stop, a leader is live within
 //     [Scenario.LivenessBound] (and stays within that bound of one after
 //     every later handoff). The bound is

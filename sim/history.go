@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tenurehq/tenure"
 )
 
 // History is what a run recorded. Times are offsets from the start of the
@@ -16,6 +18,8 @@ type History struct {
 	mu          sync.Mutex
 	Entries     []Entry
 	Leaderships []*Leadership
+	// Observed is what an [tenure.Observer] of the key reported, in order.
+	Observed []tenure.Record
 	// RunErrs is what each elector's Run returned, by identity.
 	RunErrs map[string]error
 	// End is when the run finished.
@@ -60,6 +64,13 @@ func (h *History) started(id string, term uint64) *Leadership {
 	h.mu.Unlock()
 	h.add(id, term, "leader context live")
 	return l
+}
+
+func (h *History) observed(r tenure.Record) {
+	h.mu.Lock()
+	h.Observed = append(h.Observed, r)
+	h.mu.Unlock()
+	h.add("obs", r.Term, "observer sees holder %q", r.Holder)
 }
 
 func (h *History) ended(l *Leadership) {

@@ -44,6 +44,15 @@ func Run(s *Scenario) *History {
 		defer helpers.Done()
 		schedule(ctx, h, "store", s.Outages, outage)
 	}()
+	// An observer follows the key from outside the electors' faults.
+	helpers.Add(1)
+	go func() {
+		defer helpers.Done()
+		o := &tenure.Observer{Store: shared, Key: "job", Poll: s.TTL / 15, Logger: slog.New(slog.DiscardHandler)}
+		for r := range o.Changes(ctx) {
+			h.observed(r)
+		}
+	}()
 	faults := make([]*faultstore.Faults, len(s.Electors))
 	for i, p := range s.Electors {
 		rates := p.Rates
