@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -61,6 +62,15 @@ func settings(t *testing.T) params {
 	return p
 }
 
+// budget is how long a run may take, with a 50% margin: per trial and
+// side at most about 4 s (two settles, a handoff, a TTL of failover and
+// polling), per side one idle window after a TTL of settling.
+func (p params) budget() time.Duration {
+	const pairs, sides = 4, 2
+	run := time.Duration(p.trials*pairs*sides)*(2*p.ttl) + pairs*sides*(p.idle+2*p.ttl+2*time.Second)
+	return run * 3 / 2
+}
+
 // TestCompare runs every pair and prints the table (and writes it to
 // results.md unless -short or TENURE_COMPARE_OUT says otherwise). It fails
 // if a library does not hand over or fail over at all, or a waiting
@@ -68,6 +78,12 @@ func settings(t *testing.T) params {
 // targets is reported in the table, not asserted.
 func TestCompare(t *testing.T) {
 	p := settings(t)
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if limit, err := time.ParseDuration(f.Value.String()); err == nil && limit > 0 && limit < p.budget() {
+			t.Fatalf("%d trials and a %s idle window need about %s; run with -timeout %s (see README.md)",
+				p.trials, p.idle, p.budget().Round(time.Minute)*2/3, (p.budget() + 5*time.Minute).Round(5*time.Minute))
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	rep := Report{
