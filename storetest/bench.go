@@ -85,8 +85,16 @@ func Percentile(samples []time.Duration, p float64) time.Duration {
 	return s[max(0, min(rank, len(s)-1))]
 }
 
+// open opens a store handle closed when the benchmark ends.
+func (o *BenchOptions) open(b *testing.B) tenure.Store {
+	st := o.Open(b)
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 // follower campaigns for key and reports when its task starts.
 type follower struct {
+	store    tenure.Store
 	started  chan time.Time
 	waiting  chan struct{} // closed once it has seen the key held
 	cancel   context.CancelFunc
@@ -95,9 +103,10 @@ type follower struct {
 }
 
 func startFollower(b *testing.B, o BenchOptions, key string) *follower {
-	f := &follower{started: make(chan time.Time, 1), waiting: make(chan struct{}), done: make(chan struct{})}
+	b.Helper()
+	f := &follower{store: o.Open(b), started: make(chan time.Time, 1), waiting: make(chan struct{}), done: make(chan struct{})}
 	cfg := tenure.Config{
-		Store: o.Open(b), Key: key, Identity: "follower", TTL: o.TTL,
+		Store: f.store, Key: key, Identity: "follower", TTL: o.TTL,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnEvent: func(ev tenure.Event) {
 			if ev.Kind == tenure.EventLeaderChanged && ev.Leader != "" {
@@ -128,7 +137,7 @@ func startFollower(b *testing.B, o BenchOptions, key string) *follower {
 	return f
 }
 
-func (f *follower) stop() { f.cancel(); <-f.done }
+func (f *follower) stop() { f.cancel(); <-f.done; _ = f.store.Close() }
 
 func (f *follower) await(b *testing.B, what string, limit time.Duration) time.Time {
 	select {
@@ -152,8 +161,10 @@ func gracefulTrial(b *testing.B, o BenchOptions, i int) time.Duration {
 	key := fmt.Sprintf("%s-graceful-%d", Key(b), i)
 	leaderStarted, release := make(chan struct{}), make(chan struct{})
 	var ended time.Time
+	leaderStore := o.Open(b)
+	defer leaderStore.Close()
 	cfg := tenure.Config{
-		Store: o.Open(b), Key: key, Identity: "leader", TTL: o.TTL,
+		Store: leaderStore, Key: key, Identity: "leader", TTL: o.TTL,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if o.Configure != nil {
@@ -194,7 +205,7 @@ func gracefulTrial(b *testing.B, o BenchOptions, i int) time.Duration {
 
 func crashTrial(b *testing.B, o BenchOptions, i int) time.Duration {
 	key := fmt.Sprintf("%s-crash-%d", Key(b), i)
-	st := o.Open(b)
+	st := o.open(b) // a crashed holder's handle stays open until the end
 	l, err := st.Acquire(context.Background(), key, "crasher", o.TTL)
 	if err != nil {
 		b.Fatalf("crash trial %d: %v", i, err)

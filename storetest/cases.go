@@ -80,7 +80,7 @@ func (s *suite) raceOneWinner(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				leases[i], errs[i] = stores[i].Acquire(ctxFor(t), key, fmt.Sprintf("c%d", i), s.o.TTL*5)
+				leases[i], errs[i] = stores[i].Acquire(ctxFor(t), key, fmt.Sprintf("c%d", i), s.long(5))
 			})
 		}
 		close(start)
@@ -120,20 +120,20 @@ func (s *suite) raceOneWinner(t *testing.T) {
 func (s *suite) heldErrorNamesHolder(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.o.TTL*5)
+	l := mustAcquire(t, a, key, "alpha", s.long(5))
 	_, err := b.Acquire(ctxFor(t), key, "beta", s.o.TTL)
 	wantHeld(t, err, "alpha", l.Term)
 	var held *tenure.HeldError
 	errors.As(err, &held)
-	if held.Record.Remaining <= 0 || held.Record.Remaining > s.o.TTL*5+s.o.Tolerance {
-		t.Fatalf("HeldError remaining = %s, want within (0, %s]", held.Record.Remaining, s.o.TTL*5)
+	if held.Record.Remaining <= 0 || held.Record.Remaining > s.long(5)+s.o.Tolerance {
+		t.Fatalf("HeldError remaining = %s, want within (0, %s]", held.Record.Remaining, s.long(5))
 	}
 }
 
 func (s *suite) sameIdentityIsHeld(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	key := Key(t)
-	l := mustAcquire(t, a, key, "same", s.o.TTL*5)
+	l := mustAcquire(t, a, key, "same", s.long(5))
 	_, err := b.Acquire(ctxFor(t), key, "same", s.o.TTL)
 	wantHeld(t, err, "same", l.Term)
 }
@@ -141,7 +141,7 @@ func (s *suite) sameIdentityIsHeld(t *testing.T) {
 func (s *suite) releaseFreesAtOnce(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.o.TTL*10)
+	l := mustAcquire(t, a, key, "alpha", s.long(10))
 	if err := a.Release(ctxFor(t), l); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -241,7 +241,7 @@ func (s *suite) staleLeaseIsLost(t *testing.T) {
 	var cur tenure.Lease
 	deadline := time.Now().Add(ttl + s.o.Tolerance + time.Second)
 	for {
-		l, err := b.Acquire(ctxFor(t), key, "beta", ttl*10)
+		l, err := b.Acquire(ctxFor(t), key, "beta", s.long(10))
 		if err == nil {
 			cur = l
 			break
@@ -267,7 +267,7 @@ func (s *suite) staleLeaseIsLost(t *testing.T) {
 func (s *suite) forgedLeaseIsLost(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.o.TTL*10)
+	l := mustAcquire(t, a, key, "alpha", s.long(10))
 	forgeries := map[string]tenure.Lease{
 		"other identity": {Key: key, Identity: "mallory", Term: l.Term, TTL: l.TTL, Token: l.Token},
 		"older term":     {Key: key, Identity: l.Identity, Term: l.Term - 1, TTL: l.TTL, Token: l.Token},
@@ -289,8 +289,8 @@ func (s *suite) forgedLeaseIsLost(t *testing.T) {
 func (s *suite) keysAreIndependent(t *testing.T) {
 	st := s.open(t)
 	k1, k2 := Key(t)+"-1", Key(t)+"-2"
-	l1 := mustAcquire(t, st, k1, "alpha", s.o.TTL*5)
-	l2 := mustAcquire(t, st, k2, "beta", s.o.TTL*5)
+	l1 := mustAcquire(t, st, k1, "alpha", s.long(5))
+	l2 := mustAcquire(t, st, k2, "beta", s.long(5))
 	if err := st.Release(ctxFor(t), l1); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func (s *suite) contextCancelled(t *testing.T) {
 	if _, err := st.Get(ctx, key); !isCtx(err) {
 		t.Errorf("Get with a cancelled context: got %v, want context.Canceled", err)
 	}
-	l := mustAcquire(t, st, key, "alpha", s.o.TTL*5)
+	l := mustAcquire(t, st, key, "alpha", s.long(5))
 	if err := st.Renew(ctx, l); !isCtx(err) {
 		t.Errorf("Renew with a cancelled context: got %v, want context.Canceled", err)
 	}
@@ -368,7 +368,7 @@ func (s *suite) watch(t *testing.T) {
 		}
 	}
 	next("the initial free record", func(r tenure.Record) bool { return !r.Held() }, s.o.Tolerance)
-	l := mustAcquire(t, b, key, "beta", ttl*10)
+	l := mustAcquire(t, b, key, "beta", s.long(10))
 	next("the acquisition", func(r tenure.Record) bool { return r.Holder == "beta" && r.Term == l.Term }, s.o.Tolerance)
 	if err := b.Release(ctxFor(t), l); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,10 @@ type Options struct {
 	// acquirable, and a watch delivery must arrive, within Tolerance.
 	// Default 500ms.
 	Tolerance time.Duration
+	// MaxTTL, if set, is the longest TTL the store accepts (Azure blob
+	// leases: 60s); cases that want a grant to outlive the test by a wide
+	// margin ask for min(k×TTL, MaxTTL).
+	MaxTTL time.Duration
 	// Restart, if set, restarts the backend (same data, new process); the
 	// suite then checks that terms keep growing across the restart. Handles
 	// opened before it may be broken afterwards.
@@ -70,6 +74,15 @@ func Run(t *testing.T, o Options) {
 }
 
 type suite struct{ o Options }
+
+// long returns a TTL of k×TTL, capped at MaxTTL: for grants that must not
+// expire during a case.
+func (s *suite) long(k time.Duration) time.Duration {
+	if s.o.MaxTTL > 0 {
+		return min(s.o.TTL*k, s.o.MaxTTL)
+	}
+	return s.o.TTL * k
+}
 
 // open returns a handle closed at the end of the test.
 func (s *suite) open(t *testing.T) tenure.Store {

@@ -75,8 +75,9 @@ func TestAzurite(t *testing.T) {
 			t.Parallel()
 			raw := storeURL(srv, "conformance", randomName(t))
 			storetest.Run(t, storetest.Options{
-				Open:      func(t testing.TB) tenure.Store { return longTTLs{openURL(t, raw)} },
+				Open:      func(t testing.TB) tenure.Store { return openURL(t, raw) },
 				TTL:       ttl,
+				MaxTTL:    azblob.MaxTTL,
 				Tolerance: time.Second,
 				Restart: func(t testing.TB) {
 					restart.Lock()
@@ -102,29 +103,6 @@ func TestAzurite(t *testing.T) {
 		parallel("TermsNeverReset", testTermsNeverReset)
 	})
 	t.Run("RecoversAfterRestart", func(t *testing.T) { testRecoversAfterRestart(t, srv) })
-}
-
-// longTTLs adapts the store to the conformance suite, which grants
-// multiples of its TTL (up to 10×) for leases that only need to outlive one
-// step of a test; Azure's longest lease is 60 s. It grants those for 60 s
-// and reports the TTL asked for. Every such step ends well within 60 s, and
-// all of the store's behaviour is still the store's own: the expiry and
-// renewal cases use the suite's TTL of 15 s, which passes through.
-type longTTLs struct{ tenure.Store }
-
-func (s longTTLs) Acquire(ctx context.Context, key, id string, d time.Duration) (tenure.Lease, error) {
-	if d <= azblob.MaxTTL {
-		return s.Store.Acquire(ctx, key, id, d)
-	}
-	l, err := s.Store.Acquire(ctx, key, id, azblob.MaxTTL)
-	if err == nil {
-		l.TTL = d
-	}
-	return l, err
-}
-
-func (s longTTLs) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	return s.Store.(tenure.Watcher).Watch(ctx, key)
 }
 
 func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
