@@ -45,9 +45,10 @@ func (e *Elector) Status() Status {
 }
 
 // Healthy returns nil if the elector is healthy, else an error saying why:
-// a leader whose renewals are overdue, a leader task that stalled (with
-// [Config.StallTimeout]), or a task that overran its context's cancellation.
-// A follower is healthy.
+// a leader whose renewals are overdue, or a task that overran its context's
+// cancellation. A task that stalls (see [Config.StallTimeout]) loses
+// leadership at once; if it then does not return, it overruns. A follower
+// is healthy.
 func (e *Elector) Healthy() error {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
@@ -61,11 +62,6 @@ func (e *Elector) Healthy() error {
 	}
 	if overdue := now.Sub(s.LastRenew) - e.renewGap(); overdue > 0 {
 		return fmt.Errorf("tenure: leader of term %d has not renewed for %s", s.Term, now.Sub(s.LastRenew).Round(time.Millisecond))
-	}
-	if e.st != nil && e.cfg.StallTimeout > 0 {
-		if idle := now.Sub(e.st.lastProgress()); idle > e.cfg.StallTimeout {
-			return fmt.Errorf("tenure: leader task of term %d made no progress for %s", s.Term, idle.Round(time.Millisecond))
-		}
 	}
 	return nil
 }

@@ -3,8 +3,10 @@ package tenure_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenurehq/tenure"
 	_ "github.com/tenurehq/tenure/store/memory"
@@ -33,11 +35,12 @@ func TestOpenBadURL(t *testing.T) {
 
 func TestOpenMemorySharesByName(t *testing.T) {
 	ctx := context.Background()
-	a, err := tenure.Open(ctx, "memory://shared")
+	name := "memory://shared-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	a, err := tenure.Open(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := tenure.Open(ctx, "memory://shared")
+	b, _ := tenure.Open(ctx, name)
 	l, err := a.Acquire(ctx, "k", "a", 1e9)
 	if err != nil {
 		t.Fatal(err)

@@ -249,4 +249,5 @@ func (n *Node) Close() error {
 func (n *Node) Defaults() (identity string, ttl time.Duration) {
 	return strconv.FormatUint(n.self, 10), 3 * n.cfg.Timeout
 }
+
 var _ tenure.Defaulter = (*Node)(nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/internal/testserver/etcdtest"
 )
 
 // The worker is this test binary run by `tenure run` as the leader's
@@ -362,7 +363,7 @@ func TestTortureLocal(t *testing.T) {
 
 func TestTortureEtcd(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Etcd(t)
+	srv := etcdtest.Start(t)
 	tortureProcesses(t, backend{
 		name: "etcd", upstream: srv.Endpoint,
 		url:     func(addr string) string { return "etcd://" + addr + "/torture" },

@@ -444,4 +444,5 @@ func lostf(l tenure.Lease, format string, args ...any) error {
 func (n *Node) Defaults() (identity string, ttl time.Duration) {
 	return n.cfg.ID, n.cfg.HeartbeatTimeout
 }
+
 var _ tenure.Defaulter = (*Node)(nil)

@@ -216,4 +216,5 @@ func (s *Store) Close() error {
 // Defaults implements [tenure.Defaulter]: Azure's shortest lease, [MinTTL],
 // so an elector or `tenure run` without an explicit TTL works unchanged.
 func (s *Store) Defaults() (identity string, ttl time.Duration) { return "", MinTTL }
+
 var _ tenure.Defaulter = (*Store)(nil)

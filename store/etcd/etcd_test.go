@@ -14,13 +14,14 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/internal/testserver/etcdtest"
 	"github.com/tenurehq/tenure/store/etcd"
 	"github.com/tenurehq/tenure/storetest"
 )
 
 // openOn returns an opener of handles on srv, each with its own client, as
 // separate processes would have.
-func openOn(srv *testserver.EtcdServer, prefix string) func(t testing.TB) tenure.Store {
+func openOn(srv *etcdtest.Server, prefix string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
 		st, err := tenure.Open(context.Background(), "etcd://"+srv.Endpoint+prefix)
@@ -33,7 +34,7 @@ func openOn(srv *testserver.EtcdServer, prefix string) func(t testing.TB) tenure
 }
 
 func TestConformance(t *testing.T) {
-	srv := testserver.Etcd(t)
+	srv := etcdtest.Start(t)
 	storetest.Run(t, storetest.Options{
 		Open: openOn(srv, "/conformance"),
 		TTL:  time.Second,
@@ -44,7 +45,7 @@ func TestConformance(t *testing.T) {
 }
 
 func BenchmarkFailover(b *testing.B) {
-	srv := testserver.Etcd(b)
+	srv := etcdtest.Start(b)
 	res := storetest.BenchFailover(b, storetest.BenchOptions{
 		Open:   openOn(srv, "/bench"),
 		TTL:    2 * time.Second,
@@ -63,7 +64,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 }
 
 // rawClient is a plain etcd client, to look at what the store wrote.
-func rawClient(t *testing.T, srv *testserver.EtcdServer) *clientv3.Client {
+func rawClient(t *testing.T, srv *etcdtest.Server) *clientv3.Client {
 	t.Helper()
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, Logger: zap.NewNop()})
 	if err != nil {
@@ -77,7 +78,7 @@ func rawClient(t *testing.T, srv *testserver.EtcdServer) *clientv3.Client {
 // key's CreateRevision, the key is attached to its own lease whose TTL is
 // the requested one rounded up to whole seconds, and Release revokes it.
 func TestGrantIsEtcdLease(t *testing.T) {
-	srv := testserver.Etcd(t)
+	srv := etcdtest.Start(t)
 	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+"/mapping")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestGrantIsEtcdLease(t *testing.T) {
 // within their context with an error naming the endpoint, and that the same
 // handle works again, by itself, once the server is back.
 func TestServerDownAndBack(t *testing.T) {
-	srv := testserver.Etcd(t)
+	srv := etcdtest.Start(t)
 	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+"/down")
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestServerDownAndBack(t *testing.T) {
 // TestCredentialsNeverInErrors runs etcd with authentication and checks
 // that neither a wrong nor a right password shows up in any error.
 func TestCredentialsNeverInErrors(t *testing.T) {
-	srv := testserver.Etcd(t)
+	srv := etcdtest.Start(t)
 	const good, bad = "g00d-Secret-pw", "wr0ng-Secret-pw"
 	raw := rawClient(t, srv)
 	ctx := ctxT(t, 30*time.Second)
@@ -274,7 +275,7 @@ func TestBadURLs(t *testing.T) {
 
 // TestCloseEndsWatch checks that closing the store closes its watches.
 func TestCloseEndsWatch(t *testing.T) {
-	srv := testserver.Etcd(t)
+	srv := etcdtest.Start(t)
 	st, err := etcd.Open(context.Background(), "etcd://"+srv.Endpoint+"/close")
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +299,7 @@ func TestCloseEndsWatch(t *testing.T) {
 // (no lease, a value it cannot read) reads as held by "(unknown)" and that
 // Acquire reports it held rather than spinning.
 func TestForeignValueLooksHeld(t *testing.T) {
-	srv := testserver.Etcd(t)
+	srv := etcdtest.Start(t)
 	raw := rawClient(t, srv)
 	ctx := ctxT(t, 10*time.Second)
 	if _, err := raw.Put(ctx, "/foreign/holder/k", "not json"); err != nil {

@@ -1,7 +1,11 @@
-package testserver
+// Package etcdtest runs an embedded etcd server for tests. It lives apart
+// from package testserver so that only the tests that need etcd link its
+// server code.
+package etcdtest
 
 import (
 	"fmt"
+	"github.com/tenurehq/tenure/internal/testserver"
 	"net/url"
 	"sync"
 	"testing"
@@ -10,11 +14,11 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// EtcdServer is a single-member etcd server embedded in the test process,
+// Server is a single-member etcd server embedded in the test process,
 // with its data in a temporary directory and its client and peer URLs on
 // free loopback ports. It is stopped by t.Cleanup. Because it is embedded,
 // no etcd binary is needed, in CI or elsewhere.
-type EtcdServer struct {
+type Server struct {
 	// Endpoint is the client address, "127.0.0.1:PORT"; it stays the same
 	// across Restart.
 	Endpoint string
@@ -26,13 +30,13 @@ type EtcdServer struct {
 	e         *embed.Etcd // nil while stopped
 }
 
-// Etcd starts an embedded etcd server for t (fast raft timing: 10 ms ticks,
+// Start starts an embedded etcd server for t (fast raft timing: 10 ms ticks,
 // 50 ms elections, no fsync) and waits until it serves clients.
-func Etcd(t testing.TB) *EtcdServer {
+func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &EtcdServer{dir: t.TempDir()}
-	s.clientURL = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
-	s.peerURL = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+	s := &Server{dir: t.TempDir()}
+	s.clientURL = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))}
+	s.peerURL = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))}
 	s.Endpoint = s.clientURL.Host
 	s.Start(t)
 	t.Cleanup(s.Stop)
@@ -41,7 +45,7 @@ func Etcd(t testing.TB) *EtcdServer {
 
 // Start starts the server on its data directory and ports if it is
 // stopped, and waits until it serves clients.
-func (s *EtcdServer) Start(t testing.TB) {
+func (s *Server) Start(t testing.TB) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -87,7 +91,7 @@ func (s *EtcdServer) Start(t testing.TB) {
 
 // Stop stops the server if it runs; it is safe to call more than once.
 // Close clients first, or the server waits for them for several seconds.
-func (s *EtcdServer) Stop() {
+func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.e != nil {
@@ -99,7 +103,7 @@ func (s *EtcdServer) Stop() {
 
 // Restart stops the server and starts it again on the same data directory
 // and ports, as a process restart would.
-func (s *EtcdServer) Restart(t testing.TB) {
+func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
 	s.Start(t)
