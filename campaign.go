@@ -56,7 +56,11 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 		default:
 			failures++
 			wait = c.jittered(min(c.RetryInterval<<min(failures-1, 16), c.TTL))
-			e.logStoreError("tenure: acquire failed, retrying", err, "retry_in", wait)
+			if errors.Is(err, ErrUnavailable) {
+				c.Logger.Debug("tenure: store unavailable, retrying", "key", c.Key, "id", c.Identity, "err", err, "retry_in", wait)
+			} else {
+				e.logStoreError("tenure: acquire failed, retrying", err, "retry_in", wait)
+			}
 			e.setError(err)
 		}
 		var ok bool

@@ -40,6 +40,12 @@ var (
 	// registered.
 	ErrUnknownScheme = errors.New("tenure: unknown store scheme")
 
+	// ErrUnavailable is wrapped by a store error that is expected to pass
+	// by itself and says nothing is wrong: a peer group in the middle of an
+	// election, say. The elector retries such errors like any other but
+	// logs them at debug level instead of as warnings.
+	ErrUnavailable = errors.New("tenure: temporarily unavailable")
+
 	// ErrRunning is returned by [Elector.Run] and [Elector.Do] when the
 	// elector is already running.
 	ErrRunning = errors.New("tenure: elector already running")

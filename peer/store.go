@@ -2,7 +2,6 @@ package peer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -13,7 +12,7 @@ import (
 // ErrElecting is returned by [Node.Acquire] while no coordinator is known
 // (an election is running). It is transient, not [tenure.ErrHeld]: the
 // elector retries with backoff, and wakes earlier through Watch.
-var ErrElecting = errors.New("peer: election in progress, no coordinator known yet")
+var ErrElecting = fmt.Errorf("peer: election in progress, no coordinator known yet (%w)", tenure.ErrUnavailable)
 
 var (
 	_ tenure.Store   = (*Node)(nil)

@@ -20,7 +20,7 @@ import (
 // ErrNoLeader is returned (wrapped) by [Node.Acquire] while this node knows
 // of no leader: an election is under way, or this node cannot reach a
 // quorum. It is transient; the elector retries.
-var ErrNoLeader = errors.New("tenure/raft: no leader known")
+var ErrNoLeader = fmt.Errorf("tenure/raft: no leader known (%w)", tenure.ErrUnavailable)
 
 // ErrSteppingDown is returned (wrapped) by [Node.Acquire] on a node that
 // released its grant of a key but is still raft leader of the same term,
