@@ -74,7 +74,9 @@ type NewAlgorithm func(cfg Config) (Algorithm, error)
 
 // OpenMode opens a complete peer-election implementation that does not run
 // on [Node] (raft). It must honour the Store contract described in the
-// package doc; ctx bounds only the opening.
+// package doc; ctx bounds only the opening. When cfg.IsObserver() (no id in
+// the URL) it must open a read-only observer instead of a member, typically
+// [NewObserver] with the mode's own [Asker].
 type OpenMode func(ctx context.Context, cfg Config) (tenure.Store, error)
 
 var (
@@ -133,7 +135,9 @@ func lookup(name string) (NewAlgorithm, OpenMode) {
 
 // Open starts this member's node for cfg (defaults applied, validated) and
 // returns it as a [tenure.Store]: a [*Node] for algorithms, or whatever a
-// registered mode returns. ctx bounds only the opening.
+// registered mode returns. When cfg.ID is [ObserverID] it returns an
+// [*Observer] instead (through the mode for modes). ctx bounds only the
+// opening.
 func Open(ctx context.Context, cfg Config) (tenure.Store, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -144,6 +148,9 @@ func Open(ctx context.Context, cfg Config) (tenure.Store, error) {
 	}
 	if _, mode := lookup(cfg.Algorithm); mode != nil {
 		return mode(ctx, cfg)
+	}
+	if cfg.IsObserver() {
+		return NewObserver(cfg, nil)
 	}
 	return NewNode(cfg)
 }

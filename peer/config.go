@@ -20,7 +20,8 @@ const (
 // [ParseURL]; [Config.Validate] checks it. Zero durations take defaults
 // ([Config.WithDefaults]).
 type Config struct {
-	// ID is this member's ID; it must be in Group.
+	// ID is this member's ID; it must be in Group. [ObserverID] (0, no id
+	// in the URL) configures an [Observer] instead of a member.
 	ID uint64
 	// Group is the static member list, the same on every member.
 	Group Group
@@ -75,10 +76,11 @@ func (c Config) WithDefaults() Config {
 // error wraps [tenure.ErrInvalid]. It checks c as given (call it on
 // c.WithDefaults()).
 func (c Config) Validate() error {
+	observer := c.IsObserver()
 	switch {
 	case c.Group.Len() == 0:
 		return invalidf("Config.Group is empty")
-	case !c.Group.Has(c.ID):
+	case !observer && !c.Group.Has(c.ID):
 		return invalidf("Config.ID %d is not a member of the group (%v)", c.ID, c.Group.IDs())
 	case c.Algorithm == "":
 		return invalidf("Config.Algorithm is empty (registered: %v)", Algorithms())
@@ -90,13 +92,26 @@ func (c Config) Validate() error {
 		return invalidf("Config.Timeout (%s) must be at least two heartbeats (%s)", c.Timeout, 2*c.Heartbeat)
 	case c.Transport == nil && c.Secret.IsZero():
 		return invalidf("Config.Secret is missing (set secret-file)")
-	case c.Transport == nil && c.Group.Addr(c.ID) == "":
+	case !observer && c.Transport == nil && c.Group.Addr(c.ID) == "":
 		return invalidf("member %d has no address to listen on", c.ID)
-	case c.Epochs == nil && c.StateDir == "":
+	case !observer && c.Epochs == nil && c.StateDir == "":
 		return invalidf("Config.StateDir is empty (set state-dir)")
+	case observer && c.Transport != nil:
+		return invalidf("an observer asks members over TCP; Config.Transport must be nil")
+	}
+	if observer {
+		for _, m := range c.Group.Members() {
+			if m.Addr == "" {
+				return invalidf("member %d has no address for the observer to ask", m.ID)
+			}
+		}
 	}
 	return nil
 }
+
+// IsObserver reports whether c configures an [Observer] (ID is
+// [ObserverID], no id in the URL) rather than a member.
+func (c Config) IsObserver() bool { return c.ID == ObserverID }
 
 // URL form, registered as the scheme "peer":
 //
@@ -107,6 +122,12 @@ func (c Config) Validate() error {
 // timeout (Go durations), no-preempt (1/true), key. Unknown parameters go to
 // Config.Params for modes that define their own. The host and path must be
 // empty.
+//
+// Without id the URL opens a read-only [Observer] of the group (for
+// `tenure status` and `tenure watch`): it needs the same peers, algorithm
+// and secret-file, no state-dir, and never joins the group:
+//
+//	peer://?peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=bully&secret-file=/etc/tenure/peer.secret
 var urlParams = []string{"id", "peers", "algorithm", "secret-file", "state-dir", "heartbeat", "timeout", "no-preempt", "key"}
 
 // ParseURL turns a peer:// URL into a Config, loading the secret file. It
@@ -142,11 +163,11 @@ func ParseURL(u *url.URL) (Config, error) {
 		get[p] = v
 	}
 	var c Config
-	if get["id"] == "" {
-		return Config{}, invalidf("parameter id is missing")
-	}
-	if c.ID, err = ParseID(get["id"]); err != nil {
-		return Config{}, err
+	if _, given := q["id"]; given {
+		// An empty id is an error, not an observer: leaving it out is.
+		if c.ID, err = ParseID(get["id"]); err != nil {
+			return Config{}, err
+		}
 	}
 	if c.Group, err = ParseMembers(get["peers"]); err != nil {
 		return Config{}, err
@@ -188,6 +209,10 @@ func ParseURL(u *url.URL) (Config, error) {
 
 // String describes c for logs, without the secret.
 func (c Config) String() string {
+	if c.IsObserver() {
+		return fmt.Sprintf("peer observer of [%v] algorithm=%s heartbeat=%s timeout=%s",
+			c.Group, c.Algorithm, c.Heartbeat, c.Timeout)
+	}
 	return fmt.Sprintf("peer %d of [%v] algorithm=%s heartbeat=%s timeout=%s no-preempt=%t",
 		c.ID, c.Group, c.Algorithm, c.Heartbeat, c.Timeout, c.NoPreempt)
 }

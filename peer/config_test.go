@@ -64,7 +64,7 @@ func TestParseURLErrors(t *testing.T) {
 	short := writeSecret(t, "too-short")
 	base := "peer://?peers=1=127.0.0.1:7001,2=127.0.0.1:7002&state-dir=/tmp/x&"
 	for _, tc := range []struct{ url, want string }{
-		{base + "secret-file=" + secret, "id is missing"},
+		{base + "id=&secret-file=" + secret, "not a positive"},
 		{base + "id=0&secret-file=" + secret, "not a positive"},
 		{base + "id=1&secret-file=" + short, "at least 32"},
 		{base + "id=1", "no secret file"},
@@ -123,4 +123,39 @@ func TestAlgorithmsRegistered(t *testing.T) {
 		}
 	}()
 	peer.RegisterAlgorithm("bully", func(peer.Config) (peer.Algorithm, error) { return nil, nil })
+}
+
+// TestParseURLObserver: a URL without id configures an observer, which
+// needs no state-dir but still needs the secret.
+func TestParseURLObserver(t *testing.T) {
+	secret := writeSecret(t, testSecret)
+	u, err := url.Parse("peer://?peers=1=127.0.0.1:7001,2=127.0.0.1:7002&algorithm=lowest&secret-file=" + secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := peer.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.IsObserver() || c.ID != peer.ObserverID {
+		t.Fatalf("ParseURL without id: ID %d, IsObserver %t; want an observer", c.ID, c.IsObserver())
+	}
+	if err := c.WithDefaults().Validate(); err != nil {
+		t.Fatalf("observer config: %v", err)
+	}
+	if s := c.String(); !strings.Contains(s, "observer") || strings.Contains(s, testSecret) {
+		t.Fatalf("String() = %q", s)
+	}
+	u, _ = url.Parse("peer://?peers=1=127.0.0.1:7001,2=127.0.0.1:7002")
+	if _, err := peer.ParseURL(u); !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), "secret") {
+		t.Fatalf("observer URL without a secret: %v, want ErrInvalid naming the secret", err)
+	}
+	noAddr, err := peer.NewGroup([]peer.Member{{ID: 1, Addr: "127.0.0.1:7001"}, {ID: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Group = noAddr
+	if err := c.WithDefaults().Validate(); !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), "member 2") {
+		t.Fatalf("observer of a member without an address: %v, want ErrInvalid naming member 2", err)
+	}
 }

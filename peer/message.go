@@ -1,6 +1,9 @@
 package peer
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Type is a message type. The set is shared by all algorithms so the frame
 // format is one; each algorithm uses the types it needs.
@@ -31,11 +34,25 @@ const (
 	// Reject tells a member that its coordinator claim is stale: the sender
 	// knows a higher epoch (Epoch).
 	Reject
+	// StatusQuery asks a member who it believes the coordinator is (an
+	// observer's question, see [Observer]). Ref carries the asker's nonce.
+	// It travels in a version-2 frame; From may be 0 ([ObserverID]) or any
+	// ID: it is answered, never counted as a sign of life of a member.
+	StatusQuery
+	// StatusReply answers a StatusQuery on the same connection: Leader and
+	// LeaderEpoch are the coordinator the member follows (0: none), Epoch
+	// its highest known epoch, TTL and Remaining what its record says, and
+	// Ref echoes the query's nonce. Version-2 frame.
+	StatusReply
 
-	maxType = Reject
+	maxType = StatusReply
 )
 
-var typeNames = [...]string{"", "heartbeat", "election", "answer", "coordinator", "elected", "ack", "resign", "reject"}
+// ObserverID is the sender ID an [Observer] uses in its status queries. It
+// is never a member (member IDs start at 1).
+const ObserverID = 0
+
+var typeNames = [...]string{"", "heartbeat", "election", "answer", "coordinator", "elected", "ack", "resign", "reject", "status-query", "status-reply"}
 
 func (t Type) String() string {
 	if t >= 1 && t <= maxType {
@@ -46,6 +63,10 @@ func (t Type) String() string {
 
 // Valid reports whether t is a known message type.
 func (t Type) Valid() bool { return t >= 1 && t <= maxType }
+
+// IsStatus reports whether t is StatusQuery or StatusReply: the
+// observer's types, which never take part in an election.
+func (t Type) IsStatus() bool { return t == StatusQuery || t == StatusReply }
 
 // Flags qualify a message.
 const (
@@ -76,6 +97,9 @@ type Message struct {
 	Ref uint64
 	// Hops counts how far a ring message travelled.
 	Hops uint64
+	// TTL and Remaining are a StatusReply's record timings (version-2
+	// frames only; zero elsewhere).
+	TTL, Remaining time.Duration
 }
 
 func (m Message) String() string {

@@ -92,11 +92,23 @@ func NewNode(cfg Config) (*Node, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	if t, ok := tr.(*TCP); ok {
+		t.SetReporter(n.report)
+	}
 	n.mu.Lock()
 	n.alg.Start(env{n})
 	n.mu.Unlock()
 	go n.run()
 	return n, nil
+}
+
+// report is the node's answer to an observer's status query: the record
+// Get would return. It does not block on the network.
+func (n *Node) report() Report {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.recordLocked(time.Now())
+	return Report{Leader: n.leader, LeaderEpoch: n.leaderEpoch, Epoch: n.maxEpoch, TTL: r.TTL, Remaining: r.Remaining}
 }
 
 func (n *Node) run() {
@@ -150,7 +162,9 @@ func (n *Node) isCoordinator() bool { return n.leader == n.self && n.leader != 0
 func (n *Node) handle(m Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() {
+	// Status messages are the transport's business (an observer's query is
+	// never a sign of life and carries no claim).
+	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() || m.Type.IsStatus() {
 		return
 	}
 	now := time.Now()

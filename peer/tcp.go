@@ -43,10 +43,13 @@ type TCPStats struct {
 	// DialFailures: connection attempts that failed. Rejected: inbound
 	// connections refused because too many were open.
 	QueueFull, DialFailures, Rejected uint64
+	// Queries: status queries answered (a reply written; see
+	// [TCP.SetReporter]). They are also counted in Received.
+	Queries uint64
 }
 
 type tcpCounters struct {
-	sent, received, badMAC, malformed, oversized, replayed, misaddressed, queueFull, dialFailures, rejected atomic.Uint64
+	sent, received, badMAC, malformed, oversized, replayed, misaddressed, queueFull, dialFailures, rejected, queries atomic.Uint64
 }
 
 // TCP is the authenticated TCP [Transport]. Each member keeps one outgoing
@@ -54,6 +57,11 @@ type tcpCounters struct {
 // from anyone; only frames that authenticate under the shared secret and
 // are addressed to it get through. All methods are safe for concurrent use;
 // Send never blocks.
+//
+// A TCP transport also answers an [Observer]'s StatusQuery frames itself,
+// on the connection they came in on, with what its reporter says (see
+// [TCP.SetReporter]); queries never reach Recv, so an observer is never
+// heard as a member.
 type TCP struct {
 	cfg         TCPConfig
 	ln          net.Listener
@@ -65,6 +73,7 @@ type TCP struct {
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	c           tcpCounters
+	reporter    atomic.Pointer[func() Report]
 
 	mu     sync.Mutex
 	closed bool
@@ -125,8 +134,22 @@ func (t *TCP) Stats() TCPStats {
 	return TCPStats{Sent: c.sent.Load(), Received: c.received.Load(), BadMAC: c.badMAC.Load(),
 		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(), Replayed: c.replayed.Load(),
 		Misaddressed: c.misaddressed.Load(), QueueFull: c.queueFull.Load(),
-		DialFailures: c.dialFailures.Load(), Rejected: c.rejected.Load()}
+		DialFailures: c.dialFailures.Load(), Rejected: c.rejected.Load(), Queries: c.queries.Load()}
 }
+
+// Report is a member's answer to a status query: the coordinator it follows
+// (Leader 0: none) and that coordinator's epoch, the highest epoch it
+// knows, and its record's TTL and Remaining (see [Node.Get]).
+type Report struct {
+	Leader, LeaderEpoch, Epoch uint64
+	TTL, Remaining             time.Duration
+}
+
+// SetReporter makes the transport answer status queries with f's result; f
+// is called from the connection's reader goroutine, must be safe for
+// concurrent use and must not block. Until it is set, queries are dropped
+// unanswered. [NewNode] sets it to the node's view.
+func (t *TCP) SetReporter(f func() Report) { t.reporter.Store(&f) }
 
 // Recv implements [Transport].
 func (t *TCP) Recv() <-chan Message { return t.recv }
@@ -236,16 +259,27 @@ func (t *TCP) maxInbound() int { return 4 * t.cfg.Group.Len() }
 type inbound struct {
 	since  time.Time
 	authed bool // a frame authenticated on it
+	member bool // a member's election frame came on it (not only queries)
 }
 
 // evictLocked closes the oldest connection on which no frame authenticated
-// yet, so idle strangers cannot keep members out by filling every slot.
+// yet, so idle strangers cannot keep members out by filling every slot;
+// failing that, the oldest connection that only carried status queries, so
+// observers cannot keep members out either.
 func (t *TCP) evictLocked() {
 	var oldest net.Conn
 	var at time.Time
-	for c, in := range t.conns {
-		if !in.authed && (oldest == nil || in.since.Before(at)) {
-			oldest, at = c, in.since
+	for _, pass := range []func(*inbound) bool{
+		func(in *inbound) bool { return !in.authed },
+		func(in *inbound) bool { return !in.member },
+	} {
+		for c, in := range t.conns {
+			if pass(in) && (oldest == nil || in.since.Before(at)) {
+				oldest, at = c, in.since
+			}
+		}
+		if oldest != nil {
+			break
 		}
 	}
 	if oldest != nil {
@@ -294,9 +328,13 @@ func (t *TCP) accept() {
 // prefix arrived, so a slow or stuck sender cannot hold a reader forever.
 const frameReadTimeout = 5 * time.Second
 
+// observerIdle is how long a connection that only carried status queries
+// may stay silent before it is closed.
+const observerIdle = 30 * time.Second
+
 // read receives frames from one inbound connection until it fails or a
 // frame is bad, then closes it: a sender that cannot authenticate does not
-// get to keep a connection.
+// get to keep a connection. Status queries are answered on the connection.
 func (t *TCP) read(c net.Conn) {
 	defer func() {
 		t.mu.Lock()
@@ -308,10 +346,13 @@ func (t *TCP) read(c net.Conn) {
 	// A connection must authenticate its first frame promptly; afterwards
 	// it may stay idle (followers can be silent for long).
 	c.SetReadDeadline(time.Now().Add(frameReadTimeout))
-	authed := false
+	authed, member := false, false
 	for {
-		if authed {
+		switch {
+		case member:
 			c.SetReadDeadline(time.Time{})
+		case authed:
+			c.SetReadDeadline(time.Now().Add(observerIdle))
 		}
 		if _, err := io.ReadFull(c, buf[:4]); err != nil {
 			return
@@ -345,12 +386,36 @@ func (t *TCP) read(c net.Conn) {
 		case err != nil:
 			t.c.malformed.Add(1)
 			return
+		case m.Type == StatusQuery:
+			if m.To != t.cfg.Self {
+				t.c.misaddressed.Add(1)
+				continue
+			}
+			if !t.fresh(m) {
+				t.c.replayed.Add(1)
+				continue
+			}
+			if !t.answer(c, m) {
+				return
+			}
+			continue
+		case m.Type == StatusReply:
+			t.c.misaddressed.Add(1) // members never ask
+			continue
 		case m.To != t.cfg.Self || m.From == t.cfg.Self || !t.cfg.Group.Has(m.From):
 			t.c.misaddressed.Add(1)
 			continue
 		case !t.fresh(m):
 			t.c.replayed.Add(1)
 			continue
+		}
+		if !member {
+			member = true
+			t.mu.Lock()
+			if in := t.conns[c]; in != nil {
+				in.member = true
+			}
+			t.mu.Unlock()
 		}
 		select {
 		case t.recv <- m:
@@ -361,6 +426,23 @@ func (t *TCP) read(c net.Conn) {
 	}
 }
 
+// answer writes the reply to status query q on c. It reports false if the
+// connection failed. Without a reporter the query is dropped.
+func (t *TCP) answer(c net.Conn, q Message) bool {
+	t.c.received.Add(1)
+	f := t.reporter.Load()
+	if f == nil {
+		return true
+	}
+	r := (*f)()
+	reply := Message{Type: StatusReply, From: t.cfg.Self, To: q.From, Incarnation: t.incarnation, Seq: t.seq.Add(1),
+		Epoch: r.Epoch, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, Ref: q.Ref, TTL: r.TTL, Remaining: r.Remaining}
+	t.c.queries.Add(1)
+	c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+	_, err := c.Write(Encode(t.cfg.Secret, reply))
+	return err == nil
+}
+
 // replayWindow remembers, for one sender, the highest sequence number seen
 // under each of its recent incarnations.
 type replayWindow struct {
@@ -368,25 +450,35 @@ type replayWindow struct {
 	order []uint64 // incarnations, oldest first
 }
 
-// maxIncarnations bounds the incarnations remembered per sender.
-const maxIncarnations = 16
+// maxIncarnations bounds the incarnations remembered per member, and
+// maxObserverIncarnations those of all non-members together (observers:
+// every `tenure status` run is a new incarnation).
+const (
+	maxIncarnations         = 16
+	maxObserverIncarnations = 1024
+)
 
 // fresh reports whether m's (incarnation, sequence) is newer than any seen
-// from its sender, and records it.
+// from its sender, and records it. Senders that are not members (observers)
+// share one window, keyed ObserverID.
 func (t *TCP) fresh(m Message) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	w := t.seen[m.From]
+	from, limit := m.From, maxIncarnations
+	if !t.cfg.Group.Has(from) {
+		from, limit = ObserverID, maxObserverIncarnations
+	}
+	w := t.seen[from]
 	if w == nil {
 		w = &replayWindow{max: map[uint64]uint64{}}
-		t.seen[m.From] = w
+		t.seen[from] = w
 	}
 	last, known := w.max[m.Incarnation]
 	if known && m.Seq <= last {
 		return false
 	}
 	if !known {
-		if len(w.order) == maxIncarnations {
+		if len(w.order) == limit {
 			delete(w.max, w.order[0])
 			w.order = w.order[1:]
 		}

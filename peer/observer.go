@@ -1,0 +1,289 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// ErrObserver is wrapped by the error an [Observer] returns from Acquire,
+// Renew and Release: it wraps [tenure.ErrInvalid], because campaigning
+// needs a member, which an observer is not.
+var ErrObserver = fmt.Errorf("%w: peer: an observer (no id in the URL) cannot campaign; add id=N", tenure.ErrInvalid)
+
+// Asker is how an [Observer] reaches members: it asks one member for its
+// view of the coordinator. Implementations are safe for concurrent use.
+type Asker interface {
+	// Ask returns member id's [Report]. It blocks until the member
+	// answered, the attempt failed, or ctx is done; an answer is always
+	// authenticated as coming from a holder of the group's secret.
+	Ask(ctx context.Context, id uint64) (Report, error)
+	// Close ends the asker's connections; Ask then fails.
+	Close() error
+}
+
+// Observer is a read-only view of a peer group: a [tenure.Store] and
+// [tenure.Watcher] that reports the coordinator the members agree on
+// without being a member. It never joins elections, sends no heartbeats
+// and is never counted as alive by a member; it only asks members, with a
+// status query authenticated by the group's secret, whom they follow.
+// Open one with a peer URL without id (see [ParseURL]) or [NewObserver].
+// All methods are safe for concurrent use.
+type Observer struct {
+	cfg Config
+	ask Asker
+
+	mu     sync.Mutex
+	key    string
+	closed bool
+	stop   chan struct{}
+}
+
+var (
+	_ tenure.Store   = (*Observer)(nil)
+	_ tenure.Watcher = (*Observer)(nil)
+)
+
+// NewObserver returns an observer of cfg.Group (cfg.ID must be
+// [ObserverID]; defaults applied, validated). It asks members through a, or,
+// if a is nil, with the TCP transport's status query (algorithms lowest,
+// bully, ring; modes such as raft pass their own Asker). It does not
+// contact any member yet.
+func NewObserver(cfg Config, a Asker) (*Observer, error) {
+	cfg = cfg.WithDefaults()
+	if !cfg.IsObserver() {
+		return nil, invalidf("Config.ID is %d: an observer has none (leave id out of the URL)", cfg.ID)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Key != "" {
+		if err := tenure.CheckKey(cfg.Key); err != nil {
+			return nil, err
+		}
+	}
+	if a == nil {
+		a = newTCPAsker(cfg)
+	}
+	return &Observer{cfg: cfg, ask: a, key: cfg.Key, stop: make(chan struct{})}, nil
+}
+
+// queryTimeout bounds one round of status queries, whatever ctx allows, so
+// a member that accepts connections but never answers cannot hold a Get.
+func (o *Observer) queryTimeout() time.Duration { return o.cfg.Timeout + 2*time.Second }
+
+// use checks key, the state and ctx, binding the observer to key on first
+// use (as a member's node binds).
+func (o *Observer) use(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return tenure.ErrClosed
+	}
+	if o.key == "" {
+		o.key = key
+	}
+	if key != o.key {
+		return invalidf("this peer observer follows key %q, not %q (one group per key)", o.key, key)
+	}
+	return nil
+}
+
+// Get asks every member, in parallel, whom it follows, and returns the
+// record of the coordinator with the highest epoch reported: Holder its ID
+// in decimal, Term its epoch, TTL and Remaining as the reporting member
+// says (the coordinator's own report when it answered). If no member that
+// answered follows a coordinator, Holder is "" and Term the highest epoch
+// reported. If no member answers, the error names each one and why; a
+// process without the group's secret gets only that error. Get blocks for
+// one round trip to each member, bounded by ctx and by Timeout+2s.
+func (o *Observer) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if err := o.use(ctx, key); err != nil {
+		return tenure.Record{}, err
+	}
+	return o.get(ctx, key)
+}
+
+type answer struct {
+	id  uint64
+	r   Report
+	err error
+}
+
+func (o *Observer) get(parent context.Context, key string) (tenure.Record, error) {
+	ctx, cancel := context.WithTimeout(parent, o.queryTimeout())
+	defer cancel()
+	ids := o.cfg.Group.IDs()
+	answers := make(chan answer, len(ids))
+	for _, id := range ids {
+		go func() {
+			r, err := o.ask.Ask(ctx, id)
+			answers <- answer{id, r, err}
+		}()
+	}
+	var got, failed []answer
+	for range ids {
+		if a := <-answers; a.err != nil {
+			failed = append(failed, a)
+		} else {
+			got = append(got, a)
+		}
+	}
+	if len(got) == 0 {
+		slices.SortFunc(failed, func(a, b answer) int { return compareID(a.id, b.id) })
+		msgs := make([]string, len(failed))
+		for i, a := range failed {
+			msgs[i] = fmt.Sprintf("member %d at %s: %v", a.id, o.cfg.Group.Addr(a.id), a.err)
+		}
+		if err := parent.Err(); err != nil {
+			return tenure.Record{}, fmt.Errorf("peer: status query: %w", err)
+		}
+		return tenure.Record{}, fmt.Errorf("%w: no member answered the status query (%s)", ErrUnreachable, strings.Join(msgs, "; "))
+	}
+	return pick(key, got), nil
+}
+
+// pick chooses the record among the answers (see Get).
+func pick(key string, got []answer) tenure.Record {
+	rec := tenure.Record{Key: key}
+	var best *answer
+	for i := range got {
+		a := &got[i]
+		rec.Term = max(rec.Term, a.r.Epoch)
+		if a.r.Leader == 0 {
+			continue
+		}
+		switch {
+		case best == nil, a.r.LeaderEpoch > best.r.LeaderEpoch:
+			best = a
+		case a.r.LeaderEpoch == best.r.LeaderEpoch && best.id != best.r.Leader &&
+			(a.id == a.r.Leader || a.r.Remaining < best.r.Remaining):
+			best = a // the coordinator's own word, or else the most cautious
+		}
+	}
+	if best == nil {
+		return rec
+	}
+	rec.Holder = strconv.FormatUint(best.r.Leader, 10)
+	rec.Term = best.r.LeaderEpoch
+	rec.TTL, rec.Remaining = max(best.r.TTL, 0), max(best.r.Remaining, 0)
+	return rec
+}
+
+func compareID(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Watch returns a channel that receives key's record (see [Observer.Get])
+// at once, then again whenever the coordinator or its epoch changes. It
+// polls the members every Heartbeat, so changes shorter than that can be
+// missed. The channel is closed when ctx is done, the observer is closed,
+// or a round finds no member answering (Get then says why; a
+// [tenure.Observer] retries). The first round runs before Watch returns,
+// and its error is Watch's.
+func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := o.use(ctx, key); err != nil {
+		return nil, err
+	}
+	first, err := o.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan tenure.Record)
+	go func() {
+		defer close(out)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-o.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		t := time.NewTicker(o.cfg.Heartbeat)
+		defer t.Stop()
+		r, last, sent := first, tenure.Record{}, false
+		for {
+			if !sent || r.Holder != last.Holder || r.Term != last.Term {
+				select {
+				case out <- r:
+				case <-ctx.Done():
+					return
+				}
+				last, sent = r, true
+			}
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+			if r, err = o.get(ctx, key); err != nil {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Acquire returns an error wrapping [ErrObserver] (and so
+// [tenure.ErrInvalid]): an observer cannot campaign. Bad arguments give
+// their own ErrInvalid error, and a closed observer [tenure.ErrClosed].
+func (o *Observer) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	return tenure.Lease{}, o.refuse()
+}
+
+// Renew returns an error wrapping [ErrObserver]; see [Observer.Acquire].
+func (o *Observer) Renew(ctx context.Context, l tenure.Lease) error { return o.refuse() }
+
+// Release returns an error wrapping [ErrObserver]; see [Observer.Acquire].
+func (o *Observer) Release(ctx context.Context, l tenure.Lease) error { return o.refuse() }
+
+func (o *Observer) refuse() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return tenure.ErrClosed
+	}
+	return ErrObserver
+}
+
+// Close closes the observer's connections and ends its watches; later
+// calls return [tenure.ErrClosed]. It is idempotent and does not block on
+// the network.
+func (o *Observer) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	close(o.stop)
+	o.mu.Unlock()
+	if err := o.ask.Close(); err != nil && !errors.Is(err, tenure.ErrClosed) {
+		return err
+	}
+	return nil
+}
