@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ func worker(presence, ledger string) int {
 		return 1
 	}
 	fmt.Fprintf(c, "%s %s\n", id, term)
+	// The connection must live as long as the process: unreferenced, the
+	// garbage collector would close it and the harness would see this
+	// leader stop while it still leads.
+	defer runtime.KeepAlive(c)
 	client := &http.Client{Timeout: time.Second}
 	for {
 		// The first write happens at once, so a stale leader's writes
@@ -368,7 +373,7 @@ func TestTortureEtcd(t *testing.T) {
 		name: "etcd", upstream: srv.Endpoint,
 		url:     func(addr string) string { return "etcd://" + addr + "/torture" },
 		restart: func() error { srv.Restart(t); return nil },
-	}, 2*time.Second)
+	}, time.Second)
 }
 
 func TestTorturePostgres(t *testing.T) {
@@ -380,7 +385,7 @@ func TestTorturePostgres(t *testing.T) {
 			return fmt.Sprintf("postgres://%s:%s@%s/postgres?sslmode=disable", srv.User, srv.Password, addr)
 		},
 		restart: srv.Restart,
-	}, 2*time.Second)
+	}, time.Second)
 }
 
 func TestTortureRedis(t *testing.T) {
@@ -390,7 +395,7 @@ func TestTortureRedis(t *testing.T) {
 		name: "redis", upstream: srv.Addr,
 		url:     func(addr string) string { return fmt.Sprintf("redis://:%s@%s/0", srv.Password, addr) },
 		restart: srv.Restart,
-	}, 2*time.Second)
+	}, time.Second)
 }
 
 func TestTortureZooKeeper(t *testing.T) {
@@ -400,5 +405,5 @@ func TestTortureZooKeeper(t *testing.T) {
 		name: "zookeeper", upstream: srv.Addr,
 		url:     func(addr string) string { return "zk://" + addr + "/torture" },
 		restart: srv.Restart,
-	}, 2*time.Second)
+	}, time.Second)
 }
