@@ -76,7 +76,7 @@ func (a *tcpAsker) Ask(ctx context.Context, id uint64) (Report, error) {
 				if ctx.Err() != nil {
 					return Report{}, a.ctxErr(ctx)
 				}
-				return Report{}, fmt.Errorf("%w: %v", ErrUnreachable, err)
+				return Report{}, err
 			}
 			c.conn = conn
 		}

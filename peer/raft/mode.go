@@ -23,6 +23,11 @@ import (
 // 500 ms) is raft's heartbeat and election timeout, so an elector's TTL must
 // not exceed it (pass `--ttl 500ms` or less to `tenure run`). Optional
 // parameters: election-timeout, leader-lease-timeout (Go durations).
+//
+// The same URL without id (and without state-dir) opens a read-only
+// observer that asks the members whom they see leading (see status.go):
+//
+//	peer://?peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=raft&secret-file=/etc/tenure/peer.secret
 const Mode = "raft"
 
 // modeParams are the URL parameters the raft mode adds to peer's.
@@ -30,9 +35,16 @@ var modeParams = []string{"election-timeout", "leader-lease-timeout"}
 
 func init() { peer.RegisterMode(Mode, openMode) }
 
-// openMode is the [peer.OpenMode] of raft. It does not wait for an
-// election; ctx bounds only the opening.
+// openMode is the [peer.OpenMode] of raft: a member, or an observer when
+// pc has no ID. It does not wait for an election; ctx bounds only the
+// opening.
 func openMode(ctx context.Context, pc peer.Config) (tenure.Store, error) {
+	if pc.IsObserver() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return openObserver(pc)
+	}
 	cfg, err := fromPeer(pc)
 	if err != nil {
 		return nil, err

@@ -143,6 +143,10 @@ func New(cfg Config) (*Node, error) {
 		closeTrans()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
+	if n.layer != nil {
+		r := n.raft
+		n.layer.setStatus(func() statusReply { return nodeStatus(r) })
+	}
 	ok = true
 	return n, nil
 }

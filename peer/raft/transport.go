@@ -101,7 +101,9 @@ func clusterTLS(secret []byte) (*tls.Config, error) {
 // cannot stall Accept.
 type tlsLayer struct {
 	ln       net.Listener
-	conf     *tls.Config
+	conf     *tls.Config // for dialing: offers no application protocol
+	srvConf  *tls.Config // for accepting: conf plus the status protocol
+	status   atomic.Pointer[func() statusReply]
 	logger   hclog.Logger
 	conns    chan net.Conn
 	done     chan struct{}
@@ -117,7 +119,9 @@ func listenTLS(addr string, conf *tls.Config, logger hclog.Logger) (*tlsLayer, e
 	if err != nil {
 		return nil, fmt.Errorf("raft: listen on %s: %w", addr, err)
 	}
-	l := &tlsLayer{ln: ln, conf: conf, logger: logger, conns: make(chan net.Conn), done: make(chan struct{})}
+	srv := conf.Clone()
+	srv.NextProtos = []string{statusProto}
+	l := &tlsLayer{ln: ln, conf: conf, srvConf: srv, logger: logger, conns: make(chan net.Conn), done: make(chan struct{})}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l, nil
@@ -150,7 +154,7 @@ func (l *tlsLayer) handshake(raw net.Conn) {
 		case <-ctx.Done():
 		}
 	}()
-	c := tls.Server(raw, l.conf)
+	c := tls.Server(raw, l.srvConf)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		select {
@@ -160,6 +164,10 @@ func (l *tlsLayer) handshake(raw net.Conn) {
 		}
 		l.rejected.Add(1)
 		l.logger.Warn("rejected a raft connection that did not authenticate", "remote", raw.RemoteAddr().String(), "error", err)
+		return
+	}
+	if c.ConnectionState().NegotiatedProtocol == statusProto {
+		l.serveStatus(c)
 		return
 	}
 	select {

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+)
+
+// peerGroup is a group of peer members run in the test process on
+// loopback TCP (the tenure binary under test is the observer).
+type peerGroup struct {
+	t       *testing.T
+	base    url.Values // the URL parameters every member and the observer share
+	dir     string
+	members map[uint64]tenure.Store
+}
+
+func newPeerGroup(t *testing.T, alg string, n int) *peerGroup {
+	t.Helper()
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "peer.secret")
+	if err := os.WriteFile(secret, []byte("a-cli-test-secret-that-is-long-enough-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var peers []string
+	for i := 1; i <= n; i++ {
+		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
+	}
+	g := &peerGroup{t: t, dir: dir, members: map[uint64]tenure.Store{}, base: url.Values{
+		"peers": {strings.Join(peers, ",")}, "algorithm": {alg}, "secret-file": {secret},
+		"heartbeat": {"50ms"}, "timeout": {"300ms"},
+	}}
+	t.Cleanup(func() {
+		for id := range g.members {
+			g.stop(id)
+		}
+	})
+	for i := 1; i <= n; i++ {
+		g.start(uint64(i))
+	}
+	return g
+}
+
+// observerURL is the group's URL without id: what `tenure status` gets.
+func (g *peerGroup) observerURL() string { return "peer://?" + g.base.Encode() }
+
+func (g *peerGroup) start(id uint64) {
+	g.t.Helper()
+	q := url.Values{"id": {strconv.FormatUint(id, 10)}, "state-dir": {g.dir}}
+	for k, v := range g.base {
+		q[k] = v
+	}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler)) // members' logs are noise here
+	s, err := tenure.Open(context.Background(), "peer://?"+q.Encode())
+	slog.SetDefault(prev)
+	if err != nil {
+		g.t.Fatalf("member %d: %v", id, err)
+	}
+	g.members[id] = s
+}
+
+func (g *peerGroup) stop(id uint64) {
+	if s := g.members[id]; s != nil {
+		s.Close()
+		delete(g.members, id)
+	}
+}
+
+// agreed waits, through `tenure watch` lines, until the observer reports a
+// holder other than not; it returns that record. Every line must differ
+// from the one before (a line per change) and a holder's term never goes
+// back.
+func agreed(t *testing.T, lr *lineReader, not string, after uint64) recordJSON {
+	t.Helper()
+	var prev *recordJSON
+	for {
+		line, ok := lr.next()
+		if !ok {
+			t.Fatalf("tenure watch ended; want a leader other than %q", not)
+		}
+		var r recordJSON
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Time == "" || r.Key != "job" {
+			t.Fatalf("watch printed %q (%v)", line, err)
+		}
+		if prev != nil && prev.Holder == r.Holder && prev.Term == r.Term {
+			t.Fatalf("watch printed %q twice in a row", line)
+		}
+		if r.Held && r.Term < after {
+			t.Fatalf("watch went back to term %d after %d: %q", r.Term, after, line)
+		}
+		if r.Held && r.Holder != not && r.Term > after {
+			return r
+		}
+		prev = &r
+	}
+}
+
+// TestPeerStatusAndWatch: `tenure status` and `tenure watch` with a peer
+// URL without id observe a running group without joining it.
+func TestPeerStatusAndWatch(t *testing.T) {
+	for _, alg := range []string{"bully", "raft"} {
+		t.Run(alg, func(t *testing.T) {
+			g := newPeerGroup(t, alg, 3)
+			w, err := newLineReader(t, "watch", "--store", g.observerURL(), "--key", "job", "--json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := agreed(t, w, "", 0)
+			leader, err := strconv.ParseUint(first.Holder, 10, 64)
+			if err != nil || g.members[leader] == nil {
+				t.Fatalf("watch reports holder %q, not a member", first.Holder)
+			}
+			st := runTenure(t, "status", "--store", g.observerURL(), "--key", "job", "--json")
+			if st.code != exitOK {
+				t.Fatalf("tenure status exited %d; stderr %s", st.code, st.stderr)
+			}
+			var got recordJSON
+			if err := json.Unmarshal([]byte(st.stdout), &got); err != nil {
+				t.Fatalf("status --json printed %q: %v", st.stdout, err)
+			}
+			if !got.Held || got.Holder != first.Holder || got.Term != first.Term {
+				t.Fatalf("status = %+v; watch said %s in term %d", got, first.Holder, first.Term)
+			}
+			human := runTenure(t, "status", "--store", g.observerURL(), "--key", "job")
+			if want := "job: " + first.Holder + " leads, term " + strconv.FormatUint(first.Term, 10); human.code != exitOK || !strings.HasPrefix(human.stdout, want) {
+				t.Fatalf("status = %d %q, want %q...", human.code, human.stdout, want)
+			}
+
+			g.stop(leader)
+			next := agreed(t, w, first.Holder, first.Term)
+			if id, _ := strconv.ParseUint(next.Holder, 10, 64); g.members[id] == nil {
+				t.Fatalf("watch reports %q after the kill, not a running member", next.Holder)
+			}
+			if code := w.interrupt(); code != exitOK {
+				t.Fatalf("tenure watch exited %d after SIGINT", code)
+			}
+		})
+	}
+}
+
+// TestPeerStatusErrors: without the secret, or with no member up, `tenure
+// status` on an observer URL exits 1 naming the members and nothing else;
+// a campaign with an observer URL is refused as a bad store URL.
+func TestPeerStatusErrors(t *testing.T) {
+	g := newPeerGroup(t, "ring", 3)
+	wrong := filepath.Join(t.TempDir(), "wrong.secret")
+	if err := os.WriteFile(wrong, []byte("not-the-group-secret-but-long-enough-4567\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q := url.Values{}
+	for k, v := range g.base {
+		q[k] = v
+	}
+	q.Set("secret-file", wrong)
+	r := runTenure(t, "status", "--store", "peer://?"+q.Encode(), "--key", "job")
+	if r.code != exitRuntime || r.stdout != "" || !strings.Contains(r.stderr, "no member answered") ||
+		strings.Contains(r.stderr, "not-the-group-secret") || strings.Contains(r.stderr, "a-cli-test-secret") {
+		t.Fatalf("status with the wrong secret: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runTenure(t, "run", "--store", g.observerURL(), "--key", "job", "--", "true")
+	if r.code == exitOK || !strings.Contains(r.stderr, "add id=N") {
+		t.Fatalf("run with an observer URL: code %d, stderr %q", r.code, r.stderr)
+	}
+	for id := range uint64(3) {
+		g.stop(id + 1)
+	}
+	r = runTenure(t, "status", "--store", g.observerURL(), "--key", "job")
+	if r.code != exitRuntime || !strings.Contains(r.stderr, "member 3 at 127.0.0.1:") {
+		t.Fatalf("status with every member down: code %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,176 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
+)
+
+// observerURL is member URL u without id and state-dir, with the secret
+// file replaced if secretFile is set.
+func observerURL(t *testing.T, u, secretFile string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.Query()
+	q.Del("id")
+	q.Del("state-dir")
+	if secretFile != "" {
+		q.Set("secret-file", secretFile)
+	}
+	return "peer://?" + q.Encode()
+}
+
+// openPeerCluster opens n raft members from peer URLs and returns them as
+// a cluster with the URLs.
+func openPeerCluster(t *testing.T, n int) (*tcpCluster, []string) {
+	t.Helper()
+	urls := peerURLs(t, n, "")
+	c := &tcpCluster{t: t, hb: 300 * time.Millisecond, nodes: make([]*Node, n)}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.stop(i)
+		}
+	})
+	for i, u := range urls {
+		s, err := tenure.Open(context.Background(), u)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", tenure.Redact(u), err)
+		}
+		c.nodes[i] = s.(*Node)
+		c.members = append(c.members, c.nodes[i].cfg.self())
+	}
+	return c, urls
+}
+
+// An observer (the peer URL without id) reports the leader and term the
+// members agree on, and its watch delivers the next leader after the first
+// is killed; it is never part of the raft configuration.
+func TestObserver(t *testing.T) {
+	c, urls := openPeerCluster(t, 3)
+	li := c.awaitLeader(30*tcpHB, -1)
+	s, err := tenure.Open(context.Background(), observerURL(t, urls[0], ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o, ok := s.(*peer.Observer)
+	if !ok {
+		t.Fatalf("a raft peer URL without id opened a %T, want *peer.Observer", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	term := c.nodes[li].Raft().CurrentTerm()
+	r, err := o.Get(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Holder != c.members[li].ID || r.Term != term {
+		t.Fatalf("observer Get = %+v; want %s in term %d", r, c.members[li].ID, term)
+	}
+	w, err := o.Watch(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := <-w; first.Holder != r.Holder || first.Term != r.Term {
+		t.Fatalf("first watch record %+v, want %+v", first, r)
+	}
+	c.stop(li)
+	var got tenure.Record
+	for got.Holder == "" || got.Holder == c.members[li].ID {
+		select {
+		case rec, open := <-w:
+			if !open {
+				t.Fatal("the watch ended")
+			}
+			if rec.Held() && rec.Term < term {
+				t.Fatalf("the watch went back to term %d from %d", rec.Term, term)
+			}
+			got = rec
+		case <-ctx.Done():
+			t.Fatalf("no new leader reported; last %+v", got)
+		}
+	}
+	ni := c.awaitLeader(30*tcpHB, li)
+	if got.Holder != c.members[ni].ID || got.Term <= term {
+		t.Fatalf("the watch reported %s in term %d; the members agree on %s (old term %d)", got.Holder, got.Term, c.members[ni].ID, term)
+	}
+	if now := c.nodes[ni].Raft().CurrentTerm(); got.Term != now {
+		t.Fatalf("the watch reported term %d, the leader is in %d", got.Term, now)
+	}
+	conf := c.nodes[ni].Raft().GetConfiguration()
+	if err := conf.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(conf.Configuration().Servers); n != 3 {
+		t.Fatalf("the raft configuration has %d servers, want the 3 members", n)
+	}
+	if _, err := o.Acquire(ctx, "job", "1", time.Second); !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("observer Acquire = %v, want ErrInvalid", err)
+	}
+}
+
+// An observer without the secret fails its TLS handshake with every member
+// and learns nothing; the members count the refusals.
+func TestObserverWrongSecret(t *testing.T) {
+	c, urls := openPeerCluster(t, 3)
+	c.awaitLeader(30*tcpHB, -1)
+	wrong := filepath.Join(t.TempDir(), "wrong.secret")
+	if err := os.WriteFile(wrong, []byte("not-the-cluster-secret-but-long-enough!!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tenure.Open(context.Background(), observerURL(t, urls[0], wrong))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := s.Get(ctx, "job")
+	t.Logf("Get with the wrong secret: %v", err)
+	if !errors.Is(err, peer.ErrUnreachable) || r != (tenure.Record{}) {
+		t.Fatalf("Get with the wrong secret = %+v, %v; want nothing and an error", r, err)
+	}
+	for _, m := range c.members {
+		if !strings.Contains(err.Error(), fmt.Sprintf("member %s at %s", m.ID, m.Addr)) {
+			t.Fatalf("the error does not name member %s: %v", m.ID, err)
+		}
+	}
+	if strings.Contains(err.Error(), "not-the-cluster-secret") || strings.Contains(err.Error(), "an-example-shared-secret") {
+		t.Fatalf("the error quotes a secret: %v", err)
+	}
+}
+
+// A member closing ends the status connections it served, and its status
+// goroutines (Close waits for them: a leak would hang here).
+func TestObserverMemberCloses(t *testing.T) {
+	c, urls := openPeerCluster(t, 3)
+	c.awaitLeader(30*tcpHB, -1)
+	s, err := tenure.Open(context.Background(), observerURL(t, urls[0], ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.Get(ctx, "job"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	if _, err := s.Get(ctx, "job"); !errors.Is(err, peer.ErrUnreachable) {
+		t.Fatalf("Get with every member closed = %v, want ErrUnreachable", err)
+	}
+}
