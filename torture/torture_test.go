@@ -78,13 +78,8 @@ func TestTortureMemory(t *testing.T) {
 	s := seed(t)
 	d := &InProcess{
 		StoreName: "memory", N: 4, TTL: ttl, Seed: s,
-		Open: func() (tenure.Store, error) { return handle{shared}, nil },
+		Open: func() (tenure.Store, error) { return shared.Handle(), nil },
 	}
 	torture(t, d, Config{Seed: s, Duration: budget(t, 15*time.Second), TTL: ttl, Gap: 2 * ttl, FaultFor: 2 * ttl},
 		ttl*3)
 }
-
-// handle shares a memory store without closing it.
-type handle struct{ *memory.Store }
-
-func (handle) Close() error { return nil }

@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,60 +14,9 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	shared := memory.New(nil)
 	storetest.Run(t, storetest.Options{
-		Open: func(testing.TB) tenure.Store { return &handle{s: shared} },
+		Open: func(testing.TB) tenure.Store { return shared.Handle() },
 	})
 }
-
-// handle is one client's view of a shared store, as a connection to a
-// server would be: closing it closes the handle, not the store.
-type handle struct {
-	s      *memory.Store
-	closed atomic.Bool
-}
-
-func (h *handle) ok() error {
-	if h.closed.Load() {
-		return tenure.ErrClosed
-	}
-	return nil
-}
-
-func (h *handle) Acquire(ctx context.Context, key, id string, ttl time.Duration) (tenure.Lease, error) {
-	if err := h.ok(); err != nil {
-		return tenure.Lease{}, err
-	}
-	return h.s.Acquire(ctx, key, id, ttl)
-}
-
-func (h *handle) Renew(ctx context.Context, l tenure.Lease) error {
-	if err := h.ok(); err != nil {
-		return err
-	}
-	return h.s.Renew(ctx, l)
-}
-
-func (h *handle) Release(ctx context.Context, l tenure.Lease) error {
-	if err := h.ok(); err != nil {
-		return err
-	}
-	return h.s.Release(ctx, l)
-}
-
-func (h *handle) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := h.ok(); err != nil {
-		return tenure.Record{}, err
-	}
-	return h.s.Get(ctx, key)
-}
-
-func (h *handle) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := h.ok(); err != nil {
-		return nil, err
-	}
-	return h.s.Watch(ctx, key)
-}
-
-func (h *handle) Close() error { h.closed.Store(true); return nil }
 
 func TestCloseEndsWatches(t *testing.T) {
 	s := memory.New(nil)
@@ -88,7 +36,7 @@ func TestCloseEndsWatches(t *testing.T) {
 func BenchmarkFailover(b *testing.B) {
 	shared := memory.New(nil)
 	storetest.BenchFailover(b, storetest.BenchOptions{
-		Open:   func(testing.TB) tenure.Store { return &handle{s: shared} },
+		Open:   func(testing.TB) tenure.Store { return shared.Handle() },
 		TTL:    500 * time.Millisecond,
 		Trials: 20,
 	})

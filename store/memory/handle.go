@@ -1,0 +1,70 @@
+package memory
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Handle returns one client's view of s: it shares s's keys, and closing it
+// ends only the view (later calls through it return [tenure.ErrClosed]),
+// as closing one process's connection to a server would. Give each
+// candidate of a test its own handle. Safe for concurrent use.
+func (s *Store) Handle() tenure.Store { return &handle{s: s} }
+
+type handle struct {
+	s      *Store
+	closed atomic.Bool
+}
+
+var (
+	_ tenure.Store   = (*handle)(nil)
+	_ tenure.Watcher = (*handle)(nil)
+)
+
+func (h *handle) ok() error {
+	if h.closed.Load() {
+		return tenure.ErrClosed
+	}
+	return nil
+}
+
+func (h *handle) Acquire(ctx context.Context, key, id string, ttl time.Duration) (tenure.Lease, error) {
+	if err := h.ok(); err != nil {
+		return tenure.Lease{}, err
+	}
+	return h.s.Acquire(ctx, key, id, ttl)
+}
+
+func (h *handle) Renew(ctx context.Context, l tenure.Lease) error {
+	if err := h.ok(); err != nil {
+		return err
+	}
+	return h.s.Renew(ctx, l)
+}
+
+func (h *handle) Release(ctx context.Context, l tenure.Lease) error {
+	if err := h.ok(); err != nil {
+		return err
+	}
+	return h.s.Release(ctx, l)
+}
+
+func (h *handle) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if err := h.ok(); err != nil {
+		return tenure.Record{}, err
+	}
+	return h.s.Get(ctx, key)
+}
+
+func (h *handle) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := h.ok(); err != nil {
+		return nil, err
+	}
+	return h.s.Watch(ctx, key)
+}
+
+// Close ends the view; the store and other handles are unaffected.
+func (h *handle) Close() error { h.closed.Store(true); return nil }
