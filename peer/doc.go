@@ -33,6 +33,32 @@
 // The secret file's path and content never appear in errors or logs
 // ([tenure.Redact] hides secret-file).
 //
+// # Observers: the URL without id
+//
+// The same URL without id (and without state-dir) opens an [Observer]
+// instead of a member, for `tenure status` and `tenure watch`:
+//
+//	peer://?peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=bully&secret-file=/etc/tenure/peer.secret
+//
+// An observer asks every member, with a status query authenticated by the
+// shared secret, which coordinator it follows and under which epoch. Get
+// returns the coordinator with the highest epoch that a member which
+// answered reports (Holder its ID, Term its epoch, TTL and Remaining as
+// that member says), Holder "" when none reports one, and an error naming
+// each member and why when none answers. Watch repeats that every
+// Heartbeat and delivers changes. Acquire, Renew and Release fail with
+// [ErrObserver] (a [tenure.ErrInvalid]): add id=N to campaign.
+//
+// An observer is never a member: it takes no ID (its queries come from
+// [ObserverID], 0, which no member can have), members answer its queries
+// in their transport and never pass them to the election, so it is never
+// heard as alive, never voted for and never followed; it sends no
+// heartbeats. Without the secret it learns nothing: members close the
+// connection on its first frame, and answers are authenticated and carry
+// the query's random nonce, so an old answer cannot be replayed to it. The
+// raft mode answers the same questions over its mutual-TLS port (see
+// package peer/raft).
+//
 // # Epochs: the fencing term
 //
 // Every new coordinator takes an epoch greater than every epoch it knows,
@@ -56,10 +82,18 @@
 // oversized, addressed to someone else, or replayed are dropped and counted
 // ([TCPStats]); a connection whose frame fails authentication is closed, a
 // connection must authenticate its first frame within 5s, and when every
-// inbound slot is taken the oldest unauthenticated one is evicted. A
-// process without the secret can neither join nor win. Frames are
-// authenticated, not encrypted: the epochs and IDs they carry are not
-// secret.
+// inbound slot is taken the oldest unauthenticated one is evicted, or else
+// the oldest that carried only status queries (observers cannot crowd
+// members out). A process without the secret can neither join nor win.
+// Frames are authenticated, not encrypted: the epochs and IDs they carry
+// are not secret.
+//
+// Election messages travel in version-1 frames; an observer's StatusQuery
+// and the StatusReply travel in version-2 frames (two more fields: the
+// record's TTL and Remaining), so members without status support still
+// interoperate and simply do not answer observers. Status queries go
+// through the same replay check as every frame: per member, and for all
+// non-members together (the last 1024 observer incarnations).
 // Package peer/memnet is an in-memory transport with seeded faults for tests.
 //
 // # What the algorithms assume (and when to pick raft instead)
@@ -90,4 +124,10 @@
 //   - Delivery is best effort; replay protection keeps per-sender state in
 //     memory, so a member that restarts may accept an old frame once; the
 //     epoch rule still rejects stale claims.
+//   - An observer reports what the members it reaches believe, polled: a
+//     follower keeps naming a crashed coordinator until it suspects it
+//     (Timeout), a change shorter than a Heartbeat can be missed, and during
+//     a split it names the coordinator with the higher epoch, not the only
+//     one. It is a view for people and routing, never a fencing token
+//     source for a writer.
 package peer

@@ -22,7 +22,7 @@ func (g *tcpGroup) observerURL(secretFile string) string {
 		g.group, g.alg, secretFile)
 }
 
-func openObserver(t *testing.T, raw string) *peer.Observer {
+func openObserver(t testing.TB, raw string) *peer.Observer {
 	t.Helper()
 	st, err := tenure.Open(context.Background(), raw)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // tcpGroup is a group of real nodes on loopback, each with its own state
 // directory.
 type tcpGroup struct {
-	t      *testing.T
+	t      testing.TB
 	alg    string
 	group  peer.Group
 	secret string // path of the secret file
@@ -29,7 +29,7 @@ type tcpGroup struct {
 	nodes  map[uint64]*peer.Node
 }
 
-func writeSecret(t *testing.T, content string) string {
+func writeSecret(t testing.TB, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "peer.secret")
 	if err := os.WriteFile(p, []byte(content+"\n"), 0o600); err != nil {
@@ -40,7 +40,7 @@ func writeSecret(t *testing.T, content string) string {
 
 const testSecret = "0123456789abcdef0123456789abcdef-test-secret"
 
-func newTCPGroup(t *testing.T, alg string, n int) *tcpGroup {
+func newTCPGroup(t testing.TB, alg string, n int) *tcpGroup {
 	t.Helper()
 	var ms []peer.Member
 	for i := 1; i <= n; i++ {

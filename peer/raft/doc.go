@@ -31,6 +31,26 @@
 //
 //	peer://?id=1&peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=raft&secret-file=/etc/tenure/peer.secret&state-dir=/var/lib/tenure[&timeout=500ms&election-timeout=500ms&leader-lease-timeout=250ms]
 //
+// # Observers
+//
+// The same URL without id and state-dir opens a read-only [peer.Observer]
+// (for `tenure status` and `tenure watch`): it asks every member whom it
+// sees leading and in which term, and reports the leader of the highest
+// term (Holder "" when no member knows one; TTL and Remaining 0). It is
+// not a raft server: not in the configuration, no vote, no log.
+//
+// The question travels on the member's raft port. The observer completes
+// the same mutual TLS 1.3 handshake as a member (a certificate from the
+// secret's authority, so without the secret it learns nothing) and asks,
+// through TLS application-layer protocol negotiation, for the protocol
+// "tenure-raft-status/1"; raft's own connections ask for none. A member
+// hands a connection that negotiated it to a small responder instead of
+// raft: each request byte '?' gets one JSON line
+// {"leader":"2","term":7,"state":"Follower"}, on a connection the observer
+// keeps between polls (closed after 30s idle). A member built before this
+// protocol negotiates none, and the observer reports that it does not
+// answer status queries.
+//
 // # Guarantees
 //
 //   - At most one leader per term, and a grant only with a quorum: a leader

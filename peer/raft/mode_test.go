@@ -17,7 +17,7 @@ import (
 )
 
 // peerURLs returns the peer:// URL of each of n members on loopback.
-func peerURLs(t *testing.T, n int, extra string) []string {
+func peerURLs(t testing.TB, n int, extra string) []string {
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "peer.secret")
 	if err := os.WriteFile(secretFile, []byte("an-example-shared-secret-of-forty-bytes!!\n"), 0o600); err != nil {

@@ -17,7 +17,7 @@ import (
 
 // observerURL is member URL u without id and state-dir, with the secret
 // file replaced if secretFile is set.
-func observerURL(t *testing.T, u, secretFile string) string {
+func observerURL(t testing.TB, u, secretFile string) string {
 	t.Helper()
 	p, err := url.Parse(u)
 	if err != nil {
@@ -34,7 +34,7 @@ func observerURL(t *testing.T, u, secretFile string) string {
 
 // openPeerCluster opens n raft members from peer URLs and returns them as
 // a cluster with the URLs.
-func openPeerCluster(t *testing.T, n int) (*tcpCluster, []string) {
+func openPeerCluster(t testing.TB, n int) (*tcpCluster, []string) {
 	t.Helper()
 	urls := peerURLs(t, n, "")
 	c := &tcpCluster{t: t, hb: 300 * time.Millisecond, nodes: make([]*Node, n)}
