@@ -37,7 +37,8 @@ type TCPStats struct {
 	// frame that authenticated but does not parse, or a bad length.
 	// Oversized: a length prefix above MaxFrameLen. Replayed: an
 	// (incarnation, sequence) already seen. Misaddressed: for another
-	// member, or from a non-member.
+	// member, from a non-member (except status queries), or a status reply
+	// (members never ask).
 	BadMAC, Malformed, Oversized, Replayed, Misaddressed uint64
 	// QueueFull: dropped because a queue was full (sending or receiving).
 	// DialFailures: connection attempts that failed. Rejected: inbound

@@ -1,0 +1,46 @@
+package peer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// TestPick: the observer's choice among answers follows the documented
+// rule: the coordinator of the highest epoch any answer names; on a tie the
+// coordinator's own report, else the most cautious Remaining; no
+// coordinator named gives Holder "" with the highest epoch known.
+func TestPick(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name string
+		got  []answer
+		want tenure.Record
+	}{
+		{"nobody leads", []answer{{id: 1, r: Report{Epoch: 4}}, {id: 2, r: Report{Epoch: 7}}},
+			tenure.Record{Key: "k", Term: 7}},
+		{"split: the higher epoch wins", []answer{
+			{id: 1, r: Report{Leader: 1, LeaderEpoch: 4, Epoch: 4, TTL: 300 * ms, Remaining: 300 * ms}},
+			{id: 3, r: Report{Leader: 3, LeaderEpoch: 6, Epoch: 6, TTL: 300 * ms, Remaining: 300 * ms}},
+			{id: 2, r: Report{Leader: 1, LeaderEpoch: 4, Epoch: 4, TTL: 300 * ms, Remaining: 200 * ms}}},
+			tenure.Record{Key: "k", Holder: "3", Term: 6, TTL: 300 * ms, Remaining: 300 * ms}},
+		{"a higher epoch without a coordinator does not hide one", []answer{
+			{id: 1, r: Report{Epoch: 9}},
+			{id: 2, r: Report{Leader: 3, LeaderEpoch: 6, Epoch: 6, TTL: 300 * ms, Remaining: 100 * ms}}},
+			tenure.Record{Key: "k", Holder: "3", Term: 6, TTL: 300 * ms, Remaining: 100 * ms}},
+		{"tie: the coordinator's own word", []answer{
+			{id: 1, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 50 * ms}},
+			{id: 2, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 300 * ms}},
+			{id: 3, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 20 * ms}}},
+			tenure.Record{Key: "k", Holder: "2", Term: 5, TTL: 300 * ms, Remaining: 300 * ms}},
+		{"tie without the coordinator: the most cautious", []answer{
+			{id: 1, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 150 * ms}},
+			{id: 3, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 20 * ms}}},
+			tenure.Record{Key: "k", Holder: "2", Term: 5, TTL: 300 * ms, Remaining: 20 * ms}},
+	} {
+		if got := pick("k", tc.got); got != tc.want {
+			t.Errorf("%s: pick = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
