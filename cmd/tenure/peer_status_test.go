@@ -136,6 +136,7 @@ func TestPeerStatusAndWatch(t *testing.T) {
 				t.Fatalf("status = %+v; watch said %s in term %d", got, first.Holder, first.Term)
 			}
 			human := runTenure(t, "status", "--store", g.observerURL(), "--key", "job")
+			t.Logf("tenure status: %s", strings.TrimSpace(human.stdout))
 			if want := "job: " + first.Holder + " leads, term " + strconv.FormatUint(first.Term, 10); human.code != exitOK || !strings.HasPrefix(human.stdout, want) {
 				t.Fatalf("status = %d %q, want %q...", human.code, human.stdout, want)
 			}
