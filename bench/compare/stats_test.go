@@ -95,6 +95,21 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+func TestRatioKeepsSmallRatiosReadable(t *testing.T) {
+	for _, tt := range []struct {
+		a, b float64
+		want string
+	}{
+		{1, 4, "0.25×"},
+		{0.15, 233, "0.00064×"},
+		{0, 0, "n/a (both 0)"},
+	} {
+		if got := ratio(tt.a, tt.b); got != tt.want {
+			t.Errorf("ratio(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
 func TestProcessCPUGrows(t *testing.T) {
 	before, err := ProcessCPU()
 	if err != nil {

@@ -102,5 +102,8 @@ func ratio(a, b float64) string {
 		}
 		return "n/a (other 0)"
 	}
+	if q < 0.1 {
+		return fmt.Sprintf("%.2g×", q) // 0.0042×, not 0.00×
+	}
 	return fmt.Sprintf("%.2f×", q)
 }
