@@ -70,17 +70,26 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 	}
 }
 
-// heldWait is how long to wait before retrying a key held by r.
+// heldWait is how long to wait before retrying a key held by r. Without a
+// watch, a candidate polls every jittered RetryInterval. With one, it
+// relies on the watch, which must report releases and expiries (the
+// Watcher contract, checked by the conformance suite), and re-checks only
+// as a safety net, watchSafetyTTLs TTLs after the holder's grant is due to
+// expire: an idle candidate then costs the store almost nothing.
 func (e *Elector) heldWait(r Record, watching bool) time.Duration {
+	if watching {
+		return max(r.Remaining, minWait) + e.cfg.jittered(watchSafetyTTLs*e.cfg.TTL)
+	}
 	wait := r.Remaining
 	if wait <= 0 {
 		wait = e.cfg.RetryInterval
 	}
-	if !watching {
-		wait = min(wait, e.cfg.jittered(e.cfg.RetryInterval))
-	}
-	return max(wait, minWait)
+	return max(min(wait, e.cfg.jittered(e.cfg.RetryInterval)), minWait)
 }
+
+// watchSafetyTTLs is how many TTLs past a holder's expiry a watching
+// candidate re-checks the key in case its watch missed the expiry.
+const watchSafetyTTLs = 4
 
 // waitForChange waits for d, a watch delivery that says the key may be free,
 // or ctx. It returns the watch channel to keep using (nil once it closed)

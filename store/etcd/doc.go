@@ -27,11 +27,18 @@
 //     restarts and leader changes. They are not consecutive.
 //   - Acquire is a single etcd transaction that creates the holder key only
 //     if it is absent: of concurrent candidates exactly one wins.
-//   - Renew and Release first check that the holder key still carries the
-//     grant's revision, etcd lease and identity; a renewal or release by
-//     anyone else, or after a takeover, returns an error matching
-//     [tenure.ErrLost] and changes nothing. Every grant has its own etcd
-//     lease, so keeping a stale lease alive cannot extend a newer grant.
+//   - A grant ends only when its etcd lease ends (expiry, or Release, which
+//     checks the holder key and then revokes the lease, deleting the key
+//     with it), and a holder key is only ever created where none exists. So
+//     while a grant's lease lives, the holder key is that grant: Renew of a
+//     grant made by the same Store is a single lease keep-alive. Renew of a
+//     lease from elsewhere, and every Release, first check that the holder
+//     key still carries the grant's revision, etcd lease and identity; a
+//     renewal or release by anyone else, or after a takeover, returns an
+//     error matching [tenure.ErrLost] and changes nothing.
+//   - Idle cost: a leader renews with one keep-alive per renewal; a waiting
+//     candidate's watch costs nothing until the key changes; an acquisition
+//     is a lease grant plus one transaction.
 //   - Every call is bounded by its context. While etcd is unreachable calls
 //     fail with the context's error (wrapped with the endpoints); the client
 //     reconnects by itself and later calls succeed once etcd is back.
@@ -41,9 +48,12 @@
 //
 // # Non-guarantees
 //
-//   - Record.Remaining comes from etcd's lease TimeToLive, which has whole
-//     second resolution; it is reported as an upper bound (at most the
-//     rounded-up TTL).
+//   - Record.Remaining from Get comes from etcd's lease TimeToLive, which
+//     has whole second resolution, and is reported as an upper bound (at
+//     most the rounded-up TTL); in a HeldError and in watch deliveries it is
+//     the holder's rounded-up TTL.
+//   - The store's prefix must be tenure's alone: a holder key deleted or
+//     rewritten by another program would void the reasoning above.
 //   - An etcd leader change or restart extends outstanding leases (etcd
 //     restarts their TTL on the new leader). A crashed holder's grant may
 //     then last up to one more TTL. It never ends early.

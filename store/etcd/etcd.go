@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,10 @@ type Store struct {
 	closed    atomic.Bool
 	bg        context.Context // cancelled by Close; bounds cleanup requests
 	stopBg    context.CancelFunc
+
+	// grants are the grants this handle made and has not seen end, by
+	// etcd lease: Renew of one of them needs no read (see Renew).
+	grants sync.Map // clientv3.LeaseID → tenure.Lease
 }
 
 var (

@@ -15,9 +15,11 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-// Acquire implements [tenure.Store]. It reads the key first, so a held key
-// costs one read and no etcd lease; a free key costs a lease grant and one
-// transaction that creates the holder key only if it is still absent.
+// Acquire implements [tenure.Store] in two requests: it grants an etcd
+// lease, then one transaction creates the holder key under it if the key is
+// absent, or else reads who holds it (and the lease is revoked in the
+// background). A held key's Remaining in the [tenure.HeldError] is the
+// holder's granted TTL, an upper bound, so a refusal costs no third request.
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
@@ -25,28 +27,6 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	for {
-		r, _, err := s.read(ctx, key)
-		if err != nil {
-			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
-		}
-		if r.Held() {
-			return tenure.Lease{}, &tenure.HeldError{Record: r}
-		}
-		l, err := s.tryAcquire(ctx, key, identity, ttl)
-		if errors.Is(err, errRace) {
-			continue // read who won, or try again if they are already gone
-		}
-		return l, err
-	}
-}
-
-// errRace reports that another candidate created the holder key first.
-var errRace = errors.New("lost the race for the holder key")
-
-// tryAcquire grants an etcd lease and creates the holder key under it if
-// the key is still absent.
-func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	g, err := s.c.Grant(ctx, ttlSeconds(ttl))
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire (grant an etcd lease)", key, err)
@@ -55,6 +35,7 @@ func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.D
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)).
 		Then(clientv3.OpPut(hk, val, clientv3.WithLease(g.ID)), clientv3.OpPut(tk, val)).
+		Else(clientv3.OpGet(hk), clientv3.OpGet(tk)).
 		Commit()
 	if err != nil {
 		// The transaction may or may not have been applied; revoking the
@@ -64,15 +45,36 @@ func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.D
 	}
 	if !resp.Succeeded {
 		go s.revoke(g.ID)
-		return tenure.Lease{}, errRace
+		return tenure.Lease{}, &tenure.HeldError{Record: heldRecord(key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))}
 	}
-	return tenure.Lease{
+	l := tenure.Lease{
 		Key:      key,
 		Identity: identity,
 		Term:     uint64(resp.Header.Revision),
 		TTL:      ttl,
 		Token:    strconv.FormatInt(int64(g.ID), 16),
-	}, nil
+	}
+	s.grants.Store(g.ID, l)
+	return l, nil
+}
+
+// heldRecord is the record of a key read inside a transaction, with the
+// holder's granted TTL as its Remaining (an upper bound; no extra request).
+func heldRecord(key string, holder, term *mvccpb.KeyValue) tenure.Record {
+	r := tenure.Record{Key: key}
+	if term != nil {
+		r.Term = uint64(term.ModRevision)
+	}
+	if holder == nil {
+		return r
+	}
+	g := decode(holder.Value)
+	r.Holder, r.Term, r.TTL = g.Holder, uint64(holder.CreateRevision), time.Duration(g.TTL)
+	if r.Holder == "" {
+		r.Holder = unknownHolder
+	}
+	r.Remaining = time.Duration(ttlSeconds(r.TTL)) * time.Second
+	return r
 }
 
 // revoke ends an etcd lease no grant uses, in the background, bounded by
@@ -83,9 +85,17 @@ func (s *Store) revoke(id clientv3.LeaseID) {
 	_, _ = s.c.Revoke(ctx, id)
 }
 
-// Renew implements [tenure.Store]: it checks that the holder key still
-// belongs to l, then keeps l's etcd lease alive once, which restarts its
-// TTL on the etcd leader.
+// Renew implements [tenure.Store] by keeping l's etcd lease alive once,
+// which restarts its TTL on the etcd leader.
+//
+// A grant this handle made needs nothing more: its holder key is attached
+// to its own etcd lease, and tenure ends a grant only by revoking that
+// lease (expiry or Release), which deletes the key with it, and creates a
+// holder key only where none exists. So while the lease lives, the key is
+// still this grant. (Keys written under the store's prefix by anything but
+// tenure void this reasoning: the prefix must be tenure's alone.) A lease
+// from elsewhere (another handle, a forged copy) is first checked against
+// the holder key.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := tenure.CheckKey(l.Key); err != nil {
 		return err
@@ -93,12 +103,21 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	id, err := s.current(ctx, l)
-	if err != nil {
-		return err
+	var id clientv3.LeaseID
+	if raw, err := strconv.ParseInt(l.Token, 16, 64); err == nil {
+		if own, ok := s.grants.Load(clientv3.LeaseID(raw)); ok && own.(tenure.Lease) == l {
+			id = clientv3.LeaseID(raw)
+		}
+	}
+	if id == 0 {
+		var err error
+		if id, err = s.current(ctx, l); err != nil {
+			return err
+		}
 	}
 	if _, err := s.c.KeepAliveOnce(ctx, id); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.grants.Delete(id)
 			return fmt.Errorf("%w: key %q term %d: its etcd lease expired", tenure.ErrLost, l.Key, l.Term)
 		}
 		return s.fail(ctx, "renew", l.Key, err)
@@ -127,8 +146,12 @@ func (s *Store) current(ctx context.Context, l tenure.Lease) (clientv3.LeaseID, 
 	return clientv3.LeaseID(id), nil
 }
 
-// Release implements [tenure.Store]: one transaction deletes the holder key
-// if it is still l's grant, then l's etcd lease is revoked.
+// Release implements [tenure.Store]: one transaction checks that the
+// holder key is still l's grant, then l's etcd lease is revoked, which
+// deletes the key with it. A grant never ends any other way, which is what
+// lets Renew trust a live lease (see Renew). Nothing else can change the
+// key between the check and the revocation: only the lease's end removes
+// it, and nobody creates a holder key while one exists.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err := tenure.CheckKey(l.Key); err != nil {
 		return err
@@ -136,16 +159,16 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(l.Token, 16, 64)
+	raw, err := strconv.ParseInt(l.Token, 16, 64)
 	if err != nil {
 		return fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
 	}
+	id := clientv3.LeaseID(raw)
 	hk := s.holderKey(l.Key)
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", int64(l.Term)),
-			clientv3.Compare(clientv3.LeaseValue(hk), "=", id),
+			clientv3.Compare(clientv3.LeaseValue(hk), "=", int64(id)),
 			clientv3.Compare(clientv3.Value(hk), "=", encode(l.Identity, l.TTL))).
-		Then(clientv3.OpDelete(hk)).
 		Commit()
 	if err != nil {
 		return s.fail(ctx, "release", l.Key, err)
@@ -153,10 +176,14 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: key %q term %d expired, was released or was superseded", tenure.ErrLost, l.Key, l.Term)
 	}
-	// The grant has ended; the lease has nothing attached any more.
-	if _, err := s.c.Revoke(ctx, clientv3.LeaseID(id)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && ctx.Err() == nil {
-		go s.revoke(clientv3.LeaseID(id))
+	if _, err := s.c.Revoke(ctx, id); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.grants.Delete(id)
+			return fmt.Errorf("%w: key %q term %d expired before it was released", tenure.ErrLost, l.Key, l.Term)
+		}
+		return s.fail(ctx, "release", l.Key, err)
 	}
+	s.grants.Delete(id)
 	return nil
 }
 

@@ -9,21 +9,17 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-// watchReadTimeout bounds each read a watch makes after an event.
+// watchReadTimeout bounds the read a watch makes when it is set up.
 const watchReadTimeout = 5 * time.Second
-
-// expirySlack is how long after a holder's reported Remaining a watch
-// re-reads the key if etcd sent no event, in case the expiry event was
-// missed.
-const expirySlack = 100 * time.Millisecond
 
 // Watch implements [tenure.Watcher] with an etcd watch on the key's holder
 // key: every acquisition, release and expiry (etcd deletes the key when the
-// lease ends) is an event, after which the watch reads and delivers the
-// record. As a safety net it also re-reads a held key once its Remaining
-// has passed. The channel is closed when ctx is done, the store is closed,
-// a read fails, or etcd cancels the watch (for instance when the member
-// loses its raft leader).
+// lease ends) is an event, and the record is built from the event itself
+// (with the previous value for a deletion), so a delivery costs etcd no
+// read. A record delivered for an acquisition has the granted TTL as its
+// Remaining. The channel is closed when ctx is done, the store is closed,
+// or etcd cancels the watch (for instance when the member loses its raft
+// leader).
 //
 // Watch blocks until the watch is set up and the first record read (at
 // most 5 s, or until ctx is done), so that a release right after it returns
@@ -47,7 +43,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	}
 	// Client.Watch returns once etcd created the watch, or wctx ends.
 	created := make(chan clientv3.WatchChan, 1)
-	go func() { created <- s.c.Watch(wctx, s.holderKey(key), clientv3.WithRev(rev+1)) }()
+	go func() { created <- s.c.Watch(wctx, s.holderKey(key), clientv3.WithRev(rev+1), clientv3.WithPrevKV()) }()
 	var events clientv3.WatchChan
 	select {
 	case events = <-created:
@@ -70,16 +66,8 @@ func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, key string
 		case <-ctx.Done():
 		}
 	}()
-	read := func() (tenure.Record, bool) {
-		rctx, rcancel := context.WithTimeout(ctx, watchReadTimeout)
-		defer rcancel()
-		r, _, err := s.read(rctx, key)
-		return r, err == nil
-	}
 	var last tenure.Record
-	first, ok := true, true
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	first := true
 	for {
 		if first || r.Holder != last.Holder || r.Term != last.Term {
 			select {
@@ -89,24 +77,28 @@ func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, key string
 			}
 			last, first = r, false
 		}
-		timer.Stop()
-		if r.Held() {
-			timer.Reset(r.Remaining + expirySlack)
-		}
 		select {
 		case resp, open := <-events:
 			if !open || resp.Err() != nil || resp.Canceled {
 				return
 			}
-			if len(resp.Events) == 0 {
-				continue // a progress notification: nothing changed
+			for _, ev := range resp.Events {
+				r = eventRecord(key, ev, r)
 			}
-		case <-timer.C:
 		case <-ctx.Done():
 			return
 		}
-		if r, ok = read(); !ok {
-			return
-		}
 	}
+}
+
+// eventRecord is the key's record after ev, given the record before it.
+func eventRecord(key string, ev *clientv3.Event, before tenure.Record) tenure.Record {
+	if ev.Type == clientv3.EventTypePut {
+		return heldRecord(key, ev.Kv, nil)
+	}
+	r := tenure.Record{Key: key, Term: before.Term}
+	if ev.PrevKv != nil {
+		r.Term = uint64(ev.PrevKv.CreateRevision)
+	}
+	return r
 }
