@@ -36,6 +36,8 @@ type Store struct {
 	// grants are the grants this handle made and has not seen end, by
 	// etcd lease: Renew of one of them needs no read (see Renew).
 	grants sync.Map // clientv3.LeaseID → tenure.Lease
+
+	ka keeper // the keep-alive stream of Renew
 }
 
 var (

@@ -115,8 +115,8 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 			return err
 		}
 	}
-	if _, err := s.c.KeepAliveOnce(ctx, id); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if err := s.keepAlive(ctx, id); err != nil {
+		if isLeaseNotFound(err) {
 			s.grants.Delete(id)
 			return fmt.Errorf("%w: key %q term %d: its etcd lease expired", tenure.ErrLost, l.Key, l.Term)
 		}
