@@ -146,9 +146,10 @@ func (s *Store) current(ctx context.Context, l tenure.Lease) (clientv3.LeaseID, 
 	return clientv3.LeaseID(id), nil
 }
 
-// Release implements [tenure.Store]: one transaction checks that the
-// holder key is still l's grant, then l's etcd lease is revoked, which
-// deletes the key with it. A grant never ends any other way, which is what
+// Release implements [tenure.Store]: l's etcd lease is revoked, which
+// deletes the holder key with it. A grant made through this Store needs
+// nothing more (see Renew); for a lease from elsewhere one transaction
+// first checks that the holder key is still l's grant. A grant never ends any other way, which is what
 // lets Renew trust a live lease (see Renew). Nothing else can change the
 // key between the check and the revocation: only the lease's end removes
 // it, and nobody creates a holder key while one exists.
@@ -164,6 +165,11 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 		return fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
 	}
 	id := clientv3.LeaseID(raw)
+	if own, ok := s.grants.Load(id); ok && own.(tenure.Lease) == l {
+		// This handle's own grant: its live lease is the grant (see
+		// Renew), so revoking it is the whole release, one round trip.
+		return s.revokeGrant(ctx, l, id)
+	}
 	hk := s.holderKey(l.Key)
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", int64(l.Term)),
@@ -176,6 +182,12 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: key %q term %d expired, was released or was superseded", tenure.ErrLost, l.Key, l.Term)
 	}
+	return s.revokeGrant(ctx, l, id)
+}
+
+// revokeGrant ends grant l by revoking its etcd lease, which deletes the
+// holder key with it.
+func (s *Store) revokeGrant(ctx context.Context, l tenure.Lease, id clientv3.LeaseID) error {
 	if _, err := s.c.Revoke(ctx, id); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			s.grants.Delete(id)
