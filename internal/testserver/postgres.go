@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -244,14 +243,4 @@ func Postgres(t testing.TB) *PostgresServer {
 	}
 	t.Cleanup(func() { _ = s.Stop() })
 	return s
-}
-
-// freePort is [FreePort] for callers without a testing.TB.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("testserver: no free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -54,12 +54,21 @@ func LookPath(t testing.TB, name, install string, extra ...string) string {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// freePort is [FreePort] for callers without a testing.TB.
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("no free port: %v", err)
+		return 0, fmt.Errorf("testserver: no free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // WaitTCP waits until addr accepts TCP connections, or fails t after timeout.

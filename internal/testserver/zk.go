@@ -87,12 +87,10 @@ func StartZooKeeper(dir string) (*ZKServer, error) {
 	if len(cp) == 0 || !strings.HasSuffix(cp[0], "/zookeeper.jar") {
 		return nil, fmt.Errorf("%w: no /usr/share/java/zookeeper.jar", ErrZooKeeperMissing)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	s := &ZKServer{
 		Addr: fmt.Sprintf("127.0.0.1:%d", port),
 		dir:  dir, java: java, cp: strings.Join(cp, ":"),
