@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/stats"
 )
 
 // BenchOptions describes a failover benchmark.
@@ -74,15 +74,10 @@ func BenchFailover(b *testing.B, o BenchOptions) FailoverResult {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// Percentile returns the p-th percentile (nearest rank) of samples.
+// Percentile returns the p-th percentile (nearest rank) of samples,
+// without modifying them.
 func Percentile(samples []time.Duration, p float64) time.Duration {
-	if len(samples) == 0 {
-		return 0
-	}
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	rank := int(p/100*float64(len(s))+0.999999) - 1
-	return s[max(0, min(rank, len(s)-1))]
+	return stats.Percentile(samples, p)
 }
 
 // open opens a store handle closed when the benchmark ends.

@@ -8,16 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-)
 
-// Percentile returns the p-th percentile (nearest rank) of sorted samples.
-func Percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(p/100*float64(len(sorted))+0.999999) - 1
-	return sorted[max(0, min(rank, len(sorted)-1))]
-}
+	"github.com/tenurehq/tenure/internal/stats"
+)
 
 // Summary writes a table a person can read at a glance: faults injected by
 // kind, failover p50/p99 per kind, writes accepted and fenced off, and the
@@ -40,7 +33,7 @@ func Summary(w io.Writer, h *History, vs []Violation) {
 		s := fo[k]
 		p50, p99 := "-", "-"
 		if len(s) > 0 {
-			p50, p99 = ms(Percentile(s, 50)), ms(Percentile(s, 99))
+			p50, p99 = ms(stats.Percentile(s, 50)), ms(stats.Percentile(s, 99))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", k, counts[k], len(s), p50, p99)
 	}
