@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/history"
 )
 
 // Stats summarises one checked history.
@@ -44,7 +46,7 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 	bad := func(format string, args ...any) { violations = append(violations, fmt.Sprintf(format, args...)) }
 
 	for _, l := range ls {
-		if l.Done < 0 {
+		if l.Open() {
 			bad("%s term %d: leader context still live after Run returned", l.ID, l.Term)
 		}
 	}
@@ -55,28 +57,12 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 	}
 	st.Leaderships = len(ls)
 
-	// Safety and fencing, in the order leaderships began.
-	slices.SortStableFunc(ls, func(a, b Leadership) int {
-		if a.Start != b.Start {
-			return int(a.Start - b.Start)
-		}
-		return int(int64(a.Term) - int64(b.Term))
-	})
-	var latest *Leadership // the leadership live the longest so far
-	for i := range ls {
-		l := &ls[i]
-		if latest != nil && l.Start < latest.Done {
-			bad("two leaders at once: %s term %d live from %s while %s term %d was live until %s",
-				l.ID, l.Term, l.Start, latest.ID, latest.Term, latest.Done)
-		}
-		if i > 0 && l.Term <= ls[i-1].Term {
-			bad("term did not increase: %s term %d at %s follows %s term %d",
-				l.ID, l.Term, l.Start, ls[i-1].ID, ls[i-1].Term)
-		}
-		if latest == nil || l.Done > latest.Done || l.Done < 0 {
-			latest = l
-		}
+	// Safety and fencing: the shared checker (two leaders at once, terms
+	// that do not grow), in the order leaderships began.
+	for _, v := range history.Check(ls, end, nil) {
+		bad("%s", v.Detail)
 	}
+	ls = history.Sorted(ls)
 
 	// The observer: terms never go back, and every leadership that lasted
 	// was seen with its holder.
@@ -90,8 +76,8 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 		}
 	}
 	for _, l := range ls {
-		if l.Done > l.Start && seen[l.Term] != l.ID {
-			bad("observer never reported %s as the holder of term %d (live from %s to %s)", l.ID, l.Term, l.Start, l.Done)
+		if l.End > l.Start && seen[l.Term] != l.ID {
+			bad("observer never reported %s as the holder of term %d (live from %s to %s)", l.ID, l.Term, l.Start, l.End)
 		}
 	}
 
@@ -100,7 +86,7 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 	covered := s.FaultsEnd // leaders are known live (or handed off) until here
 	first := true
 	for _, l := range ls {
-		if l.Done >= 0 && l.Done <= s.FaultsEnd {
+		if !l.Open() && l.End <= s.FaultsEnd {
 			continue
 		}
 		if gap := l.Start - covered; gap > 0 {
@@ -114,7 +100,7 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 			}
 		}
 		first = false
-		covered = max(covered, l.Done)
+		covered = max(covered, l.End)
 	}
 	if first {
 		bad("no leader at all after the faults healed at %s (bound %s)", s.FaultsEnd, bound)

@@ -121,6 +121,9 @@ func TestCheckerRules(t *testing.T) {
 	bound := s.LivenessBound()
 	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 	ok := map[string]error{"a": context.Canceled, "b": context.Canceled}
+	lead := func(id string, term uint64, start, end time.Duration) Leadership {
+		return Leadership{ID: id, Term: term, Start: start, End: end}
+	}
 	cases := []struct {
 		name string
 		ls   []Leadership
@@ -128,20 +131,20 @@ func TestCheckerRules(t *testing.T) {
 		want string          // "" for no violation
 		obs  []tenure.Record // what the observer saw; nil: every leadership
 	}{
-		{"safe handoffs", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(5), sec(12)}, {"a", 3, sec(12), sec(20)}}, ok, "", nil},
-		{"overlap", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(4.9), sec(20)}}, ok, "two leaders at once", nil},
-		{"overlap hidden behind a short term", []Leadership{{"a", 1, 0, sec(15)}, {"b", 2, sec(1), sec(2)}, {"b", 3, sec(14), sec(20)}}, ok, "two leaders at once", nil},
-		{"same term twice", []Leadership{{"a", 1, 0, sec(5)}, {"b", 1, sec(5), sec(20)}}, ok, "term did not increase", nil},
-		{"term going back", []Leadership{{"a", 4, 0, sec(5)}, {"b", 3, sec(5), sec(20)}}, ok, "term did not increase", nil},
-		{"never done", []Leadership{{"a", 1, 0, -1}}, ok, "still live", nil},
-		{"no leader after heal", []Leadership{{"a", 1, 0, sec(5)}}, ok, "no leader at all", nil},
-		{"slow recovery", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, s.FaultsEnd + bound + 1, sec(20)}}, ok, "no leader from", nil},
-		{"long gap later", []Leadership{{"a", 1, 0, sec(12)}, {"b", 2, sec(12) + bound + 1, sec(20)}}, ok, "no leader from", nil},
-		{"leaderless end", []Leadership{{"a", 1, 0, sec(12)}}, ok, "to the end", nil},
-		{"Run did not stop", []Leadership{{"a", 1, 0, sec(20)}}, map[string]error{"a": context.Canceled}, "Run returned", nil},
-		{"observer goes back", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(5), sec(20)}}, ok, "observer went back",
+		{"safe handoffs", []Leadership{lead("a", 1, 0, sec(5)), lead("b", 2, sec(5), sec(12)), lead("a", 3, sec(12), sec(20))}, ok, "", nil},
+		{"overlap", []Leadership{lead("a", 1, 0, sec(5)), lead("b", 2, sec(4.9), sec(20))}, ok, "two leaders at once", nil},
+		{"overlap hidden behind a short term", []Leadership{lead("a", 1, 0, sec(15)), lead("b", 2, sec(1), sec(2)), lead("b", 3, sec(14), sec(20))}, ok, "two leaders at once", nil},
+		{"same term twice", []Leadership{lead("a", 1, 0, sec(5)), lead("b", 1, sec(5), sec(20))}, ok, "term did not increase", nil},
+		{"term going back", []Leadership{lead("a", 4, 0, sec(5)), lead("b", 3, sec(5), sec(20))}, ok, "term did not increase", nil},
+		{"never done", []Leadership{lead("a", 1, 0, -1)}, ok, "still live", nil},
+		{"no leader after heal", []Leadership{lead("a", 1, 0, sec(5))}, ok, "no leader at all", nil},
+		{"slow recovery", []Leadership{lead("a", 1, 0, sec(5)), lead("b", 2, s.FaultsEnd+bound+1, sec(20))}, ok, "no leader from", nil},
+		{"long gap later", []Leadership{lead("a", 1, 0, sec(12)), lead("b", 2, sec(12)+bound+1, sec(20))}, ok, "no leader from", nil},
+		{"leaderless end", []Leadership{lead("a", 1, 0, sec(12))}, ok, "to the end", nil},
+		{"Run did not stop", []Leadership{lead("a", 1, 0, sec(20))}, map[string]error{"a": context.Canceled}, "Run returned", nil},
+		{"observer goes back", []Leadership{lead("a", 1, 0, sec(5)), lead("b", 2, sec(5), sec(20))}, ok, "observer went back",
 			[]tenure.Record{{Holder: "a", Term: 1}, {Holder: "b", Term: 2}, {Holder: "a", Term: 1}}},
-		{"observer misses a leader", []Leadership{{"a", 1, 0, sec(5)}, {"b", 2, sec(5), sec(20)}}, ok, "observer never reported b",
+		{"observer misses a leader", []Leadership{lead("a", 1, 0, sec(5)), lead("b", 2, sec(5), sec(20))}, ok, "observer never reported b",
 			[]tenure.Record{{Holder: "a", Term: 1}, {Holder: "", Term: 2}}},
 	}
 	for _, c := range cases {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/history"
 )
 
 // History is what a run recorded. Times are offsets from the start of the
@@ -40,13 +41,10 @@ type Entry struct {
 // What renders what happened.
 func (e Entry) What() string { return fmt.Sprintf(e.Format, e.Args...) }
 
-// Leadership is one leader context: live from Start until Done, the time
-// its Done channel was seen closed. Done is negative while it is live.
-type Leadership struct {
-	ID          string
-	Term        uint64
-	Start, Done time.Duration
-}
+// Leadership is one leader context: live from Start until End, the time
+// its Done channel was seen closed; End is [history.Live] while it is live.
+// It is the model every tenure harness shares (package internal/history).
+type Leadership = history.Interval
 
 func (h *History) since() time.Duration { return time.Since(h.origin) }
 
@@ -58,7 +56,7 @@ func (h *History) add(who string, term uint64, format string, args ...any) {
 }
 
 func (h *History) started(id string, term uint64) *Leadership {
-	l := &Leadership{ID: id, Term: term, Start: h.since(), Done: -1}
+	l := &Leadership{ID: id, Term: term, Start: h.since(), End: history.Live}
 	h.mu.Lock()
 	h.Leaderships = append(h.Leaderships, l)
 	h.mu.Unlock()
@@ -76,7 +74,7 @@ func (h *History) observed(r tenure.Record) {
 func (h *History) ended(l *Leadership) {
 	at := h.since()
 	h.mu.Lock()
-	l.Done = at
+	l.End = at
 	h.mu.Unlock()
 	h.add(l.ID, l.Term, "leader context done")
 }

@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/history"
 )
 
-// Violation is one broken promise found in a [History].
-type Violation struct {
-	Rule   string // "terms", "overlap", "fencing", "liveness"
-	Detail string
-}
-
-func (v Violation) String() string { return v.Rule + ": " + v.Detail }
+// Violation is one broken promise found in a [History]: Rule is "terms",
+// "overlap" (the shared checker's, package internal/history), "fencing" or
+// "liveness".
+type Violation = history.Violation
 
 // Check returns every violation in h. failoverBound is how soon after a
 // fault heals a leader must be running (tenure's promise: TTL plus the
@@ -24,24 +23,10 @@ func Check(h *History, failoverBound time.Duration) []Violation {
 	}
 	iv := h.sorted()
 
-	// Terms strictly increase from one leadership to the next.
-	for i := 1; i < len(iv); i++ {
-		if iv[i].Term <= iv[i-1].Term {
-			add("terms", "%s led with term %d at %s after %s had term %d at %s",
-				iv[i].ID, iv[i].Term, ms(iv[i].Start), iv[i-1].ID, iv[i-1].Term, ms(iv[i-1].Start))
-		}
-	}
-
-	// Leaders never overlap, unless a fault outside the assumptions hit the
-	// earlier leader while the later one already led.
-	for i := range iv {
-		for j := i + 1; j < len(iv) && iv[j].Start < h.end(iv[i]); j++ {
-			if !h.excused(iv[i], iv[j].Start, h.end(iv[i])) {
-				add("overlap", "%s (term %d) and %s (term %d) both led from %s to %s",
-					iv[i].ID, iv[i].Term, iv[j].ID, iv[j].Term, ms(iv[j].Start), ms(min(h.end(iv[i]), h.end(iv[j]))))
-			}
-		}
-	}
+	// Terms strictly increase from one leadership to the next, and leaders
+	// never overlap, unless a fault outside the assumptions hit the earlier
+	// leader while the later one already led.
+	vs = append(vs, history.Check(h.Intervals, h.Duration, h.excused)...)
 
 	// The ledger accepted exactly the writes whose term was not stale, and
 	// every term written belongs to a leadership.

@@ -9,9 +9,13 @@ import (
 
 const s = time.Second
 
+func iv(id string, term uint64, start, end time.Duration) Interval {
+	return Interval{ID: id, Term: term, Start: start, End: end}
+}
+
 func TestCheckAcceptsACleanHistory(t *testing.T) {
 	h := &History{Duration: 20 * s, TTL: s,
-		Intervals: []Interval{{"a", 1, 0, 5 * s}, {"b", 2, 5*s + 10*time.Millisecond, 12 * s}, {"a", 3, 13 * s, 0}},
+		Intervals: []Interval{iv("a", 1, 0, 5*s), iv("b", 2, 5*s+10*time.Millisecond, 12*s), iv("a", 3, 13*s, Live)},
 		Faults:    []Fault{{Kind: FaultKill, Target: "b", At: 12 * s, Healed: 12 * s}},
 		Writes:    []Write{{s, "a", 1, true}, {6 * s, "b", 2, true}, {14 * s, "a", 3, true}},
 	}
@@ -25,12 +29,12 @@ func TestCheckAcceptsACleanHistory(t *testing.T) {
 
 func TestCheckFindsEachViolation(t *testing.T) {
 	cases := map[string]*History{
-		"terms": {Duration: 10 * s, Intervals: []Interval{{"a", 2, 0, s}, {"b", 2, 2 * s, 3 * s}}},
-		"overlap": {Duration: 10 * s, Intervals: []Interval{{"a", 1, 0, 3 * s}, {"b", 2, 2 * s, 4 * s}},
+		"terms": {Duration: 10 * s, Intervals: []Interval{iv("a", 2, 0, s), iv("b", 2, 2*s, 3*s)}},
+		"overlap": {Duration: 10 * s, Intervals: []Interval{iv("a", 1, 0, 3*s), iv("b", 2, 2*s, 4*s)},
 			Faults: []Fault{{Kind: FaultStop, Target: "a", At: s, Healed: 3 * s}}},
-		"fencing": {Duration: 10 * s, Intervals: []Interval{{"a", 1, 0, s}, {"b", 2, s, 2 * s}},
+		"fencing": {Duration: 10 * s, Intervals: []Interval{iv("a", 1, 0, s), iv("b", 2, s, 2*s)},
 			Writes: []Write{{s / 2, "a", 1, true}, {s, "b", 2, true}, {s + 1, "a", 1, true}}},
-		"liveness": {Duration: 30 * s, Intervals: []Interval{{"a", 1, 0, 5 * s}, {"b", 2, 20 * s, 0}},
+		"liveness": {Duration: 30 * s, Intervals: []Interval{iv("a", 1, 0, 5*s), iv("b", 2, 20*s, Live)},
 			Faults: []Fault{{Kind: FaultKill, Target: "a", At: 5 * s, Healed: 5 * s}}},
 	}
 	for rule, h := range cases {
@@ -47,7 +51,7 @@ func TestCheckFindsEachViolation(t *testing.T) {
 
 func TestOverlapExcusedOutsideAssumptions(t *testing.T) {
 	h := &History{Duration: 10 * s,
-		Intervals: []Interval{{"a", 1, 0, 4 * s}, {"b", 2, 2 * s, 0}},
+		Intervals: []Interval{iv("a", 1, 0, 4*s), iv("b", 2, 2*s, Live)},
 		Faults:    []Fault{{Kind: FaultStopGroup, Target: "a", At: s, Healed: 4 * s, OutsideAssumptions: true}},
 		Writes:    []Write{{2 * s, "b", 2, true}, {4 * s, "a", 1, false}},
 	}
@@ -58,7 +62,7 @@ func TestOverlapExcusedOutsideAssumptions(t *testing.T) {
 
 func TestReportRenders(t *testing.T) {
 	h := &History{Store: "memory", Seed: 7, Duration: 10 * s, TTL: s,
-		Intervals: []Interval{{"a", 1, 0, 4 * s}, {"b", 2, 4 * s, 0}},
+		Intervals: []Interval{iv("a", 1, 0, 4*s), iv("b", 2, 4*s, Live)},
 		Faults:    []Fault{{Kind: FaultKill, Target: "a", At: 4 * s, Healed: 4 * s}},
 		Writes:    []Write{{5 * s, "a", 1, false}},
 	}

@@ -10,19 +10,20 @@
 package torture
 
 import (
-	"slices"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/history"
 )
 
 // Interval is one leadership: from the moment a leader's task started until
 // it was seen to stop (for a process: until its connection to the harness
-// closed, which the kernel does when it dies).
-type Interval struct {
-	ID    string
-	Term  uint64
-	Start time.Duration
-	End   time.Duration // 0 while still running at the end of the run
-}
+// closed, which the kernel does when it dies); End is [history.Live] while
+// it still ran at the end of the run. It is the model every tenure harness
+// shares (package internal/history).
+type Interval = history.Interval
+
+// Live is the End of an [Interval] still running when the run ended.
+const Live = history.Live
 
 // FaultKind names a fault the harness injects.
 type FaultKind string
@@ -62,16 +63,7 @@ type History struct {
 }
 
 // sorted returns the intervals ordered by start.
-func (h *History) sorted() []Interval {
-	iv := slices.Clone(h.Intervals)
-	slices.SortFunc(iv, func(a, b Interval) int { return int(a.Start - b.Start) })
-	return iv
-}
+func (h *History) sorted() []Interval { return history.Sorted(h.Intervals) }
 
 // end is the interval's end, or the end of the run while it still runs.
-func (h *History) end(iv Interval) time.Duration {
-	if iv.End == 0 {
-		return h.Duration
-	}
-	return iv.End
-}
+func (h *History) end(iv Interval) time.Duration { return iv.EndOr(h.Duration) }

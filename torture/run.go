@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/history"
 )
 
 // Driver starts candidates and injects faults for one kind of run (library
@@ -52,7 +54,7 @@ func (r *Recorder) Since() time.Duration { return time.Since(r.start) }
 func (r *Recorder) Began(id string, term uint64) (ended func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.intervals = append(r.intervals, Interval{ID: id, Term: term, Start: r.Since()})
+	r.intervals = append(r.intervals, Interval{ID: id, Term: term, Start: r.Since(), End: history.Live})
 	i := len(r.intervals) - 1
 	var once sync.Once
 	return func() {
@@ -69,7 +71,7 @@ func (r *Recorder) Leader() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.intervals) - 1; i >= 0; i-- {
-		if r.intervals[i].End == 0 {
+		if r.intervals[i].Open() {
 			return r.intervals[i].ID
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/stats"
 )
 
 // failoverTrials is the number of handoffs and crashes each measured.
@@ -132,12 +133,7 @@ func checkNoOverlap(b *testing.B, what string, evs []workerEvent) {
 }
 
 // pct is the p-th percentile of d (nearest rank).
-func pct(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	k := (len(s)*p + 99) / 100
-	return s[max(k-1, 0)]
-}
+func pct(d []time.Duration, p float64) time.Duration { return stats.Percentile(d, p) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 

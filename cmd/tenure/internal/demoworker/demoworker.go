@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure/internal/history"
 )
 
 // MonoNow returns CLOCK_MONOTONIC in nanoseconds.
@@ -146,15 +148,16 @@ type History struct {
 	LastTerm      uint64
 }
 
-// Check checks events, in the order they were written, for two
-// workers alive at once and for terms that did not grow. A worker's
-// interval runs from its start to its stop; one killed without a stop line
-// is covered by the lock check alone.
+// Check checks events, in the order they were written, for two workers
+// alive at once and for terms that did not grow, with the checker every
+// tenure harness shares (package internal/history). A worker's interval
+// runs from its start to its stop; one killed without a stop line is
+// covered by the lock check alone (its interval is taken to end where it
+// began).
 func Check(evs []Event) History {
 	h := History{TermsGrow: true}
-	type span struct{ from, to int64 }
-	open := map[int]*span{}
-	var spans []*span
+	open := map[int]int{} // PID → index in ivs
+	var ivs []history.Interval
 	for _, e := range evs {
 		switch e.Kind {
 		case "start":
@@ -162,29 +165,26 @@ func Check(evs []Event) History {
 			if e.Overlap {
 				h.Overlaps++
 			}
-			if h.Starts > 1 && e.Term <= h.LastTerm {
-				h.TermsGrow = false
-			}
 			if h.Starts == 1 {
 				h.FirstTerm = e.Term
 			}
 			h.LastTerm = e.Term
-			s := &span{from: e.Mono, to: -1}
-			open[e.PID] = s
-			spans = append(spans, s)
+			open[e.PID] = len(ivs)
+			ivs = append(ivs, history.Interval{ID: e.ID, Term: e.Term, Start: time.Duration(e.Mono), End: time.Duration(e.Mono)})
 		case "stop":
 			h.Stops++
-			if s := open[e.PID]; s != nil {
-				s.to = e.Mono
+			if i, ok := open[e.PID]; ok {
+				ivs[i].End = time.Duration(e.Mono)
 				delete(open, e.PID)
 			}
 		}
 	}
-	for i, a := range spans {
-		for _, b := range spans[i+1:] {
-			if a.to >= 0 && b.from < a.to && b.from >= a.from {
-				h.Overlaps++
-			}
+	for _, v := range history.Check(ivs, 0, nil) {
+		switch v.Rule {
+		case history.RuleOverlap:
+			h.Overlaps++
+		case history.RuleTerms:
+			h.TermsGrow = false
 		}
 	}
 	return h
