@@ -6,7 +6,7 @@ import (
 )
 
 // Clock is the elector's and the in-memory store's source of time. The
-// default is [SystemClock]; tests inject a fake (package clocktest) or run
+// default is [SystemClock]; tests inject their own fake clock or run
 // inside a testing/synctest bubble. Implementations must be safe for
 // concurrent use, and durations between two Now readings must follow the
 // monotonic clock, not the wall clock.

@@ -154,7 +154,8 @@ func reason(err error) string {
 	return err.Error()
 }
 
-// logAttrs is a slog helper for store errors during campaigns.
+// logStoreError logs a store error at warning level with the key, the
+// identity and attrs.
 func (e *Elector) logStoreError(msg string, err error, attrs ...any) {
 	e.cfg.Logger.Log(context.Background(), slog.LevelWarn, msg,
 		append([]any{"key", e.cfg.Key, "id", e.cfg.Identity, "err", err}, attrs...)...)
