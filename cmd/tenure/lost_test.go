@@ -16,13 +16,21 @@ import (
 )
 
 // lossyStore loses the lease at its second renewal, as a store does when
-// another candidate took the key over.
+// another candidate took the key over; with after set, not before the file
+// after exists (CMD wrote it), so a slow start on a busy machine cannot
+// lose the lease before CMD ran.
 type lossyStore struct {
 	tenure.Store
 	renewals atomic.Int32
+	after    string
 }
 
 func (s *lossyStore) Renew(ctx context.Context, l tenure.Lease) error {
+	if s.after != "" {
+		if _, err := os.Stat(s.after); err != nil {
+			return s.Store.Renew(ctx, l)
+		}
+	}
 	if s.renewals.Add(1) >= 2 {
 		return fmt.Errorf("%w: injected by the test", tenure.ErrLost)
 	}
@@ -33,14 +41,14 @@ func (s *lossyStore) Renew(ctx context.Context, l tenure.Lease) error {
 // alive, CMD's group gets SIGTERM, then SIGKILL after --grace if it ignores
 // it; tenure returns only once CMD is dead, and exits 1.
 func TestRunLostLeadershipStubbornCMD(t *testing.T) {
-	store := &lossyStore{}
+	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
+	store := &lossyStore{after: pidFile}
 	electorStore = func(s tenure.Store) tenure.Store {
 		store.Store = s
 		return store
 	}
 	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
 
-	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "900ms", "--grace", "100ms", "--",
