@@ -35,17 +35,34 @@ func (e *Elector) watchLoss(ctx context.Context, l Lease, lost chan<- error, don
 	for ctx.Err() == nil {
 		ch, stop, err := watchWithin(ctx, c.Clock, w, c.Key, c.RequestTimeout)
 		if err == nil {
-			for r := range ch {
-				if why := Superseded(l, r); why != "" {
-					stop()
-					lost <- lostf("%s (seen by the leader's watch of %q)", why, l.Key)
-					return
-				}
-			}
+			why := superseding(ctx, l, ch)
 			stop()
+			if why != "" {
+				lost <- lostf("%s (seen by the leader's watch of %q)", why, l.Key)
+				return
+			}
 		}
 		if !sleep(ctx, c.Clock, c.RetryInterval) {
 			return
+		}
+	}
+}
+
+// superseding reads ch until a record shows l superseded, and returns why;
+// it returns "" when ch closes or ctx is done, without waiting for the
+// store to close ch, so that a leader's release is never held up by it.
+func superseding(ctx context.Context, l Lease, ch <-chan Record) string {
+	for {
+		select {
+		case <-ctx.Done():
+			return ""
+		case r, ok := <-ch:
+			if !ok {
+				return ""
+			}
+			if why := Superseded(l, r); why != "" {
+				return why
+			}
 		}
 	}
 }

@@ -29,6 +29,8 @@ const failoverTrials = 40
 //
 //   - graceful handoff: the leader's CMD exits → the next leader's CMD starts
 //     (stop marker to start marker, both CLOCK_MONOTONIC);
+//   - SIGTERM handoff (a rolling deploy): SIGTERM of the leading `tenure
+//     run` → the next leader's CMD starts;
 //   - crash failover: SIGKILL of the leading `tenure run` → the next
 //     leader's CMD starts.
 //
@@ -39,16 +41,19 @@ const failoverTrials = 40
 func BenchmarkLocalFailover(b *testing.B) {
 	trials := max(failoverTrials, b.N)
 	graceful := measureGraceful(b, trials)
+	sigterm := measureSigterm(b, trials)
 	crash := measureCrash(b, trials)
-	fmt.Printf("\n  %-34s %8s %8s %8s %8s\n", fmt.Sprintf("local store, %d trials each", trials), "p50", "p99", "min", "max")
+	fmt.Printf("\n  %-36s %8s %8s %8s %8s\n", fmt.Sprintf("local store, %d trials each", trials), "p50", "p99", "min", "max")
 	for _, m := range []struct {
 		name string
 		d    []time.Duration
-	}{{"graceful (CMD exits → next CMD)", graceful}, {"crash (SIGKILL tenure → next CMD)", crash}} {
-		fmt.Printf("  %-34s %8s %8s %8s %8s\n", m.name, ms(pct(m.d, 50)), ms(pct(m.d, 99)), ms(slices.Min(m.d)), ms(slices.Max(m.d)))
+	}{{"graceful (CMD exits → next CMD)", graceful}, {"sigterm (SIGTERM tenure → next CMD)", sigterm}, {"crash (SIGKILL tenure → next CMD)", crash}} {
+		fmt.Printf("  %-36s %8s %8s %8s %8s\n", m.name, ms(pct(m.d, 50)), ms(pct(m.d, 99)), ms(slices.Min(m.d)), ms(slices.Max(m.d)))
 	}
 	b.ReportMetric(float64(pct(graceful, 50))/1e6, "graceful-p50-ms")
 	b.ReportMetric(float64(pct(graceful, 99))/1e6, "graceful-p99-ms")
+	b.ReportMetric(float64(pct(sigterm, 50))/1e6, "sigterm-p50-ms")
+	b.ReportMetric(float64(pct(sigterm, 99))/1e6, "sigterm-p99-ms")
 	b.ReportMetric(float64(pct(crash, 50))/1e6, "crash-p50-ms")
 	b.ReportMetric(float64(pct(crash, 99))/1e6, "crash-p99-ms")
 	b.ReportMetric(0, "ns/op")
@@ -86,6 +91,19 @@ func measureGraceful(b *testing.B, trials int) []time.Duration {
 // measureCrash kills the leading tenure with SIGKILL, then restarts it as a
 // candidate so that three always run.
 func measureCrash(b *testing.B, trials int) []time.Duration {
+	return measureKill(b, trials, syscall.SIGKILL, "crash")
+}
+
+// measureSigterm stops the leading tenure with SIGTERM, as a rolling deploy
+// does: tenure forwards it to CMD's group, waits for CMD, releases and
+// exits. It is then restarted as a candidate so that three always run.
+func measureSigterm(b *testing.B, trials int) []time.Duration {
+	return measureKill(b, trials, syscall.SIGTERM, "sigterm")
+}
+
+// measureKill sends sig to the leading tenure and measures until the next
+// leader's CMD starts, then restarts the victim as a candidate.
+func measureKill(b *testing.B, trials int, sig syscall.Signal, what string) []time.Duration {
 	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "10s", "--restart"}, nil)
 	c.worker = leanWorkerBin
 	for _, id := range []string{"a", "b", "c"} {
@@ -101,7 +119,7 @@ func measureCrash(b *testing.B, trials int) []time.Duration {
 	for len(out) < trials {
 		victim := c.get(leader.ID)
 		t0 := monoNow()
-		_ = victim.Cmd.Process.Kill()
+		_ = victim.Cmd.Process.Signal(sig)
 		ev, j, ok := c.events.nextStart(i+1, wait)
 		if !ok {
 			b.Fatalf("no new leader within %s of killing %s", wait, leader.ID)
@@ -117,7 +135,7 @@ func measureCrash(b *testing.B, trials int) []time.Duration {
 		leader, i = ev, j
 	}
 	c.stopAll(10 * time.Second)
-	checkNoOverlap(b, "crash", c.events.events())
+	checkNoOverlap(b, what, c.events.events())
 	return out
 }
 
