@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/history"
 )
 
@@ -63,9 +64,14 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 		bad("%s", v.Detail)
 	}
 	ls = history.Sorted(ls)
+	checkObserver(ls, observed, bad)
+	st.Recovery, st.MaxGap = checkLiveness(s, ls, end, bad)
+	return violations, st
+}
 
-	// The observer: terms never go back, and every leadership that lasted
-	// was seen with its holder.
+// checkObserver checks what the observer reported: terms never go back,
+// and every leadership that lasted was seen with its holder.
+func checkObserver(ls []Leadership, observed []tenure.Record, bad func(string, ...any)) {
 	seen := map[uint64]string{}
 	for i, r := range observed {
 		if i > 0 && r.Term < observed[i-1].Term {
@@ -80,8 +86,13 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 			bad("observer never reported %s as the holder of term %d (live from %s to %s)", l.ID, l.Term, l.Start, l.End)
 		}
 	}
+}
 
-	// Liveness after the heal.
+// checkLiveness checks that a leader was live within the scenario's bound
+// after the faults healed and never left the key leaderless longer, and
+// returns how long recovery took and the longest gap after it. ls is in
+// start order; end is when the run ended.
+func checkLiveness(s *Scenario, ls []Leadership, end time.Duration, bad func(string, ...any)) (recovery, maxGap time.Duration) {
 	bound := s.LivenessBound()
 	covered := s.FaultsEnd // leaders are known live (or handed off) until here
 	first := true
@@ -91,9 +102,9 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 		}
 		if gap := l.Start - covered; gap > 0 {
 			if first {
-				st.Recovery = gap
+				recovery = gap
 			} else {
-				st.MaxGap = max(st.MaxGap, gap)
+				maxGap = max(maxGap, gap)
 			}
 			if gap > bound {
 				bad("no leader from %s to %s (%s, bound %s)", covered, l.Start, gap, bound)
@@ -107,5 +118,5 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 	} else if covered < s.End-bound && end > covered {
 		bad("no leader from %s to the end at %s (bound %s)", covered, s.End, bound)
 	}
-	return violations, st
+	return recovery, maxGap
 }

@@ -55,38 +55,8 @@ func Run(s *Scenario) *History {
 	}()
 	faults := make([]*faultstore.Faults, len(s.Electors))
 	for i, p := range s.Electors {
-		rates := p.Rates
-		rates.Latency = s.Latency
-		f := faultstore.New(faultstore.Plan{
-			Seed:    s.Seed<<8 | uint64(i),
-			Clock:   tenure.SystemClock,
-			Rates:   rates,
-			OnFault: func(op faultstore.Op, what string) { h.add(p.ID, 0, "fault %s %s", op, what) },
-		})
+		e, f := s.elector(i, h, shared, outage)
 		faults[i] = f
-		store := faultstore.Wrap(faultstore.Wrap(shared, f), outage)
-		if p.PollOnly {
-			store = faultstore.PollOnly(store)
-		}
-		cfg := s.Config(i)
-		cfg.Store = store
-		cfg.Clock = faultstore.Skew(tenure.SystemClock, p.Rate)
-		cfg.Logger = slog.New(slog.DiscardHandler)
-		cfg.Rand = rand.New(rand.NewPCG(s.Seed, uint64(i)))
-		cfg.OnEvent = func(ev tenure.Event) {
-			switch ev.Kind {
-			case tenure.EventElected, tenure.EventRenewFailed, tenure.EventTaskOverrun:
-				h.add(p.ID, ev.Term, "%s", ev.Kind)
-			case tenure.EventLost:
-				h.add(p.ID, ev.Term, lostFormat, reason(ev.Err))
-			case tenure.EventLeaderChanged:
-				h.add(p.ID, ev.Term, "sees leader %q", ev.Leader)
-			}
-		}
-		e, err := tenure.New(cfg)
-		if err != nil {
-			panic(fmt.Sprintf("sim: scenario %d gives an invalid config: %v", s.Seed, err))
-		}
 		taskRand := rand.New(rand.NewPCG(s.Seed, uint64(i)+1000))
 		electors.Add(1)
 		go func() {
@@ -119,6 +89,45 @@ func Run(s *Scenario) *History {
 	helpers.Wait()
 	h.End = h.since()
 	return h
+}
+
+// elector makes the scenario's elector i on shared, behind its own seeded
+// faults (returned) and the store-wide outage switches, recording its
+// events in h.
+func (s *Scenario) elector(i int, h *History, shared tenure.Store, outage *faultstore.Faults) (*tenure.Elector, *faultstore.Faults) {
+	p := s.Electors[i]
+	rates := p.Rates
+	rates.Latency = s.Latency
+	f := faultstore.New(faultstore.Plan{
+		Seed:    s.Seed<<8 | uint64(i),
+		Clock:   tenure.SystemClock,
+		Rates:   rates,
+		OnFault: func(op faultstore.Op, what string) { h.add(p.ID, 0, "fault %s %s", op, what) },
+	})
+	store := faultstore.Wrap(faultstore.Wrap(shared, f), outage)
+	if p.PollOnly {
+		store = faultstore.PollOnly(store)
+	}
+	cfg := s.Config(i)
+	cfg.Store = store
+	cfg.Clock = faultstore.Skew(tenure.SystemClock, p.Rate)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.Rand = rand.New(rand.NewPCG(s.Seed, uint64(i)))
+	cfg.OnEvent = func(ev tenure.Event) {
+		switch ev.Kind {
+		case tenure.EventElected, tenure.EventRenewFailed, tenure.EventTaskOverrun:
+			h.add(p.ID, ev.Term, "%s", ev.Kind)
+		case tenure.EventLost:
+			h.add(p.ID, ev.Term, lostFormat, reason(ev.Err))
+		case tenure.EventLeaderChanged:
+			h.add(p.ID, ev.Term, "sees leader %q", ev.Leader)
+		}
+	}
+	e, err := tenure.New(cfg)
+	if err != nil {
+		panic(fmt.Sprintf("sim: scenario %d gives an invalid config: %v", s.Seed, err))
+	}
+	return e, f
 }
 
 // task returns the leader task of elector p: it records its leadership,
