@@ -96,8 +96,11 @@ func TestServerDownAndBack(t *testing.T) {
 	began := time.Now()
 	_, err := st.Acquire(short, "k", "alpha", time.Second)
 	took := time.Since(began)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Acquire with the server down: %v, want context.DeadlineExceeded", err)
+	// Either the context ran out, or the client saw the connection close
+	// first (it does when the stop reaches it during the call): both are a
+	// prompt failure, which is what matters.
+	if err == nil || (!errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "connection closed")) {
+		t.Fatalf("Acquire with the server down: %v, want context.DeadlineExceeded or a closed connection", err)
 	}
 	if !strings.Contains(err.Error(), srv.Addr) {
 		t.Errorf("error %q does not name the server %s", err, srv.Addr)
