@@ -55,7 +55,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err != nil {
 		return nil, fmt.Errorf("local: inotify_init1: %w", err)
 	}
-	if _, err := unix.InotifyAddWatch(fd, s.dir, watchMask); err != nil {
+	// Watch the opened directory, not its path, which may have been
+	// replaced since Open.
+	if _, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(s.d.fd()), watchMask|unix.IN_ONLYDIR); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("local: watch %s: %w", s.dir, err)
 	}
@@ -119,7 +121,7 @@ func (w *watch) read() {
 				ended = true
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				relevant = true
-			case name == w.kf.base+".state":
+			case name == w.kf.state:
 				relevant = true
 			case isHolderName(name, w.kf.base):
 				relevant = true
