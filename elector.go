@@ -28,7 +28,6 @@ type Elector struct {
 
 	mu     sync.Mutex
 	status Status
-	st     *leaderState // non-nil while a task runs
 }
 
 // New returns an elector for cfg, with defaults filled in
@@ -73,7 +72,7 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 		if err != nil {
 			return err
 		}
-		if taskErr, _ := e.lead(ctx, lease, start, task); taskErr != nil && ctx.Err() == nil {
+		if _, taskErr, _ := e.lead(ctx, lease, start, task); taskErr != nil && ctx.Err() == nil {
 			e.cfg.Logger.Warn("tenure: leader task failed", "key", e.cfg.Key, "id", e.cfg.Identity,
 				"term", lease.Term, "err", taskErr)
 		}
@@ -98,11 +97,26 @@ func (e *Elector) Do(ctx context.Context, task Task) error {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
-	lease, start, err := e.campaign(ctx)
-	if err != nil {
-		return err
+	for {
+		lease, start, err := e.campaign(ctx)
+		if err != nil {
+			return err
+		}
+		started, taskErr, cause := e.lead(ctx, lease, start, task)
+		if !started && ctx.Err() == nil {
+			// Lost during the grant's Wait, before the task ran: campaign
+			// again, as if never elected.
+			if !sleep(ctx, e.cfg.Clock, e.cfg.jittered(e.cfg.RetryInterval)) {
+				return ctx.Err()
+			}
+			continue
+		}
+		return e.doResult(taskErr, cause)
 	}
-	taskErr, cause := e.lead(ctx, lease, start, task)
+}
+
+// doResult is what Do returns once its task ran.
+func (e *Elector) doResult(taskErr, cause error) error {
 	if cause != nil {
 		return fmt.Errorf("tenure: leadership of %q ended before the task returned: %w", e.cfg.Key, cause)
 	}

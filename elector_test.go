@@ -287,14 +287,18 @@ func TestRenewLostCancelsAtOnceWithoutRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		renewsBefore := sp.renews.Load()
+		lostAt := time.Now()
 		<-b.ended
 		if !errors.Is(tm.cause, tenure.ErrLost) {
 			t.Fatalf("cause = %v, want ErrLost", tm.cause)
 		}
-		// Cancelled by the first renewal after the loss, the moment it
-		// returned.
-		if got := sp.renews.Load(); got != renewsBefore+1 {
-			t.Fatalf("%d renewals after the loss before cancellation, want 1", got-renewsBefore)
+		// Cancelled by the leader's watch of the key, at once: no renewal,
+		// no time passing on the bubble's clock.
+		if got := sp.renews.Load(); got != renewsBefore {
+			t.Fatalf("%d renewals after the loss before cancellation, want none (the watch pushes the loss)", got-renewsBefore)
+		}
+		if d := time.Since(lostAt); d != 0 {
+			t.Fatalf("cancelled %s after the loss, want at once", d)
 		}
 		synctest.Wait()
 		if n := sp.releases.Load(); n != 0 {

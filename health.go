@@ -95,10 +95,9 @@ func (e *Elector) HealthHandler() http.Handler {
 	})
 }
 
-func (e *Elector) beginTerm(l Lease, st *leaderState, at, deadline time.Time) {
+func (e *Elector) beginTerm(l Lease, at, deadline time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.st = st
 	s := &e.status
 	s.Leader, s.Term, s.LeaderSince = true, l.Term, at
 	s.LastRenew, s.Deadline = at, deadline
@@ -116,7 +115,6 @@ func (e *Elector) renewed(sent, now, deadline time.Time) {
 func (e *Elector) endTerm() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.st = nil
 	e.status.Leader = false
 	e.status.Lost++
 }

@@ -16,122 +16,191 @@ type renewResult struct {
 	err  error
 }
 
-// lead runs task under lease until the task returns or leadership ends, then
-// waits for the task, releases the lease if it may still be held, and
-// returns the task's error and the cause that ended leadership before the
-// task returned (nil if the task returned first).
+// term is the state of one grant while the elector holds it: the renew
+// deadline, the timers, and the task once it started.
+type term struct {
+	e        *Elector
+	lease    Lease
+	st       *leaderState
+	deadline time.Time // the leader context is cancelled at the latest then
+
+	deadlineTimer, renewTimer Timer
+	stallTimer                Timer // nil until the task starts, or without StallTimeout
+	renewing                  bool
+	renewDone                 chan renewResult
+
+	started      bool
+	taskReturned bool
+	done         chan error // receives the task's result; nil until it starts
+	result       error      // the task's result once it returned
+}
+
+// lead holds lease until the task returns or leadership ends, then waits
+// for the task, releases the lease if it may still be held, and returns
+// whether the task started, the task's error, and the cause that ended
+// leadership before the task returned (nil if the task returned first).
+//
+// The task starts lease.Wait after acquired (at once when Wait is zero);
+// the lease is renewed from the start. While it holds the lease, the
+// elector also watches the key where the store can watch, so a record that
+// shows the grant superseded or gone ends leadership at once instead of at
+// the next renewal.
 //
 // The invariant: the leader context is cancelled no later than
 // sent+RenewDeadline, where sent is when the last successful Acquire or
 // Renew was sent, measured on the elector's clock.
-func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, task Task) (taskErr, cause error) {
+func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, task Task) (started bool, taskErr, cause error) {
 	c := &e.cfg
 	clock := c.Clock
-	st := &leaderState{lease: lease, clock: clock, base: acquired}
-	leaderCtx, cancelLeader := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, st))
-	defer cancelLeader(errTaskReturned)
-
-	deadline := acquired.Add(c.RenewDeadline)
-	if !clock.Now().Before(deadline) {
+	t := &term{e: e, lease: lease, deadline: acquired.Add(c.RenewDeadline), renewDone: make(chan renewResult, 1)}
+	if !clock.Now().Before(t.deadline) {
 		// The grant took so long to arrive that its renew deadline has
 		// already passed: the store may regrant soon, so never start the task.
-		cause = fmt.Errorf("%w (the acquisition took longer than the renew deadline)", ErrRenewDeadline)
 		e.release(ctx, lease)
-		return nil, cause
+		return false, nil, fmt.Errorf("%w (the acquisition took longer than the renew deadline)", ErrRenewDeadline)
 	}
-	e.beginTerm(lease, st, acquired, deadline)
-	e.emit(Event{Kind: EventElected, Term: lease.Term})
+	t.st = &leaderState{lease: lease, clock: clock, base: acquired}
+	leaderCtx, cancelLeader := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, t.st))
+	defer cancelLeader(errTaskReturned)
 
-	done := make(chan error, 1)
-	go func() { done <- task(leaderCtx) }()
-
-	deadlineTimer := clock.NewTimer(deadline.Sub(clock.Now()))
-	defer deadlineTimer.Stop()
-	renewTimer := clock.NewTimer(c.jittered(c.RenewInterval) - clock.Now().Sub(acquired))
-	defer renewTimer.Stop()
-	var stallC <-chan time.Time
-	var stallTimer Timer
-	if c.StallTimeout > 0 {
-		stallTimer = clock.NewTimer(c.StallTimeout)
-		defer stallTimer.Stop()
-		stallC = stallTimer.C()
+	t.deadlineTimer = clock.NewTimer(t.deadline.Sub(clock.Now()))
+	defer t.deadlineTimer.Stop()
+	t.renewTimer = clock.NewTimer(c.jittered(c.RenewInterval) - clock.Now().Sub(acquired))
+	defer t.renewTimer.Stop()
+	startTimer := clock.NewTimer(max(acquired.Add(lease.Wait).Sub(clock.Now()), 0))
+	defer startTimer.Stop()
+	if lease.Wait > 0 {
+		c.Logger.Info("tenure: granted; waiting before leading, the previous holder may not have noticed its loss yet",
+			"key", c.Key, "id", c.Identity, "term", lease.Term, "wait", lease.Wait)
 	}
 
-	renewDone := make(chan renewResult, 1)
 	renewCtx, cancelRenews := context.WithCancel(ctx)
-	renewing := false
-	taskReturned := false
-loop:
-	for {
-		select {
-		case taskErr = <-done:
-			taskReturned = true
-			break loop
-		case <-ctx.Done():
-			cause = context.Cause(ctx)
-			break loop
-		case <-deadlineTimer.C():
-			cause = fmt.Errorf("%w (%s after the last successful renewal was sent)", ErrRenewDeadline, c.RenewDeadline)
-			break loop
-		case <-stallC:
-			idle := clock.Now().Sub(st.lastProgress())
-			if idle >= c.StallTimeout {
-				cause = fmt.Errorf("%w: no progress for %s", ErrStalled, idle)
-				break loop
-			}
-			stallTimer.Reset(c.StallTimeout - idle)
-		case <-renewTimer.C():
-			if renewing {
-				break
-			}
-			renewing = true
-			sent := clock.Now()
-			rctx, cancel := e.requestContext(renewCtx, deadline)
-			go func() {
-				defer cancel()
-				renewDone <- renewResult{sent, c.Store.Renew(rctx, lease)}
-			}()
-		case r := <-renewDone:
-			renewing = false
-			now := clock.Now()
-			switch {
-			case r.err == nil && now.Before(deadline):
-				deadline = r.sent.Add(c.RenewDeadline)
-				deadlineTimer.Reset(deadline.Sub(now))
-				renewTimer.Reset(c.jittered(c.RenewInterval) - now.Sub(r.sent))
-				e.renewed(r.sent, now, deadline)
-			case r.err == nil:
-				cause = fmt.Errorf("%w (the renewal succeeded too late)", ErrRenewDeadline)
-				break loop
-			case errors.Is(r.err, ErrLost):
-				cause = r.err
-				break loop
-			default:
-				e.setError(r.err)
-				e.emit(Event{Kind: EventRenewFailed, Term: lease.Term, Err: r.err})
-				renewTimer.Reset(c.jittered(c.RetryInterval))
-			}
-		}
-	}
+	lost := make(chan error, 1)
+	watchDone := make(chan struct{})
+	go e.watchLoss(renewCtx, lease, lost, watchDone)
+
+	cause = t.loop(ctx, leaderCtx, startTimer, lost, task)
 	// Leadership is over or in doubt: stop the task first, then everything else.
 	if cause != nil {
 		cancelLeader(cause)
 	} else {
 		cancelLeader(errTaskReturned)
 	}
-	e.endTerm()
-	cancelRenews()
-	if renewing {
-		<-renewDone
+	if t.started {
+		e.endTerm()
 	}
-	if !taskReturned {
-		taskErr = e.awaitTask(lease, done)
+	cancelRenews()
+	<-watchDone
+	if t.renewing {
+		<-t.renewDone
+	}
+	if t.stallTimer != nil {
+		t.stallTimer.Stop()
+	}
+	if t.started && !t.taskReturned {
+		t.result = e.awaitTask(lease, t.done)
 	}
 	if !errors.Is(cause, ErrLost) {
 		e.release(ctx, lease)
 	}
-	e.emit(Event{Kind: EventLost, Term: lease.Term, Err: cause})
-	return taskErr, cause
+	if t.started {
+		e.emit(Event{Kind: EventLost, Term: lease.Term, Err: cause})
+	}
+	return t.started, t.result, cause
+}
+
+// loop runs the term until the task returns (nil) or leadership ends (the
+// cause). It starts the task when startTimer fires.
+func (t *term) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-chan error, task Task) error {
+	c := &t.e.cfg
+	var stallC <-chan time.Time
+	for {
+		select {
+		case <-startTimer.C():
+			t.start(leaderCtx, task)
+			if t.stallTimer != nil {
+				stallC = t.stallTimer.C()
+			}
+		case err := <-t.done:
+			t.result, t.taskReturned = err, true
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.deadlineTimer.C():
+			return fmt.Errorf("%w (%s after the last successful renewal was sent)", ErrRenewDeadline, c.RenewDeadline)
+		case err := <-lost:
+			return err
+		case <-stallC:
+			idle := c.Clock.Now().Sub(t.st.lastProgress())
+			if idle >= c.StallTimeout {
+				return fmt.Errorf("%w: no progress for %s", ErrStalled, idle)
+			}
+			t.stallTimer.Reset(c.StallTimeout - idle)
+		case <-t.renewTimer.C():
+			t.renew(ctx)
+		case r := <-t.renewDone:
+			t.renewing = false
+			if err := t.renewed(r); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// start runs the task with the leader context and begins the term's status.
+func (t *term) start(leaderCtx context.Context, task Task) {
+	e, c := t.e, &t.e.cfg
+	now := c.Clock.Now()
+	t.st.base = now
+	t.started = true
+	e.beginTerm(t.lease, now, t.deadline)
+	e.emit(Event{Kind: EventElected, Term: t.lease.Term})
+	if c.StallTimeout > 0 {
+		t.stallTimer = c.Clock.NewTimer(c.StallTimeout)
+	}
+	t.done = make(chan error, 1)
+	go func() { t.done <- task(leaderCtx) }()
+}
+
+// renew sends one renewal in the background unless one is under way; it is
+// bounded by the renew deadline.
+func (t *term) renew(ctx context.Context) {
+	if t.renewing {
+		return
+	}
+	t.renewing = true
+	e := t.e
+	sent := e.cfg.Clock.Now()
+	rctx, cancel := e.requestContext(ctx, t.deadline)
+	go func() {
+		defer cancel()
+		t.renewDone <- renewResult{sent, e.cfg.Store.Renew(rctx, t.lease)}
+	}()
+}
+
+// renewed handles a renewal's result: it moves the deadline on success and
+// returns the cause that ends leadership, if any.
+func (t *term) renewed(r renewResult) error {
+	e, c := t.e, &t.e.cfg
+	now := c.Clock.Now()
+	switch {
+	case r.err == nil && now.Before(t.deadline):
+		t.deadline = r.sent.Add(c.RenewDeadline)
+		t.deadlineTimer.Reset(t.deadline.Sub(now))
+		t.renewTimer.Reset(c.jittered(c.RenewInterval) - now.Sub(r.sent))
+		if t.started {
+			e.renewed(r.sent, now, t.deadline)
+		}
+	case r.err == nil:
+		return fmt.Errorf("%w (the renewal succeeded too late)", ErrRenewDeadline)
+	case errors.Is(r.err, ErrLost):
+		return r.err
+	default:
+		e.setError(r.err)
+		e.emit(Event{Kind: EventRenewFailed, Term: t.lease.Term, Err: r.err})
+		t.renewTimer.Reset(c.jittered(c.RetryInterval))
+	}
+	return nil
 }
 
 // awaitTask waits for a cancelled task to return, reporting an overrun after

@@ -35,6 +35,17 @@ type Lease struct {
 	// Token is store-private data identifying this grant (an etcd lease ID, a
 	// blob lease ID, a ZooKeeper node path...). Callers must not interpret it.
 	Token string
+	// Wait is how long the new holder must hold the grant, counted from
+	// when it sent Acquire, before it starts acting as leader. A store sets
+	// it when the previous grant of the key ended without its holder's
+	// release or expiry (deleted or revoked from outside, overwritten, a
+	// peer coordinator that has not confirmed stepping down): that holder
+	// may not have noticed yet, and may go on acting until its own renew
+	// deadline, at most the previous grant's TTL after its last renewal.
+	// The [Elector] keeps renewing during Wait and starts the task only
+	// after it; a loss during Wait means the task never starts. Zero for a
+	// key that was free, released or expired.
+	Wait time.Duration
 }
 
 // Record is what a store knows about a key.

@@ -222,6 +222,13 @@ func (s hookedWatchStore) Watch(ctx context.Context, key string) (<-chan tenure.
 	return s.w.Watch(ctx, key)
 }
 
+// WatchPolls forwards [tenure.PollingWatcher], so a leader on a store whose
+// watch polls does not keep one open.
+func (s hookedWatchStore) WatchPolls() bool {
+	p, ok := s.w.(tenure.PollingWatcher)
+	return ok && p.WatchPolls()
+}
+
 // hookRenewals wraps s so that onRenew sees every successful renewal.
 func hookRenewals(s tenure.Store, onRenew func(sent time.Time)) tenure.Store {
 	h := &hookedStore{Store: s, onRenew: onRenew}

@@ -22,8 +22,8 @@ const pollTimeout = 5 * time.Second
 // Cost: one GetProperties request per poll interval per watch, for as long
 // as the watch runs: 5 requests a second at the default (about 432,000 a
 // day, billed as read operations). The elector watches only while it
-// campaigns, not while it leads; an [tenure.Observer] or `tenure watch`
-// watches all the time.
+// campaigns, not while it leads (the store is a [tenure.PollingWatcher]);
+// an [tenure.Observer] or `tenure watch` watches all the time.
 //
 // The channel is closed when ctx is done, the store is closed, or a read
 // fails or takes more than 5 s (the caller re-reads and watches again).
@@ -78,3 +78,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	}()
 	return out, nil
 }
+
+// WatchPolls implements [tenure.PollingWatcher]: Watch polls, so a leader
+// relies on its renewals instead of keeping a watch open.
+func (s *Store) WatchPolls() bool { return true }
+
+var _ tenure.PollingWatcher = (*Store)(nil)

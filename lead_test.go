@@ -1,0 +1,150 @@
+package tenure_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// noWatch hides a store's Watch, as a store without the ability would.
+type noWatch struct{ tenure.Store }
+
+func TestRenewLostCancelsWithoutAWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		sp := &spy{Store: mem}
+		e := newElector(t, config(noWatch{sp}, "a"))
+		b := newBook()
+		r := start(e, b.task("a", nil))
+		tm := <-b.began
+		time.Sleep(2*ttl + 50*time.Millisecond)
+		if err := mem.Release(context.Background(), tm.lease); err != nil {
+			t.Fatal(err)
+		}
+		renewsBefore := sp.renews.Load()
+		<-b.ended
+		if !errors.Is(tm.cause, tenure.ErrLost) {
+			t.Fatalf("cause = %v, want ErrLost", tm.cause)
+		}
+		// Without a watch, the first renewal after the loss finds it.
+		if got := sp.renews.Load(); got != renewsBefore+1 {
+			t.Fatalf("%d renewals after the loss before cancellation, want 1", got-renewsBefore)
+		}
+		synctest.Wait()
+		if n := sp.releases.Load(); n != 0 {
+			t.Fatalf("%d Release calls after ErrLost, want none", n)
+		}
+		r.stop()
+	})
+}
+
+// waiting is a store whose grants carry a Wait, as after a grant deleted
+// from outside.
+type waiting struct {
+	*spy
+	wait time.Duration
+	last *atomic.Pointer[tenure.Lease] // the last grant
+}
+
+func (s waiting) Acquire(ctx context.Context, key, id string, ttl time.Duration) (tenure.Lease, error) {
+	l, err := s.spy.Acquire(ctx, key, id, ttl)
+	l.Wait = s.wait
+	if err == nil {
+		s.last.Store(&l)
+	}
+	return l, err
+}
+
+func TestLeaseWaitDelaysTheTaskAndKeepsRenewing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		sp := &spy{Store: mem}
+		const wait = 2500 * time.Millisecond // longer than the renew deadline
+		e := newElector(t, config(waiting{sp, wait, new(atomic.Pointer[tenure.Lease])}, "a"))
+		b := newBook()
+		begun := time.Now()
+		r := start(e, b.task("a", nil))
+		synctest.Wait()
+		if rec, _ := mem.Get(context.Background(), "job"); rec.Holder != "a" {
+			t.Fatalf("holder = %q, want a (granted at once)", rec.Holder)
+		}
+		if st := e.Status(); st.Leader {
+			t.Fatal("Status().Leader during the grant's Wait")
+		}
+		tm := <-b.began
+		if d := tm.start.Sub(begun); d != wait {
+			t.Fatalf("task started %s after Acquire, want the Wait, %s", d, wait)
+		}
+		if n := sp.renews.Load(); n < 3 {
+			t.Fatalf("%d renewals during the Wait, want the grant kept alive (≥ 3)", n)
+		}
+		if st := e.Status(); !st.Leader || st.Term != tm.lease.Term {
+			t.Fatalf("Status() = %+v after the Wait, want leader of term %d", st, tm.lease.Term)
+		}
+		r.stop()
+	})
+}
+
+func TestLeaseWaitLostBeforeStartNeverRunsTheTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		sp := &spy{Store: mem}
+		w := waiting{sp, 10 * ttl, new(atomic.Pointer[tenure.Lease])}
+		e := newElector(t, config(w, "a"))
+		var ran atomic.Bool
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Do(ctx, func(context.Context) error { ran.Store(true); return nil }) }()
+		synctest.Wait()
+		if rec, _ := mem.Get(context.Background(), "job"); rec.Holder != "a" {
+			t.Fatalf("holder = %q, want a", rec.Holder)
+		}
+		// The grant ends behind the elector's back during the Wait.
+		if err := mem.Release(context.Background(), *w.last.Load()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(ttl) // past Do's jittered retry interval
+		if ran.Load() {
+			t.Fatal("the task ran although the grant was lost during its Wait")
+		}
+		if acq := sp.acquires.Load(); acq < 2 {
+			t.Fatalf("%d acquisitions, want Do to campaign again after losing the grant during its Wait", acq)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Do = %v, want context.Canceled", err)
+		}
+		if ran.Load() {
+			t.Fatal("the task ran although no grant outlived its Wait")
+		}
+	})
+}
+
+func TestSuperseded(t *testing.T) {
+	l := tenure.Lease{Key: "k", Identity: "a", Term: 5}
+	for _, c := range []struct {
+		r    tenure.Record
+		lost bool
+	}{
+		{tenure.Record{Holder: "a", Term: 5}, false},
+		{tenure.Record{Holder: "b", Term: 4}, false}, // older news
+		{tenure.Record{Holder: "", Term: 4}, false},
+		{tenure.Record{Holder: "a", Term: 4}, false},
+		{tenure.Record{Holder: "b", Term: 6}, true},
+		{tenure.Record{Holder: "a", Term: 6}, true}, // a later grant to the same identity is another grant
+		{tenure.Record{Holder: "", Term: 6}, true},
+		{tenure.Record{Holder: "", Term: 5}, true},  // released, deleted or expired
+		{tenure.Record{Holder: "b", Term: 5}, true}, // overwritten
+	} {
+		why := tenure.Superseded(l, c.r)
+		if (why != "") != c.lost {
+			t.Errorf("Superseded(term 5 of a, %+v) = %q, want lost=%v", c.r, why, c.lost)
+		}
+	}
+}
