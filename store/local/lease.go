@@ -118,6 +118,15 @@ func record(key string, st state, live bool, now int64) tenure.Record {
 // Release, or until the liveness file is closed by every process holding
 // it (Close, or the death of the process and of any child it was passed to
 // with [Store.LeaseFiles]).
+//
+// The term is one above the highest of the key's record, its .terms record
+// and every term this process has seen for the key, so deleting the key's
+// files does not restart its terms. Lease.Wait is set when the previous
+// grant ended without its holder's release or expiry while that holder may
+// still be running: its liveness file was removed while the record was
+// unexpired (Wait runs to the record's expiry), or the record itself was
+// removed or replaced while .terms shows the grant unreleased (Wait is that
+// grant's TTL, since its holder may have renewed just before).
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
@@ -182,8 +191,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			_ = s.d.remove(holderName(kf, term))
 			return err
 		}
-		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token}
-		_ = wait // TODO(Lease.Wait): lease.Wait = wait once main has it.
+		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait}
 		return nil
 	})
 	if err != nil {
@@ -353,6 +361,14 @@ func (s *Store) get(key string) (tenure.Record, error) {
 	live, err := s.live(kf, st, now)
 	if err != nil {
 		return tenure.Record{}, err
+	}
+	if f := s.grantFile(tenure.Lease{Key: key, Identity: st.Holder, Term: st.Term, Token: st.Token}); live && f != nil {
+		// This handle made the grant: it is live only while its own
+		// liveness file is the one in the directory, so the leader's
+		// watch sees a file replaced from outside as the end of it.
+		if live, err = s.d.sameFile(holderName(kf, st.Term), f); err != nil {
+			return tenure.Record{}, err
+		}
 	}
 	return record(key, st, live, now), nil
 }
