@@ -136,7 +136,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	}
 	received := boottime()
 	var lease tenure.Lease
-	var oldHolder string
+	var oldHolders []string
 	err := s.mutate(ctx, key, func(kf keyFiles, st state, ok bool) error {
 		hw, hok, err := s.readTerm(kf, key)
 		if err != nil {
@@ -151,7 +151,10 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			if live {
 				return &tenure.HeldError{Record: record(key, st, true, now)}
 			}
-			oldHolder = holderName(kf, st.Term)
+			oldHolders = append(oldHolders, holderName(kf, st.Term))
+		}
+		if hok && (!ok || hw.Term != st.Term) {
+			oldHolders = append(oldHolders, holderName(kf, hw.Term))
 		}
 		wait, err := s.unreleasedWait(kf, st, ok, hw, hok, received, now)
 		if err != nil {
@@ -197,11 +200,11 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err != nil {
 		return tenure.Lease{}, err
 	}
-	if oldHolder != "" {
-		// The previous grant is over; its file is garbage (a stalled holder
-		// may still have it open, which is harmless once unlinked).
-		// Best effort: a leftover file is never mistaken for a live grant.
-		_ = s.d.remove(oldHolder)
+	// The previous grants are over; their files are garbage (a stalled
+	// holder may still have one open, which is harmless once unlinked).
+	// Best effort: a leftover file is never mistaken for a live grant.
+	for _, name := range oldHolders {
+		_ = s.d.remove(name)
 	}
 	return lease, nil
 }

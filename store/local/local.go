@@ -33,7 +33,7 @@ type Store struct {
 }
 
 // grant is a lease acquired through this handle: its liveness file, whose
-// flock stands for the holder being alive.
+// OFD write lock stands for the holder being alive.
 type grant struct {
 	key  string
 	term uint64
@@ -127,10 +127,10 @@ func (s *Store) checkOpen() error {
 }
 
 // LeaseFiles implements [tenure.LeaseFiler]: it returns the liveness file of
-// l, whose flock the kernel holds for as long as any process has the file
-// open. A child process that inherits it (for example through
-// [os/exec.Cmd.ExtraFiles]) shares the lock, because flock belongs to the
-// open file description: l then stays live, within its TTL, until both this
+// l, whose OFD write lock the kernel holds for as long as any process has
+// the file open. A child process that inherits it (for example through
+// [os/exec.Cmd.ExtraFiles]) shares the lock, because an OFD lock belongs to
+// the open file description: l then stays live, within its TTL, until both this
 // process and the child have exited or closed it. The files stay owned by
 // the store: do not close them; they are closed by Release or Close.
 func (s *Store) LeaseFiles(l tenure.Lease) ([]*os.File, error) {

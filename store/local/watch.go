@@ -24,7 +24,7 @@ import (
 const watchMask = unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_CREATE |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
-// The kernel posts a file's close event before it drops the file's flock,
+// The kernel posts a file's close event before it drops the file's lock,
 // so a watcher woken by a holder's death may still see the holder's lock
 // for a moment. It then probes again after a delay growing from probeMin to
 // probeMax, for at most probeFor.
@@ -180,7 +180,7 @@ func (w *watch) run(ctx context.Context) {
 		if r.Held() {
 			d := r.Remaining + time.Millisecond // past the expiry, not at it
 			if r.Term == w.closing.Load() {
-				// The holder's file was closed; its flock goes a moment later.
+				// The holder's file was closed; its lock goes a moment later.
 				if probe == 0 {
 					probe, probeUntil = probeMin, time.Now().Add(probeFor)
 				}
