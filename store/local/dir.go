@@ -82,6 +82,11 @@ func openDir(path string, group bool) (*dirHandle, error) {
 			if err != nil {
 				return nil, fail("read link %s: %v", name, err)
 			}
+			// The link read must be the one whose owner was checked.
+			var again unix.Stat_t
+			if err := unix.Fstatat(cur, name, &again, unix.AT_SYMLINK_NOFOLLOW); err != nil || again.Ino != st.Ino || again.Dev != st.Dev {
+				return nil, fail("the link %s changed while it was read; try again", name)
+			}
 			if strings.HasPrefix(target, "/") {
 				unix.Close(cur)
 				cur, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

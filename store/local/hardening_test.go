@@ -423,3 +423,37 @@ func TestRecordNotARegularFile(t *testing.T) {
 		t.Fatalf("Get after restoring the record: %v", err)
 	}
 }
+
+// ?shared=group is the URL form of GroupShared; other values and other
+// parameters are refused, never showing a secret.
+func TestURLSharedGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "shared")
+	st, err := tenure.Open(ctx, "file://"+dir+"?shared=group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode() & (fs.ModePerm | fs.ModeSetgid); m != 0o770|fs.ModeSetgid {
+		t.Errorf("?shared=group created %s with mode %s, want a setgid 0770 directory", dir, m)
+	}
+	// The same directory without the parameter is refused: it is open to
+	// its group.
+	_, err = tenure.Open(ctx, "file://"+dir)
+	wantOneLine(t, "Open of a group directory without ?shared=group", err, local.ErrUnsafe, dir, "shared=group")
+	for _, url := range []string{
+		"file://" + dir + "?shared=world",
+		"file://" + dir + "?shared=group&shared=group",
+		"file://" + dir + "?token=hunter2",
+	} {
+		_, err := tenure.Open(ctx, url)
+		if !errors.Is(err, tenure.ErrInvalid) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q): %v, want ErrInvalid not showing the value", url, err)
+		}
+	}
+}
