@@ -288,3 +288,36 @@ func waitStarted(t *testing.T, ch <-chan string, within time.Duration) string {
 		return ""
 	}
 }
+
+// A record overwritten from outside with an older copy (a backup restored,
+// another tool writing the same name) ends the grant for its holder, and
+// the next grant neither repeats a term (the old store handed out the
+// holder's own term again) nor starts before the old holder can have
+// noticed.
+func TestRecordOverwrittenFromOutside(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const key, ttl = "restored", time.Minute
+	s := open(t, dir)
+	grantAndRelease(t, s, key)
+	backup, err := os.ReadFile(keyFile(dir, key, ".state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, term := acquiringChild(t, dir, key, ttl)
+	if err := os.WriteFile(keyFile(dir, key, ".state"), backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	local.ForgetSeen(dir) // as another process would: only the files speak
+	l, err := open(t, dir).Acquire(context.Background(), key, "beta", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Term <= term || l.Wait < ttl {
+		t.Fatalf("Acquire after the record was overwritten = term %d wait %s; want a term above %d and a wait of at least %s", l.Term, l.Wait, term, ttl)
+	}
+	c.send("renew")
+	if got := c.line(); got != "lost" {
+		t.Fatalf("the old holder's Renew: %q, want lost", got)
+	}
+}
