@@ -1,7 +1,8 @@
 // Package local is the embedded default [tenure.Store]: it coordinates
 // processes on one Linux host through files in a state directory, with no
 // server to run. It registers the URL scheme "file": file:///var/lib/tenure
-// opens that directory, and file:// alone opens [DefaultDir].
+// opens that directory, file:// alone opens [DefaultDir], and the query
+// ?shared=group opens it with [GroupShared].
 //
 // # Files
 //
@@ -9,15 +10,56 @@
 // key escaped, or a SHA-256 prefix of a long key):
 //
 //   - NAME.state, the record: holder, term, TTL, expiry, token. It is
-//     replaced by writing NAME.state.tmp and renaming it, so readers never
-//     see a partial record, and carries a checksum.
-//   - NAME.lock, the mutation lock: an exclusive flock(2) taken only while
-//     a call reads, checks and rewrites the record.
+//     replaced by writing a new NAME.state.tmp.RANDOM (O_EXCL) and renaming
+//     it, so readers never see a partial record, and carries a checksum.
+//   - NAME.lock, the mutation lock: an OFD write lock (fcntl
+//     F_OFD_SETLK) taken only while a call reads, checks and rewrites the
+//     record.
 //   - NAME.holder.TERM, the liveness file of the grant of TERM: the
-//     acquiring process creates it and holds an exclusive flock on it for
-//     as long as the grant lives. The kernel drops that lock when the
-//     process dies, so a crashed holder's grant ends at once, and closing
-//     the file wakes every watcher through inotify.
+//     acquiring process creates it and holds an OFD write lock on it for as
+//     long as the grant lives. The kernel drops that lock when the last
+//     descriptor of it closes, so a crashed holder's grant ends at once,
+//     and closing the file wakes every watcher through inotify.
+//   - .terms/NAME.term, the record as of the key's last Acquire or
+//     Release, fsynced before Acquire returns: the key's term high-water
+//     mark, which deleting the key's own files does not reset.
+//
+// # Security
+//
+// The store protects its holders from other users of the host, and from
+// users who can only read the directory; it cannot protect them from users
+// who can write it (they can take and break every lease in it).
+//
+//   - Open resolves the directory one component at a time and follows a
+//     symbolic link only if root or the user owns it. The directory must be
+//     owned by the user and not writable by group or others; otherwise Open
+//     fails with [ErrUnsafe], naming the directory and the chmod that fixes
+//     it. Every later operation is relative to the opened directory (openat,
+//     renameat, unlinkat) with O_NOFOLLOW, so nothing in or above the
+//     directory is ever followed, and only regular files owned by the user
+//     are used: a link, FIFO, device or socket in place of a file is an
+//     error wrapping [ErrUnsafe] that names it, never opened for I/O.
+//   - Files are created 0600; an existing file of the user with another
+//     mode (an older tenure made them 0666 less the umask) is set to 0600
+//     when opened.
+//   - Locks are OFD write locks, which need a descriptor open for writing:
+//     a process that can only read a file gets EBADF. flock(2) locks are
+//     independent of them and change nothing. (A read lock is possible on a
+//     read-only descriptor and would block the mutation lock, which is why
+//     files are closed to everyone but the user, or the group.)
+//   - Reads are of regular files only, opened O_NONBLOCK, and bounded:
+//     a record larger than the largest valid one (16 KiB and 18 bytes) is
+//     an error wrapping [ErrCorrupt], not read to the end.
+//   - Sharing a directory with a group is explicit: [GroupShared], or
+//     file:///DIR?shared=group. The directory must then be setgid, belong to
+//     a group of the process and not be writable by others; Open creates a
+//     missing one 02770. Files are created 0660 and may belong to any
+//     member; every member can take and break every lease.
+//   - [DefaultDir] is $XDG_STATE_HOME/tenure, else
+//     $HOME/.local/state/tenure, else $XDG_RUNTIME_DIR/tenure, else
+//     /run/user/UID/tenure if that exists; it never falls back to a shared
+//     directory such as /tmp, where another user could create it first, and
+//     fails instead, saying to pass --store file:///DIR.
 //
 // # Guarantees
 //
@@ -26,11 +68,25 @@
 //     has not passed, it was made during the current boot, and its liveness
 //     file is locked.
 //   - Terms strictly increase per key, across process restarts and
-//     reboots: the record of every Acquire is fsynced (file and directory)
-//     before Acquire returns. A record that cannot be decoded (truncated,
-//     damaged, unknown version) is reported as an error wrapping
-//     [ErrCorrupt] that names the file; it is never mistaken for a key that
-//     was never granted, which would restart terms at 1.
+//     reboots: an Acquire's .terms record and record are fsynced (files
+//     and directories) before Acquire returns. A new term is one above the
+//     highest of the key's record, its .terms record and every term this
+//     process has seen for the key, so deleting the key's files, or even
+//     .terms, from outside does not restart terms in a process that saw
+//     them. A record that cannot be decoded (truncated, damaged, unknown
+//     version, too large) is reported as an error wrapping [ErrCorrupt]
+//     that names the file and leaves it as it is; it is never mistaken for
+//     a key that was never granted, which would restart terms at 1.
+//   - A grant deleted or replaced from outside ends for its holder at once:
+//     Renew fails with [tenure.ErrLost] when the record is gone or names
+//     another grant, or when the liveness file in the directory is not the
+//     one the holder created (compared by device and inode); the holder's
+//     watch shows the key free at the grant's term. When such a grant had
+//     not been released, the next Acquire sets [tenure.Lease.Wait], so the
+//     next holder starts its task only after the old holder's renew
+//     deadline: until the record's expiry if only the liveness file went,
+//     or one TTL of the old grant if the record went too (its holder may
+//     have renewed just before).
 //   - Expiry is judged on CLOCK_BOOTTIME, which all processes of the host
 //     share and which wall-clock changes do not move. A holder that is
 //     alive but stalled (stopped, swapping) keeps its lock yet loses its
@@ -39,17 +95,26 @@
 //   - A holder that exits or is killed frees the key at once, well before
 //     its TTL: watchers are woken by the close of its liveness file. With
 //     [Store.LeaseFiles] passed to a child process, the grant stays live
-//     (within its TTL) until both processes have exited.
+//     (within its TTL) until both processes have exited: OFD locks, like
+//     flock, belong to the open file description the child inherits.
 //   - Every call is bounded by its context: the only waiting is for the
-//     mutation lock, which is polled.
+//     mutation lock, which is polled, and reads never block on a FIFO or
+//     device. If the lock file is removed or replaced while a call waits
+//     for it, the call locks the file now in place, so two calls never both
+//     hold the mutation lock of one key.
 //
 // # Non-guarantees
 //
 //   - Only processes of one host, on one local file system, are
 //     coordinated. Network file systems (NFS, SMB) are not supported: their
-//     flock and inotify semantics differ.
-//   - The files must be left alone: deleting a liveness file ends its grant,
-//     and deleting a record restarts the key's terms.
+//     locking and inotify semantics differ.
+//   - What must never be deleted: .terms (the term high-water marks of
+//     every key; without it, and with the key's record also gone, a new
+//     process restarts the key's terms at 1), and the state directory
+//     itself for the same reason. Deleting a key's NAME.* files ends its
+//     grant (see above) but does not restart its terms.
+//   - A user who can write the directory (its owner, root, or any member of
+//     a shared group) can take and break every lease in it.
 //   - Renew and Release are not fsynced: after a power loss a released key
 //     may still name its last holder, but that grant belongs to an earlier
 //     boot and is dead.
@@ -59,9 +124,8 @@
 //   - Watch timers run on the Go runtime's monotonic clock, which does not
 //     count system suspend: after a resume an expiry may be delivered late,
 //     though Get and Acquire judge it correctly.
-//   - The mode of new files is 0666 less the umask and the directory is
-//     created 0700: whoever can write the directory can take and break
-//     every lease in it.
+//   - NAME.state.tmp.* files left by a crash in the middle of a write are
+//     never read and may be removed.
 //
 // Only Linux is supported; elsewhere [Open] returns an error.
 package local

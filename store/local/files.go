@@ -4,11 +4,12 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,15 +21,18 @@ import (
 
 // maxEscaped is the longest escaped key used as a file name as is; longer
 // ones are replaced by a hash, keeping every name well under NAME_MAX (255)
-// once the suffixes (".holder.<20 digits>", ".state.tmp") are added.
+// once the suffixes (".holder.<20 digits>", ".state.tmp.<16 hex>") are
+// added.
 const maxEscaped = 160
 
-// keyFiles names the files of one key in the state directory.
+// keyFiles names the files of one key. All names are relative to the state
+// directory (or, for term, to its .terms directory): every file is opened
+// relative to a directory descriptor, never by path.
 type keyFiles struct {
 	base  string // file name prefix shared by the key's files
-	state string // path of the record
-	tmp   string // path of the record being written (only under the lock)
-	lock  string // path of the mutation lock
+	state string // the record
+	lock  string // the mutation lock
+	term  string // the term high-water record, in .terms
 }
 
 // baseName returns the file name prefix of key: "k-" and the key with every
@@ -55,13 +59,12 @@ func baseName(key string) string {
 
 func (s *Store) files(key string) keyFiles {
 	base := baseName(key)
-	p := filepath.Join(s.dir, base)
-	return keyFiles{base: base, state: p + ".state", tmp: p + ".state.tmp", lock: p + ".lock"}
+	return keyFiles{base: base, state: base + ".state", lock: base + ".lock", term: base + ".term"}
 }
 
-// holder returns the path of the liveness file of term.
-func (s *Store) holder(kf keyFiles, term uint64) string {
-	return filepath.Join(s.dir, kf.base+".holder."+strconv.FormatUint(term, 10))
+// holder returns the name of the liveness file of term.
+func holderName(kf keyFiles, term uint64) string {
+	return kf.base + ".holder." + strconv.FormatUint(term, 10)
 }
 
 // isHolderName reports whether name is the liveness file of some term of
@@ -79,41 +82,183 @@ func isHolderName(name, base string) bool {
 	return true
 }
 
-// flock applies flock(2) to f, retrying on EINTR.
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = unix.Flock(int(fd), how)
-			if ferr != unix.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
+// dirHandle is an open directory in which files are opened by name only,
+// so that renaming or replacing the directory's path (or any of its
+// parents) after Open changes nothing.
+type dirHandle struct {
+	f     *os.File // opened O_RDONLY|O_DIRECTORY, never through a symlink
+	path  string   // for messages
+	group bool     // shared with its group: files 0660, owner any member
+	gid   uint32   // the directory's group
 }
 
-// Mutation lock polling: flock has no timeout, so a busy lock is retried
-// with sleeps growing from lockPollMin to lockPollMax until ctx is done.
+func (d *dirHandle) fd() int { return int(d.f.Fd()) }
+
+// pathOf returns the path of name in d, for messages.
+func (d *dirHandle) pathOf(name string) string { return filepath.Join(d.path, name) }
+
+// fileMode is the mode of the files tenure creates in d.
+func (d *dirHandle) fileMode() uint32 {
+	if d.group {
+		return 0o660
+	}
+	return 0o600
+}
+
+// open opens name in d with flags (O_RDONLY, O_RDWR, and O_CREAT or O_EXCL
+// as needed; O_NOFOLLOW, O_NONBLOCK and O_CLOEXEC are always added). It
+// never follows a symbolic link and never blocks on a FIFO or device, and
+// it returns an error wrapping [ErrUnsafe] for anything but a regular file
+// of the right owner and mode (see checkFile). A file that does not exist
+// gives an error matching fs.ErrNotExist.
+func (d *dirHandle) open(name string, flags int) (*os.File, error) {
+	fd, err := unix.Openat(d.fd(), name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, d.fileMode())
+	for err == unix.EINTR {
+		fd, err = unix.Openat(d.fd(), name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, d.fileMode())
+	}
+	if err == unix.ELOOP {
+		return nil, fmt.Errorf("%w: %s is a symbolic link; tenure never follows links in its state directory: remove it", ErrUnsafe, d.pathOf(name))
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.pathOf(name), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), d.pathOf(name))
+	if err := d.checkFile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkFile checks an open file of d: it must be a regular file; in a
+// private directory owned by this user, in a group-shared one owned by the
+// directory's group; and accessible by nobody else. A file of this user
+// whose mode is wrong (created under another umask, or by an older tenure
+// with mode 0666 less the umask) is set to d's file mode; one of another
+// user that is too open is an error.
+func (d *dirHandle) checkFile(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("local: stat %s: %w", f.Name(), err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%w: %s is %s, not a regular file; tenure creates only regular files there: remove it", ErrUnsafe, f.Name(), kindOf(st.Mode))
+	}
+	euid := uint32(os.Geteuid())
+	switch {
+	case !d.group && st.Uid != euid:
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d): remove it", ErrUnsafe, f.Name(), st.Uid, euid)
+	case d.group && st.Gid != d.gid:
+		return fmt.Errorf("%w: %s belongs to group %d, not to the shared directory's group %d: run chgrp %d %s", ErrUnsafe, f.Name(), st.Gid, d.gid, d.gid, f.Name())
+	}
+	want := d.fileMode()
+	if perm := st.Mode & 0o7777; perm != want {
+		if st.Uid != euid {
+			if perm&^want != 0 {
+				return fmt.Errorf("%w: %s has mode %04o, more open than %04o: run chmod %o %s", ErrUnsafe, f.Name(), perm, want, want, f.Name())
+			}
+			return nil
+		}
+		if err := unix.Fchmod(int(f.Fd()), want); err != nil {
+			return fmt.Errorf("local: chmod %o %s: %w", want, f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// kindOf names the file type in mode, for messages.
+func kindOf(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	}
+	return "not a regular file"
+}
+
+// sameFile reports whether name in d is, right now, the file f has open.
+func (d *dirHandle) sameFile(name string, f *os.File) (bool, error) {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &a); err != nil {
+		return false, fmt.Errorf("local: stat %s: %w", f.Name(), err)
+	}
+	err := unix.Fstatat(d.fd(), name, &b, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.ENOENT {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("local: stat %s: %w", d.pathOf(name), err)
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+}
+
+// remove unlinks name in d; a missing file is not an error.
+func (d *dirHandle) remove(name string) error {
+	if err := unix.Unlinkat(d.fd(), name, 0); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("local: remove %s: %w", d.pathOf(name), err)
+	}
+	return nil
+}
+
+// ofdLock applies an open-file-description lock on the whole of f with
+// F_OFD_SETLK (typ F_WRLCK or F_UNLCK), retrying on EINTR. Unlike flock,
+// a write lock needs a descriptor open for writing (EBADF otherwise), and
+// the lock belongs to the open file description, so a child process that
+// inherits the descriptor shares it. A lock held by another description
+// gives EAGAIN (or EACCES).
+func ofdLock(f *os.File, typ int16) error {
+	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart}
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// ofdWriteLocked reports whether some open file description other than
+// f's holds a write lock on f. Only a write lock counts, so a reader's read
+// lock can neither fake nor hide a holder.
+func ofdWriteLocked(f *os.File) (bool, error) {
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart}
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		return lk.Type != unix.F_UNLCK, nil
+	}
+}
+
+// busy reports whether err says a lock is held by someone else.
+func busy(err error) bool { return err == unix.EAGAIN || err == unix.EACCES }
+
+// Mutation lock polling: F_OFD_SETLKW cannot be bounded by a context, so a
+// busy lock is retried with sleeps growing from lockPollMin to lockPollMax
+// until ctx is done.
 const (
 	lockPollMin = 100 * time.Microsecond
 	lockPollMax = 5 * time.Millisecond
 )
 
-// lockKey takes the mutation lock of a key: an exclusive flock on its lock
+// lockKey takes the mutation lock of a key: an OFD write lock on its lock
 // file, held by the returned file until it is closed. It polls until ctx is
-// done.
-func lockKey(ctx context.Context, path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("local: open lock file: %w", err)
-	}
+// done. If the lock file is removed or replaced while it waits or right
+// after it locked it, it starts over on the new file, so two callers never
+// both believe they hold the lock of one key.
+func (s *Store) lockKey(ctx context.Context, name string) (*os.File, error) {
 	wait := lockPollMin
 	var t *time.Timer
 	defer func() {
@@ -122,13 +267,26 @@ func lockKey(ctx context.Context, path string) (*os.File, error) {
 		}
 	}()
 	for {
-		err := flock(f, unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return f, nil
+		f, err := s.d.open(name, unix.O_RDWR|unix.O_CREAT)
+		if err != nil {
+			return nil, fmt.Errorf("local: open lock file: %w", err)
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("local: lock %s: %w", path, err)
+		err = ofdLock(f, unix.F_WRLCK)
+		if err == nil {
+			same, serr := s.d.sameFile(name, f)
+			if serr != nil {
+				f.Close()
+				return nil, serr
+			}
+			if same {
+				return f, nil
+			}
+			f.Close() // replaced meanwhile: lock the file now in place
+			continue
+		}
+		f.Close()
+		if !busy(err) {
+			return nil, fmt.Errorf("local: lock %s: %w", s.d.pathOf(name), err)
 		}
 		if t == nil {
 			t = time.NewTimer(wait)
@@ -138,57 +296,77 @@ func lockKey(ctx context.Context, path string) (*os.File, error) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("local: waiting for the lock of %s: %w", path, context.Cause(ctx))
+			return nil, fmt.Errorf("local: waiting for the lock of %s: %w", s.d.pathOf(name), context.Cause(ctx))
 		}
 		wait = min(wait*2, lockPollMax)
 	}
 }
 
-// readState reads a key's record; ok is false if it was never written.
-func readState(path string) (st state, ok bool, err error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+// maxStateFile bounds the size of a state or term file a reader accepts;
+// a larger file is an error, never read to the end.
+const maxStateFile = headerLen + maxBody + trailerLen
+
+// readState reads the record name in d; ok is false if it does not exist.
+// A file that is not a regular file of the right owner, or larger than
+// maxStateFile, or that does not decode, is an error wrapping ErrCorrupt
+// or ErrUnsafe that names it. Reading never blocks: FIFOs and devices are
+// refused before any read.
+func readState(d *dirHandle, name string) (st state, ok bool, err error) {
+	f, err := d.open(name, unix.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
 		return state{}, false, nil
 	}
 	if err != nil {
 		return state{}, false, fmt.Errorf("local: read state: %w", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(maxStateFile)+1))
+	if err != nil {
+		return state{}, false, fmt.Errorf("local: read state %s: %w", f.Name(), err)
+	}
+	if len(data) > maxStateFile {
+		return state{}, false, fmt.Errorf("%w %s: larger than the limit of %d bytes", ErrCorrupt, f.Name(), maxStateFile)
+	}
 	st, err = decodeState(data)
 	if err != nil {
-		return state{}, false, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+		return state{}, false, fmt.Errorf("%w %s: %v", ErrCorrupt, f.Name(), err)
 	}
 	return st, true, nil
 }
 
-// writeState replaces a key's record by writing its temporary file and
-// renaming it over the record, so readers see the old or the new record,
-// never a mix. With durable, the file and the directory are fsynced before
-// it returns, so the record survives a power loss. The caller holds the
-// mutation lock, which makes the fixed temporary name safe; a temporary
-// file left by a crash is simply overwritten.
-func (s *Store) writeState(kf keyFiles, st state, durable bool) error {
-	data := encodeState(st)
-	f, err := os.OpenFile(kf.tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+// writeState replaces the record name in d by writing a new temporary file
+// (O_EXCL, a random name, so nothing in its place is ever followed or
+// truncated) and renaming it over the record, so readers see the old or
+// the new record, never a mix. With durable, the file and the directory
+// are fsynced before it returns, so the record survives a power loss. A
+// temporary file left by a crash is never read and may be removed.
+func writeState(d *dirHandle, name string, st state, durable bool) error {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("local: random name: %w", err)
+	}
+	tmp := name + ".tmp." + hex.EncodeToString(rnd[:])
+	f, err := d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
 	if err != nil {
 		return fmt.Errorf("local: write state: %w", err)
 	}
-	_, err = f.Write(data)
+	_, err = f.Write(encodeState(st))
 	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("local: write state: %w", err)
+	if err == nil {
+		err = unix.Renameat(d.fd(), tmp, d.fd(), name)
 	}
-	if err := os.Rename(kf.tmp, kf.state); err != nil {
-		return fmt.Errorf("local: write state: %w", err)
+	if err != nil {
+		_ = d.remove(tmp)
+		return fmt.Errorf("local: write state %s: %w", d.pathOf(name), err)
 	}
 	if durable {
-		if err := s.dirf.Sync(); err != nil {
-			return fmt.Errorf("local: sync state directory %s: %w", s.dir, err)
+		if err := d.f.Sync(); err != nil {
+			return fmt.Errorf("local: sync state directory %s: %w", d.path, err)
 		}
 	}
 	return nil
@@ -220,28 +398,23 @@ func readBootID() (string, error) {
 	return id, nil
 }
 
-// holderLocked reports whether somebody holds the flock of the liveness
-// file at path, i.e. whether the grant's holder process is alive. A missing
-// file counts as unlocked. The probe takes a shared lock, which conflicts
-// only with the holder's exclusive one, and drops it at once.
-func holderLocked(path string) (bool, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+// holderState probes the liveness file name: exists is false if there is
+// none, locked whether its holder (some process with it open for writing)
+// still holds its write lock, i.e. whether the grant's holder is alive.
+func (s *Store) holderState(name string) (locked, exists bool, err error) {
+	f, err := s.d.open(name, unix.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("local: probe holder: %w", err)
+		return false, false, fmt.Errorf("local: probe holder: %w", err)
 	}
 	defer f.Close()
-	err = flock(f, unix.LOCK_SH|unix.LOCK_NB)
-	switch {
-	case err == nil:
-		return false, nil // closing f drops the probe's lock
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return true, nil
-	default:
-		return false, fmt.Errorf("local: probe holder %s: %w", path, err)
+	locked, err = ofdWriteLocked(f)
+	if err != nil {
+		return false, true, fmt.Errorf("local: probe holder %s: %w", f.Name(), err)
 	}
+	return locked, true, nil
 }
 
 // live reports whether st is a live grant at now (CLOCK_BOOTTIME): held,
@@ -250,25 +423,26 @@ func (s *Store) live(kf keyFiles, st state, now int64) (bool, error) {
 	if st.Holder == "" || now >= st.Expires || st.BootID != s.bootID {
 		return false, nil
 	}
-	return holderLocked(s.holder(kf, st.Term))
+	locked, _, err := s.holderState(holderName(kf, st.Term))
+	return locked, err
 }
 
-// createHolder creates and locks the liveness file of term. Any file of
-// that name is a leftover of an acquisition that crashed before writing its
-// record, so it is replaced.
+// createHolder creates and write-locks the liveness file of term. Any file
+// of that name is a leftover of an acquisition that crashed before writing
+// its record, so it is replaced.
 func (s *Store) createHolder(kf keyFiles, term uint64) (*os.File, error) {
-	path := s.holder(kf, term)
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("local: remove stale holder file: %w", err)
+	name := holderName(kf, term)
+	if err := s.d.remove(name); err != nil {
+		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	f, err := s.d.open(name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL)
 	if err != nil {
 		return nil, fmt.Errorf("local: create holder file: %w", err)
 	}
-	if err := flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := ofdLock(f, unix.F_WRLCK); err != nil {
 		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("local: lock holder file %s: %w", path, err)
+		_ = s.d.remove(name)
+		return nil, fmt.Errorf("local: lock holder file %s: %w", f.Name(), err)
 	}
 	return f, nil
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -24,26 +23,81 @@ func (s *Store) begin(ctx context.Context) error {
 }
 
 // mutate runs fn on key's record under the key's mutation lock, waiting for
-// the lock until ctx is done. ok is false if the key was never granted.
+// the lock until ctx is done. ok is false if the record does not exist.
+// Every term read is remembered in the process (see).
 func (s *Store) mutate(ctx context.Context, key string, fn func(kf keyFiles, st state, ok bool) error) error {
 	kf := s.files(key)
-	lk, err := lockKey(ctx, kf.lock)
+	lk, err := s.lockKey(ctx, kf.lock)
 	if err != nil {
 		return err
 	}
-	defer lk.Close() // drops the flock
-	st, ok, err := readState(kf.state)
+	defer lk.Close() // drops the lock
+	st, ok, err := readState(s.d, kf.state)
 	if err != nil {
 		return err
 	}
 	if ok && st.Key != key {
-		return fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, kf.state, st.Key, key)
+		return fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.d.pathOf(kf.state), st.Key, key)
 	}
+	s.see(key, st.Term)
 	// A caller that gave up while we waited for the lock gets nothing done.
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
 	return fn(kf, st, ok)
+}
+
+// readTerm reads the key's .terms record: the state as of its last Acquire
+// or Release. ok is false if there is none (a key never granted, or granted
+// only by a version of tenure without .terms).
+func (s *Store) readTerm(kf keyFiles, key string) (hw state, ok bool, err error) {
+	hw, ok, err = readState(s.t, kf.term)
+	if err != nil {
+		return state{}, false, err
+	}
+	if ok && hw.Key != key {
+		return state{}, false, fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.t.pathOf(kf.term), hw.Key, key)
+	}
+	s.see(key, hw.Term)
+	return hw, ok, nil
+}
+
+// waitMargin is added to every Lease.Wait the store computes, covering the
+// moments between the caller's sending Acquire and the store's clock read.
+const waitMargin = 10 * time.Millisecond
+
+// unreleasedWait returns how long a new holder of the key must wait before
+// starting its task when the previous grant ended without its holder's
+// release while that holder may still be running: its files were deleted
+// or replaced from outside, so it learns of the loss only at its next
+// Renew. received and now are CLOCK_BOOTTIME readings at the call's start
+// and under the lock; 0 means no wait is needed.
+func (s *Store) unreleasedWait(kf keyFiles, st state, ok bool, hw state, hok bool, received, now int64) (time.Duration, error) {
+	// The record names an unexpired grant of this boot whose liveness file
+	// is gone: its holder may be alive; it has until st.Expires.
+	if ok && st.Holder != "" && st.BootID == s.bootID && now < st.Expires {
+		_, exists, err := s.holderState(holderName(kf, st.Term))
+		if err != nil {
+			return 0, err
+		}
+		if !exists {
+			return time.Duration(st.Expires-received) + waitMargin, nil
+		}
+	}
+	// The last grant in .terms was never released, but the record no
+	// longer shows it (deleted or replaced): its holder may have renewed
+	// just before, so it may lead until one TTL after now.
+	if hok && hw.Holder != "" && hw.BootID == s.bootID && (!ok || st.Token != hw.Token) {
+		locked, exists, err := s.holderState(holderName(kf, hw.Term))
+		if err != nil {
+			return 0, err
+		}
+		if exists && !locked {
+			return 0, nil // its holder exited
+		}
+		return time.Duration(hw.TTL+now-received) + waitMargin, nil
+	}
+	return 0, nil
 }
 
 // record returns the public view of st at now, given its liveness.
@@ -64,6 +118,15 @@ func record(key string, st state, live bool, now int64) tenure.Record {
 // Release, or until the liveness file is closed by every process holding
 // it (Close, or the death of the process and of any child it was passed to
 // with [Store.LeaseFiles]).
+//
+// The term is one above the highest of the key's record, its .terms record
+// and every term this process has seen for the key, so deleting the key's
+// files does not restart its terms. Lease.Wait is set when the previous
+// grant ended without its holder's release or expiry while that holder may
+// still be running: its liveness file was removed while the record was
+// unexpired (Wait runs to the record's expiry), or the record itself was
+// removed or replaced while .terms shows the grant unreleased (Wait is that
+// grant's TTL, since its holder may have renewed just before).
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
@@ -71,9 +134,14 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	received := boottime()
 	var lease tenure.Lease
-	var oldHolder string
+	var oldHolders []string
 	err := s.mutate(ctx, key, func(kf keyFiles, st state, ok bool) error {
+		hw, hok, err := s.readTerm(kf, key)
+		if err != nil {
+			return err
+		}
 		now := boottime()
 		if ok {
 			live, err := s.live(kf, st, now)
@@ -83,43 +151,60 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			if live {
 				return &tenure.HeldError{Record: record(key, st, true, now)}
 			}
-			if st.Term == math.MaxUint64 {
-				return fmt.Errorf("local: key %q has used up its terms", key)
-			}
-			oldHolder = s.holder(kf, st.Term)
+			oldHolders = append(oldHolders, holderName(kf, st.Term))
 		}
-		term := st.Term + 1
+		if hok && (!ok || hw.Term != st.Term) {
+			oldHolders = append(oldHolders, holderName(kf, hw.Term))
+		}
+		wait, err := s.unreleasedWait(kf, st, ok, hw, hok, received, now)
+		if err != nil {
+			return err
+		}
+		// The highest term of the record, of .terms and of this process's
+		// memory: deleting the key's files cannot make terms go backwards.
+		last := s.see(key, max(st.Term, hw.Term))
+		if last == math.MaxUint64 {
+			return fmt.Errorf("local: key %q has used up its terms", key)
+		}
+		term := last + 1
 		hf, err := s.createHolder(kf, term)
 		if err != nil {
 			return err
 		}
 		token, err := newToken()
+		next := state{
+			Key: key, Holder: identity, Term: term, TTL: int64(ttl),
+			Expires: now + int64(ttl), BootID: s.bootID, Token: token,
+		}
+		// .terms first: a crash between the two writes leaves a term
+		// high-water mark above the record, never below.
 		if err == nil {
-			err = s.writeState(kf, state{
-				Key: key, Holder: identity, Term: term, TTL: int64(ttl),
-				Expires: now + int64(ttl), BootID: s.bootID, Token: token,
-			}, true)
+			err = writeState(s.t, kf.term, next, true)
 		}
 		if err == nil {
-			err = s.addGrant(token, &grant{key: key, term: term, f: hf})
+			err = writeState(s.d, kf.state, next, true)
+		}
+		if err == nil {
+			s.see(key, term)
+			err = s.addGrant(token, &grant{key: key, term: term, f: hf, name: holderName(kf, term)})
 		}
 		if err != nil {
 			// Whatever was written, the grant is dead without its file.
 			hf.Close()
-			os.Remove(hf.Name())
+			_ = s.d.remove(holderName(kf, term))
 			return err
 		}
-		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token}
+		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait}
 		return nil
 	})
 	if err != nil {
 		return tenure.Lease{}, err
 	}
-	if oldHolder != "" {
-		// The previous grant is over; its file is garbage (a stalled holder
-		// may still have it open, which is harmless once unlinked).
-		// Best effort: a leftover file is never mistaken for a live grant.
-		_ = os.Remove(oldHolder)
+	// The previous grants are over; their files are garbage (a stalled
+	// holder may still have one open, which is harmless once unlinked).
+	// Best effort: a leftover file is never mistaken for a live grant.
+	for _, name := range oldHolders {
+		_ = s.d.remove(name)
 	}
 	return lease, nil
 }
@@ -138,6 +223,17 @@ func (s *Store) current(kf keyFiles, l tenure.Lease, st state, ok bool, now int6
 	if !ok || st.Term != l.Term || st.Token != l.Token || st.Holder != l.Identity || l.Token == "" {
 		return fmt.Errorf("%w: key %q term %d was released or superseded", tenure.ErrLost, l.Key, l.Term)
 	}
+	if f := s.grantFile(l); f != nil {
+		// Made through this handle: its liveness file must still be the
+		// one in the directory, or the grant was deleted from outside.
+		same, err := s.d.sameFile(holderName(kf, l.Term), f)
+		if err != nil {
+			return err
+		}
+		if !same {
+			return fmt.Errorf("%w: key %q term %d: its liveness file %s was removed or replaced from outside", tenure.ErrLost, l.Key, l.Term, s.d.pathOf(holderName(kf, l.Term)))
+		}
+	}
 	live, err := s.live(kf, st, now)
 	if err != nil {
 		return err
@@ -155,11 +251,15 @@ func (s *Store) settle(kf keyFiles, l tenure.Lease, err error) {
 	if !errors.Is(err, tenure.ErrLost) || !s.owns(l) {
 		return
 	}
-	st, ok, rerr := readState(kf.state)
+	st, ok, rerr := readState(s.d, kf.state)
 	if rerr != nil {
 		return
 	}
-	if ok && st.Token == l.Token {
+	if f := s.grantFile(l); ok && st.Token == l.Token && f != nil {
+		if same, serr := s.d.sameFile(holderName(kf, l.Term), f); serr != nil || !same {
+			s.dropGrant(l.Token) // its file was removed: the grant is over
+			return
+		}
 		if live, lerr := s.live(kf, st, boottime()); lerr != nil || live {
 			return
 		}
@@ -185,7 +285,7 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 			return err
 		}
 		st.Expires = received + st.TTL
-		return s.writeState(kf, st, false)
+		return writeState(s.d, kf.state, st, false)
 	})
 	s.settle(kf, l, err)
 	return err
@@ -209,7 +309,12 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 			return err
 		}
 		st.Holder, st.Token, st.TTL, st.Expires = "", "", 0, 0
-		return s.writeState(kf, st, false)
+		// .terms learns of the release, so a later Acquire after the
+		// key's files are deleted knows this grant needs no wait.
+		if err := writeState(s.t, kf.term, st, false); err != nil {
+			return err
+		}
+		return writeState(s.d, kf.state, st, false)
 	})
 	if err != nil {
 		s.settle(kf, l, err)
@@ -219,7 +324,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	// Another handle that made the grant keeps its (now unlinked) file
 	// open until it notices; the record already says the key is free.
 	// the next Acquire removes it if this fails.
-	_ = os.Remove(s.holder(kf, l.Term))
+	_ = s.d.remove(holderName(kf, l.Term))
 	return nil
 }
 
@@ -238,20 +343,35 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 func (s *Store) get(key string) (tenure.Record, error) {
 	kf := s.files(key)
-	st, ok, err := readState(kf.state)
+	st, ok, err := readState(s.d, kf.state)
 	if err != nil {
 		return tenure.Record{}, err
 	}
 	if !ok {
-		return tenure.Record{Key: key}, nil
+		// The record was never written, or was deleted: the key is free
+		// and its last term is the one .terms (or this process) knows.
+		hw, _, err := s.readTerm(kf, key)
+		if err != nil {
+			return tenure.Record{}, err
+		}
+		return tenure.Record{Key: key, Term: s.see(key, hw.Term)}, nil
 	}
 	if st.Key != key {
-		return tenure.Record{}, fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, kf.state, st.Key, key)
+		return tenure.Record{}, fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.d.pathOf(kf.state), st.Key, key)
 	}
+	s.see(key, st.Term)
 	now := boottime()
 	live, err := s.live(kf, st, now)
 	if err != nil {
 		return tenure.Record{}, err
+	}
+	if f := s.grantFile(tenure.Lease{Key: key, Identity: st.Holder, Term: st.Term, Token: st.Token}); live && f != nil {
+		// This handle made the grant: it is live only while its own
+		// liveness file is the one in the directory, so the leader's
+		// watch sees a file replaced from outside as the end of it.
+		if live, err = s.d.sameFile(holderName(kf, st.Term), f); err != nil {
+			return tenure.Record{}, err
+		}
 	}
 	return record(key, st, live, now), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +20,9 @@ import (
 // two processes do. All methods are safe for concurrent use.
 type Store struct {
 	dir    string
-	dirf   *os.File // the directory, for fsync after renames
+	d      *dirHandle // the state directory
+	t      *dirHandle // its .terms directory
+	abs    string     // absolute path of dir, naming it in seen
 	bootID string
 
 	mu      sync.Mutex
@@ -30,11 +33,12 @@ type Store struct {
 }
 
 // grant is a lease acquired through this handle: its liveness file, whose
-// flock stands for the holder being alive.
+// OFD write lock stands for the holder being alive.
 type grant struct {
 	key  string
 	term uint64
 	f    *os.File
+	name string // of f in the state directory
 }
 
 var (
@@ -43,38 +47,56 @@ var (
 	_ tenure.LeaseFiler = (*Store)(nil)
 )
 
-// Open returns a handle on the state directory dir, creating it (mode 0700,
-// with missing parents) if needed. It fails, naming dir, if dir is not a
-// directory or the process cannot create, read or write files in it.
-func Open(dir string) (*Store, error) {
+// Open returns a handle on the state directory dir, creating it and its
+// missing parents (mode 0700; with [GroupShared] the directory 02770 and
+// its parents 0755) if needed, and its .terms subdirectory, which keeps the
+// highest term of every key.
+//
+// Open resolves dir one component at a time and follows a symbolic link
+// only if it belongs to root or to this user, so nobody else can redirect
+// it; every later file operation is relative to the opened directory and
+// never follows a link. The directory must be owned by this user and not
+// writable by group or others, or, with [GroupShared], be setgid, belong
+// to a group of this process and not be writable by others. Errors fit on
+// one line, name dir and say how to fix it; a directory that fails these
+// checks wraps [ErrUnsafe].
+func Open(dir string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if dir == "" {
 		return nil, fmt.Errorf("%w: local store directory is empty", tenure.ErrInvalid)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("local: cannot use state directory %q: %w", dir, unwrapPath(err))
-	}
-	fi, err := os.Stat(dir)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("local: cannot use state directory %q: %w", dir, unwrapPath(err))
+		return nil, fmt.Errorf("local: cannot use state directory %q: %w", dir, err)
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("local: cannot use state directory %q: not a directory", dir)
+	d, err := openDir(abs, o.group)
+	if err != nil {
+		return nil, err
 	}
-	if err := unix.Access(dir, unix.R_OK|unix.W_OK|unix.X_OK); err != nil {
+	d.path = dir
+	if err := unix.Faccessat(d.fd(), ".", unix.R_OK|unix.W_OK|unix.X_OK, 0); err != nil {
+		d.f.Close()
 		return nil, fmt.Errorf("local: cannot use state directory %q: need read, write and search permission: %w", dir, err)
 	}
-	dirf, err := os.Open(dir)
+	t, err := openDirAt(d, termsDir, o.group)
 	if err != nil {
-		return nil, fmt.Errorf("local: cannot use state directory %q: %w", dir, unwrapPath(err))
+		d.f.Close()
+		return nil, err
 	}
 	boot, err := readBootID()
 	if err != nil {
-		dirf.Close()
+		d.f.Close()
+		t.f.Close()
 		return nil, err
 	}
 	return &Store{
 		dir:    dir,
-		dirf:   dirf,
+		d:      d,
+		t:      t,
+		abs:    abs,
 		bootID: boot,
 		done:   make(chan struct{}),
 		grants: map[string]*grant{},
@@ -105,10 +127,10 @@ func (s *Store) checkOpen() error {
 }
 
 // LeaseFiles implements [tenure.LeaseFiler]: it returns the liveness file of
-// l, whose flock the kernel holds for as long as any process has the file
-// open. A child process that inherits it (for example through
-// [os/exec.Cmd.ExtraFiles]) shares the lock, because flock belongs to the
-// open file description: l then stays live, within its TTL, until both this
+// l, whose OFD write lock the kernel holds for as long as any process has
+// the file open. A child process that inherits it (for example through
+// [os/exec.Cmd.ExtraFiles]) shares the lock, because an OFD lock belongs to
+// the open file description: l then stays live, within its TTL, until both this
 // process and the child have exited or closed it. The files stay owned by
 // the store: do not close them; they are closed by Release or Close.
 func (s *Store) LeaseFiles(l tenure.Lease) ([]*os.File, error) {
@@ -144,7 +166,8 @@ func (s *Store) Close() error {
 		g.f.Close()
 	}
 	s.watches.Wait()
-	return s.dirf.Close()
+	s.t.f.Close()
+	return s.d.f.Close()
 }
 
 // addGrant remembers g; it fails if the handle was closed meanwhile. Any
@@ -173,6 +196,18 @@ func (s *Store) owns(l tenure.Lease) bool {
 	defer s.mu.Unlock()
 	g := s.grants[l.Token]
 	return g != nil && g.key == l.Key && g.term == l.Term
+}
+
+// grantFile returns the liveness file of l if l was acquired through this
+// handle and is still remembered by it, else nil.
+func (s *Store) grantFile(l tenure.Lease) *os.File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.grants[l.Token]
+	if g == nil || g.key != l.Key || g.term != l.Term {
+		return nil
+	}
+	return g.f
 }
 
 // dropGrant forgets the grant of token, if this handle made it, and closes

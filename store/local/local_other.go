@@ -12,7 +12,7 @@ import (
 )
 
 // errUnsupported is returned by Open outside Linux.
-var errUnsupported = errors.New("local: the local store needs Linux (flock, inotify, CLOCK_BOOTTIME)")
+var errUnsupported = errors.New("local: the local store needs Linux (OFD locks, inotify, CLOCK_BOOTTIME)")
 
 // Store is a handle on a state directory; outside Linux it cannot be opened.
 type Store struct{}
@@ -24,7 +24,7 @@ var (
 )
 
 // Open fails outside Linux.
-func Open(dir string) (*Store, error) { return nil, errUnsupported }
+func Open(dir string, opts ...Option) (*Store, error) { return nil, errUnsupported }
 
 // Dir returns "".
 func (s *Store) Dir() string { return "" }

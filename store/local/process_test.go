@@ -32,6 +32,10 @@ import (
 //	mode "contend": acquire key HELPER_ROUNDS times, waiting with Watch,
 //	  appending "enter TERM ID" and "exit TERM ID" to HELPER_LOG while
 //	  holding it, then print "done".
+//	mode "grab": open HELPER_PATH read-only as an attacker with read access
+//	  would, take every lock it can on it (flock LOCK_EX and LOCK_SH, an
+//	  OFD write lock, an OFD read lock), print "grabbed RESULTS" or
+//	  "error MESSAGE", and hold them until stdin closes.
 //	mode "inherit": hold file descriptor 3 (a liveness file passed by the
 //	  parent) open, print "holding", and wait for stdin to close.
 const helperEnv = "TENURE_LOCAL_HELPER"
@@ -82,6 +86,16 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(1)
 		}
 		say("done")
+	case "grab":
+		f, err := os.OpenFile(os.Getenv("HELPER_PATH"), os.O_RDONLY, 0)
+		if err != nil {
+			say("error %v", err)
+			os.Exit(0)
+		}
+		say("grabbed %s", grab(f))
+		for in.Scan() {
+		}
+		f.Close()
 	case "inherit":
 		f := os.NewFile(3, "inherited")
 		if f == nil {

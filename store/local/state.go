@@ -19,6 +19,15 @@ import (
 // that would restart the key's terms at 1; an operator must look at it.
 var ErrCorrupt = errors.New("local: corrupt state file")
 
+// ErrUnsafe is wrapped by the error returned when the state directory or a
+// file in it could let another user interfere: a directory owned by
+// someone else or writable by group or others without [GroupShared], a
+// symbolic link (in the directory, or planted by another user on the way
+// to it), a FIFO, device or other non-regular file where tenure keeps a
+// regular one, or a file too open or of the wrong owner. The store never
+// works around such a file; the message names it and the fix.
+var ErrUnsafe = errors.New("local: unsafe state directory")
+
 // State file layout, all integers big-endian:
 //
 //	offset  size  field

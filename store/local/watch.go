@@ -24,7 +24,7 @@ import (
 const watchMask = unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_CREATE |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
-// The kernel posts a file's close event before it drops the file's flock,
+// The kernel posts a file's close event before it drops the file's lock,
 // so a watcher woken by a holder's death may still see the holder's lock
 // for a moment. It then probes again after a delay growing from probeMin to
 // probeMax, for at most probeFor.
@@ -55,7 +55,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err != nil {
 		return nil, fmt.Errorf("local: inotify_init1: %w", err)
 	}
-	if _, err := unix.InotifyAddWatch(fd, s.dir, watchMask); err != nil {
+	// Watch the opened directory, not its path, which may have been
+	// replaced since Open.
+	if _, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(s.d.fd()), watchMask|unix.IN_ONLYDIR); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("local: watch %s: %w", s.dir, err)
 	}
@@ -119,7 +121,7 @@ func (w *watch) read() {
 				ended = true
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				relevant = true
-			case name == w.kf.base+".state":
+			case name == w.kf.state:
 				relevant = true
 			case isHolderName(name, w.kf.base):
 				relevant = true
@@ -178,7 +180,7 @@ func (w *watch) run(ctx context.Context) {
 		if r.Held() {
 			d := r.Remaining + time.Millisecond // past the expiry, not at it
 			if r.Term == w.closing.Load() {
-				// The holder's file was closed; its flock goes a moment later.
+				// The holder's file was closed; its lock goes a moment later.
 				if probe == 0 {
 					probe, probeUntil = probeMin, time.Now().Add(probeFor)
 				}

@@ -1,0 +1,24 @@
+//go:build linux
+
+package local
+
+// SetRunUserDir points DefaultDir's /run/user at dir until the returned
+// function is called.
+func SetRunUserDir(dir string) (restore func()) {
+	old := runUserDir
+	runUserDir = dir
+	return func() { runUserDir = old }
+}
+
+// ForgetSeen drops this process's memory of the terms of every key in the
+// state directory dir (an absolute path), so a test can check what the
+// files alone guarantee.
+func ForgetSeen(dir string) {
+	seen.Lock()
+	defer seen.Unlock()
+	for k := range seen.m {
+		if k.dir == dir {
+			delete(seen.m, k)
+		}
+	}
+}
