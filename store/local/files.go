@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -186,19 +187,30 @@ func kindOf(mode uint32) string {
 }
 
 // sameFile reports whether name in d is, right now, the file f has open.
+// f may be closed concurrently (the grant released): it is then not.
 func (d *dirHandle) sameFile(name string, f *os.File) (bool, error) {
-	var a, b unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &a); err != nil {
+	// f.Stat, not Fstat(f.Fd()): it holds the descriptor against a
+	// concurrent Close, which Fd does not.
+	fi, err := f.Stat()
+	if errors.Is(err, os.ErrClosed) {
+		return false, nil
+	}
+	if err != nil {
 		return false, fmt.Errorf("local: stat %s: %w", f.Name(), err)
 	}
-	err := unix.Fstatat(d.fd(), name, &b, unix.AT_SYMLINK_NOFOLLOW)
+	a, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false, fmt.Errorf("local: stat %s: no device and inode", f.Name())
+	}
+	var b unix.Stat_t
+	err = unix.Fstatat(d.fd(), name, &b, unix.AT_SYMLINK_NOFOLLOW)
 	if err == unix.ENOENT {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("local: stat %s: %w", d.pathOf(name), err)
 	}
-	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+	return uint64(a.Dev) == uint64(b.Dev) && uint64(a.Ino) == uint64(b.Ino), nil
 }
 
 // remove unlinks name in d; a missing file is not an error.

@@ -19,6 +19,11 @@ func (s *Store) begin(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
+	// A deadline that has passed counts even before the context's timer
+	// fired (it may lag on a busy machine): the call is late either way.
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) && ctx.Err() == nil {
+		return context.DeadlineExceeded
+	}
 	return ctx.Err()
 }
 
