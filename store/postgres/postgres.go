@@ -75,6 +75,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, fmt.Errorf("%w: %q is not a postgres:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
 	}
+	if u.Opaque != "" {
+		// scheme:rest, not scheme://host: the driver would quietly use
+		// localhost, and rest may well be a credential.
+		return nil, fmt.Errorf("%w: the postgres URL %q has no host part (want postgres://HOST...)", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
 	var secret string
 	if u.User != nil {
 		secret, _ = u.User.Password()

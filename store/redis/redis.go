@@ -81,6 +81,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		return nil, fmt.Errorf("%w: %q is not a redis:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
 	}
+	if u.Opaque != "" {
+		// scheme:rest, not scheme://host: the driver would quietly use
+		// localhost, and rest may well be a credential.
+		return nil, fmt.Errorf("%w: the redis URL %q has no host part (want redis://HOST...)", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
 	var secret string
 	if u.User != nil {
 		secret, _ = u.User.Password()
