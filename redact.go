@@ -332,6 +332,13 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
+// RedactError returns err with every secret of rawURL (what [Redact] hides)
+// that its message quotes, raw or unescaped or escaped, replaced by
+// "xxxxx"; errors.Is and errors.As see through it to err. Store packages
+// use it on errors of drivers that quote the URL they were given. It
+// returns err itself when there was nothing to hide, and nil for nil.
+func RedactError(err error, rawURL string) error { return scrubSecrets(err, rawURL) }
+
 // scrubSecrets returns err with every secret of rawURL that its message
 // quotes replaced by "xxxxx".
 func scrubSecrets(err error, rawURL string) error {
@@ -347,6 +354,11 @@ func scrubSecrets(err error, rawURL string) error {
 		}
 		if u, err := url.PathUnescape(raw); err == nil && u != raw {
 			forms = append(forms, u)
+		}
+		for _, f := range forms[:len(forms):len(forms)] {
+			if e := url.QueryEscape(f); e != f {
+				forms = append(forms, e)
+			}
 		}
 		for _, s := range forms {
 			if len(s) >= minScrubLen && strings.Contains(msg, s) {

@@ -220,3 +220,14 @@ func isScheme(s string) bool {
 	}
 	return s != ""
 }
+
+func TestRedactError(t *testing.T) {
+	base := fmt.Errorf("%w: cannot parse `postgres://u@h/db?sslpassword=s3cr3tMARK&token=s3cr3t%%21MARK`", ErrInvalid)
+	err := RedactError(base, "postgres://u@h/db?sslpassword=s3cr3tMARK&token=s3cr3t%21MARK")
+	if strings.Contains(err.Error(), "s3cr3t") || !errors.Is(err, ErrInvalid) {
+		t.Errorf("RedactError = %v", err)
+	}
+	if RedactError(nil, "x://u:pw@h") != nil || RedactError(base, "file:///x") != base {
+		t.Error("RedactError changed what had nothing to hide")
+	}
+}

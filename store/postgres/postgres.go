@@ -98,6 +98,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
+		// pgx quotes the URL, hiding only its password.
+		err = tenure.RedactError(tenure.RedactError(err, rawURL), u.String())
 		return nil, scrub(secret, fmt.Errorf("%w: postgres URL %q: %w", tenure.ErrInvalid, redacted, err))
 	}
 	s := &Store{
@@ -115,7 +117,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		cfg.AfterConnect = s.prepare
 	}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, err))
+		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, tenure.RedactError(err, rawURL)))
 	}
 	return s, nil
 }

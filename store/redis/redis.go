@@ -116,6 +116,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u.RawQuery = q.Encode()
 	opt, err := goredis.ParseURL(u.String())
 	if err != nil {
+		err = tenure.RedactError(tenure.RedactError(err, rawURL), u.String())
 		return nil, scrub(secret, fmt.Errorf("%w: redis URL %q: %w", tenure.ErrInvalid, redacted, err))
 	}
 	if !retries {
