@@ -81,7 +81,9 @@ type Config struct {
 	// Identity names this candidate; unique among candidates. Required.
 	Identity string
 
-	// TTL is the lease duration. Default [DefaultTTL].
+	// TTL is the lease duration. Default [DefaultTTL]. It must be from
+	// [MinTTL] to [MaxTTL], and within the store's range if the store is a
+	// [TTLRanger].
 	TTL time.Duration
 	// RenewDeadline is how long after the start of the last successful
 	// renewal (or of the acquisition) the leader context is cancelled unless
