@@ -18,7 +18,9 @@
 // shown only through [tenure.Redact], and input that is not a URL is never
 // shown at all.
 //
-// --ttl must be from [tenure.MinTTL] (100ms) to [tenure.MaxTTL] (24h), and
+// --ttl must be from 500ms (above the library's [tenure.MinTTL], 100ms:
+// tenure run starts processes within the renew deadline) to
+// [tenure.MaxTTL] (24h), and
 // within the store's own range if it has one ([tenure.TTLRanger]: Azure
 // blob leases 15s to 60s, etcd at least 1s); anything else is a usage
 // error, exit code 2.
