@@ -78,7 +78,7 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 // expire: an idle candidate then costs the store almost nothing.
 func (e *Elector) heldWait(r Record, watching bool) time.Duration {
 	if watching {
-		return max(r.Remaining, minWait) + e.cfg.jittered(watchSafetyTTLs*e.cfg.TTL)
+		return addSat(max(r.Remaining, minWait), e.cfg.jittered(watchSafetyTTLs*e.cfg.TTL))
 	}
 	wait := r.Remaining
 	if wait <= 0 {

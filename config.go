@@ -3,6 +3,7 @@ package tenure
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -12,6 +13,49 @@ const DefaultTTL = 15 * time.Second
 
 // DefaultJitter is the jitter factor of a [Config] that sets none.
 const DefaultJitter = 1.2
+
+// The TTLs [Config.Validate] accepts, whatever the store. Below MinTTL the
+// derived intervals (a RetryInterval of TTL/15, a RequestTimeout of TTL/5, a
+// renew deadline of 2/3 TTL) are shorter than a store request or the start
+// of a process, so a leader would lose its lease before its task could run
+// and candidates would spin. Above MaxTTL a leader that died without
+// releasing blocks failover for more than a day, and the timing arithmetic
+// (backoff of RetryInterval<<16, 4×TTL safety waits, jitter) could come
+// near the range of [time.Duration]. A store can narrow the range further
+// with [TTLRanger].
+const (
+	MinTTL = 100 * time.Millisecond
+	MaxTTL = 24 * time.Hour
+)
+
+// MaxJitter is the largest [Config.Jitter] accepted: jitter that can double
+// an interval already makes it unpredictable, and more could overflow.
+const MaxJitter = 2.0
+
+// TTLRanger is implemented by a store whose leases accept only TTLs in a
+// range narrower than [MinTTL, MaxTTL], such as Azure blob leases (15 to
+// 60 s). [Config.Validate] and the CLI check the TTL against it. A zero min
+// or max means the store adds no bound on that side. TTLRange must be safe
+// to call at any time and must not block.
+type TTLRanger interface {
+	TTLRange() (min, max time.Duration)
+}
+
+// TTLBounds returns the TTLs an elector on store s accepts: [MinTTL,
+// MaxTTL], narrowed by s's [TTLRanger] if it has one. s may be nil.
+func TTLBounds(s Store) (lo, hi time.Duration) {
+	lo, hi = MinTTL, MaxTTL
+	if r, ok := s.(TTLRanger); ok {
+		smin, smax := r.TTLRange()
+		if smin > lo {
+			lo = smin
+		}
+		if smax > 0 && smax < hi {
+			hi = smax
+		}
+	}
+	return lo, hi
+}
 
 // Config configures an [Elector]. Zero fields take defaults derived from TTL
 // (see [Config.WithDefaults]); [Config.Validate] checks the result.
@@ -37,7 +81,9 @@ type Config struct {
 	// Identity names this candidate; unique among candidates. Required.
 	Identity string
 
-	// TTL is the lease duration. Default [DefaultTTL].
+	// TTL is the lease duration. Default [DefaultTTL]. It must be from
+	// [MinTTL] to [MaxTTL], and within the store's range if the store is a
+	// [TTLRanger].
 	TTL time.Duration
 	// RenewDeadline is how long after the start of the last successful
 	// renewal (or of the acquisition) the leader context is cancelled unless
@@ -100,7 +146,7 @@ func (c Config) WithDefaults() Config {
 		c.TTL = DefaultTTL
 	}
 	if c.RenewDeadline == 0 {
-		c.RenewDeadline = c.TTL * 2 / 3
+		c.RenewDeadline = twoThirds(c.TTL)
 	}
 	if c.RenewInterval == 0 {
 		c.RenewInterval = c.TTL / 3
@@ -129,11 +175,17 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// twoThirds returns ⌊2d/3⌋ without overflowing for any d.
+func twoThirds(d time.Duration) time.Duration { return d/3*2 + d%3*2/3 }
+
 // Validate reports the first inconsistency in c, naming the field and its
 // value. It checks c as given; call it on c.WithDefaults() to check what an
 // elector would use. The rules: Store, Key and Identity set and valid;
-// TTL > RenewDeadline > RenewInterval × Jitter > 0; Jitter ≥ 1;
-// RetryInterval > 0; 0 < RequestTimeout ≤ RenewDeadline; StallTimeout ≥ 0.
+// TTL within [TTLBounds] of the store ([MinTTL] to [MaxTTL] unless the store
+// is a [TTLRanger]); TTL > RenewDeadline > RenewInterval × Jitter > 0;
+// 1 ≤ Jitter ≤ [MaxJitter]; 0 < RetryInterval ≤ TTL;
+// 0 < RequestTimeout ≤ RenewDeadline; StallTimeout ≥ 0; StopTimeout ≥ 0.
+// With these, no timing arithmetic of the elector can overflow.
 func (c Config) Validate() error {
 	if c.Store == nil {
 		return invalidf("Config.Store is nil")
@@ -148,13 +200,16 @@ func (c Config) Validate() error {
 	if c.TTL <= 0 {
 		return invalidf("Config.TTL (%s) must be positive", c.TTL)
 	}
+	if lo, hi := TTLBounds(c.Store); c.TTL < lo || c.TTL > hi {
+		return invalidf("Config.TTL (%s) must be from %s to %s%s", c.TTL, lo, hi, forStore(c.Store))
+	}
 	switch {
 	case c.RenewDeadline <= 0:
 		return invalidf("Config.RenewDeadline (%s) must be positive", c.RenewDeadline)
 	case c.RenewDeadline >= c.TTL:
 		return invalidf("Config.RenewDeadline (%s) must be shorter than Config.TTL (%s)", c.RenewDeadline, c.TTL)
-	case c.Jitter < 1:
-		return invalidf("Config.Jitter (%g) must be at least 1", c.Jitter)
+	case !(c.Jitter >= 1 && c.Jitter <= MaxJitter): // also NaN
+		return invalidf("Config.Jitter (%g) must be from 1 to %g", c.Jitter, MaxJitter)
 	case c.RenewInterval <= 0:
 		return invalidf("Config.RenewInterval (%s) must be positive", c.RenewInterval)
 	case time.Duration(float64(c.RenewInterval)*c.Jitter) >= c.RenewDeadline:
@@ -162,6 +217,8 @@ func (c Config) Validate() error {
 			c.RenewInterval, c.Jitter, c.RenewDeadline)
 	case c.RetryInterval <= 0:
 		return invalidf("Config.RetryInterval (%s) must be positive", c.RetryInterval)
+	case c.RetryInterval > c.TTL:
+		return invalidf("Config.RetryInterval (%s) must not exceed Config.TTL (%s)", c.RetryInterval, c.TTL)
 	case c.RequestTimeout <= 0:
 		return invalidf("Config.RequestTimeout (%s) must be positive", c.RequestTimeout)
 	case c.RequestTimeout > c.RenewDeadline:
@@ -172,6 +229,23 @@ func (c Config) Validate() error {
 		return invalidf("Config.StopTimeout (%s) must not be negative", c.StopTimeout)
 	}
 	return nil
+}
+
+// addSat returns a+b for non-negative a and b, saturating instead of
+// overflowing: a Remaining read from a store can be anything.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// forStore qualifies a TTL range that came from the store.
+func forStore(s Store) string {
+	if _, ok := s.(TTLRanger); ok {
+		return " for this store"
+	}
+	return ""
 }
 
 // jittered returns d multiplied by a random factor in [1, c.Jitter).

@@ -2,6 +2,7 @@ package tenure_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,15 @@ func TestConfigValidate(t *testing.T) {
 		{"invalid UTF-8 identity", func(c *tenure.Config) { c.Identity = "\xff" }, "Config.Identity", `"\xff"`},
 		{"zero TTL", func(c *tenure.Config) { c.TTL = 0 }, "Config.TTL", "0s"},
 		{"negative TTL", func(c *tenure.Config) { c.TTL = -time.Second }, "Config.TTL", "-1s"},
+		{"TTL 1ns", func(c *tenure.Config) { c.TTL = time.Nanosecond }, "Config.TTL", "1ns) must be from 100ms to 24h0m0s"},
+		{"TTL 1ms", func(c *tenure.Config) { c.TTL = time.Millisecond }, "Config.TTL", "1ms) must be from 100ms to 24h0m0s"},
+		{"TTL just under the minimum", func(c *tenure.Config) { c.TTL = tenure.MinTTL - 1 }, "Config.TTL", "99.999999ms"},
+		{"TTL just over the maximum", func(c *tenure.Config) { c.TTL = tenure.MaxTTL + 1 }, "Config.TTL", "24h0m0.000000001s"},
+		{"TTL 2562047h", func(c *tenure.Config) { c.TTL = 2562047 * time.Hour }, "Config.TTL", "2562047h0m0s"},
+		{"jitter > max", func(c *tenure.Config) { c.Jitter = 3 }, "Config.Jitter", "3"},
+		{"jitter NaN", func(c *tenure.Config) { c.Jitter = math.NaN() }, "Config.Jitter", "NaN"},
+		{"jitter +Inf", func(c *tenure.Config) { c.Jitter = math.Inf(1) }, "Config.Jitter", "+Inf"},
+		{"retry interval > TTL", func(c *tenure.Config) { c.RetryInterval = 1000 * time.Hour }, "Config.RetryInterval", "1000h0m0s"},
 		{"zero renew deadline", func(c *tenure.Config) { c.RenewDeadline = 0 }, "Config.RenewDeadline", "0s"},
 		{"renew deadline = TTL", func(c *tenure.Config) { c.RenewDeadline = c.TTL }, "Config.RenewDeadline", "15s"},
 		{"renew deadline > TTL", func(c *tenure.Config) { c.RenewDeadline = 20 * time.Second }, "Config.RenewDeadline", "20s"},
@@ -62,7 +72,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigDefaultsValidate(t *testing.T) {
-	for _, ttl := range []time.Duration{10 * time.Millisecond, time.Second, tenure.DefaultTTL, time.Minute, 24 * time.Hour} {
+	for _, ttl := range []time.Duration{tenure.MinTTL, time.Second, tenure.DefaultTTL, time.Minute, tenure.MaxTTL} {
 		c := tenure.Config{Store: memory.New(nil), Key: "job", Identity: "a", TTL: ttl}.WithDefaults()
 		if err := c.Validate(); err != nil {
 			t.Errorf("defaults for TTL %s: %v", ttl, err)
@@ -82,5 +92,48 @@ func TestConfigDefaultsValidate(t *testing.T) {
 	c = tenure.Config{TTL: 9 * time.Second, RenewDeadline: 5 * time.Second, Jitter: 1.1}.WithDefaults()
 	if c.RenewDeadline != 5*time.Second || c.Jitter != 1.1 || c.RenewInterval != 3*time.Second {
 		t.Errorf("WithDefaults overwrote set fields: %+v", c)
+	}
+}
+
+// TestConfigExtremeTTLFromDefaults: a TTL near the top of time.Duration is
+// refused for what it is. Before the bounds, TTL*2/3 overflowed and
+// WithDefaults produced a negative renew deadline.
+func TestConfigExtremeTTLFromDefaults(t *testing.T) {
+	for _, ttl := range []time.Duration{2562047 * time.Hour, math.MaxInt64, math.MaxInt64 / 2, math.MaxInt64/2 + 1, tenure.MaxTTL} {
+		c := tenure.Config{Store: memory.New(nil), Key: "job", Identity: "a", TTL: ttl}.WithDefaults()
+		for name, d := range map[string]time.Duration{"RenewDeadline": c.RenewDeadline, "RenewInterval": c.RenewInterval,
+			"RetryInterval": c.RetryInterval, "RequestTimeout": c.RequestTimeout, "StopTimeout": c.StopTimeout} {
+			if d <= 0 || d >= ttl {
+				t.Errorf("TTL %s: default %s = %s, want in (0, TTL)", ttl, name, d)
+			}
+		}
+		err := c.Validate()
+		if ttl > tenure.MaxTTL && (err == nil || !strings.Contains(err.Error(), "Config.TTL")) {
+			t.Errorf("TTL %s: Validate = %v, want an error naming Config.TTL", ttl, err)
+		}
+		if ttl <= tenure.MaxTTL && err != nil {
+			t.Errorf("TTL %s: %v", ttl, err)
+		}
+	}
+}
+
+// rangedStore is a store that accepts only 15 to 60 s, like Azure leases.
+type rangedStore struct{ tenure.Store }
+
+func (rangedStore) TTLRange() (time.Duration, time.Duration) { return 15 * time.Second, time.Minute }
+
+func TestConfigStoreTTLRange(t *testing.T) {
+	st := rangedStore{memory.New(nil)}
+	for ttl, ok := range map[time.Duration]bool{10 * time.Second: false, 15 * time.Second: true, time.Minute: true, 61 * time.Second: false} {
+		err := tenure.Config{Store: st, Key: "job", Identity: "a", TTL: ttl}.WithDefaults().Validate()
+		if ok != (err == nil) {
+			t.Errorf("TTL %s on a 15s..1m store: %v", ttl, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "from 15s to 1m0s for this store") {
+			t.Errorf("TTL %s: %q does not name the store's range", ttl, err)
+		}
+	}
+	if lo, hi := tenure.TTLBounds(nil); lo != tenure.MinTTL || hi != tenure.MaxTTL {
+		t.Errorf("TTLBounds(nil) = %s, %s", lo, hi)
 	}
 }

@@ -96,7 +96,7 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 				wait = time.Hour
 			}
 			if r.Held() && r.Remaining > 0 {
-				wait = min(wait, r.Remaining+minWait)
+				wait = min(wait, addSat(r.Remaining, minWait))
 			}
 			t := clock.NewTimer(wait)
 			select {

@@ -52,15 +52,20 @@ func Schemes() []string {
 // "etcd://127.0.0.1:2379/tenure", through the opener registered for its
 // scheme. It is the one way the CLI constructs stores. An unregistered
 // scheme gives an error matching [ErrUnknownScheme] that lists the known
-// ones; a malformed URL an error matching [ErrInvalid]. Neither quotes the
-// URL's password.
+// ones; a malformed URL an error matching [ErrInvalid]. No error of Open
+// contains a secret of rawURL: a string that does not parse as a URL is
+// never quoted (the error says what is wrong with it), others only as
+// [Redact] shows them, and any secret an opener's error quotes is replaced
+// by "xxxxx".
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, invalidf("store URL %q cannot be parsed", Redact(rawURL))
-	}
-	if u.Scheme == "" {
-		return nil, invalidf("store URL %q has no scheme (want one of %s)", Redact(rawURL), strings.Join(Schemes(), ", "))
+	switch {
+	case (err != nil || u.Scheme == "") && looksLikeKeywords(rawURL):
+		return nil, invalidf("store URL is a keyword=value list, not a URL: give SCHEME://..., such as postgres://USER@HOST/DB (registered schemes: %s)", strings.Join(Schemes(), ", "))
+	case err != nil:
+		return nil, invalidf("store URL cannot be parsed: %s", urlProblem(err))
+	case u.Scheme == "":
+		return nil, invalidf("store URL has no scheme: give SCHEME://... (registered schemes: %s)", strings.Join(Schemes(), ", "))
 	}
 	registryMu.RLock()
 	open := registry[u.Scheme]
@@ -68,37 +73,13 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	if open == nil {
 		return nil, fmt.Errorf("%w %q in %q (registered: %s)", ErrUnknownScheme, u.Scheme, Redact(rawURL), strings.Join(Schemes(), ", "))
 	}
-	return open(ctx, u)
+	s, err := open(ctx, u)
+	return s, scrubSecrets(err, rawURL)
 }
 
-// secretParams are query parameters whose values Redact hides.
-var secretParams = []string{"password", "passwd", "secret", "token", "key", "accountkey", "sig", "sas", "connection_string", "connectionstring", "auth"}
-
-// Redact returns rawURL with its password and the values of secret-looking
-// query parameters replaced by "xxxxx", for logs and errors. A string that
-// does not parse as a URL is replaced whole.
-func Redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			lk := strings.ToLower(k)
-			for _, s := range secretParams {
-				if strings.Contains(lk, s) {
-					q[k] = []string{"xxxxx"}
-					break
-				}
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
+// looksLikeKeywords reports whether s is a keyword/value list such as a
+// libpq connection string ("host=db user=app ...").
+func looksLikeKeywords(s string) bool {
+	name, _, ok := strings.Cut(strings.TrimSpace(s), "=")
+	return ok && name != "" && plainName(strings.TrimSpace(name))
 }

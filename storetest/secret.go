@@ -39,3 +39,122 @@ func SecretHidden(t *testing.T, st tenure.Store, secret, name string) {
 		}
 	}
 }
+
+// SecretMark is the secret the fuzzers plant in store URLs: no error,
+// log or output may ever contain it.
+const SecretMark = "s3cr3tMARK"
+
+// SecretForms is how many secret positions [SecretURL] knows.
+const SecretForms = 12
+
+// SecretURL builds a store URL (or a connection string) with [SecretMark]
+// in the secret position form selects (modulo [SecretForms]): a password,
+// a token in the user position, a password, token, sig, accountkey or
+// sslpassword query parameter, a fragment, a libpq keyword string (plain
+// or quoted), an Azure connection string. scheme, user, host, path and
+// extra (more name=value parameters) are fuzzed parts; the characters that
+// could move the mark out of its secret position are dropped from them, so
+// any leak of the mark is a real one. An empty scheme gives a URL without
+// one; an invalid scheme is replaced by "x".
+func SecretURL(form uint8, scheme, user, host, path, extra string) string {
+	scheme, user, host, path = clean(scheme, ""), clean(user, ""), clean(host, ":[]"), clean(path, "/")
+	extra = clean(extra, "=&")
+	if scheme != "" && !validScheme(scheme) {
+		scheme = "x"
+	}
+	sp := ""
+	if scheme != "" {
+		sp = scheme + "://"
+	}
+	q := ""
+	if extra != "" {
+		q = "&" + extra
+	}
+	const m = SecretMark
+	switch form % SecretForms {
+	case 0:
+		return sp + user + ":" + m + "@" + host + "/" + path + "?" + extra
+	case 1:
+		switch strings.ToLower(scheme) {
+		case "postgres", "postgresql", "etcd", "zk", "azblob":
+			// Their user is an account name, never a secret: a token in
+			// the user position is a Redis habit.
+			sp = "redis://"
+		}
+		return sp + m + "@" + host + "/" + path
+	case 2:
+		return sp + user + "@" + host + "/" + path + "?x=1&password=" + m + q
+	case 3:
+		return sp + host + "/" + path + "?token=" + m + q
+	case 4:
+		return sp + host + "/" + path + "?sv=1&sig=" + m + q
+	case 5:
+		return sp + host + "/" + path + "?AccountKey=" + m + q
+	case 6:
+		return sp + user + "@" + host + "/" + path + "?sslmode=verify-full&sslpassword=" + m + q
+	case 7:
+		return sp + user + ":@" + host + "/" + path + "#password=" + m
+	case 8:
+		return "host=" + host + " user=" + user + " password=" + m + " dbname=" + path + " " + strings.ReplaceAll(extra, "&", " ")
+	case 9:
+		return "host=" + host + " password='" + m + " x\\' y' user=" + user
+	case 10:
+		return "AccountName=" + user + ";AccountKey=" + m + ";BlobEndpoint=http://" + host
+	default:
+		return sp + ":" + m + "@" + host + "/" + path + "?" + extra
+	}
+}
+
+// SecretSeed is one seed for a fuzzer built on [SecretURL]: its arguments.
+type SecretSeed struct {
+	Form                            uint8
+	Scheme, User, Host, Path, Extra string
+}
+
+// SecretSeeds returns one seed per form, for each scheme given.
+func SecretSeeds(schemes ...string) []SecretSeed {
+	var seeds []SecretSeed
+	for _, s := range schemes {
+		for form := range uint8(SecretForms) {
+			seeds = append(seeds, SecretSeed{form, s, "app", "127.0.0.1:1", "db/x", "sslmode=disable&a=b"})
+		}
+	}
+	return seeds
+}
+
+// clean drops from s what could move a secret out of its position: URL
+// delimiters other than keep, quotes, spaces, escapes, non-ASCII.
+func clean(s, keep string) string {
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune(keep, r) {
+			return r
+		}
+		if r <= 0x20 || r >= 0x7f || strings.ContainsRune(":/@?#&=;%'\"\\,[]", r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func validScheme(s string) bool {
+	for i, c := range []byte(s) {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// NoSecret fails t if any of texts contains [SecretMark]; what names the
+// input that produced them.
+func NoSecret(t testing.TB, what string, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		if strings.Contains(s, SecretMark) {
+			t.Fatalf("%s: the secret is printed: %q", what, s)
+		}
+	}
+}

@@ -34,6 +34,13 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", append(run, "--bogus", "--", "true"), exitUsage, "flag provided but not defined: -bogus"},
 		{"bad duration", append(run, "--ttl", "ten", "--", "true"), exitUsage, `invalid value "ten" for flag -ttl`},
 		{"zero ttl", append(run, "--ttl", "0s", "--", "true"), exitUsage, "--ttl 0s must be positive"},
+		{"ttl 1ns", append(run, "--ttl", "1ns", "--", "true"), exitUsage, "--ttl 1ns is out of range: want 500ms to 24h0m0s"},
+		{"ttl 1ms", append(run, "--ttl", "1ms", "--", "true"), exitUsage, "--ttl 1ms is out of range: want 500ms to 24h0m0s"},
+		{"ttl under the CLI's minimum", append(run, "--ttl", "200ms", "--", "true"), exitUsage, "--ttl 200ms is out of range: want 500ms to 24h0m0s"},
+		{"ttl 2562047h", append(run, "--ttl", "2562047h", "--", "true"), exitUsage, "--ttl 2562047h0m0s is out of range"},
+		{"ttl over a day", append(run, "--ttl", "25h", "--", "true"), exitUsage, "--ttl 25h0m0s is out of range"},
+		{"grace overflowing", append(run, "--ttl", "3s", "--grace", "2562047h", "--", "true"), exitUsage, "--grace 2562047h0m0s is too long for --ttl 3s"},
+		{"demo ttl 1ms", []string{"demo", "--ttl", "1ms"}, exitUsage, "--ttl 1ms is out of range"},
 		{"negative grace", append(run, "--grace", "-1s", "--", "true"), exitUsage, "--grace -1s must not be negative"},
 		{"grace too long", append(run, "--ttl", "3s", "--grace", "1s", "--", "true"), exitUsage, "--grace 1s is too long for --ttl 3s"},
 		{"missing key", []string{"run", "--store", store, "--", "true"}, exitUsage, "--key is required"},
@@ -43,6 +50,9 @@ func TestBadInput(t *testing.T) {
 		{"empty command after --", append(run, "--"), exitUsage, "no command given"},
 		{"command not found", append(run, "--", "no-such-command-tenure-test"), exitUsage, `command "no-such-command-tenure-test" not found`},
 		{"unknown scheme", []string{"run", "--store", "nope://x", "--key", "job", "--", "true"}, exitUsage, `unknown store scheme "nope"`},
+		{"libpq keyword string", []string{"status", "--store", "host=db user=app password=hunter2 dbname=app", "--key", "job"}, exitUsage, "store URL is a keyword=value list, not a URL"},
+		{"no scheme", []string{"status", "--store", "db.example/x", "--key", "job"}, exitUsage, "store URL has no scheme"},
+		{"unparseable URL", []string{"status", "--store", "redis://:hunter2@cache:port", "--key", "job"}, exitUsage, "store URL cannot be parsed: invalid port"},
 		{"relative file URL", []string{"status", "--store", "file:relative", "--key", "job"}, exitUsage, "relative path"},
 		{"state dir is a file", []string{"run", "--store", "file://" + notDir, "--key", "job", "--", "true"}, exitRuntime, "not a directory"},
 		{"corrupt state", []string{"run", "--store", "file://" + corrupt, "--key", "job", "--", "true"}, exitRuntime, `cannot read key "job"`},
@@ -85,11 +95,35 @@ func TestSecretsNotPrinted(t *testing.T) {
 		"nope://admin:hunter2@db.example:5432/x",
 		"file://admin:hunter2@localhost/tmp/x",
 		"nope://db.example/x?password=hunter2",
+		"host=db user=app password=hunter2 dbname=app",
+		"host=db:5432 user=app password=hunter2",
+		"redis://:hunter2@cache:port",
+		"redis:hunter2@cache",
+		"hunter2@cache",
+		"postgres://app:hunter2@[::1",
+		"nope://h/x?sig=hunter2&sv=1",
+		"azblob://c?endpoint=http%3A%2F%2Fh%2F%3Fsig%3Dhunter2",
+		"file:///tmp/x?token=hunter2",
 	} {
 		var stdout, stderr bytes.Buffer
 		code := runInProcess([]string{"status", "--store", u, "--key", "job"}, &stdout, &stderr)
 		if code != exitUsage || strings.Contains(stderr.String()+stdout.String(), "hunter2") || stderr.Len() == 0 {
 			t.Errorf("status --store %s: code %d, stderr %q: want a usage error without the password", u, code, stderr.String())
+		}
+	}
+	// Stores that open and then fail at run time: a refused connection.
+	// The token in the user position of a Redis URL used to be printed.
+	for _, u := range []string{
+		"redis://hunter2@127.0.0.1:1/0",
+		"redis://hunter2:@127.0.0.1:1/0",
+		"rediss://default:hunter2@127.0.0.1:1/0",
+		"postgres://app:hunter2@127.0.0.1:1/app?connect_timeout=1",
+		"postgres://app@127.0.0.1:1/app?password=hunter2&connect_timeout=1",
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runInProcess([]string{"status", "--store", u, "--key", "job"}, &stdout, &stderr)
+		if code == exitOK || strings.Contains(stderr.String()+stdout.String(), "hunter2") || !strings.Contains(stderr.String(), "xxxxx") {
+			t.Errorf("status --store %s: code %d, stderr %q: want an error naming the redacted store, without the secret", u, code, stderr.String())
 		}
 	}
 }

@@ -100,7 +100,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *n < 2 || *n > 9 {
 		return fail(stderr, usageErrorf("--candidates %d: want 2 to 9", *n))
 	}
-	if err := positive("ttl", *ttl); err != nil {
+	if err := checkTTL(*ttl, nil); err != nil {
 		return fail(stderr, err)
 	}
 	self, err := os.Executable()

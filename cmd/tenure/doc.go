@@ -6,11 +6,24 @@
 //	tenure status --key nightly [--json]         who leads; exit 0 held, 3 free
 //	tenure watch --key nightly [--json]          one line per change of leader
 //
-// Every subcommand takes --store URL; stores are built only through
-// [tenure.Open], so any store package linked in (a store_*.go file with a
-// blank import) is available by its scheme. The default is the local store,
-// file:// in its default directory, which coordinates processes of one
-// machine. URLs are shown only through [tenure.Redact].
+// Every subcommand that uses a store takes --store URL, or --store-file PATH
+// (a file holding the URL, refused unless only its owner can read it), or
+// reads the URL from $TENURE_STORE, in that order of precedence; --store
+// and --store-file together are a usage error. A URL with a password
+// belongs in the file or the environment: a command line is visible to
+// every user in ps. Stores are built only through [tenure.Open], so any
+// store package linked in (a store_*.go file with a blank import) is
+// available by its scheme. The default is the local store, file:// in its
+// default directory, which coordinates processes of one machine. URLs are
+// shown only through [tenure.Redact], and input that is not a URL is never
+// shown at all.
+//
+// --ttl must be from 500ms (above the library's [tenure.MinTTL], 100ms:
+// tenure run starts processes within the renew deadline) to
+// [tenure.MaxTTL] (24h), and
+// within the store's own range if it has one ([tenure.TTLRanger]: Azure
+// blob leases 15s to 60s, etcd at least 1s); anything else is a usage
+// error, exit code 2.
 //
 // # tenure run
 //

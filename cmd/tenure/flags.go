@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -37,14 +39,96 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 	return fail(stderr, usageErrorf("%s: %v", strings.TrimPrefix(fs.Name(), "tenure "), err)), true
 }
 
-// storeFlag is the --store flag shared by the subcommands that use a store.
-func storeFlag(fs *flag.FlagSet) *string {
-	return fs.String("store", "", "store `URL`, such as file:///var/lib/tenure (default: the local store's default directory)")
+// envStore names the environment variable that may hold the store URL.
+const envStore = "TENURE_STORE"
+
+// maxStoreFile bounds what --store-file reads: a URL, not a file's worth.
+const maxStoreFile = 64 << 10
+
+// storeFlags are --store and --store-file, shared by the subcommands that
+// use a store.
+type storeFlags struct{ url, file string }
+
+func addStoreFlags(fs *flag.FlagSet) *storeFlags {
+	sf := &storeFlags{}
+	fs.StringVar(&sf.url, "store", "", "store `URL`, such as file:///var/lib/tenure (default: --store-file, else $"+envStore+", else the local store's default directory). A URL with a password belongs in --store-file or $"+envStore+": every user can read a command line with ps")
+	fs.StringVar(&sf.file, "store-file", "", "read the store URL from `PATH`, a file only its owner can read (chmod 600)")
+	return sf
 }
 
-// openStore opens the store named by raw, or the default local store when
-// raw is empty, through tenure.Open. Its errors never quote a password.
-func openStore(ctx context.Context, raw string) (tenure.Store, error) {
+// storeSource is a store URL and where it came from, for messages.
+type storeSource struct {
+	url  string
+	from string // "--store", "--store-file PATH", "$TENURE_STORE", or "" for the default
+}
+
+// resolve returns the store URL: --store, else the contents of
+// --store-file, else $TENURE_STORE, else "" (the default local store).
+// Giving both --store and --store-file is a usage error. Errors never quote
+// the URL.
+func (sf *storeFlags) resolve(getenv func(string) string) (storeSource, error) {
+	switch {
+	case sf.url != "" && sf.file != "":
+		return storeSource{}, usageErrorf("--store and --store-file are both given; use one")
+	case sf.url != "":
+		return storeSource{url: sf.url, from: "--store"}, nil
+	case sf.file != "":
+		u, err := readStoreFile(sf.file)
+		if err != nil {
+			return storeSource{}, err
+		}
+		return storeSource{url: u, from: "--store-file " + sf.file}, nil
+	}
+	if u := strings.TrimSpace(getenv(envStore)); u != "" {
+		return storeSource{url: u, from: "$" + envStore}, nil
+	}
+	return storeSource{}, nil
+}
+
+// readStoreFile reads a store URL from path: a regular file, not readable
+// or writable by group or others, holding one line (a trailing newline and
+// surrounding spaces are dropped). Its errors are usage errors and never
+// quote the file's contents.
+func readStoreFile(path string) (string, error) {
+	// O_NONBLOCK: a FIFO must not hang the command; it is refused below.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", usageErrorf("--store-file: %v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", usageErrorf("--store-file: %v", err)
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		return "", usageErrorf("--store-file %s is not a regular file", path)
+	case fi.Mode().Perm()&0o077 != 0:
+		return "", usageErrorf("--store-file %s can be read or written by others (mode %04o): it holds credentials; run chmod 600 %s", path, fi.Mode().Perm(), path)
+	case fi.Size() > maxStoreFile:
+		return "", usageErrorf("--store-file %s is %d bytes; a store URL is at most %d", path, fi.Size(), maxStoreFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxStoreFile+1))
+	if err != nil {
+		return "", usageErrorf("--store-file: %v", err)
+	}
+	if len(b) > maxStoreFile {
+		return "", usageErrorf("--store-file %s is longer than %d bytes", path, maxStoreFile)
+	}
+	u := strings.TrimSpace(string(b))
+	switch {
+	case u == "":
+		return "", usageErrorf("--store-file %s is empty; it must hold the store URL", path)
+	case strings.ContainsAny(u, "\n\r"):
+		return "", usageErrorf("--store-file %s holds more than one line; it must hold only the store URL", path)
+	}
+	return u, nil
+}
+
+// openStore opens the store src names, or the default local store when it
+// names none, through tenure.Open. Its errors never quote a secret.
+func openStore(ctx context.Context, src storeSource) (tenure.Store, error) {
+	raw := src.url
 	if raw == "" {
 		var err error
 		if raw, err = defaultStoreURL(); err != nil {
@@ -53,9 +137,14 @@ func openStore(ctx context.Context, raw string) (tenure.Store, error) {
 	}
 	s, err := tenure.Open(ctx, raw)
 	if err != nil {
-		msg := err.Error()
-		if red := tenure.Redact(raw); !strings.Contains(msg, red) {
-			return nil, fmt.Errorf("store %s: %w", red, err)
+		// tenure.Open's errors say what is wrong without any secret; name
+		// the store if they do not, and where a URL not given on the
+		// command line came from.
+		if red := tenure.Redact(raw); !strings.Contains(err.Error(), red) && !errors.Is(err, tenure.ErrInvalid) && !errors.Is(err, tenure.ErrUnknownScheme) {
+			err = fmt.Errorf("store %s: %w", red, err)
+		}
+		if src.from != "" && src.from != "--store" {
+			err = fmt.Errorf("%w (the store URL came from %s)", err, src.from)
 		}
 		return nil, err
 	}
@@ -77,6 +166,32 @@ func checkKeyFlag(key string) error {
 func noArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// minRunTTL is the shortest --ttl of tenure run, above tenure.MinTTL: the
+// leader must start (or wake) the supervisor and CMD, and get the first
+// deadline to the supervisor, within the renew deadline, 2/3 of the TTL.
+// Measured on a 2-core machine at load 10: with --ttl 100ms 3 runs of
+// "tenure run -- true" in 8 completed (the others lost leadership while
+// CMD started), with 500ms 7 in 8, with 1s 8 in 8.
+const minRunTTL = 500 * time.Millisecond
+
+// checkTTL rejects a --ttl outside what tenure run accepts on any store
+// (minRunTTL to tenure.MaxTTL) or, given a store, on that store.
+func checkTTL(d time.Duration, s tenure.Store) error {
+	if err := positive("ttl", d); err != nil {
+		return err
+	}
+	lo, hi := tenure.TTLBounds(s)
+	lo = max(lo, minRunTTL)
+	if d < lo || d > hi {
+		where := ""
+		if _, ok := s.(tenure.TTLRanger); ok {
+			where = " for this store"
+		}
+		return usageErrorf("--ttl %s is out of range: want %s to %s%s", d, lo, hi, where)
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ Run "tenure COMMAND -h" for a command's flags. Stores are named by URL:
   file:///var/lib/tenure   the local store (default: file:// = %s)
   memory://NAME            in-process only, for testing
 Registered schemes: %s
+The URL comes from --store URL, else --store-file PATH (chmod 600), else
+$TENURE_STORE. Put a URL with a password in the file or the environment:
+every user can read a command line with ps.
 `
 
 // run is the whole program: it parses args, runs one subcommand and returns

@@ -42,32 +42,37 @@ const defaultRunTTL = 10 * time.Second
 
 // runOpts is a validated `tenure run` command line.
 type runOpts struct {
-	storeURL, key, id string
-	ttl, grace        time.Duration
-	renewDeadline     time.Duration
-	restart, quiet    bool
+	store          storeSource
+	key, id        string
+	ttl, grace     time.Duration
+	renewDeadline  time.Duration
+	restart, quiet bool
 	// Which of --id, --ttl and --grace were given; the others take the
 	// store's defaults (tenure.Defaulter) or ours.
 	idSet, ttlSet, graceSet bool
-	path                    string   // CMD resolved in PATH
-	args                    []string // CMD's arguments
+	opened                  tenure.Store // the store, once open, for its TTL range
+	path                    string       // CMD resolved in PATH
+	args                    []string     // CMD's arguments
 }
 
 // parseRun parses and validates everything about a `tenure run` command
 // line that can be checked without the store.
 func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, done bool) {
 	fs := newFlagSet("run")
-	store := storeFlag(fs)
+	sf := addStoreFlags(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` to campaign for (required)")
 	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: the store's, e.g. a peer's member ID, else hostname-pid)")
-	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover (default: the store's if it has one, else 10s)")
+	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover, from 500ms to 24h or the store's narrower range (default: the store's if it has one, else 10s)")
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of CMD on loss of leadership (default min(2s, (ttl-renew deadline)/2))")
 	fs.BoolVar(&o.restart, "restart", false, "keep campaigning after CMD exits and run it again on the next win")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
 	if code, done := parseFlags(fs, args, runHelp, stdout, stderr); done {
 		return o, code, true
 	}
-	o.storeURL = *store
+	var err error
+	if o.store, err = sf.resolve(os.Getenv); err != nil {
+		return o, fail(stderr, err), true
+	}
 	fs.Visit(func(f *flag.Flag) { o.ttlSet = o.ttlSet || f.Name == "ttl" })
 	if err := o.validate(fs.Args()); err != nil {
 		return o, fail(stderr, err), true
@@ -105,7 +110,7 @@ func (o *runOpts) validate(cmdline []string) error {
 // timing checks the identity and TTL and derives the renew deadline and
 // the grace period from them.
 func (o *runOpts) timing() error {
-	if err := positive("ttl", o.ttl); err != nil {
+	if err := checkTTL(o.ttl, o.opened); err != nil {
 		return err
 	}
 	if err := tenure.CheckAcquire(o.key, o.id, o.ttl); err != nil {
@@ -119,7 +124,7 @@ func (o *runOpts) timing() error {
 	if !o.graceSet {
 		o.grace = min(2*time.Second, margin/2)
 	}
-	if o.renewDeadline+o.grace >= o.ttl {
+	if o.grace >= margin { // not renewDeadline+grace >= ttl: a huge --grace would overflow
 		return usageErrorf("--grace %s is too long for --ttl %s: the renew deadline (%s, 2/3 of --ttl) plus --grace must be shorter than --ttl, so CMD is dead before the lease can lapse; use a --grace under %s or a longer --ttl",
 			o.grace, o.ttl, o.renewDeadline, margin)
 	}
@@ -128,10 +133,12 @@ func (o *runOpts) timing() error {
 
 // storeDefaults lets a store that knows better (a peer node's own ID, a
 // blob lease's 15 s minimum) fill in --id and --ttl when they were not given.
+// It then checks --ttl against the store's own range (tenure.TTLRanger).
 func (o *runOpts) storeDefaults(s tenure.Store) error {
+	o.opened = s
 	d, ok := s.(tenure.Defaulter)
 	if !ok {
-		return nil
+		return o.timing()
 	}
 	id, ttl := d.Defaults()
 	if !o.idSet && id != "" {
@@ -166,7 +173,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 
 	openCtx, cancelOpen := context.WithTimeout(ctx, o.ttl)
-	store, err := openStore(openCtx, o.storeURL)
+	store, err := openStore(openCtx, o.store)
 	if err == nil {
 		// Probe the key, so an unreadable or corrupt state fails now, once,
 		// instead of making the elector retry for ever.

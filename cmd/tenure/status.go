@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -55,7 +56,7 @@ func describe(r tenure.Record) string {
 // statusCmd is `tenure status`.
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("status")
-	storeURL := storeFlag(fs)
+	sf := addStoreFlags(fs)
 	key := fs.String("key", "", "the lease `KEY` (required)")
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	if code, done := parseFlags(fs, args, statusHelp, stdout, stderr); done {
@@ -67,9 +68,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := checkKeyFlag(*key); err != nil {
 		return fail(stderr, err)
 	}
+	src, err := sf.resolve(os.Getenv)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	store, err := openStore(ctx, *storeURL)
+	store, err := openStore(ctx, src)
 	if err != nil {
 		return fail(stderr, err)
 	}

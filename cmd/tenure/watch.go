@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -26,7 +27,7 @@ Flags:
 // watchCmd is `tenure watch`.
 func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("watch")
-	storeURL := storeFlag(fs)
+	sf := addStoreFlags(fs)
 	key := fs.String("key", "", "the lease `KEY` (required)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if code, done := parseFlags(fs, args, watchHelp, stdout, stderr); done {
@@ -38,10 +39,14 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := checkKeyFlag(*key); err != nil {
 		return fail(stderr, err)
 	}
+	src, err := sf.resolve(os.Getenv)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(openCtx, *storeURL)
+	store, err := openStore(openCtx, src)
 	if err == nil {
 		if _, err = store.Get(openCtx, *key); err != nil {
 			store.Close()

@@ -183,5 +183,9 @@ func decode(v []byte) grant {
 // ttlSeconds is the etcd lease TTL for ttl: whole seconds, rounded up, at
 // least 1.
 func ttlSeconds(ttl time.Duration) int64 {
-	return max(1, int64((ttl+time.Second-1)/time.Second))
+	s := int64(ttl / time.Second) // ttl+time.Second-1 would overflow for a huge ttl
+	if ttl%time.Second > 0 {
+		s++
+	}
+	return max(1, s)
 }

@@ -75,6 +75,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, fmt.Errorf("%w: %q is not a postgres:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
 	}
+	if u.Opaque != "" {
+		// scheme:rest, not scheme://host: the driver would quietly use
+		// localhost, and rest may well be a credential.
+		return nil, fmt.Errorf("%w: the postgres URL %q has no host part (want postgres://HOST...)", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
 	var secret string
 	if u.User != nil {
 		secret, _ = u.User.Password()
@@ -93,6 +98,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
+		// pgx quotes the URL, hiding only its password.
+		err = tenure.RedactError(tenure.RedactError(err, rawURL), u.String())
 		return nil, scrub(secret, fmt.Errorf("%w: postgres URL %q: %w", tenure.ErrInvalid, redacted, err))
 	}
 	s := &Store{
@@ -110,7 +117,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		cfg.AfterConnect = s.prepare
 	}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, err))
+		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, tenure.RedactError(err, rawURL)))
 	}
 	return s, nil
 }

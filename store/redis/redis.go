@@ -81,6 +81,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		return nil, fmt.Errorf("%w: %q is not a redis:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
 	}
+	if u.Opaque != "" {
+		// scheme:rest, not scheme://host: the driver would quietly use
+		// localhost, and rest may well be a credential.
+		return nil, fmt.Errorf("%w: the redis URL %q has no host part (want redis://HOST...)", tenure.ErrInvalid, tenure.Redact(rawURL))
+	}
 	var secret string
 	if u.User != nil {
 		secret, _ = u.User.Password()
@@ -111,6 +116,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u.RawQuery = q.Encode()
 	opt, err := goredis.ParseURL(u.String())
 	if err != nil {
+		err = tenure.RedactError(tenure.RedactError(err, rawURL), u.String())
 		return nil, scrub(secret, fmt.Errorf("%w: redis URL %q: %w", tenure.ErrInvalid, redacted, err))
 	}
 	if !retries {

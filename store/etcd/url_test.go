@@ -1,0 +1,47 @@
+package etcd
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/storetest"
+)
+
+// TestTTLSecondsNoOverflow: a huge TTL stays huge. Before, ttl+1s-1
+// overflowed and a lease of about 292 years became a one-second lease.
+func TestTTLSecondsNoOverflow(t *testing.T) {
+	for ttl, want := range map[time.Duration]int64{
+		time.Nanosecond: 1, time.Second: 1, 1500 * time.Millisecond: 2, 2 * time.Second: 2,
+		math.MaxInt64: math.MaxInt64/int64(time.Second) + 1,
+	} {
+		if got := ttlSeconds(ttl); got != want {
+			t.Errorf("ttlSeconds(%s) = %d, want %d", ttl, got, want)
+		}
+	}
+}
+
+// FuzzOpenURL: Open never panics, and with a secret planted in any secret
+// position its error never contains it. The context is cancelled, so
+// nothing dials: Open parses, then gives up.
+func FuzzOpenURL(f *testing.F) {
+	for _, s := range storetest.SecretSeeds("etcd", "") {
+		f.Add("etcd://root:pw@127.0.0.1:2379,127.0.0.1:2380/prefix", s.Form, s.Scheme, s.User, s.Host, s.Path, s.Extra)
+	}
+	f.Add("etcd://h/p?x=1", uint8(0), "etcd", "root", "h", "p", "")
+	f.Add("etcd://h:1,:2,h:/p", uint8(11), "etcd", "", "h:1,h", "", "")
+	f.Fuzz(func(t *testing.T, raw string, form uint8, scheme, user, host, path, extra string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if s, err := Open(ctx, raw); err == nil {
+			s.Close()
+		}
+		in := storetest.SecretURL(form, scheme, user, host, path, extra)
+		if s, err := Open(ctx, in); err != nil {
+			storetest.NoSecret(t, in, err.Error())
+		} else {
+			s.Close()
+		}
+	})
+}
