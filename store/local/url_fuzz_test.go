@@ -18,14 +18,14 @@ func FuzzDirFromURL(f *testing.F) {
 	f.Add("file://otherhost/x", uint8(3), "file", "", "h", "", "a=b")
 	f.Fuzz(func(t *testing.T, raw string, form uint8, scheme, user, host, path, extra string) {
 		if u, err := url.Parse(raw); err == nil {
-			_, _ = dirFromURL(u)
+			_, _, _ = dirFromURL(u)
 		}
 		in := storetest.SecretURL(form, scheme, user, host, path, extra)
 		u, err := url.Parse(in)
 		if err != nil {
 			return
 		}
-		if _, err := dirFromURL(u); err != nil {
+		if _, _, err := dirFromURL(u); err != nil {
 			storetest.NoSecret(t, in, err.Error())
 		}
 	})
