@@ -243,6 +243,10 @@ func (f *Faults) gate(ctx context.Context, op Op) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// A passed deadline counts before the context's timer fired.
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			return context.DeadlineExceeded
+		}
 		f.mu.Lock()
 		mode, paused, changed := f.partition, f.paused, f.changed
 		f.mu.Unlock()

@@ -78,6 +78,11 @@ func (s *Store) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// A deadline that has passed counts even before the context's timer
+	// fired (it may lag on a busy machine): the call is late either way.
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
 	if s.closed {
 		return tenure.ErrClosed
 	}
