@@ -56,27 +56,7 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 	st.Leaderships = len(ls)
 
 	// Safety and fencing, in the order leaderships began.
-	slices.SortStableFunc(ls, func(a, b Leadership) int {
-		if a.Start != b.Start {
-			return int(a.Start - b.Start)
-		}
-		return int(int64(a.Term) - int64(b.Term))
-	})
-	var latest *Leadership // the leadership live the longest so far
-	for i := range ls {
-		l := &ls[i]
-		if latest != nil && l.Start < latest.Done {
-			bad("two leaders at once: %s term %d live from %s while %s term %d was live until %s",
-				l.ID, l.Term, l.Start, latest.ID, latest.Term, latest.Done)
-		}
-		if i > 0 && l.Term <= ls[i-1].Term {
-			bad("term did not increase: %s term %d at %s follows %s term %d",
-				l.ID, l.Term, l.Start, ls[i-1].ID, ls[i-1].Term)
-		}
-		if latest == nil || l.Done > latest.Done || l.Done < 0 {
-			latest = l
-		}
-	}
+	violations = append(violations, overlaps(ls)...)
 
 	// The observer: terms never go back, and every leadership that lasted
 	// was seen with its holder.
@@ -122,4 +102,47 @@ func Check(s *Scenario, h *History) (violations []string, st Stats) {
 		bad("no leader from %s to the end at %s (bound %s)", covered, s.End, bound)
 	}
 	return violations, st
+}
+
+// Overlaps returns the safety and fencing violations in h: two leader
+// contexts live at the same virtual instant (a context is live from its
+// Start until its Done; call it once every leadership ended), and a
+// leadership whose term is not greater than that of the one that
+// began before it. [Check] reports the same; other harnesses (the peer
+// simulations) call this one so that "two leaders" means one thing.
+func Overlaps(h *History) []string {
+	h.mu.Lock()
+	ls := make([]Leadership, len(h.Leaderships))
+	for i, l := range h.Leaderships {
+		ls[i] = *l
+	}
+	h.mu.Unlock()
+	return overlaps(ls)
+}
+
+// overlaps checks ls, which it sorts by start.
+func overlaps(ls []Leadership) (violations []string) {
+	bad := func(format string, args ...any) { violations = append(violations, fmt.Sprintf(format, args...)) }
+	slices.SortStableFunc(ls, func(a, b Leadership) int {
+		if a.Start != b.Start {
+			return int(a.Start - b.Start)
+		}
+		return int(int64(a.Term) - int64(b.Term))
+	})
+	var latest *Leadership // the leadership live the longest so far
+	for i := range ls {
+		l := &ls[i]
+		if latest != nil && l.Start < latest.Done {
+			bad("two leaders at once: %s term %d live from %s while %s term %d was live until %s",
+				l.ID, l.Term, l.Start, latest.ID, latest.Term, latest.Done)
+		}
+		if i > 0 && l.Term <= ls[i-1].Term {
+			bad("term did not increase: %s term %d at %s follows %s term %d",
+				l.ID, l.Term, l.Start, ls[i-1].ID, ls[i-1].Term)
+		}
+		if latest == nil || l.Done > latest.Done || l.Done < 0 {
+			latest = l
+		}
+	}
+	return violations
 }
