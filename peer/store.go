@@ -282,8 +282,11 @@ func (n *Node) Close() error {
 }
 
 // Defaults implements [tenure.Defaulter]: the node campaigns as its own
-// member ID, with a TTL of three failure-detector timeouts, so a deposed
-// coordinator's task stops within about one timeout after it learns of it.
+// member ID, with a TTL of three failure-detector timeouts. A deposed
+// coordinator's task is cancelled as soon as its node learns of it (its
+// Watch pushes the loss); the TTL bounds how long a successor waits for a
+// deposed coordinator whose elector never releases nor comes back (see
+// the package doc).
 func (n *Node) Defaults() (identity string, ttl time.Duration) {
 	return strconv.FormatUint(n.self, 10), 3 * n.cfg.Timeout
 }
