@@ -43,7 +43,7 @@ func Bound(n int, heartbeat, timeout time.Duration) time.Duration {
 // RunSimulations runs the fault simulation for many seeds, each in its own
 // synctest bubble: TENURE_PEER_SEED=N replays one seed (TENURE_PEER_LOG=1
 // adds the nodes' and electors' logs), TENURE_PEER_SEEDS=K sets how many
-// (default 3000, 600 under the race detector, 100 with -short).
+// (default 3000, 1500 under the race detector, 100 with -short).
 func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 	seeds := []uint64{}
 	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
@@ -55,7 +55,7 @@ func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 	} else {
 		k := 3000
 		if raceEnabled {
-			k = 600
+			k = 1500
 		}
 		if testing.Short() {
 			k = 100
