@@ -138,3 +138,36 @@ func TestHandoverAfterACrash(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseEndsTheCoordinatorsWatch: a coordinator's node that closes
+// tells its watchers that its grant is gone before the watch ends, so an
+// elector leading through it cancels its task at once.
+func TestCloseEndsTheCoordinatorsWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := simtest.New(simtest.Options{Algorithm: "bully", Size: 2, Seed: 5})
+		defer c.Close()
+		if err := c.StartAll(); err != nil {
+			t.Fatal(err)
+		}
+		if l, _, err := c.AwaitAgreement(time.Minute); err != nil || l != 2 {
+			t.Fatalf("coordinator %d, %v; want 2", l, err)
+		}
+		n2 := c.Nodes[2]
+		l2, _ := grantedWithin(t, n2, 2*time.Second)
+		w, err := n2.Watch(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := <-w; r.Holder != "2" {
+			t.Fatalf("first record %+v, want holder 2", r)
+		}
+		c.Crash(2)
+		var lost bool
+		for r := range w {
+			lost = lost || tenure.Superseded(l2, r) != ""
+		}
+		if !lost {
+			t.Fatal("the watch of a closed coordinator ended without a record superseding its lease")
+		}
+	})
+}

@@ -209,7 +209,9 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 // is suspected or when this node stops being coordinator (so a leading
 // elector's watch cancels its task at once), and once more, unchanged, when
 // this node's handover completes (so a waiting elector acquires at once).
-// It ends when ctx is done or the node is closed.
+// It ends when ctx is done or the node is closed; a watch whose last
+// record named this node coordinator first delivers the same epoch with
+// no holder when the node closes (it left the group, so its lease is over).
 func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -248,6 +250,7 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 				case <-ctx.Done():
 					return
 				case <-n.stop:
+					n.farewell(ctx, out, last)
 					return
 				}
 				last, lastGranting, first = r, granting, false
@@ -257,11 +260,30 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 			case <-ctx.Done():
 				return
 			case <-n.stop:
+				n.farewell(ctx, out, last)
 				return
 			}
 		}
 	}()
 	return out, nil
+}
+
+// farewell is a watch's last record when the node closes while its last
+// delivery named this node coordinator: the same epoch with no holder, so
+// an elector leading through this node ends its task at once (see
+// [tenure.Superseded]) rather than at its next renewal. It gives up after
+// a heartbeat if nobody reads.
+func (n *Node) farewell(ctx context.Context, out chan<- tenure.Record, last tenure.Record) {
+	if last.Holder != n.Identity() {
+		return
+	}
+	t := time.NewTimer(n.cfg.Heartbeat)
+	defer t.Stop()
+	select {
+	case out <- tenure.Record{Key: last.Key, Term: last.Term}:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // Close implements [tenure.Store]: the node leaves the group silently (no
