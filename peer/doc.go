@@ -168,6 +168,11 @@
 //   - No quorum: a minority side elects its own coordinator.
 //   - The membership is static; changing it means restarting every member
 //     with the new list.
+//   - Every member must run a version with the handover ([Yield]): a new
+//     coordinator waits for each live member's Yield, which an older
+//     member never sends (it drops the unknown type), so a lowest group
+//     with one older member never grants and a bully or ring group waits
+//     for its silence. Upgrade by restarting every member together.
 //   - Timing is local: each member uses its own monotonic clock; no clock
 //     synchronization is needed, but Timeout must exceed the worst message
 //     delay plus pause, or suspicions will be false.
