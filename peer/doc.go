@@ -50,15 +50,27 @@
 //     election and the last message heard from M: such a member is taken to
 //     have crashed (the synchrony assumption), and a crashed member's task
 //     died with it. The extra heartbeat covers an answer still in flight.
+//     Counting from the election too gives a member that is alive after all
+//     (a false suspicion: its messages were lost for Timeout) a whole
+//     Timeout of the new coordinator's claims, every heartbeat, to step
+//     down at once and answer "not yet", which keeps it heard from.
 //
 // So the handover from a live coordinator takes about one message round
 // trip after its task returned (plus the elector's retry interval, TTL/15,
 // before it comes back to Acquire), and only a crashed or silent
-// predecessor costs a timeout: about 2×Timeout + Heartbeat from the crash
-// to the new grant (Timeout to suspect it, Timeout + Heartbeat of
-// silence). A task that ignores cancellation delays the handover by at
-// most TTL after its last renewal. No clock is compared across members:
-// each wait is measured on one member's monotonic clock.
+// predecessor costs a timeout: about 2×Timeout + a few heartbeats from the
+// crash to the new grant (Timeout to suspect it and elect, then Timeout +
+// Heartbeat of silence; the simulations found that waiting only two
+// heartbeats after the election lets a falsely suspected coordinator
+// overlap under heavy message loss). A deposed member whose elector
+// neither releases nor comes back (a task slow to return) holds up the
+// handover for at most TTL after its last renewal; its task's context was
+// cancelled by then (at RenewDeadline), and `tenure run` has SIGKILLed its
+// CMD (RenewDeadline + --grace < TTL), but an in-process task that ignores
+// cancellation longer than TTL − RenewDeadline is not covered. No clock is
+// compared across members: each wait is measured on one member's
+// monotonic clock, so clock rates need no margin beyond the synchrony
+// assumption itself (a live member is never silent for Timeout).
 //
 // Use the elector's defaults with the node's (`tenure run` does): the TTL
 // is 3×Timeout, so a deposed coordinator whose elector never comes back
