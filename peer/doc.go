@@ -9,21 +9,72 @@
 // work unchanged:
 //
 //   - Acquire(ctx, key, identity, ttl): identity must be the node's ID in
-//     decimal. It succeeds iff the algorithm made this node coordinator; the
-//     lease's Term is the coordinator epoch. Another coordinator gives a
-//     *[tenure.HeldError] naming it; no coordinator yet gives [ErrElecting]
-//     (transient: the elector retries).
+//     decimal. It succeeds iff the algorithm made this node coordinator and
+//     the handover below is complete; the lease's Term is the coordinator
+//     epoch. Another coordinator gives a *[tenure.HeldError] naming it; no
+//     coordinator yet gives [ErrElecting], a coordinator still waiting for
+//     the handover [ErrHandover] (both transient: the elector retries, and
+//     the node's Watch wakes it when the wait ends).
 //   - Renew succeeds while the node is coordinator under that epoch and
-//     returns [tenure.ErrLost] once it learned of a higher epoch.
+//     returns [tenure.ErrLost] once it stopped being coordinator.
 //   - Release resigns: Resign is sent to all, the node abstains from
 //     elections for Timeout, the others elect someone else.
-//   - Get and Watch report the coordinator this node follows.
+//   - Get and Watch report the coordinator this node follows. Watch
+//     delivers a change at once, so a coordinator that learns it is
+//     superseded (a higher epoch, another member's claim with precedence)
+//     or steps down pushes the loss: the elector's watch of its own grant
+//     cancels the task at once, not at the next renewal.
 //   - Close leaves the group silently; the others detect it by timeout.
 //
-// The elector learns that its node stopped being coordinator at its next
-// renewal, every TTL/3: give it a TTL of about 3×Timeout or less (for
-// example `tenure run --ttl 1500ms` with the default 500ms timeout) so a
-// deposed coordinator's task stops within about one Timeout.
+// # One leader task at a time: the handover
+//
+// Without a partition (see the assumptions below), no two members' leader
+// tasks run at once, in every algorithm: on preemption by a member with
+// precedence, on recovery after a crash, on an election started by a
+// suspicion, on a ring re-election. A new coordinator is elected at once,
+// but its node grants the lease (Acquire succeeds, so its task starts)
+// only when every other member M has either
+//
+//   - yielded: M answers each claim of a coordinator still waiting (flag
+//     [FlagHandover]) with a [Yield]; it yields to the new epoch only once
+//     M's node holds no grant of an older epoch: it is not coordinator under
+//     one, and the lease it last handed out was released by its elector
+//     (Release, even of a superseded lease), or its elector came back to
+//     Acquire (so its previous term and task ended: the elector never
+//     campaigns while a task runs), or, if neither happens, TTL passed
+//     since that lease's last successful renewal by M's own clock (the
+//     elector cancels its task at the latest RenewDeadline < TTL after it
+//     sent that renewal). Until then M answers "not yet", which also keeps
+//     it heard from; or
+//   - stayed silent for Timeout + Heartbeat, counted from the later of the
+//     election and the last message heard from M: such a member is taken to
+//     have crashed (the synchrony assumption), and a crashed member's task
+//     died with it. The extra heartbeat covers an answer still in flight.
+//     Counting from the election too gives a member that is alive after all
+//     (a false suspicion: its messages were lost for Timeout) a whole
+//     Timeout of the new coordinator's claims, every heartbeat, to step
+//     down at once and answer "not yet", which keeps it heard from.
+//
+// So the handover from a live coordinator takes about one message round
+// trip after its task returned (plus the elector's retry interval, TTL/15,
+// before it comes back to Acquire), and only a crashed or silent
+// predecessor costs a timeout: about 2×Timeout + a few heartbeats from the
+// crash to the new grant (Timeout to suspect it and elect, then Timeout +
+// Heartbeat of silence; the simulations found that waiting only two
+// heartbeats after the election lets a falsely suspected coordinator
+// overlap under heavy message loss). A deposed member whose elector
+// neither releases nor comes back (a task slow to return) holds up the
+// handover for at most TTL after its last renewal; its task's context was
+// cancelled by then (at RenewDeadline), and `tenure run` has SIGKILLed its
+// CMD (RenewDeadline + --grace < TTL), but an in-process task that ignores
+// cancellation longer than TTL − RenewDeadline is not covered. No clock is
+// compared across members: each wait is measured on one member's
+// monotonic clock, so clock rates need no margin beyond the synchrony
+// assumption itself (a live member is never silent for Timeout).
+//
+// Use the elector's defaults with the node's (`tenure run` does): the TTL
+// is 3×Timeout, so a deposed coordinator whose elector never comes back
+// holds up its successor by at most 3×Timeout.
 //
 // Importing the package registers the URL scheme "peer":
 //
@@ -69,8 +120,9 @@
 // epochs ≡ r modulo the group size), so two coordinators elected at the same
 // time on both sides of a partition hold different epochs: max(known)+1
 // rounded up to the member's residue. Every message carries the sender's
-// highest epoch; a coordinator that hears of a higher one steps down (Renew
-// returns ErrLost) and a heartbeat claiming an older epoch is rejected.
+// highest epoch; a coordinator that hears of a higher one steps down (its
+// Watch reports it at once and Renew returns ErrLost) and a heartbeat
+// claiming an older epoch is rejected.
 //
 // # Transport and security
 //
@@ -103,21 +155,36 @@
 // failure detector), IDs are unique and totally ordered and the member list
 // is the same everywhere. Within those assumptions, once faults stop, all
 // live members agree on one coordinator within about
-// Timeout + a few heartbeats (the simulations check this).
+// Timeout + a few heartbeats, and no two members' leader tasks are ever
+// live at once (the handover above). The seeded simulations check both,
+// with real electors on every member, crashes and recoveries of the
+// coordinator and of the member with precedence, loss, duplication and
+// delay; the no-overlap check applies to the seeds without partitions.
 //
-// Under a partition or a false suspicion (a long GC pause, delays beyond the
-// assumed bound) they CAN ELECT TWO COORDINATORS at once, one per side.
-// They never share an epoch, and when the partition heals the coordinator
-// with the lower epoch steps down; but between the two moments both tasks
-// run. The epoch is therefore a fencing token that must be checked by the
+// Under a partition or a false suspicion (a long GC pause, a member silent
+// for Timeout although alive, delays beyond the assumed bound) they CAN
+// ELECT TWO COORDINATORS at once, one per side, and both grant: the
+// handover takes silence for a crash, and a coordinator cut off from the
+// others does not stop by itself (it cannot tell a crashed follower from a
+// partition without a quorum, and stopping whenever a follower crashes
+// would stop every task with it). They never share an epoch, and when the
+// partition heals the coordinator with the lower epoch steps down and its
+// task is cancelled at once; but between the two moments both tasks run.
+// The epoch is therefore a fencing token that must be checked by the
 // protected resource (reject writes with an epoch lower than the highest
-// seen). If you cannot fence, use a quorum mode (raft) or a lease store.
+// seen). If you cannot fence, use a quorum mode (raft, which stays
+// partition-safe) or a lease store.
 //
 // # Non-guarantees
 //
 //   - No quorum: a minority side elects its own coordinator.
 //   - The membership is static; changing it means restarting every member
 //     with the new list.
+//   - Every member must run a version with the handover ([Yield]): a new
+//     coordinator waits for each live member's Yield, which an older
+//     member never sends (it drops the unknown type), so a lowest group
+//     with one older member never grants and a bully or ring group waits
+//     for its silence. Upgrade by restarting every member together.
 //   - Timing is local: each member uses its own monotonic clock; no clock
 //     synchronization is needed, but Timeout must exceed the worst message
 //     delay plus pause, or suspicions will be false.

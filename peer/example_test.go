@@ -2,6 +2,7 @@ package peer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -42,7 +43,16 @@ func Example() {
 			break
 		}
 	}
-	lease, err := nodes[3].Acquire(ctx, "job", "3", time.Minute)
+	// The coordinator grants once the others yielded to its epoch (about a
+	// round trip); its watch delivers the record again then.
+	own, _ := nodes[3].Watch(ctx, "job")
+	var lease tenure.Lease
+	var err error
+	for range own {
+		if lease, err = nodes[3].Acquire(ctx, "job", "3", time.Minute); !errors.Is(err, peer.ErrHandover) {
+			break
+		}
+	}
 	fmt.Println("member 3 acquires:", err == nil, "term = epoch:", lease.Term == nodes[3].Status().LeaderEpoch)
 	_, err = nodes[2].Acquire(ctx, "job", "2", time.Minute)
 	var held *tenure.HeldError

@@ -44,15 +44,26 @@ const (
 	// its highest known epoch, TTL and Remaining what its record says, and
 	// Ref echoes the query's nonce. Version-2 frame.
 	StatusReply
+	// Yield answers a coordinator's claim (From follows Leader at
+	// LeaderEpoch): with LeaderEpoch equal to the coordinator's epoch it
+	// says "I hold no grant under an older epoch: I am not coordinator
+	// under one, and any lease my node handed out under one was released,
+	// or its holder came back to campaign, or it ran out by my clock"; a
+	// coordinator starts granting its lease only once every member yielded
+	// or stayed silent (see the package doc). With a lower LeaderEpoch it
+	// says "not yet: I still hold a grant under that epoch" (and keeps the
+	// sender heard from). Appended after the status types so that older
+	// type numbers keep their values.
+	Yield
 
-	maxType = StatusReply
+	maxType = Yield
 )
 
 // ObserverID is the sender ID an [Observer] uses in its status queries. It
 // is never a member (member IDs start at 1).
 const ObserverID = 0
 
-var typeNames = [...]string{"", "heartbeat", "election", "answer", "coordinator", "elected", "ack", "resign", "reject", "status-query", "status-reply"}
+var typeNames = [...]string{"", "heartbeat", "election", "answer", "coordinator", "elected", "ack", "resign", "reject", "status-query", "status-reply", "yield"}
 
 func (t Type) String() string {
 	if t >= 1 && t <= maxType {
@@ -73,6 +84,10 @@ const (
 	// FlagAbstain: the sender does not stand for election (it resigned
 	// recently).
 	FlagAbstain uint8 = 1 << iota
+	// FlagHandover: the sender is a coordinator that does not grant its
+	// lease yet, waiting for the members to [Yield]; set on its Heartbeat,
+	// Coordinator and Elected messages.
+	FlagHandover
 )
 
 // Message is what members exchange. Algorithms fill Type, Leader,

@@ -28,6 +28,8 @@ type Node struct {
 	leaderEpoch  uint64
 	leaderHeard  time.Time
 	granted      uint64 // epoch of the lease handed out by Acquire, 0: none
+	held         grant  // the last lease handed out, until it surely ended
+	ho           handover
 	heard        map[uint64]time.Time
 	dead         map[uint64]bool
 	abstains     map[uint64]bool
@@ -37,6 +39,23 @@ type Node struct {
 
 	stop chan struct{}
 	done chan struct{}
+}
+
+// grant is a lease the node handed out, kept after the node stopped being
+// coordinator until the lease surely ended (see [Node.holding]).
+type grant struct {
+	epoch   uint64 // 0: none
+	ttl     time.Duration
+	renewed time.Time // the last successful Acquire or Renew
+}
+
+// handover is a new coordinator's wait before it grants its lease: every
+// other member must yield or stay silent (see [Node.checkHandover]).
+type handover struct {
+	epoch   uint64 // the coordinatorship it is for
+	since   time.Time
+	yielded map[uint64]bool
+	ready   bool // the lease may be granted
 }
 
 // NewNode starts the node for cfg: it loads the epoch (an error if the
@@ -140,6 +159,8 @@ func (n *Node) tick() {
 		return
 	}
 	now := time.Now()
+	n.expireGrant(now)
+	n.checkHandover(now)
 	if n.isCoordinator() {
 		for _, id := range n.cfg.Group.IDs() {
 			if id != n.self {
@@ -157,6 +178,12 @@ func (n *Node) tick() {
 }
 
 func (n *Node) isCoordinator() bool { return n.leader == n.self && n.leader != 0 }
+
+// granting reports whether this node is coordinator and its handover is
+// complete. The caller holds mu.
+func (n *Node) granting() bool {
+	return n.isCoordinator() && n.ho.ready && n.ho.epoch == n.leaderEpoch
+}
 
 // handle processes one received message.
 func (n *Node) handle(m Message) {
@@ -186,13 +213,23 @@ func (n *Node) handle(m Message) {
 	switch m.Type {
 	case Heartbeat, Coordinator:
 		// A claim by the coordinator itself: follow it unless stale, in
-		// which case tell it so it steps down.
+		// which case tell it so it steps down. A coordinator waiting for
+		// the members to yield gets an answer to each claim.
 		if m.Leader == m.From {
 			if m.LeaderEpoch < n.maxEpoch {
 				n.send(m.From, Message{Type: Reject, Leader: m.From, LeaderEpoch: m.LeaderEpoch})
-			} else {
-				n.adopt(m.From, m.LeaderEpoch)
+			} else if n.adopt(m.From, m.LeaderEpoch) && m.Flags&FlagHandover != 0 {
+				n.yield()
 			}
+		}
+	case Elected:
+		if m.Flags&FlagHandover != 0 && n.leader == m.Leader && n.leaderEpoch == m.LeaderEpoch {
+			n.yield()
+		}
+	case Yield:
+		if n.isCoordinator() && m.Leader == n.self && m.LeaderEpoch == n.leaderEpoch && n.ho.epoch == n.leaderEpoch {
+			n.ho.yielded[m.From] = true
+			n.checkHandover(now)
 		}
 	case Resign:
 		if m.From == n.leader && m.LeaderEpoch == n.leaderEpoch {
@@ -208,6 +245,10 @@ func (n *Node) send(to uint64, m Message) error {
 	m.From, m.To, m.Epoch = n.self, to, n.maxEpoch
 	if n.abstaining(time.Now()) {
 		m.Flags |= FlagAbstain
+	}
+	if n.isCoordinator() && !n.ho.ready && m.Leader == n.self &&
+		(m.Type == Heartbeat || m.Type == Coordinator || m.Type == Elected) {
+		m.Flags |= FlagHandover
 	}
 	return n.tr.Send(m)
 }
@@ -253,8 +294,92 @@ func (n *Node) elect() (uint64, error) {
 	}
 	n.issued = append(n.issued, e)
 	n.log.Info("peer: elected coordinator", "id", n.self, "epoch", e, "algorithm", n.cfg.Algorithm)
+	n.ho = handover{epoch: e, since: time.Now(), yielded: map[uint64]bool{}}
 	n.setLeader(n.self, e)
+	n.checkHandover(n.ho.since)
 	return e, nil
+}
+
+// handoverQuiet is how long a member must have been silent, both before
+// and since this node's election, for the new coordinator to grant without
+// its Yield: a member that sends nothing for Timeout is taken to have
+// crashed (the synchrony assumption), plus one heartbeat for an answer
+// still in flight.
+func (n *Node) handoverQuiet() time.Duration { return n.cfg.Timeout + n.cfg.Heartbeat }
+
+// checkHandover lifts a new coordinator's wait once this node holds no
+// older grant itself and every other member yielded to its epoch or has
+// been silent for handoverQuiet since the later of the election and the
+// last message heard from it; it then wakes watchers so that a waiting
+// elector acquires at once. The caller holds mu.
+func (n *Node) checkHandover(now time.Time) {
+	if !n.isCoordinator() || n.ho.ready || n.ho.epoch != n.leaderEpoch || n.holding(n.leaderEpoch) {
+		return
+	}
+	for _, id := range n.cfg.Group.IDs() {
+		if id == n.self || n.ho.yielded[id] {
+			continue
+		}
+		if now.Sub(later(n.heard[id], n.ho.since)) < n.handoverQuiet() {
+			return
+		}
+	}
+	n.ho.ready = true
+	n.log.Debug("peer: handover complete, granting", "id", n.self, "epoch", n.leaderEpoch,
+		"after", now.Sub(n.ho.since).Round(time.Millisecond))
+	n.wake()
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// holding reports whether a lease this node handed out under an epoch
+// below e may still be in use. The caller holds mu.
+func (n *Node) holding(e uint64) bool { return n.held.epoch != 0 && n.held.epoch < e }
+
+// ended forgets the held grant (its holder released it, came back to
+// campaign, or it ran out) and tells the coordinator this node follows
+// that it yields. The caller holds mu.
+func (n *Node) ended(why string) {
+	if n.held.epoch == 0 {
+		return
+	}
+	n.log.Debug("peer: the lease of an earlier epoch ended", "id", n.self, "epoch", n.held.epoch, "why", why)
+	n.held = grant{}
+	if n.isCoordinator() {
+		n.checkHandover(time.Now())
+	} else {
+		n.yield()
+	}
+}
+
+// expireGrant ends a held grant that is no longer current once TTL passed
+// since its last successful renewal by this node's clock: the elector
+// cancels its task at the latest RenewDeadline (< TTL) after it sent that
+// renewal. The caller holds mu.
+func (n *Node) expireGrant(now time.Time) {
+	if n.held.epoch != 0 && !(n.isCoordinator() && n.leaderEpoch == n.held.epoch) &&
+		!now.Before(n.held.renewed.Add(n.held.ttl)) {
+		n.ended("its TTL ran out since its last renewal")
+	}
+}
+
+// yield answers the coordinator this node follows: [Yield] at its epoch
+// if this node holds no older grant, else at the held grant's epoch (not
+// yet). The caller holds mu.
+func (n *Node) yield() {
+	if n.leader == 0 || n.leader == n.self {
+		return
+	}
+	e := n.leaderEpoch
+	if n.holding(e) {
+		e = n.held.epoch
+	}
+	n.send(n.leader, Message{Type: Yield, Leader: n.leader, LeaderEpoch: e})
 }
 
 // adopt follows leader at epoch unless the claim is stale.
@@ -290,6 +415,12 @@ func (n *Node) setLeader(id, epoch uint64) {
 		n.granted = 0
 	}
 	n.leader, n.leaderEpoch, n.leaderHeard = id, epoch, time.Now()
+	n.wake()
+}
+
+// wake signals every watcher to look at the record again. The caller holds
+// mu.
+func (n *Node) wake() {
 	for w := range n.watchers {
 		select {
 		case w <- struct{}{}:
@@ -310,6 +441,9 @@ type Status struct {
 	// Issued lists the epochs this node was coordinator under, since it
 	// started, oldest first.
 	Issued []uint64
+	// Granting is whether this coordinator's handover is complete: every
+	// other member yielded or stayed silent, so Acquire may grant.
+	Granting bool
 }
 
 // Status returns the node's current view. It never blocks on the network.
@@ -317,7 +451,7 @@ func (n *Node) Status() Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return Status{ID: n.self, Leader: n.leader, LeaderEpoch: n.leaderEpoch, Coordinator: n.isCoordinator(),
-		Epoch: n.maxEpoch, Issued: append([]uint64(nil), n.issued...)}
+		Epoch: n.maxEpoch, Issued: append([]uint64(nil), n.issued...), Granting: n.granting()}
 }
 
 // Transport returns the node's transport (a [*TCP] unless Config.Transport
@@ -344,7 +478,14 @@ func (e env) Abstaining() bool                { return e.n.abstaining(time.Now()
 func (e env) Abstains(id uint64) bool         { return e.n.abstains[id] }
 func (e env) Leader() (uint64, uint64)        { return e.n.leader, e.n.leaderEpoch }
 func (e env) Elect() (uint64, error)          { return e.n.elect() }
-func (e env) Adopt(leader, epoch uint64) bool { return e.n.adopt(leader, epoch) }
+func (e env) Adopt(leader, epoch uint64) bool {
+	before, beforeEpoch := e.n.leader, e.n.leaderEpoch
+	ok := e.n.adopt(leader, epoch)
+	if ok && (before != leader || beforeEpoch != epoch) {
+		e.n.yield()
+	}
+	return ok
+}
 func (e env) Logf(format string, args ...any) {
 	e.n.log.Debug(fmt.Sprintf(format, args...), "id", e.n.self)
 }

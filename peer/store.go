@@ -14,6 +14,14 @@ import (
 // elector retries with backoff, and wakes earlier through Watch.
 var ErrElecting = fmt.Errorf("peer: election in progress, no coordinator known yet (%w)", tenure.ErrUnavailable)
 
+// ErrHandover is returned by [Node.Acquire] while this node is coordinator
+// but does not grant yet: a member that may still hold a grant under an
+// older epoch has neither yielded nor stayed silent long enough (see the
+// package doc). It is transient ([tenure.ErrUnavailable]); the node's
+// Watch delivers the record again when the wait ends, so a watching
+// elector retries at once.
+var ErrHandover = fmt.Errorf("peer: elected, waiting for the previous coordinator to step down (%w)", tenure.ErrUnavailable)
+
 var (
 	_ tenure.Store   = (*Node)(nil)
 	_ tenure.Watcher = (*Node)(nil)
@@ -60,12 +68,20 @@ func (n *Node) recordLocked(now time.Time) tenure.Record {
 
 // Acquire implements [tenure.Store]. identity must be this node's ID in
 // decimal (else an error wrapping [tenure.ErrInvalid] naming both). It
-// succeeds iff the algorithm has made this node coordinator and no lease for
-// this epoch is outstanding; the lease's Term is the coordinator epoch. If
-// another member is coordinator it returns a *[tenure.HeldError] naming it;
-// while none is known, an error matching [ErrElecting]. ttl is recorded but
-// leadership ends by the algorithm, not by time. Acquire never blocks on the
-// network.
+// succeeds iff the algorithm has made this node coordinator, its handover
+// is complete (every other member yielded or stayed silent; until then an
+// error matching [ErrHandover]) and no lease for this epoch is
+// outstanding; the lease's Term is the coordinator epoch. If another member
+// is coordinator it returns a *[tenure.HeldError] naming it; while none is
+// known, an error matching [ErrElecting]. ttl is how long the node assumes
+// the lease may be used after its last successful renewal once it stops
+// being current (see the package doc); leadership ends by the algorithm,
+// not by time.
+//
+// A call after this node's earlier lease stopped being current tells the
+// node that lease's holder came back to campaign, so it no longer uses it:
+// the node then yields to the coordinator it follows. Acquire never blocks
+// on the network.
 func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
@@ -82,13 +98,21 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 		return tenure.Lease{}, err
 	}
 	now := time.Now()
+	if n.held.epoch != 0 && !(n.isCoordinator() && n.granted == n.held.epoch) {
+		// The elector campaigns again: its term (and task) ended.
+		n.ended("its holder campaigns again")
+	}
 	switch {
 	case n.leader == 0:
 		return tenure.Lease{}, fmt.Errorf("%w (member %d, last epoch %d)", ErrElecting, n.self, n.maxEpoch)
 	case !n.isCoordinator() || n.granted == n.leaderEpoch:
 		return tenure.Lease{}, &tenure.HeldError{Record: n.recordLocked(now)}
+	case !n.granting():
+		return tenure.Lease{}, fmt.Errorf("%w (member %d, epoch %d, elected %s ago)", ErrHandover, n.self,
+			n.leaderEpoch, now.Sub(n.ho.since).Round(time.Millisecond))
 	}
 	n.granted = n.leaderEpoch
+	n.held = grant{epoch: n.leaderEpoch, ttl: ttl, renewed: now}
 	return tenure.Lease{Key: key, Identity: identity, Term: n.leaderEpoch, TTL: ttl,
 		Token: strconv.FormatUint(n.leaderEpoch, 10)}, nil
 }
@@ -120,7 +144,11 @@ func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := n.usable(ctx); err != nil {
 		return err
 	}
-	return n.current(l)
+	if err := n.current(l); err != nil {
+		return err
+	}
+	n.held.renewed = time.Now()
+	return nil
 }
 
 // Release implements [tenure.Store]: the coordinator resigns. It sends
@@ -128,7 +156,9 @@ func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 // elections for Timeout, so the others elect someone else at once; after
 // that it stands again (in bully without no-preempt and in lowest it then
 // takes over again, being the preferred member; in ring it stays a
-// follower). It returns [tenure.ErrLost] if l is not current.
+// follower). It returns [tenure.ErrLost] if l is not current; the node
+// then knows that l is no longer used and yields to the coordinator it
+// follows.
 func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -136,8 +166,12 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 		return err
 	}
 	if err := n.current(l); err != nil {
+		if l.Key == n.key && l.Identity == n.Identity() && l.Term == n.held.epoch {
+			n.ended("released")
+		}
 		return err
 	}
+	n.held = grant{}
 	n.abstainUntil = time.Now().Add(n.cfg.Timeout)
 	epoch := n.leaderEpoch
 	n.log.Info("peer: resigning", "id", n.self, "epoch", epoch)
@@ -172,7 +206,12 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 // Watch implements [tenure.Watcher]: the current record at once, then one
 // whenever the coordinator or its epoch changes, including to "none" when it
-// is suspected. It ends when ctx is done or the node is closed.
+// is suspected or when this node stops being coordinator (so a leading
+// elector's watch cancels its task at once), and once more, unchanged, when
+// this node's handover completes (so a waiting elector acquires at once).
+// It ends when ctx is done or the node is closed; a watch whose last
+// record named this node coordinator first delivers the same epoch with
+// no holder when the node closes (it left the group, so its lease is over).
 func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -198,31 +237,53 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 			n.mu.Unlock()
 		}()
 		var last tenure.Record
+		var lastGranting bool
 		first := true
 		for {
 			n.mu.Lock()
 			r := n.recordLocked(time.Now())
+			granting := n.granting()
 			n.mu.Unlock()
-			if first || r.Holder != last.Holder || r.Term != last.Term {
+			if first || r.Holder != last.Holder || r.Term != last.Term || granting != lastGranting {
 				select {
 				case out <- r:
 				case <-ctx.Done():
 					return
 				case <-n.stop:
+					n.farewell(ctx, out, last)
 					return
 				}
-				last, first = r, false
+				last, lastGranting, first = r, granting, false
 			}
 			select {
 			case <-sig:
 			case <-ctx.Done():
 				return
 			case <-n.stop:
+				n.farewell(ctx, out, last)
 				return
 			}
 		}
 	}()
 	return out, nil
+}
+
+// farewell is a watch's last record when the node closes while its last
+// delivery named this node coordinator: the same epoch with no holder, so
+// an elector leading through this node ends its task at once (see
+// [tenure.Superseded]) rather than at its next renewal. It gives up after
+// a heartbeat if nobody reads.
+func (n *Node) farewell(ctx context.Context, out chan<- tenure.Record, last tenure.Record) {
+	if last.Holder != n.Identity() {
+		return
+	}
+	t := time.NewTimer(n.cfg.Heartbeat)
+	defer t.Stop()
+	select {
+	case out <- tenure.Record{Key: last.Key, Term: last.Term}:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // Close implements [tenure.Store]: the node leaves the group silently (no
@@ -243,8 +304,11 @@ func (n *Node) Close() error {
 }
 
 // Defaults implements [tenure.Defaulter]: the node campaigns as its own
-// member ID, with a TTL of three failure-detector timeouts, so a deposed
-// coordinator's task stops within about one timeout after it learns of it.
+// member ID, with a TTL of three failure-detector timeouts. A deposed
+// coordinator's task is cancelled as soon as its node learns of it (its
+// Watch pushes the loss); the TTL bounds how long a successor waits for a
+// deposed coordinator whose elector never releases nor comes back (see
+// the package doc).
 func (n *Node) Defaults() (identity string, ttl time.Duration) {
 	return strconv.FormatUint(n.self, 10), 3 * n.cfg.Timeout
 }

@@ -28,6 +28,29 @@ func awaitRecord(t *testing.T, w <-chan tenure.Record, holder string) tenure.Rec
 	return tenure.Record{}
 }
 
+// acquireGranted acquires on n as soon as its handover completes: n's
+// watch delivers the record again then.
+func acquireGranted(t *testing.T, n *peer.Node) tenure.Lease {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := n.Watch(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range w {
+		l, err := n.Acquire(ctx, "job", n.Identity(), time.Second)
+		if err == nil {
+			return l
+		}
+		if !errors.Is(err, peer.ErrHandover) {
+			t.Fatalf("member %s Acquire = %v, want a grant after the handover", n.Identity(), err)
+		}
+	}
+	t.Fatal("watch closed before the grant")
+	return tenure.Lease{}
+}
+
 // TestNodeStore checks the Store contract of a node over memnet, in
 // virtual time.
 func TestNodeStore(t *testing.T) {
@@ -66,9 +89,9 @@ func TestNodeStore(t *testing.T) {
 		if _, err := n1.Acquire(ctx, "job", "1", time.Second); !errors.As(err, &held) || held.Record.Holder != "3" || held.Record.Term != epoch {
 			t.Fatalf("follower Acquire = %v, want HeldError by 3 at %d", err, epoch)
 		}
-		l3, err := n3.Acquire(ctx, "job", "3", time.Second)
-		if err != nil || l3.Term != epoch {
-			t.Fatalf("coordinator Acquire = %+v, %v; want term %d", l3, err, epoch)
+		l3 := acquireGranted(t, n3)
+		if l3.Term != epoch {
+			t.Fatalf("coordinator Acquire = %+v; want term %d", l3, epoch)
 		}
 		if _, err := n3.Acquire(ctx, "job", "3", time.Second); !errors.As(err, &held) || held.Record.Holder != "3" {
 			t.Fatalf("second Acquire = %v, want HeldError by itself", err)
@@ -97,9 +120,9 @@ func TestNodeStore(t *testing.T) {
 		if r2.Term <= epoch {
 			t.Fatalf("member 2 leads at term %d, not above %d", r2.Term, epoch)
 		}
-		l2, err := n2.Acquire(ctx, "job", "2", time.Second)
-		if err != nil || l2.Term != r2.Term {
-			t.Fatalf("member 2 Acquire = %+v, %v", l2, err)
+		l2 := acquireGranted(t, n2)
+		if l2.Term != r2.Term {
+			t.Fatalf("member 2 Acquire = %+v, want term %d", l2, r2.Term)
 		}
 		// When the abstention ends, 3 (highest, preemptive) takes over: 2's
 		// lease is lost and changes nothing.
@@ -128,10 +151,7 @@ func TestNodeStore(t *testing.T) {
 		if _, err := n1.Acquire(ctx, "job", "1", time.Second); !errors.Is(err, tenure.ErrClosed) {
 			t.Fatalf("Acquire after Close = %v", err)
 		}
-		l3b, err := n3.Acquire(ctx, "job", "3", time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l3b := acquireGranted(t, n3)
 		c.Crash(3)
 		if err := n3.Renew(ctx, l3b); !errors.Is(err, tenure.ErrClosed) || !errors.Is(err, tenure.ErrLost) {
 			t.Fatalf("Renew after Close = %v, want ErrClosed and ErrLost", err)

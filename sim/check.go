@@ -120,3 +120,24 @@ func checkLiveness(s *Scenario, ls []Leadership, end time.Duration, bad func(str
 	}
 	return recovery, maxGap
 }
+
+// Overlaps returns the safety and fencing violations in h, with the checker
+// every tenure harness shares (package internal/history): two leader
+// contexts live at the same virtual instant (a context is live from its
+// Start until its End; one still live counts as live until now), and a
+// leadership whose term is not greater than that of the one that began
+// before it. [Check] reports the same; other harnesses (the peer
+// simulations) call this one so that "two leaders" means one thing.
+func Overlaps(h *History) []string {
+	h.mu.Lock()
+	ls := make([]Leadership, len(h.Leaderships))
+	for i, l := range h.Leaderships {
+		ls[i] = *l
+	}
+	h.mu.Unlock()
+	var violations []string
+	for _, v := range history.Check(ls, h.since(), nil) {
+		violations = append(violations, v.Detail)
+	}
+	return violations
+}

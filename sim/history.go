@@ -46,6 +46,30 @@ func (e Entry) What() string { return fmt.Sprintf(e.Format, e.Args...) }
 // It is the model every tenure harness shares (package internal/history).
 type Leadership = history.Interval
 
+// NewHistory returns an empty history whose offsets count from now, for
+// harnesses other than [Run] (the peer simulations) that record
+// leaderships with [History.Started] and [History.Ended] and check them
+// with [Overlaps].
+func NewHistory() *History {
+	return &History{origin: time.Now(), RunErrs: map[string]error{}}
+}
+
+// Started records that id's leader context of term became live now and
+// returns the leadership to pass to [History.Ended]. Safe for concurrent
+// use.
+func (h *History) Started(id string, term uint64) *Leadership { return h.started(id, term) }
+
+// Ended records that l's leader context is done now; only the first call
+// for l counts (a crashed process's task ends when it dies, whatever it
+// reports later). Safe for concurrent use.
+func (h *History) Ended(l *Leadership) { h.ended(l) }
+
+// Note adds a line to the history (shown in failure messages). Safe for
+// concurrent use.
+func (h *History) Note(who string, term uint64, format string, args ...any) {
+	h.add(who, term, format, args...)
+}
+
 func (h *History) since() time.Duration { return time.Since(h.origin) }
 
 func (h *History) add(who string, term uint64, format string, args ...any) {
@@ -74,6 +98,10 @@ func (h *History) observed(r tenure.Record) {
 func (h *History) ended(l *Leadership) {
 	at := h.since()
 	h.mu.Lock()
+	if !l.Open() {
+		h.mu.Unlock()
+		return
+	}
 	l.End = at
 	h.mu.Unlock()
 	h.add(l.ID, l.Term, "leader context done")

@@ -15,9 +15,12 @@ import (
 // each running the worker as CMD, as the demo, the tests and the benchmark
 // use it. Safe for concurrent use.
 type cluster struct {
-	exe      string   // the tenure binary
-	worker   string   // a demoworker binary; "" runs `tenure __demo-worker`
-	storeURL string   // file:// URL of the state directory
+	exe      string // the tenure binary
+	worker   string // a demoworker binary; "" runs `tenure __demo-worker`
+	storeURL string // file:// URL of the state directory
+	// storeFor, if set, gives candidate id its own store URL instead of
+	// storeURL (peer members: one URL per member ID).
+	storeFor func(id string) string
 	key      string   // the key campaigned for
 	runArgs  []string // extra `tenure run` flags (--ttl, --restart...)
 	workArgs []string // extra worker flags
@@ -59,7 +62,11 @@ func newCluster(exe, dir, key string, runArgs, workArgs []string) (*cluster, err
 
 // start starts candidate id, replacing an exited one of that name.
 func (c *cluster) start(id string) (*candidate, error) {
-	args := append([]string{"run", "--store", c.storeURL, "--key", c.key, "--id", id}, c.runArgs...)
+	store := c.storeURL
+	if c.storeFor != nil {
+		store = c.storeFor(id)
+	}
+	args := append([]string{"run", "--store", store, "--key", c.key, "--id", id}, c.runArgs...)
 	if c.worker != "" {
 		args = append(args, "--", c.worker)
 	} else {

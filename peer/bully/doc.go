@@ -33,4 +33,10 @@
 // grow. Nothing stops two coordinators during a partition or a false
 // suspicion; their epochs differ and the lower one steps down when it hears
 // of the higher. Fence with the epoch.
+//
+// Without a partition, no two members' leader tasks run at once, whether a
+// higher member bullies its way in or an election follows a suspicion: the
+// new coordinator grants its lease only after the deposed one yielded (its
+// task ended) or, for a crashed one, after its silence (package peer, "the
+// handover").
 package bully

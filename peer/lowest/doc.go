@@ -27,4 +27,9 @@
 // n², so keep groups small. Two coordinators can exist during a partition
 // or a false suspicion; their epochs differ and the lower one steps down
 // when it hears of the higher. Fence with the epoch.
+//
+// Without a partition, no two members' leader tasks run at once: a
+// recovering lower member that takes over grants its lease only after the
+// deposed coordinator yielded (its task ended) and a crashed coordinator's
+// successor only after its silence (package peer, "the handover").
 package lowest

@@ -38,4 +38,9 @@
 // live ID in a clean election). Two coordinators can exist during a
 // partition; their epochs differ and the lower one steps down when it hears
 // of the higher. Fence with the epoch.
+//
+// Without a partition, no two members' leader tasks run at once across
+// re-elections: the new coordinator grants its lease only after the
+// previous one yielded (its task ended) or, for a crashed one, after its
+// silence (package peer, "the handover").
 package ring

@@ -4,14 +4,20 @@
 package simtest
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/memnet"
+	"github.com/tenurehq/tenure/sim"
 )
 
 // Cluster is a group of nodes on one memnet network. Not safe for concurrent
@@ -23,6 +29,12 @@ type Cluster struct {
 	Epochs map[uint64]*peer.MemEpoch
 	// Configure, if set, adjusts each node's config before it starts.
 	Configure func(c *peer.Config)
+	// Hist records every leader task's lifetime when the cluster runs
+	// electors (Options.Electors); nil otherwise.
+	Hist *sim.History
+
+	seed     uint64
+	electors map[uint64]*member // by member ID, while it runs
 
 	alg       string
 	heartbeat time.Duration
@@ -43,6 +55,21 @@ type Options struct {
 	Heartbeat, Timeout time.Duration
 	NoPreempt          bool
 	Configure          func(c *peer.Config)
+	// Electors runs a real [tenure.Elector] on every started member, with
+	// the node as its store and a task that records its lifetime in
+	// Cluster.Hist: live from when the elector starts it until its context
+	// is done, it returns (see [Cluster.Finish]) or its member crashes.
+	Electors bool
+}
+
+// member is one running elector and its task's state.
+type member struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+	finish chan struct{} // a value makes the live task return
+
+	mu   sync.Mutex
+	live *sim.Leadership // the task's leadership while it runs
 }
 
 // New makes a cluster of members 1..Size without starting them.
@@ -65,7 +92,10 @@ func New(o Options) *Cluster {
 		Epochs: map[uint64]*peer.MemEpoch{}, Configure: o.Configure, alg: o.Algorithm,
 		heartbeat: o.Heartbeat, timeout: o.Timeout, noPreempt: o.NoPreempt,
 		lastEpoch: map[uint64]uint64{}, lastFollow: map[uint64]uint64{},
-		issuedBy: map[uint64]uint64{}, issuedSeen: map[uint64]int{}}
+		issuedBy: map[uint64]uint64{}, issuedSeen: map[uint64]int{}, seed: o.Seed}
+	if o.Electors {
+		c.Hist, c.electors = sim.NewHistory(), map[uint64]*member{}
+	}
 	for _, id := range g.IDs() {
 		c.Epochs[id] = &peer.MemEpoch{}
 	}
@@ -109,15 +139,86 @@ func (c *Cluster) Start(id uint64) error {
 	}
 	c.Nodes[id] = n
 	c.issuedSeen[id] = 0
+	if c.Hist != nil {
+		return c.startElector(id, n)
+	}
 	return nil
 }
 
-// Crash stops member id abruptly (no resignation).
+// startElector runs an elector for member id over its node.
+func (c *Cluster) startElector(id uint64, n *peer.Node) error {
+	e, err := tenure.New(tenure.Config{Store: n, Key: "sim", Logger: logger,
+		Rand: rand.New(rand.NewPCG(c.seed, id))})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{cancel: cancel, done: make(chan struct{}), finish: make(chan struct{}, 1)}
+	c.electors[id] = m
+	who := strconv.FormatUint(id, 10)
+	go func() {
+		defer close(m.done)
+		e.Run(ctx, func(ctx context.Context) error {
+			lease, _ := tenure.LeaseFrom(ctx)
+			l := c.Hist.Started(who, lease.Term)
+			m.mu.Lock()
+			m.live = l
+			m.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-m.finish:
+				c.Hist.Note(who, lease.Term, "task returns")
+			}
+			c.Hist.Ended(l)
+			m.mu.Lock()
+			m.live = nil
+			m.mu.Unlock()
+			return nil
+		})
+	}()
+	return nil
+}
+
+// Finish makes member id's leader task return, if one runs (a task that
+// finished its work: the elector releases and campaigns again). It reports
+// whether one ran.
+func (c *Cluster) Finish(id uint64) bool {
+	m := c.electors[id]
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	live := m.live != nil
+	m.mu.Unlock()
+	if live {
+		select {
+		case m.finish <- struct{}{}:
+		default:
+		}
+	}
+	return live
+}
+
+// Crash stops member id abruptly (no resignation): with electors, its
+// task ends at this instant, as if the process died.
 func (c *Cluster) Crash(id uint64) {
+	if m := c.electors[id]; m != nil {
+		m.mu.Lock()
+		if m.live != nil {
+			c.Hist.Note(strconv.FormatUint(id, 10), m.live.Term, "crashes")
+			c.Hist.Ended(m.live)
+		}
+		m.mu.Unlock()
+	}
 	if n := c.Nodes[id]; n != nil {
 		c.observe(id, n.Status())
 		n.Close()
 		c.Nodes[id] = nil
+	}
+	if m := c.electors[id]; m != nil {
+		m.cancel()
+		<-m.done
+		delete(c.electors, id)
 	}
 }
 

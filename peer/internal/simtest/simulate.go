@@ -1,16 +1,17 @@
 package simtest
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure/peer/memnet"
+	"github.com/tenurehq/tenure/sim"
 )
 
 // Expect returns the coordinator an algorithm must settle on among the live
@@ -40,8 +41,9 @@ func Bound(n int, heartbeat, timeout time.Duration) time.Duration {
 }
 
 // RunSimulations runs the fault simulation for many seeds, each in its own
-// synctest bubble: TENURE_PEER_SEED=N replays one seed, TENURE_PEER_SEEDS=K
-// sets how many (default 700, 100 with -short).
+// synctest bubble: TENURE_PEER_SEED=N replays one seed (TENURE_PEER_LOG=1
+// adds the nodes' and electors' logs), TENURE_PEER_SEEDS=K sets how many
+// (default 3000, 1500 under the race detector, 100 with -short).
 func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 	seeds := []uint64{}
 	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
@@ -51,7 +53,10 @@ func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 		}
 		seeds = append(seeds, v)
 	} else {
-		k := 700
+		k := 3000
+		if raceEnabled {
+			k = 1500
+		}
 		if testing.Short() {
 			k = 100
 		}
@@ -66,12 +71,13 @@ func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 			seeds = append(seeds, uint64(i+1))
 		}
 	}
+	var tally tally
 	var worst time.Duration
 	var worstSeed uint64
 	failed := false
 	for _, seed := range seeds {
 		synctest.Test(t, func(t *testing.T) {
-			took, desc, err := simulate(alg, seed, expect)
+			took, desc, err := simulate(alg, seed, expect, &tally)
 			if err != nil {
 				failed = true
 				t.Fatalf("seed=%d %s: %v; replay: TENURE_PEER_SEED=%d go test ./peer/%s -run TestSimulation -v", seed, desc, err, seed, pkg)
@@ -84,20 +90,46 @@ func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 			return
 		}
 	}
-	t.Logf("%d seeds passed; slowest agreement after faults stopped: %s (seed %d)", len(seeds), worst, worstSeed)
+	t.Logf("%d seeds passed (%d without partitions, checked for overlap over %d leader tasks); slowest agreement after faults stopped: %s (seed %d)",
+		len(seeds), tally.checked, tally.tasks, worst, worstSeed)
 }
 
-// simulate runs one seed: random crashes, restarts, partitions, losses,
-// duplicates, delays and resignations for a few seconds, then a healed
-// network, and checks the invariants throughout and agreement at the end.
-func simulate(alg string, seed uint64, expect Expect) (time.Duration, string, error) {
+// tally counts what the overlap check covered.
+type tally struct{ checked, tasks int }
+
+// simulate runs one seed: random crashes and restarts (of any member, of
+// the coordinator, of the member with precedence), partitions (in half of
+// the seeds), losses, duplicates, delays and resignations (a leader task
+// that returns) for a few seconds, then a healed network, and checks the
+// invariants throughout and agreement at the end. Every member runs a real
+// elector; in a seed without partitions, no two members' tasks may be
+// live at the same instant and terms must grow (sim.Overlaps).
+func simulate(alg string, seed uint64, expect Expect, tally *tally) (took time.Duration, desc string, err error) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	n := 3 + r.IntN(5)
 	noPreempt := r.IntN(3) == 0
-	o := Options{Algorithm: alg, Size: n, Seed: seed, NoPreempt: noPreempt}
+	partitions := r.IntN(2) == 0
+	o := Options{Algorithm: alg, Size: n, Seed: seed, NoPreempt: noPreempt, Electors: true}
 	c := New(o)
-	defer c.Close()
-	desc := fmt.Sprintf("n=%d no-preempt=%t", n, noPreempt)
+	partitioned := false
+	defer func() {
+		c.Close()
+		if err != nil || partitioned {
+			return
+		}
+		tally.checked++
+		tally.tasks += len(c.Hist.Leaderships)
+		if v := sim.Overlaps(c.Hist); len(v) > 0 {
+			err = fmt.Errorf("no partition was injected, yet: %s\nhistory:\n%s", strings.Join(v, "; "), c.Hist)
+		}
+	}()
+	// The member with precedence: the one the algorithm prefers.
+	ids := c.Group.IDs()
+	first := expect(ids, false)
+	if first == 0 {
+		first = ids[len(ids)-1]
+	}
+	desc = fmt.Sprintf("n=%d no-preempt=%t partitions=%t", n, noPreempt, partitions)
 	if err := c.StartAll(); err != nil {
 		return 0, desc, err
 	}
@@ -118,9 +150,8 @@ func simulate(alg string, seed uint64, expect Expect) (time.Duration, string, er
 		if err := step(time.Duration(100+r.IntN(500))*time.Millisecond + time.Duration(r.IntN(1000)+1)); err != nil {
 			return 0, desc, err
 		}
-		ids := c.Group.IDs()
 		id := ids[r.IntN(len(ids))]
-		switch r.IntN(6) {
+		switch r.IntN(8) {
 		case 0:
 			if len(c.Live()) > 1 {
 				c.Crash(id)
@@ -130,6 +161,10 @@ func simulate(alg string, seed uint64, expect Expect) (time.Duration, string, er
 				return 0, desc, err
 			}
 		case 2:
+			if !partitions {
+				continue
+			}
+			partitioned = true
 			var a, b []uint64
 			for _, id := range ids {
 				if r.IntN(2) == 0 {
@@ -145,6 +180,17 @@ func simulate(alg string, seed uint64, expect Expect) (time.Duration, string, er
 			c.Net.SetFaults(randomFaults(r))
 		case 5:
 			resign(c)
+		case 6:
+			if l, _, ok := c.Agreed(); ok && len(c.Live()) > 1 {
+				c.Crash(l)
+			}
+		case 7:
+			// The member with precedence crashes, or recovers.
+			if c.Nodes[first] != nil && len(c.Live()) > 1 {
+				c.Crash(first)
+			} else if err := c.Start(first); err != nil {
+				return 0, desc, err
+			}
 		}
 	}
 	// Faults stop: heal, keep delays within the synchrony bound.
@@ -181,19 +227,11 @@ func simulate(alg string, seed uint64, expect Expect) (time.Duration, string, er
 	}
 }
 
-// resign makes the current coordinator, if any, acquire and release its
-// lease (a leader task that finished).
+// resign makes the running leader task, if any, return: its elector
+// releases the lease (the coordinator resigns) and campaigns again.
 func resign(c *Cluster) {
 	for _, id := range c.Live() {
-		n := c.Nodes[id]
-		if !n.Status().Coordinator {
-			continue
-		}
-		ctx := context.Background()
-		l, err := n.Acquire(ctx, "sim", n.Identity(), time.Second)
-		if err == nil {
-			n.Release(ctx, l)
-		}
+		c.Finish(id)
 	}
 }
 

@@ -38,7 +38,7 @@ func MonoNow() int64 {
 }
 
 // Run is `tenure __demo-worker --events PATH --lock PATH [--heartbeat
-// DUR] [--exit-after DUR] [--print]`. It stands for a leader's job and
+// DUR] [--exit-after DUR] [--stop-delay DUR] [--print]`. It stands for a leader's job and
 // reports on it:
 //
 //   - at start it tries to take an exclusive flock on --lock without waiting.
@@ -49,8 +49,9 @@ func MonoNow() int64 {
 //     FIFO; one write per line, so lines never interleave), where MONO is
 //     CLOCK_MONOTONIC in nanoseconds, comparable across processes;
 //   - with --print it prints "ID leads (term TERM)" every --heartbeat;
-//   - on SIGTERM, SIGINT or SIGHUP, or after --exit-after, it appends
-//     "stop ID TERM MONO PID" and exits 0.
+//   - on SIGTERM, SIGINT or SIGHUP, or after --exit-after, it keeps working
+//     (and holding the lock) for --stop-delay, as a job that finishes what
+//     it was doing would, then appends "stop ID TERM MONO PID" and exits 0.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("__demo-worker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -58,6 +59,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	lock := fs.String("lock", "", "lock file held while working")
 	heartbeat := fs.Duration("heartbeat", 500*time.Millisecond, "heartbeat period")
 	exitAfter := fs.Duration("exit-after", 0, "exit by itself after this long (0: never)")
+	stopDelay := fs.Duration("stop-delay", 0, "keep working this long after being told to stop")
 	print := fs.Bool("print", false, "print heartbeats to stdout")
 	if err := fs.Parse(args); err != nil || *events == "" || *lock == "" {
 		fmt.Fprintln(stderr, "tenure: __demo-worker is internal to tenure demo")
@@ -108,6 +110,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case <-ctx.Done():
 		}
 		break
+	}
+	if *stopDelay > 0 {
+		time.Sleep(*stopDelay) // the job finishing its work, not a synchronization
 	}
 	fmt.Fprintf(ev, "stop %s %s %d %d\n", id, term, MonoNow(), pid)
 	return 0
