@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 const statusHelp = `Usage: tenure status [flags] --key KEY
@@ -69,7 +70,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	store, err := openStore(ctx, *storeURL)
+	store, err := openStore(peer.WithLogger(ctx, quietLogger(stderr)), *storeURL)
 	if err != nil {
 		return fail(stderr, err)
 	}

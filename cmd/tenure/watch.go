@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 const watchHelp = `Usage: tenure watch [flags] --key KEY
@@ -41,7 +42,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(openCtx, *storeURL)
+	store, err := openStore(peer.WithLogger(openCtx, quietLogger(stderr)), *storeURL)
 	if err == nil {
 		if _, err = store.Get(openCtx, *key); err != nil {
 			store.Close()
