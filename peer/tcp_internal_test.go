@@ -230,3 +230,62 @@ func TestTCPBadConnections(t *testing.T) {
 		t.Fatal("a good frame was not delivered")
 	}
 }
+
+// TestTCPOneConnectionPerMember: when member 2 authenticates a second
+// connection, the first is closed (the newest wins) and counted; the new
+// one carries on.
+func TestTCPOneConnectionPerMember(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	tr := wireListen(t, g, 1, nil)
+	c1, s1 := wireDial(t, g.Addr(1), gk, 2, 1)
+	c1.Write(s1.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 1}))
+	if m := <-tr.Recv(); m.Ref != 1 {
+		t.Fatalf("got %v", m)
+	}
+	c2, s2 := wireDial(t, g.Addr(1), gk, 2, 1)
+	waitClosed(t, c1)
+	c2.Write(s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 2}))
+	if m := <-tr.Recv(); m.Ref != 2 {
+		t.Fatalf("got %v", m)
+	}
+	if st := tr.Stats(); st.Superseded != 1 {
+		t.Fatalf("stats %+v; want 1 superseded", st)
+	}
+}
+
+// TestTCPIdleAndKeepalive: an authenticated member connection that stays
+// silent for IdleTimeout is closed and counted, while a real member's link
+// stays up through silences several times longer, kept alive by its
+// keepalives.
+func TestTCPIdleAndKeepalive(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	const idle = 200 * time.Millisecond
+	tr1 := wireListen(t, g, 1, func(c *TCPConfig) { c.IdleTimeout = idle })
+	c, _ := wireDial(t, g.Addr(1), gk, 2, 1)
+	start := time.Now()
+	waitClosed(t, c)
+	if d := time.Since(start); d < idle {
+		t.Fatalf("closed after %s, before the idle timeout %s", d, idle)
+	}
+	if st := tr1.Stats(); st.IdleClosed != 1 {
+		t.Fatalf("stats %+v; want 1 closed idle", st)
+	}
+	tr2 := wireListen(t, g, 2, func(c *TCPConfig) { c.IdleTimeout = idle })
+	for i := uint64(1); i <= 2; i++ {
+		if err := tr2.Send(Message{Type: Heartbeat, To: 1, Ref: i}); err != nil {
+			t.Fatal(err)
+		}
+		if m := <-tr1.Recv(); m.Ref != i {
+			t.Fatalf("got %v", m)
+		}
+		if i == 1 {
+			time.Sleep(5 * idle) // silence: only keepalives cross the link
+		}
+	}
+	if st := tr1.Stats(); st.IdleClosed != 1 || st.Superseded != 0 {
+		t.Fatalf("stats %+v; the real member's link was closed idle or replaced", st)
+	}
+	if st := tr2.Stats(); st.DialFailures != 0 {
+		t.Fatalf("member 2 redialled: %+v", st)
+	}
+}
