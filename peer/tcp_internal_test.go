@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -288,4 +289,64 @@ func TestTCPIdleAndKeepalive(t *testing.T) {
 	if st := tr2.Stats(); st.DialFailures != 0 {
 		t.Fatalf("member 2 redialled: %+v", st)
 	}
+}
+
+// TestTCPObserversCannotLockOut fills every inbound slot with observers'
+// authenticated, idle connections; a member still gets through, since the
+// oldest observer connection is evicted for it.
+func TestTCPObserversCannotLockOut(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	tr1 := wireListen(t, g, 1, nil)
+	tr1.SetReporter(func() Report { return Report{} })
+	for range tr1.maxInbound() {
+		c, s := wireDial(t, g.Addr(1), gk, ObserverID, 1)
+		c.Write(s.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: ObserverID, To: 1, Ref: 1}))
+		if _, err := wireReply(c, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr2 := wireListen(t, g, 2, nil)
+	if err := tr2.Send(Message{Type: Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-tr1.Recv():
+		if m.From != 2 {
+			t.Fatalf("got %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the member's frame never arrived: %+v", tr1.Stats())
+	}
+	if st := tr1.Stats(); st.Rejected == 0 {
+		t.Fatalf("no observer was evicted: %+v", st)
+	}
+}
+
+// scriptConn is a connection whose reads come from a fixed script and
+// whose writes are discarded: the input of FuzzAcceptHandshake.
+type scriptConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c scriptConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
+func (c scriptConn) Write(b []byte) (int, error) { return len(b), nil }
+
+// FuzzAcceptHandshake: whatever a client sends, the acceptor's handshake
+// never panics, and it never authenticates a client that did not prove
+// the group key (the acceptor's nonce is random, so no fixed input can).
+func FuzzAcceptHandshake(f *testing.F) {
+	gk := testGroupKey(f, "jobs")
+	hello := encodeHandshake(header{kind: kindHello, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen))
+	proof := encodeHandshake(header{kind: kindProof, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen))
+	f.Add(append(append([]byte(nil), hello...), proof...))
+	f.Add(hello)
+	f.Add([]byte{0, 0, 0, 60, 3, 0x81})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := acceptHandshake(scriptConn{r: bytes.NewReader(b)}, gk, 1, func(uint64) bool { return true })
+		if err == nil {
+			t.Fatalf("authenticated %+v from a fixed script %x", s, b)
+		}
+	})
 }
