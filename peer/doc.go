@@ -159,8 +159,11 @@
 //     and could test guesses of the secret against it offline; a random
 //     secret (see [LoadSecret]) makes that useless.
 //   - The group key binds the URL's key parameter, not the key a node binds
-//     on first use: give key= in the URL to keep two keys of one member list
-//     apart.
+//     on first use, and member IDs, not addresses: two groups with the same
+//     IDs, algorithm and key parameter (or none) derive the same group key
+//     from one secret. Recorded frames are still useless across them, but
+//     someone who can redirect a live connection could splice it into the
+//     other group: give each group its own key= or its own secret file.
 //   - An observer reports what the members it reaches believe, polled: a
 //     follower keeps naming a crashed coordinator until it suspects it
 //     (Timeout), a change shorter than a Heartbeat can be missed, and during
