@@ -410,9 +410,9 @@ func (t *TCP) evictLocked() {
 		}
 	}
 	if oldest != nil {
-		oldest.Close() // its reader removes it
+		t.c.rejected.Add(1) // counted before the close is seen
+		oldest.Close()      // its reader removes it
 		delete(t.conns, oldest)
-		t.c.rejected.Add(1)
 	}
 }
 
@@ -503,9 +503,9 @@ func (t *TCP) read(c net.Conn) {
 	in.authed, in.member = true, member
 	if member {
 		if old := t.members[s.peer]; old != nil && old != c {
+			t.c.superseded.Add(1)
 			old.Close() // the newest authenticated connection wins
 			delete(t.conns, old)
-			t.c.superseded.Add(1)
 		}
 		t.members[s.peer] = c
 	}

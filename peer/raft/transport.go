@@ -314,13 +314,14 @@ func (l *tlsLayer) handshake(raw net.Conn) {
 	}
 	done()
 	if err != nil {
-		raw.Close()
 		select {
 		case <-l.done:
+			raw.Close()
 			return // closing, not a refusal
 		default:
 		}
-		l.rejected.Add(1)
+		l.rejected.Add(1) // before closing: whoever sees the close sees the count
+		raw.Close()
 		l.logger.Warn("rejected a raft connection that did not authenticate", "remote", raw.RemoteAddr().String(), "error", err)
 		return
 	}
