@@ -350,3 +350,39 @@ func FuzzAcceptHandshake(f *testing.F) {
 		}
 	})
 }
+
+// TestTCPNothingBeforeAuth: a stranger who sends a well-formed hello (the
+// group tag is public) receives the acceptor's challenge, a fresh random
+// nonce different on every connection, and nothing else: after its bad
+// proof the connection closes without another byte.
+func TestTCPNothingBeforeAuth(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	wireListen(t, g, 1, nil)
+	var nonces [][]byte
+	for range 2 {
+		c, err := net.Dial("tcp", g.Addr(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write(encodeHandshake(header{kind: kindHello, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen)))
+		b, err := readFrame(c, make([]byte, MaxFrameLen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, na, err := decodeHandshake(b, gk.tag, kindChallenge)
+		if err != nil || h.from != 1 || h.to != 2 {
+			t.Fatalf("challenge %+v: %v", h, err)
+		}
+		nonces = append(nonces, bytes.Clone(na))
+		c.Write(encodeHandshake(header{kind: kindProof, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen)))
+		rest, _ := io.ReadAll(c)
+		if len(rest) != 0 {
+			t.Fatalf("after a bad proof the stranger received %d more bytes", len(rest))
+		}
+	}
+	if bytes.Equal(nonces[0], nonces[1]) {
+		t.Fatal("the acceptor's nonce repeated across connections")
+	}
+}
