@@ -124,37 +124,58 @@ func readFrame(r io.Reader, buf []byte) ([]byte, error) {
 // nothing derived from the secret before the dialer proved it knows K.
 // It blocks until done or c's deadline (set by the caller).
 func dialHandshake(c net.Conn, gk groupKey, self, to uint64) (*session, error) {
+	s, welcome, err := dialProve(c, gk, self, to)
+	if err != nil {
+		return nil, err
+	}
+	if err := readWelcome(c, gk, welcome); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// dialProve runs the dialer's side of the handshake up to its proof and
+// returns the session and the Welcome MAC to expect. A dialer that only
+// sends (a member's outgoing link) may send frames at once, pipelined
+// after its proof, and check the Welcome later ([readWelcome]): frames
+// are worthless to an impostor, which could not replay them anywhere.
+func dialProve(c net.Conn, gk groupKey, self, to uint64) (*session, []byte, error) {
 	nd := make([]byte, nonceLen)
 	rand.Read(nd)
 	if _, err := c.Write(encodeHandshake(header{kind: kindHello, group: gk.tag, from: self, to: to}, nd)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	buf := make([]byte, MaxFrameLen)
-	b, err := readFrame(c, buf)
+	b, err := readFrame(c, make([]byte, MaxFrameLen))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h, na, err := decodeHandshake(b, gk.tag, kindChallenge)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h.from != to || h.to != self {
-		return nil, errMisaddressed
+		return nil, nil, errMisaddressed
 	}
 	na = append([]byte(nil), na...)
 	t := transcript(gk, self, to, nd, na)
 	if _, err := c.Write(encodeHandshake(header{kind: kindProof, group: gk.tag, from: self, to: to}, gk.mac("proof", t))); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if b, err = readFrame(c, buf); err != nil {
-		return nil, err
+	return newSession(gk, self, to, nd, na, true), gk.mac("welcome", t), nil
+}
+
+// readWelcome reads the acceptor's Welcome from r and checks its MAC.
+func readWelcome(r io.Reader, gk groupKey, want []byte) error {
+	b, err := readFrame(r, make([]byte, MaxFrameLen))
+	if err != nil {
+		return err
 	}
 	if _, mac, err := decodeHandshake(b, gk.tag, kindWelcome); err != nil {
-		return nil, err
-	} else if !hmac.Equal(mac, gk.mac("welcome", t)) {
-		return nil, ErrBadMAC
+		return err
+	} else if !hmac.Equal(mac, want) {
+		return ErrBadMAC
 	}
-	return newSession(gk, self, to, nd, na, true), nil
+	return nil
 }
 
 // acceptHandshake is the acceptor's side of [dialHandshake] for member

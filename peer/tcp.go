@@ -278,8 +278,8 @@ type outConn struct {
 	downUntil atomic.Int64 // unix nanoseconds; Send refuses until then
 }
 
-// link is one authenticated outgoing connection; dead is closed when the
-// acceptor closed it (its reader saw the end).
+// link is one outgoing connection; dead is closed when it ended: the
+// acceptor closed it (idle, superseded, restarted) or its Welcome failed.
 type link struct {
 	c    net.Conn
 	s    *session
@@ -287,7 +287,9 @@ type link struct {
 }
 
 // dial connects to the member and authenticates, within DialTimeout and
-// AuthTimeout.
+// AuthTimeout. It returns once its proof is sent: frames follow it at
+// once, and the link's reader checks the acceptor's Welcome (a link whose
+// Welcome fails is closed, and counted under BadMAC).
 func (p *outConn) dial() (*link, error) {
 	t := p.t
 	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
@@ -299,24 +301,33 @@ func (p *outConn) dial() (*link, error) {
 	stop := context.AfterFunc(t.ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	c.SetDeadline(time.Now().Add(t.cfg.AuthTimeout))
-	s, err := dialHandshake(c, t.gk, t.cfg.Self, p.id)
+	s, welcome, err := dialProve(c, t.gk, t.cfg.Self, p.id)
 	if err != nil {
 		c.Close()
 		t.c.count(err)
 		return nil, err
 	}
-	c.SetDeadline(time.Time{})
+	c.SetWriteDeadline(time.Time{})
 	l := &link{c: c, s: s, dead: make(chan struct{})}
-	// The acceptor sends nothing after its welcome: reading only notices
-	// that it closed the link (idle, superseded, restarted), so the next
-	// message goes on a new connection instead of into a dead one.
+	// The acceptor sends nothing after its Welcome: reading on only
+	// notices that it closed the link, so the next message goes on a new
+	// connection instead of into a dead one.
 	t.wg.Go(func() {
 		defer close(l.dead)
+		if err := readWelcome(c, t.gk, welcome); err != nil {
+			t.c.count(err)
+			c.Close()
+			return
+		}
+		c.SetReadDeadline(time.Time{})
 		io.Copy(io.Discard, c)
 	})
 	return l, nil
 }
 
+// run writes the queued messages to the member, dialling when there is
+// something to send and no link, and sends a keepalive after
+// IdleTimeout/4 of silence on a link.
 func (p *outConn) run() {
 	t := p.t
 	var l *link
@@ -331,9 +342,17 @@ func (p *outConn) run() {
 	for {
 		var m Message
 		kind := byte(0)
+		var dead <-chan struct{}
+		if l != nil {
+			dead = l.dead
+		}
 		select {
 		case <-t.ctx.Done():
 			return
+		case <-dead:
+			l.c.Close()
+			l = nil
+			continue
 		case m = <-p.q:
 			kind = byte(m.Type)
 		case <-keepalive.C:
