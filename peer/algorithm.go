@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"slices"
 	"sync"
@@ -155,12 +156,31 @@ func Open(ctx context.Context, cfg Config) (tenure.Store, error) {
 	return NewNode(cfg)
 }
 
+// loggerKey is the context key of [WithLogger].
+type loggerKey struct{}
+
+// WithLogger returns a copy of ctx carrying l, so that a member or
+// observer opened from a URL with ctx ([tenure.Open] of a "peer" URL) logs
+// to l instead of [slog.Default]: its node, transport and mode (raft) keep
+// using l after the opening. The CLI passes its own logger this way, so
+// --quiet also silences the peer packages.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// loggerFrom returns the logger [WithLogger] put in ctx, or nil.
+func loggerFrom(ctx context.Context) *slog.Logger {
+	l, _ := ctx.Value(loggerKey{}).(*slog.Logger)
+	return l
+}
+
 func init() {
 	tenure.Register("peer", func(ctx context.Context, u *url.URL) (tenure.Store, error) {
 		cfg, err := ParseURL(u)
 		if err != nil {
 			return nil, err
 		}
+		cfg.Logger = loggerFrom(ctx)
 		return Open(ctx, cfg)
 	})
 }

@@ -39,7 +39,10 @@ type Config struct {
 	// bully) from taking over from a healthy coordinator.
 	NoPreempt bool
 	// Key, if set, is the one key the node's Store answers for; if empty,
-	// the first key used binds the node.
+	// the first key used binds the node. It also goes, as given here
+	// (possibly empty), into the derivation of the TCP transport's group
+	// key with Algorithm and the member IDs, so every member and observer
+	// of a group must be given the same Key.
 	Key string
 	// Secret authenticates every frame of the TCP transport. Required
 	// unless Transport is set.

@@ -105,8 +105,9 @@
 // in their transport and never pass them to the election, so it is never
 // heard as alive, never voted for and never followed; it sends no
 // heartbeats. Without the secret it learns nothing: members close the
-// connection on its first frame, and answers are authenticated and carry
-// the query's random nonce, so an old answer cannot be replayed to it. The
+// connection when its handshake proof fails, and answers are authenticated
+// under the connection's session key and carry the query's random nonce,
+// so an old answer cannot be replayed to it. The
 // raft mode answers the same questions over its mutual-TLS port (see
 // package peer/raft).
 //
@@ -126,26 +127,53 @@
 //
 // # Transport and security
 //
-// The TCP transport ([ListenTCP]) sends length-prefixed frames (see
-// [Encode]) with a version, type, sender, receiver, epoch and a
-// per-sender sequence number under a random per-process incarnation,
-// authenticated by HMAC-SHA256 under the group's shared secret (at least
-// [MinSecretLen] bytes). Frames that fail authentication, are malformed,
-// oversized, addressed to someone else, or replayed are dropped and counted
-// ([TCPStats]); a connection whose frame fails authentication is closed, a
-// connection must authenticate its first frame within 5s, and when every
-// inbound slot is taken the oldest unauthenticated one is evicted, or else
-// the oldest that carried only status queries (observers cannot crowd
-// members out). A process without the secret can neither join nor win.
-// Frames are authenticated, not encrypted: the epochs and IDs they carry
-// are not secret.
+// The TCP transport ([ListenTCP]) speaks protocol version 3 (see
+// frame.go); members of versions 1 and 2 do not interoperate with it:
+// upgrade every member together.
 //
-// Election messages travel in version-1 frames; an observer's StatusQuery
-// and the StatusReply travel in version-2 frames (two more fields: the
-// record's TTL and Remaining), so members without status support still
-// interoperate and simply do not answer observers. Status queries go
-// through the same replay check as every frame: per member, and for all
-// non-members together (the last 1024 observer incarnations).
+//   - Group keys. The transport never uses the secret directly: it derives
+//     a group key from it with HKDF-SHA256 over the URL's key parameter
+//     (empty if not given), the algorithm and the sorted member IDs, so one
+//     secret file shared by two groups or two keys yields unrelated keys,
+//     and frames of one group are refused by the other (counted as
+//     OtherGroup: frames carry a public group tag, a hash of the same
+//     description).
+//   - A handshake on every connection. The dialer sends a fresh 32-byte
+//     random nonce, the acceptor its own, the dialer proves it holds the
+//     group key with an HMAC-SHA256 over both nonces and both IDs, and only
+//     then does the acceptor prove it too (so a stranger who connects
+//     receives one random nonce and nothing derived from the secret). A
+//     connection must complete its handshake within AuthTimeout (2s);
+//     a failed proof closes it (counted as BadMAC).
+//   - Every later frame carries the connection's tag and a sequence number
+//     (1, 2, 3... per direction) under an HMAC-SHA256 session key derived
+//     from the group key and both nonces. A frame recorded on one connection
+//     is therefore useless on any other: after either side restarts, on a
+//     new connection, in another group. Frames that fail authentication,
+//     are malformed, oversized, of another group or connection (Stale), out
+//     of sequence (Replayed), or misaddressed are dropped and counted
+//     ([TCPStats]) and their connection closed.
+//   - Connections. At most one inbound connection per member: the newest
+//     authenticated one wins and the older is closed. Member links carry a
+//     keepalive after a quarter of the idle timeout without traffic, so an
+//     inbound member connection silent for the idle timeout (4×Timeout, at
+//     least 2s) is dead and is closed; observer connections after 30s.
+//     Inbound connections are limited to 4 per member; when all are taken,
+//     the oldest still in its handshake is evicted, or else the oldest
+//     observer connection: neither strangers nor observers can keep
+//     members out. A failed Accept (EMFILE...) is retried with backoff.
+//   - Frames are authenticated, not encrypted: the epochs and IDs they
+//     carry are not secret. A process without the secret can neither join
+//     nor win, nor make a member accept anything it recorded.
+//
+// Secret files ([LoadSecret]) must be readable and writable by their owner
+// only (chmod 600) and hold a random secret: one with less than about 96
+// bits of estimated entropy (one letter repeated, a short pattern, a short
+// alphabet) is refused with an error naming the file and the fix.
+//
+// Observers use the same handshake, as [ObserverID]; their StatusQuery and
+// the member's StatusReply travel as ordinary frames on that connection.
+//
 // Package peer/memnet is an in-memory transport with seeded faults for tests.
 //
 // # What the algorithms assume (and when to pick raft instead)
@@ -188,9 +216,21 @@
 //   - Timing is local: each member uses its own monotonic clock; no clock
 //     synchronization is needed, but Timeout must exceed the worst message
 //     delay plus pause, or suspicions will be false.
-//   - Delivery is best effort; replay protection keeps per-sender state in
-//     memory, so a member that restarts may accept an old frame once; the
-//     epoch rule still rejects stale claims.
+//   - Delivery is best effort: a message sent while its connection is
+//     being replaced (after the receiver restarted, or its idle timeout)
+//     can be lost. Replays are not: no frame is accepted outside the
+//     connection and position it was sent at.
+//   - Authentication proves membership of the group, not identity: any
+//     holder of the secret can claim any member ID. The dialer proves
+//     first, so whoever answers at a member's address receives its proof
+//     and could test guesses of the secret against it offline; a random
+//     secret (see [LoadSecret]) makes that useless.
+//   - The group key binds the URL's key parameter, not the key a node binds
+//     on first use, and member IDs, not addresses: two groups with the same
+//     IDs, algorithm and key parameter (or none) derive the same group key
+//     from one secret. Recorded frames are still useless across them, but
+//     someone who can redirect a live connection could splice it into the
+//     other group: give each group its own key= or its own secret file.
 //   - An observer reports what the members it reaches believe, polled: a
 //     follower keeps naming a crashed coordinator until it suspects it
 //     (Timeout), a change shorter than a Heartbeat can be missed, and during

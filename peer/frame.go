@@ -1,89 +1,92 @@
 package peer
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
 )
 
-// Frame layouts, all integers big-endian. The MAC is HMAC-SHA256 under the
-// group's shared secret over every byte before it, length prefix included.
-//
-// Version 1 carries the election messages (Heartbeat to Reject):
+// Wire format, version 3. All integers are big-endian; every frame starts
+// with the same 32-byte header:
 //
 //	offset size field
-//	0      4    length of the rest of the frame (FrameLen-4)
-//	4      1    version (1)
-//	5      1    message type
+//	0      4    length of the rest of the frame (frame size - 4)
+//	4      1    version (3)
+//	5      1    kind: a message [Type] (1-10) or a handshake kind (0x81-0x85)
 //	6      1    flags
 //	7      1    reserved, 0
-//	8      8    from
-//	16     8    to
-//	24     8    incarnation
-//	32     8    sequence number
-//	40     8    epoch
-//	48     8    leader
-//	56     8    leader epoch
-//	64     8    candidate
-//	72     8    ref
-//	80     8    hops
-//	88     32   HMAC-SHA256
+//	8      8    group tag: SHA-256 of the group's description (see
+//	            [GroupKey]), public, so a frame of another group is told apart
+//	16     8    from
+//	24     8    to
 //
-// Version 2 carries only the observer's StatusQuery and StatusReply: the
-// version-1 fields (from may be 0 in a query, to may be 0 in a reply), then
+// Handshake frames (64 bytes) add one 32-byte field at offset 32: the
+// sender's fresh random nonce in Hello and Challenge, an HMAC-SHA256 under
+// the group key over the handshake transcript in Proof and Welcome (see
+// handshake.go). Message frames (152 bytes, also the Keepalive) add
 //
-//	88     8    ttl, nanoseconds
-//	96     8    remaining, nanoseconds
-//	104    32   HMAC-SHA256
+//	32     8    connection tag: the first 8 bytes of SHA-256(dialer nonce ||
+//	            acceptor nonce), public
+//	40     8    sequence number on this connection and direction: 1, 2, 3...
+//	48     8    incarnation (random per process start; informational)
+//	56     8    epoch
+//	64     8    leader
+//	72     8    leader epoch
+//	80     8    candidate
+//	88     8    ref
+//	96     8    hops
+//	104    8    ttl, nanoseconds (status replies)
+//	112    8    remaining, nanoseconds (status replies)
+//	120    32   HMAC-SHA256 over bytes 0-119 under the direction's session
+//	            key, derived from the group key and both nonces
 //
-// Each type has exactly one version, so members that predate version 2
-// still exchange version-1 frames with newer ones; they drop a status query
-// as malformed (the observer reports them as not answering).
+// Versions 1 and 2 (one MAC under the raw secret, replay state in memory)
+// are gone: a version-3 member drops their frames as malformed and
+// members of different versions do not interoperate.
 const (
-	FrameVersion = 1
-	// FrameLen is the size of a version-1 frame.
-	FrameLen = bodyLen + MACLen
-	// StatusFrameVersion is the version of StatusQuery and StatusReply
-	// frames, and StatusFrameLen their size.
-	StatusFrameVersion = 2
-	StatusFrameLen     = statusBodyLen + MACLen
+	FrameVersion = 3
+	// FrameLen is the size of a message frame, HandshakeLen of a handshake
+	// frame.
+	FrameLen     = bodyLen + MACLen
+	HandshakeLen = 64
 	// MaxFrameLen bounds the length prefix a reader accepts; a larger one is
 	// counted as oversized and the connection dropped.
-	MaxFrameLen   = 1024
-	bodyLen       = 88
-	statusBodyLen = 104
+	MaxFrameLen = 1024
+	headerLen   = 32
+	bodyLen     = 120
+	nonceLen    = 32
 )
 
-// Frame decoding errors. Transports count them and drop the frame.
+// Handshake kinds, in the kind byte of handshake frames.
+const (
+	kindHello     = 0x81 // dialer -> acceptor: dialer nonce
+	kindChallenge = 0x82 // acceptor -> dialer: acceptor nonce
+	kindProof     = 0x83 // dialer -> acceptor: MAC proving the group key
+	kindWelcome   = 0x84 // acceptor -> dialer: MAC proving the group key
+	kindKeepalive = 0x85 // a message frame carrying nothing: keeps a link alive
+)
+
+// Frame decoding errors. Transports count them and drop the frame (and the
+// connection).
 var (
 	ErrFrameTooLarge = errors.New("peer: frame larger than the limit")
 	ErrMalformed     = errors.New("peer: malformed frame")
 	ErrBadMAC        = errors.New("peer: frame authentication failed")
+	// ErrOtherGroup: the frame's group tag is not this group's (another
+	// key, member list or algorithm shares the secret), or its version is
+	// not [FrameVersion].
+	ErrOtherGroup = errors.New("peer: frame of another group or protocol version")
+	// ErrStale: the frame's connection tag is not this connection's: it
+	// was recorded on an earlier connection (before a restart) and
+	// replayed.
+	ErrStale = errors.New("peer: frame of another connection")
+	// ErrReplayed: an authenticated frame whose sequence number is not the
+	// next on its connection.
+	ErrReplayed = errors.New("peer: frame replayed or out of order")
 )
-
-// Encode returns m as a signed frame.
-// Status types take a version-2 frame, every other type a version-1 frame.
-func Encode(s Secret, m Message) []byte {
-	n, body, version := FrameLen, bodyLen, byte(FrameVersion)
-	if m.Type.IsStatus() {
-		n, body, version = StatusFrameLen, statusBodyLen, StatusFrameVersion
-	}
-	b := make([]byte, n)
-	binary.BigEndian.PutUint32(b[0:], uint32(n-4))
-	b[4] = version
-	b[5] = byte(m.Type)
-	b[6] = m.Flags
-	for i, v := range []uint64{m.From, m.To, m.Incarnation, m.Seq, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops} {
-		binary.BigEndian.PutUint64(b[8+8*i:], v)
-	}
-	if version == StatusFrameVersion {
-		binary.BigEndian.PutUint64(b[88:], uint64(m.TTL))
-		binary.BigEndian.PutUint64(b[96:], uint64(m.Remaining))
-	}
-	copy(b[body:], s.Sign(b[:body]))
-	return b
-}
 
 // FrameSize reads a frame's length prefix (the first 4 bytes) and returns the
 // size of the whole frame, or [ErrFrameTooLarge] / [ErrMalformed] when a
@@ -102,68 +105,134 @@ func FrameSize(prefix []byte) (int, error) {
 	return int(n) + 4, nil
 }
 
-// Decode authenticates and parses one whole frame (length prefix included).
-// The MAC is checked before any field is interpreted; a frame that does not
-// verify under s returns an error matching [ErrBadMAC]. Decode never panics,
-// whatever b holds.
-func Decode(s Secret, b []byte) (Message, error) {
+// header is the common part of every frame.
+type header struct {
+	kind, flags byte
+	group       uint64
+	from, to    uint64
+}
+
+func putHeader(b []byte, h header) {
+	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-4))
+	b[4] = FrameVersion
+	b[5] = h.kind
+	b[6] = h.flags
+	binary.BigEndian.PutUint64(b[8:], h.group)
+	binary.BigEndian.PutUint64(b[16:], h.from)
+	binary.BigEndian.PutUint64(b[24:], h.to)
+}
+
+// parseHeader checks b's size, version and group tag and returns its
+// header. It never panics.
+func parseHeader(b []byte, group uint64) (header, error) {
 	size, err := FrameSize(b)
 	if err != nil {
-		return Message{}, err
+		return header{}, err
 	}
-	if size != len(b) {
-		return Message{}, fmt.Errorf("%w: length prefix says %d bytes, got %d", ErrMalformed, size, len(b))
+	if size != len(b) || len(b) < headerLen {
+		return header{}, fmt.Errorf("%w: %d bytes (length prefix %d)", ErrMalformed, len(b), size)
 	}
-	if len(b) < MACLen+8 {
-		return Message{}, fmt.Errorf("%w: %d bytes is too short", ErrMalformed, len(b))
+	if b[4] != FrameVersion {
+		return header{}, fmt.Errorf("%w: version %d (want %d)", ErrOtherGroup, b[4], FrameVersion)
 	}
-	body, mac := b[:len(b)-MACLen], b[len(b)-MACLen:]
-	if !s.Verify(body, mac) {
-		return Message{}, ErrBadMAC
-	}
-	want := FrameLen
-	switch b[4] {
-	case FrameVersion:
-	case StatusFrameVersion:
-		want = StatusFrameLen
-	default:
-		return Message{}, fmt.Errorf("%w: version %d (want %d or %d)", ErrMalformed, b[4], FrameVersion, StatusFrameVersion)
-	}
-	if len(b) != want {
-		return Message{}, fmt.Errorf("%w: %d bytes (want %d for version %d)", ErrMalformed, len(b), want, b[4])
-	}
-	m := Message{Type: Type(b[5]), Flags: b[6]}
-	if !m.Type.Valid() {
-		return Message{}, fmt.Errorf("%w: unknown message type %d", ErrMalformed, b[5])
-	}
-	if m.Type.IsStatus() != (b[4] == StatusFrameVersion) {
-		return Message{}, fmt.Errorf("%w: message type %s in a version-%d frame", ErrMalformed, m.Type, b[4])
+	h := header{kind: b[5], flags: b[6], group: binary.BigEndian.Uint64(b[8:]),
+		from: binary.BigEndian.Uint64(b[16:]), to: binary.BigEndian.Uint64(b[24:])}
+	if h.group != group {
+		return header{}, ErrOtherGroup
 	}
 	if b[7] != 0 {
-		return Message{}, fmt.Errorf("%w: reserved byte %d", ErrMalformed, b[7])
+		return header{}, fmt.Errorf("%w: reserved byte %d", ErrMalformed, b[7])
 	}
-	f := []*uint64{&m.From, &m.To, &m.Incarnation, &m.Seq, &m.Epoch, &m.Leader, &m.LeaderEpoch, &m.Candidate, &m.Ref, &m.Hops}
-	for i, p := range f {
-		*p = binary.BigEndian.Uint64(b[8+8*i:])
+	return h, nil
+}
+
+// encodeHandshake returns a handshake frame carrying v (a nonce or a MAC).
+func encodeHandshake(h header, v []byte) []byte {
+	b := make([]byte, HandshakeLen)
+	putHeader(b, h)
+	copy(b[headerLen:], v)
+	return b
+}
+
+// decodeHandshake parses a handshake frame of the given kind and group and
+// returns its header and 32-byte field. It never panics.
+func decodeHandshake(b []byte, group uint64, kind byte) (header, []byte, error) {
+	h, err := parseHeader(b, group)
+	if err != nil {
+		return header{}, nil, err
 	}
-	switch m.Type {
-	case StatusQuery:
-		// From may be ObserverID: observers are not members.
-		if m.To == 0 {
-			return Message{}, fmt.Errorf("%w: status query to 0", ErrMalformed)
-		}
-	case StatusReply:
-		if m.From == 0 {
-			return Message{}, fmt.Errorf("%w: status reply from 0", ErrMalformed)
-		}
-	default:
-		if m.From == 0 || m.To == 0 {
-			return Message{}, fmt.Errorf("%w: sender or receiver is 0", ErrMalformed)
-		}
+	if len(b) != HandshakeLen || h.kind != kind || h.flags != 0 {
+		return header{}, nil, fmt.Errorf("%w: kind %#x of %d bytes (want handshake kind %#x, %d bytes)", ErrMalformed, h.kind, len(b), kind, HandshakeLen)
 	}
-	if m.Type.IsStatus() {
-		m.TTL = time.Duration(binary.BigEndian.Uint64(b[88:]))
-		m.Remaining = time.Duration(binary.BigEndian.Uint64(b[96:]))
+	return h, b[headerLen:], nil
+}
+
+// direction is one direction of an authenticated connection: the session
+// key, the connection tag and the next sequence number.
+type direction struct {
+	key   []byte
+	group uint64
+	conn  uint64
+	seq   uint64 // last sequence number sent or received
+}
+
+// seal encodes m as the next message frame of d (kind is m.Type, or
+// kindKeepalive) and advances d's sequence number. It sets m.Seq.
+func (d *direction) seal(kind byte, m Message) []byte {
+	d.seq++
+	b := make([]byte, FrameLen)
+	putHeader(b, header{kind: kind, flags: m.Flags, group: d.group, from: m.From, to: m.To})
+	for i, v := range []uint64{d.conn, d.seq, m.Incarnation, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops, uint64(m.TTL), uint64(m.Remaining)} {
+		binary.BigEndian.PutUint64(b[headerLen+8*i:], v)
 	}
-	return m, nil
+	mac := hmac.New(sha256.New, d.key)
+	mac.Write(b[:bodyLen])
+	copy(b[bodyLen:], mac.Sum(nil))
+	return b
+}
+
+// open authenticates and parses one whole message frame of d (length
+// prefix included) and advances d's sequence number. It checks, in order,
+// the size and version, the group tag ([ErrOtherGroup]), the connection
+// tag ([ErrStale]), the MAC ([ErrBadMAC]), the sequence number
+// ([ErrReplayed]) and the fields ([ErrMalformed]); no field is trusted
+// before the MAC verified. The kind returned is the message type or
+// kindKeepalive. It never panics, whatever b holds.
+func (d *direction) open(b []byte) (byte, Message, error) {
+	h, err := parseHeader(b, d.group)
+	if err != nil {
+		return 0, Message{}, err
+	}
+	if len(b) != FrameLen {
+		return 0, Message{}, fmt.Errorf("%w: %d bytes (want %d for a message frame)", ErrMalformed, len(b), FrameLen)
+	}
+	if binary.BigEndian.Uint64(b[headerLen:]) != d.conn {
+		return 0, Message{}, ErrStale
+	}
+	mac := hmac.New(sha256.New, d.key)
+	mac.Write(b[:bodyLen])
+	if !hmac.Equal(mac.Sum(nil), b[bodyLen:]) {
+		return 0, Message{}, ErrBadMAC
+	}
+	var f [11]uint64
+	for i := range f {
+		f[i] = binary.BigEndian.Uint64(b[headerLen+8*i:])
+	}
+	if f[1] != d.seq+1 {
+		return 0, Message{}, fmt.Errorf("%w: sequence number %d after %d", ErrReplayed, f[1], d.seq)
+	}
+	d.seq++
+	if h.kind == kindKeepalive {
+		return kindKeepalive, Message{}, nil
+	}
+	m := Message{Type: Type(h.kind), Flags: h.flags, From: h.from, To: h.to, Seq: f[1], Incarnation: f[2],
+		Epoch: f[3], Leader: f[4], LeaderEpoch: f[5], Candidate: f[6], Ref: f[7], Hops: f[8],
+		TTL: time.Duration(f[9]), Remaining: time.Duration(f[10])}
+	if !m.Type.Valid() {
+		return 0, Message{}, fmt.Errorf("%w: unknown message type %d", ErrMalformed, h.kind)
+	}
+	if !m.Type.IsStatus() && (m.TTL != 0 || m.Remaining != 0) {
+		return 0, Message{}, fmt.Errorf("%w: %s with status timings", ErrMalformed, m.Type)
+	}
+	return h.kind, m, nil
 }

@@ -36,13 +36,13 @@ const (
 	Reject
 	// StatusQuery asks a member who it believes the coordinator is (an
 	// observer's question, see [Observer]). Ref carries the asker's nonce.
-	// It travels in a version-2 frame; From may be 0 ([ObserverID]) or any
-	// ID: it is answered, never counted as a sign of life of a member.
+	// From is the connection's authenticated sender: 0 ([ObserverID]) or
+	// a member; it is answered, never counted as a sign of life.
 	StatusQuery
 	// StatusReply answers a StatusQuery on the same connection: Leader and
 	// LeaderEpoch are the coordinator the member follows (0: none), Epoch
 	// its highest known epoch, TTL and Remaining what its record says, and
-	// Ref echoes the query's nonce. Version-2 frame.
+	// Ref echoes the query's nonce.
 	StatusReply
 	// Yield answers a coordinator's claim (From follows Leader at
 	// LeaderEpoch): with LeaderEpoch equal to the coordinator's epoch it
@@ -98,8 +98,9 @@ type Message struct {
 	Flags uint8
 	// From is the sender, To the receiver.
 	From, To uint64
-	// Incarnation identifies the sending process (random per start) and
-	// Seq numbers its frames; together they let a receiver drop replays.
+	// Incarnation identifies the sending process (random per start,
+	// informational) and Seq is the frame's sequence number on its
+	// connection (set on receipt; the transport drops replays by it).
 	Incarnation, Seq uint64
 	// Epoch is the highest coordinator epoch the sender knows.
 	Epoch uint64
@@ -112,8 +113,8 @@ type Message struct {
 	Ref uint64
 	// Hops counts how far a ring message travelled.
 	Hops uint64
-	// TTL and Remaining are a StatusReply's record timings (version-2
-	// frames only; zero elsewhere).
+	// TTL and Remaining are a StatusReply's record timings (zero in every
+	// other type).
 	TTL, Remaining time.Duration
 }
 

@@ -94,7 +94,10 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		t, err := ListenTCP(TCPConfig{Self: cfg.ID, Group: cfg.Group, Secret: cfg.Secret, Logger: cfg.Logger})
+		// Heartbeats or keepalives cross every live link well within a
+		// few Timeouts, so a link silent for longer is dead.
+		t, err := ListenTCP(TCPConfig{Self: cfg.ID, Group: cfg.Group, Secret: cfg.Secret, Key: cfg.Key,
+			Algorithm: cfg.Algorithm, IdleTimeout: max(4*cfg.Timeout, 2*time.Second), Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}

@@ -70,7 +70,11 @@ func NewObserver(cfg Config, a Asker) (*Observer, error) {
 		}
 	}
 	if a == nil {
-		a = newTCPAsker(cfg)
+		ta, err := newTCPAsker(cfg)
+		if err != nil {
+			return nil, err
+		}
+		a = ta
 	}
 	return &Observer{cfg: cfg, ask: a, key: cfg.Key, stop: make(chan struct{})}, nil
 }

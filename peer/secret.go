@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 )
 
@@ -40,15 +41,24 @@ func NewSecret(b []byte) (Secret, error) {
 	return Secret{b: bytes.Clone(b)}, nil
 }
 
+// MinSecretBits is the least estimated entropy, in bits, that
+// [LoadSecret] accepts in a secret file (see [EstimateEntropy]).
+const MinSecretBits = 96
+
 // LoadSecret reads a shared secret from path: the file's content with
 // surrounding whitespace (a trailing newline) removed, at least
 // [MinSecretLen] bytes. Generate one with
 //
 //	head -c 48 /dev/urandom | base64 > /etc/tenure/peer.secret
+//	chmod 600 /etc/tenure/peer.secret
 //
-// Errors name the path but never the content. A file readable by group or
-// others is accepted (the caller decides policy); a missing or short file is
-// an error wrapping [tenure.ErrInvalid].
+// It refuses, each with a one-line error wrapping [tenure.ErrInvalid] that
+// names the path and the fix (never the content):
+//   - a file readable or writable by group or others (mode & 0o066 != 0):
+//     "chmod 600 PATH";
+//   - a secret whose estimated entropy ([EstimateEntropy]) is below
+//     [MinSecretBits]: "head -c 48 /dev/urandom | base64 > PATH";
+//   - a missing, unreadable, short or oversized file.
 func LoadSecret(path string) (Secret, error) {
 	if path == "" {
 		return Secret{}, invalidf("no secret file given (set secret-file)")
@@ -58,6 +68,9 @@ func LoadSecret(path string) (Secret, error) {
 		return Secret{}, invalidf("cannot open the secret file: %v", scrubPathErr(err))
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o066 != 0 {
+		return Secret{}, invalidf("secret file %s is accessible by group or others (mode %#o); run: chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSecretLen+1))
 	if err != nil {
 		return Secret{}, invalidf("cannot read the secret file: %v", scrubPathErr(err))
@@ -65,7 +78,57 @@ func LoadSecret(path string) (Secret, error) {
 	if len(data) > MaxSecretLen {
 		return Secret{}, invalidf("the secret file is longer than %d bytes", MaxSecretLen)
 	}
-	return NewSecret(bytes.TrimSpace(data))
+	data = bytes.TrimSpace(data)
+	s, err := NewSecret(data)
+	if err != nil {
+		return Secret{}, err
+	}
+	if bits := EstimateEntropy(data); bits < MinSecretBits {
+		return Secret{}, invalidf("secret file %s has too little entropy (about %d bits, at least %d needed); generate one with: head -c 48 /dev/urandom | base64 > %s", path, int(bits), MinSecretBits, path)
+	}
+	return s, nil
+}
+
+// EstimateEntropy estimates the entropy of secret b in bits, to catch
+// secrets chosen by hand, not to certify random ones. It is the number of
+// symbols left after a greedy LZ77 parse (each repeat of 3 or more bytes
+// that occurred earlier, overlapping allowed, counts as one symbol, so
+// "abcabcabc..." counts as 4) times the empirical Shannon entropy per byte
+// of b (so short alphabets count for little: 32 × 'a' is 0 bits, random hex
+// about 3.7 bits a byte). 48 random bytes in base64 estimate about 340
+// bits; 32 random hex digits about 100.
+func EstimateEntropy(b []byte) float64 {
+	if len(b) == 0 {
+		return 0
+	}
+	var counts [256]int
+	for _, c := range b {
+		counts[c]++
+	}
+	h := 0.0
+	for _, n := range counts {
+		if n > 0 {
+			p := float64(n) / float64(len(b))
+			h -= p * math.Log2(p)
+		}
+	}
+	symbols := 0
+	for i := 0; i < len(b); symbols++ {
+		best := 0
+		for j := 0; j < i; j++ {
+			k := 0
+			for i+k < len(b) && b[j+k] == b[i+k] {
+				k++
+			}
+			best = max(best, k)
+		}
+		if best >= 3 {
+			i += best
+		} else {
+			i++
+		}
+	}
+	return float64(symbols) * h
 }
 
 // scrubPathErr keeps the operation and cause of a path error but not the

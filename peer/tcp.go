@@ -18,46 +18,103 @@ type TCPConfig struct {
 	// Self is this member; it listens on Group.Addr(Self).
 	Self  uint64
 	Group Group
-	// Secret authenticates every frame; required.
-	Secret Secret
+	// Secret is the group's shared secret; required. The transport never
+	// uses it directly: it derives the group key from it (HKDF-SHA256)
+	// over Key, Algorithm and the member IDs, so every member must agree
+	// on all four (see [Config]).
+	Secret         Secret
+	Key, Algorithm string
 	// DialTimeout bounds each connection attempt and WriteTimeout each
 	// write. Defaults 1s and 2s.
 	DialTimeout, WriteTimeout time.Duration
-	// QueueLen is the number of frames queued per receiver before Send
+	// AuthTimeout bounds the handshake of every connection, inbound or
+	// outbound: one that has not authenticated by then is closed.
+	// Default 2s.
+	AuthTimeout time.Duration
+	// IdleTimeout closes a member's inbound connection on which nothing
+	// arrived for that long; the dialer sends a keepalive after a quarter
+	// of it without traffic, so only a dead link goes idle. Default 10s.
+	// Observer connections get max(IdleTimeout, 30s).
+	IdleTimeout time.Duration
+	// QueueLen is the number of messages queued per receiver before Send
 	// drops; default 256.
 	QueueLen int
 	Logger   *slog.Logger
 }
 
-// TCPStats counts what a TCP transport did. Every frame that is dropped is
-// counted under the reason.
+// TCPStats counts what a TCP transport did. Every frame or connection
+// that is dropped is counted under the reason.
 type TCPStats struct {
 	Sent, Received uint64
-	// BadMAC: failed authentication (wrong or no secret). Malformed: a
-	// frame that authenticated but does not parse, or a bad length.
-	// Oversized: a length prefix above MaxFrameLen. Replayed: an
-	// (incarnation, sequence) already seen. Misaddressed: for another
-	// member, from a non-member (except status queries), or a status reply
-	// (members never ask).
-	BadMAC, Malformed, Oversized, Replayed, Misaddressed uint64
+	// BadMAC: failed authentication: a handshake proof or a frame MAC that
+	// does not verify (a wrong secret, or a handshake recorded on another
+	// connection and replayed). Malformed: a frame that does not parse, or
+	// a bad length. Oversized: a length prefix above MaxFrameLen.
+	// OtherGroup: a frame with another group's tag or protocol version (a
+	// secret shared by two groups or keys). Stale: a frame whose
+	// connection tag is another connection's (recorded earlier, before a
+	// restart). Replayed: an authenticated frame out of sequence on its
+	// connection. Misaddressed: a connection for another member or from a
+	// non-member, a frame whose sender or receiver is not the
+	// connection's, an election message from an observer, or a status
+	// reply (members never ask).
+	BadMAC, Malformed, Oversized, OtherGroup, Stale, Replayed, Misaddressed uint64
 	// QueueFull: dropped because a queue was full (sending or receiving).
-	// DialFailures: connection attempts that failed. Rejected: inbound
-	// connections refused because too many were open.
-	QueueFull, DialFailures, Rejected uint64
+	// DialFailures: outgoing connections that failed to connect or to
+	// authenticate. Rejected: inbound connections refused or evicted
+	// because too many were open. AuthTimeouts: inbound connections closed
+	// for not completing the handshake within AuthTimeout. IdleClosed:
+	// inbound connections closed for silence (IdleTimeout). Superseded:
+	// member connections closed because the same member authenticated a
+	// newer one.
+	QueueFull, DialFailures, Rejected, AuthTimeouts, IdleClosed, Superseded uint64
 	// Queries: status queries answered (a reply written; see
 	// [TCP.SetReporter]). They are also counted in Received.
 	Queries uint64
 }
 
 type tcpCounters struct {
-	sent, received, badMAC, malformed, oversized, replayed, misaddressed, queueFull, dialFailures, rejected, queries atomic.Uint64
+	sent, received, badMAC, malformed, oversized, otherGroup, stale, replayed, misaddressed,
+	queueFull, dialFailures, rejected, authTimeouts, idleClosed, superseded, queries atomic.Uint64
+}
+
+// count counts the error that ended a connection's handshake or frame.
+func (c *tcpCounters) count(err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrBadMAC):
+		c.badMAC.Add(1)
+	case errors.Is(err, ErrFrameTooLarge):
+		c.oversized.Add(1)
+	case errors.Is(err, ErrOtherGroup):
+		c.otherGroup.Add(1)
+	case errors.Is(err, ErrStale):
+		c.stale.Add(1)
+	case errors.Is(err, ErrReplayed):
+		c.replayed.Add(1)
+	case errors.Is(err, ErrMalformed):
+		c.malformed.Add(1)
+	case errors.Is(err, errMisaddressed):
+		c.misaddressed.Add(1)
+	case errors.As(err, &ne) && ne.Timeout():
+		// counted by the caller, which knows which deadline it was
+	}
 }
 
 // TCP is the authenticated TCP [Transport]. Each member keeps one outgoing
 // connection per other member, dialled on demand, and accepts connections
-// from anyone; only frames that authenticate under the shared secret and
-// are addressed to it get through. All methods are safe for concurrent use;
-// Send never blocks.
+// from anyone; every connection starts with a handshake that proves both
+// ends hold the group key and binds fresh nonces of both into every later
+// frame's MAC (see dialHandshake), and only frames that authenticate on
+// their connection, in sequence, and are addressed to this member get
+// through. All methods are safe for concurrent use; Send never blocks.
+//
+// At most one inbound connection per member is kept: when a member
+// authenticates a new one (after a restart, or a broken link), the older
+// is closed. Inbound connections are bounded in number (4 per member);
+// when every slot is taken, the oldest connection still in its handshake
+// is evicted, or else the oldest observer connection, so neither strangers
+// nor observers can keep members out.
 //
 // A TCP transport also answers an [Observer]'s StatusQuery frames itself,
 // on the connection they came in on, with what its reporter says (see
@@ -65,9 +122,9 @@ type tcpCounters struct {
 // heard as a member.
 type TCP struct {
 	cfg         TCPConfig
+	gk          groupKey
 	ln          net.Listener
 	incarnation uint64
-	seq         atomic.Uint64
 	recv        chan Message
 	peers       map[uint64]*outConn
 	ctx         context.Context
@@ -76,10 +133,10 @@ type TCP struct {
 	c           tcpCounters
 	reporter    atomic.Pointer[func() Report]
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[net.Conn]*inbound
-	seen   map[uint64]*replayWindow
+	mu      sync.Mutex
+	closed  bool
+	conns   map[net.Conn]*inbound
+	members map[uint64]net.Conn // the authenticated inbound connection of each member
 }
 
 var _ Transport = (*TCP)(nil)
@@ -100,23 +157,33 @@ func ListenTCP(cfg TCPConfig) (*TCP, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 2 * time.Second
 	}
+	if cfg.AuthTimeout <= 0 {
+		cfg.AuthTimeout = 2 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Second
+	}
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = 256
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	gk, err := deriveGroupKey(cfg.Secret, cfg.Key, cfg.Algorithm, cfg.Group)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("peer: member %d listening on %s: %w", cfg.Self, addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &TCP{cfg: cfg, ln: ln, incarnation: rand.Uint64() | 1, recv: make(chan Message, 1024),
+	t := &TCP{cfg: cfg, gk: gk, ln: ln, incarnation: rand.Uint64() | 1, recv: make(chan Message, 1024),
 		peers: map[uint64]*outConn{}, ctx: ctx, cancel: cancel,
-		conns: map[net.Conn]*inbound{}, seen: map[uint64]*replayWindow{}}
+		conns: map[net.Conn]*inbound{}, members: map[uint64]net.Conn{}}
 	for _, m := range cfg.Group.Members() {
 		if m.ID != cfg.Self {
-			t.peers[m.ID] = &outConn{t: t, id: m.ID, addr: m.Addr, q: make(chan []byte, cfg.QueueLen)}
+			t.peers[m.ID] = &outConn{t: t, id: m.ID, addr: m.Addr, q: make(chan Message, cfg.QueueLen)}
 		}
 	}
 	for _, p := range t.peers {
@@ -133,9 +200,11 @@ func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
 func (t *TCP) Stats() TCPStats {
 	c := &t.c
 	return TCPStats{Sent: c.sent.Load(), Received: c.received.Load(), BadMAC: c.badMAC.Load(),
-		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(), Replayed: c.replayed.Load(),
-		Misaddressed: c.misaddressed.Load(), QueueFull: c.queueFull.Load(),
-		DialFailures: c.dialFailures.Load(), Rejected: c.rejected.Load(), Queries: c.queries.Load()}
+		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(), OtherGroup: c.otherGroup.Load(),
+		Stale: c.stale.Load(), Replayed: c.replayed.Load(), Misaddressed: c.misaddressed.Load(),
+		QueueFull: c.queueFull.Load(), DialFailures: c.dialFailures.Load(), Rejected: c.rejected.Load(),
+		AuthTimeouts: c.authTimeouts.Load(), IdleClosed: c.idleClosed.Load(), Superseded: c.superseded.Load(),
+		Queries: c.queries.Load()}
 }
 
 // Report is a member's answer to a status query: the coordinator it follows
@@ -155,9 +224,10 @@ func (t *TCP) SetReporter(f func() Report) { t.reporter.Store(&f) }
 // Recv implements [Transport].
 func (t *TCP) Recv() <-chan Message { return t.recv }
 
-// Send implements [Transport]: it signs m and queues it for m.To's
-// connection. It returns an error wrapping [ErrUnreachable] while the last
-// attempt to reach m.To failed recently (the frame is not queued).
+// Send implements [Transport]: it queues m for m.To's connection, where
+// it is signed with that connection's session key. It returns an error
+// wrapping [ErrUnreachable] while the last attempt to reach m.To failed
+// recently (the message is not queued).
 func (t *TCP) Send(m Message) error {
 	p := t.peers[m.To]
 	if p == nil {
@@ -169,13 +239,9 @@ func (t *TCP) Send(m Message) error {
 	if until := p.downUntil.Load(); until != 0 && time.Now().UnixNano() < until {
 		return fmt.Errorf("%w: member %d at %s did not accept a connection", ErrUnreachable, m.To, p.addr)
 	}
-	// Number and queue under the receiver's lock, so frames reach each
-	// receiver in sequence order even when Send is called concurrently.
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	m.From, m.Incarnation, m.Seq = t.cfg.Self, t.incarnation, t.seq.Add(1)
+	m.From, m.Incarnation = t.cfg.Self, t.incarnation
 	select {
-	case p.q <- Encode(t.cfg.Secret, m):
+	case p.q <- m:
 		return nil
 	default:
 		t.c.queueFull.Add(1)
@@ -208,48 +274,127 @@ type outConn struct {
 	t         *TCP
 	id        uint64
 	addr      string
-	q         chan []byte
-	mu        sync.Mutex
+	q         chan Message
 	downUntil atomic.Int64 // unix nanoseconds; Send refuses until then
 }
 
+// link is one outgoing connection; dead is closed when it ended: the
+// acceptor closed it (idle, superseded, restarted) or its Welcome failed.
+type link struct {
+	c    net.Conn
+	s    *session
+	dead chan struct{}
+}
+
+// dial connects to the member and authenticates, within DialTimeout and
+// AuthTimeout. It returns once its proof is sent: frames follow it at
+// once, and the link's reader checks the acceptor's Welcome (a link whose
+// Welcome fails is closed, and counted under BadMAC).
+func (p *outConn) dial() (*link, error) {
+	t := p.t
+	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", p.addr)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(t.ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.SetDeadline(time.Now().Add(t.cfg.AuthTimeout))
+	s, welcome, err := dialProve(c, t.gk, t.cfg.Self, p.id)
+	if err != nil {
+		c.Close()
+		t.c.count(err)
+		return nil, err
+	}
+	c.SetWriteDeadline(time.Time{})
+	l := &link{c: c, s: s, dead: make(chan struct{})}
+	// The acceptor sends nothing after its Welcome: reading on only
+	// notices that it closed the link, so the next message goes on a new
+	// connection instead of into a dead one.
+	t.wg.Go(func() {
+		defer close(l.dead)
+		if err := readWelcome(c, t.gk, welcome); err != nil {
+			t.c.count(err)
+			c.Close()
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		io.Copy(io.Discard, c)
+	})
+	return l, nil
+}
+
+// run writes the queued messages to the member, dialling when there is
+// something to send and no link, and sends a keepalive after
+// IdleTimeout/4 of silence on a link.
 func (p *outConn) run() {
 	t := p.t
-	var conn net.Conn
+	var l *link
 	defer func() {
-		if conn != nil {
-			conn.Close()
+		if l != nil {
+			l.c.Close()
 		}
 	}()
+	keepalive := time.NewTimer(t.cfg.IdleTimeout / 4)
+	defer keepalive.Stop()
 	backoff := 50 * time.Millisecond
 	for {
-		var frame []byte
+		var m Message
+		kind := byte(0)
+		var dead <-chan struct{}
+		if l != nil {
+			dead = l.dead
+		}
 		select {
 		case <-t.ctx.Done():
 			return
-		case frame = <-p.q:
+		case <-dead:
+			l.c.Close()
+			l = nil
+			continue
+		case m = <-p.q:
+			kind = byte(m.Type)
+		case <-keepalive.C:
+			keepalive.Reset(t.cfg.IdleTimeout / 4)
+			if l == nil {
+				continue
+			}
+			kind, m = kindKeepalive, Message{From: t.cfg.Self, To: p.id}
 		}
-		if conn == nil {
-			ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
-			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", p.addr)
-			cancel()
+		if l != nil {
+			select {
+			case <-l.dead:
+				l.c.Close()
+				l = nil
+			default:
+			}
+		}
+		if l == nil {
+			if kind == kindKeepalive {
+				continue
+			}
+			nl, err := p.dial()
 			if err != nil {
 				t.c.dialFailures.Add(1)
 				p.downUntil.Store(time.Now().Add(backoff).UnixNano())
 				backoff = min(backoff*2, time.Second)
-				continue // the frame is lost, as on a broken network
+				continue // the message is lost, as on a broken network
 			}
-			conn, backoff = c, 50*time.Millisecond
+			l, backoff = nl, 50*time.Millisecond
 			p.downUntil.Store(0)
 		}
-		conn.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
-		if _, err := conn.Write(frame); err != nil {
-			conn.Close()
-			conn = nil
+		l.c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+		if _, err := l.c.Write(l.s.out.seal(kind, m)); err != nil {
+			l.c.Close()
+			l = nil
 			p.downUntil.Store(time.Now().Add(backoff).UnixNano())
 			continue
 		}
-		t.c.sent.Add(1)
+		keepalive.Reset(t.cfg.IdleTimeout / 4)
+		if kind != kindKeepalive {
+			t.c.sent.Add(1)
+		}
 	}
 }
 
@@ -259,14 +404,14 @@ func (t *TCP) maxInbound() int { return 4 * t.cfg.Group.Len() }
 // inbound is the state of one accepted connection.
 type inbound struct {
 	since  time.Time
-	authed bool // a frame authenticated on it
-	member bool // a member's election frame came on it (not only queries)
+	authed bool // its handshake completed
+	member bool // a member authenticated it (not an observer)
 }
 
-// evictLocked closes the oldest connection on which no frame authenticated
-// yet, so idle strangers cannot keep members out by filling every slot;
-// failing that, the oldest connection that only carried status queries, so
-// observers cannot keep members out either.
+// evictLocked closes the oldest connection still in its handshake, so
+// strangers cannot keep members out by filling every slot; failing that,
+// the oldest observer connection, so observers cannot keep members out
+// either. Members hold at most one connection each, fewer than the slots.
 func (t *TCP) evictLocked() {
 	var oldest net.Conn
 	var at time.Time
@@ -284,13 +429,14 @@ func (t *TCP) evictLocked() {
 		}
 	}
 	if oldest != nil {
-		oldest.Close() // its reader removes it
+		t.c.rejected.Add(1) // counted before the close is seen
+		oldest.Close()      // its reader removes it
 		delete(t.conns, oldest)
-		t.c.rejected.Add(1)
 	}
 }
 
 func (t *TCP) accept() {
+	backoff := 5 * time.Millisecond
 	for {
 		c, err := t.ln.Accept()
 		if err != nil {
@@ -301,14 +447,17 @@ func (t *TCP) accept() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			t.cfg.Logger.Warn("peer: accept failed", "id", t.cfg.Self, "err", err)
+			// EMFILE and the like: wait and keep accepting.
+			t.cfg.Logger.Warn("peer: accept failed; retrying", "id", t.cfg.Self, "err", err, "in", backoff)
 			select {
 			case <-t.ctx.Done():
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(backoff):
 			}
+			backoff = min(2*backoff, time.Second)
 			continue
 		}
+		backoff = 5 * time.Millisecond
 		t.mu.Lock()
 		if !t.closed && len(t.conns) >= t.maxInbound() {
 			t.evictLocked()
@@ -329,94 +478,98 @@ func (t *TCP) accept() {
 // prefix arrived, so a slow or stuck sender cannot hold a reader forever.
 const frameReadTimeout = 5 * time.Second
 
-// observerIdle is how long a connection that only carried status queries
-// may stay silent before it is closed.
+// observerIdle is the least time a connection that only carries status
+// queries may stay silent before it is closed.
 const observerIdle = 30 * time.Second
 
-// read receives frames from one inbound connection until it fails or a
-// frame is bad, then closes it: a sender that cannot authenticate does not
-// get to keep a connection. Status queries are answered on the connection.
+// read authenticates one inbound connection, then receives its frames
+// until it fails, goes idle or a frame is bad, and closes it: a sender
+// that cannot authenticate does not get to keep a connection. Status
+// queries are answered on the connection.
 func (t *TCP) read(c net.Conn) {
+	var s *session
 	defer func() {
 		t.mu.Lock()
 		delete(t.conns, c)
+		if s != nil && t.members[s.peer] == c {
+			delete(t.members, s.peer)
+		}
 		t.mu.Unlock()
 		c.Close()
 	}()
-	buf := make([]byte, MaxFrameLen)
-	// A connection must authenticate its first frame promptly; afterwards
-	// it may stay idle (followers can be silent for long).
-	c.SetReadDeadline(time.Now().Add(frameReadTimeout))
-	authed, member := false, false
-	for {
-		switch {
-		case member:
-			c.SetReadDeadline(time.Time{})
-		case authed:
-			c.SetReadDeadline(time.Now().Add(observerIdle))
+	c.SetDeadline(time.Now().Add(t.cfg.AuthTimeout))
+	s, err := acceptHandshake(c, t.gk, t.cfg.Self, func(from uint64) bool {
+		return from == ObserverID || (from != t.cfg.Self && t.cfg.Group.Has(from))
+	})
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.c.authTimeouts.Add(1)
 		}
+		t.c.count(err)
+		s = nil
+		return
+	}
+	c.SetWriteDeadline(time.Time{})
+	member := s.peer != ObserverID
+	t.mu.Lock()
+	in := t.conns[c]
+	if in == nil { // evicted or closing meanwhile
+		t.mu.Unlock()
+		s = nil
+		return
+	}
+	in.authed, in.member = true, member
+	if member {
+		if old := t.members[s.peer]; old != nil && old != c {
+			t.c.superseded.Add(1)
+			old.Close() // the newest authenticated connection wins
+			delete(t.conns, old)
+		}
+		t.members[s.peer] = c
+	}
+	t.mu.Unlock()
+	idle := t.cfg.IdleTimeout
+	if !member {
+		idle = max(idle, observerIdle)
+	}
+	buf := make([]byte, MaxFrameLen)
+	for {
+		c.SetReadDeadline(time.Now().Add(idle))
 		if _, err := io.ReadFull(c, buf[:4]); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.c.idleClosed.Add(1)
+			}
 			return
 		}
 		size, err := FrameSize(buf[:4])
 		if err != nil {
-			if errors.Is(err, ErrFrameTooLarge) {
-				t.c.oversized.Add(1)
-			} else {
-				t.c.malformed.Add(1)
-			}
+			t.c.count(err)
 			return
 		}
 		c.SetReadDeadline(time.Now().Add(frameReadTimeout))
 		if _, err := io.ReadFull(c, buf[4:size]); err != nil {
 			return
 		}
-		m, err := Decode(t.cfg.Secret, buf[:size])
-		if err == nil && !authed {
-			authed = true
-			t.mu.Lock()
-			if in := t.conns[c]; in != nil {
-				in.authed = true
-			}
-			t.mu.Unlock()
-		}
+		kind, m, err := s.in.open(buf[:size])
 		switch {
-		case errors.Is(err, ErrBadMAC):
-			t.c.badMAC.Add(1)
-			return
 		case err != nil:
-			t.c.malformed.Add(1)
+			t.c.count(err)
+			return
+		case kind == kindKeepalive:
+			continue
+		case m.From != s.peer || m.To != t.cfg.Self:
+			t.c.misaddressed.Add(1)
 			return
 		case m.Type == StatusQuery:
-			if m.To != t.cfg.Self {
-				t.c.misaddressed.Add(1)
-				continue
-			}
-			if !t.fresh(m) {
-				t.c.replayed.Add(1)
-				continue
-			}
-			if !t.answer(c, m) {
+			if !t.answer(c, s, m) {
 				return
 			}
 			continue
-		case m.Type == StatusReply:
-			t.c.misaddressed.Add(1) // members never ask
+		case m.Type == StatusReply || !member:
+			t.c.misaddressed.Add(1) // members never ask; observers never vote
 			continue
-		case m.To != t.cfg.Self || m.From == t.cfg.Self || !t.cfg.Group.Has(m.From):
-			t.c.misaddressed.Add(1)
-			continue
-		case !t.fresh(m):
-			t.c.replayed.Add(1)
-			continue
-		}
-		if !member {
-			member = true
-			t.mu.Lock()
-			if in := t.conns[c]; in != nil {
-				in.member = true
-			}
-			t.mu.Unlock()
 		}
 		select {
 		case t.recv <- m:
@@ -429,62 +582,17 @@ func (t *TCP) read(c net.Conn) {
 
 // answer writes the reply to status query q on c. It reports false if the
 // connection failed. Without a reporter the query is dropped.
-func (t *TCP) answer(c net.Conn, q Message) bool {
+func (t *TCP) answer(c net.Conn, s *session, q Message) bool {
 	t.c.received.Add(1)
 	f := t.reporter.Load()
 	if f == nil {
 		return true
 	}
 	r := (*f)()
-	reply := Message{Type: StatusReply, From: t.cfg.Self, To: q.From, Incarnation: t.incarnation, Seq: t.seq.Add(1),
+	reply := Message{Type: StatusReply, From: t.cfg.Self, To: q.From, Incarnation: t.incarnation,
 		Epoch: r.Epoch, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, Ref: q.Ref, TTL: r.TTL, Remaining: r.Remaining}
 	t.c.queries.Add(1)
 	c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
-	_, err := c.Write(Encode(t.cfg.Secret, reply))
+	_, err := c.Write(s.out.seal(byte(StatusReply), reply))
 	return err == nil
-}
-
-// replayWindow remembers, for one sender, the highest sequence number seen
-// under each of its recent incarnations.
-type replayWindow struct {
-	max   map[uint64]uint64
-	order []uint64 // incarnations, oldest first
-}
-
-// maxIncarnations bounds the incarnations remembered per member, and
-// maxObserverIncarnations those of all non-members together (observers:
-// every `tenure status` run is a new incarnation).
-const (
-	maxIncarnations         = 16
-	maxObserverIncarnations = 1024
-)
-
-// fresh reports whether m's (incarnation, sequence) is newer than any seen
-// from its sender, and records it. Senders that are not members (observers)
-// share one window, keyed ObserverID.
-func (t *TCP) fresh(m Message) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	from, limit := m.From, maxIncarnations
-	if !t.cfg.Group.Has(from) {
-		from, limit = ObserverID, maxObserverIncarnations
-	}
-	w := t.seen[from]
-	if w == nil {
-		w = &replayWindow{max: map[uint64]uint64{}}
-		t.seen[from] = w
-	}
-	last, known := w.max[m.Incarnation]
-	if known && m.Seq <= last {
-		return false
-	}
-	if !known {
-		if len(w.order) == limit {
-			delete(w.max, w.order[0])
-			w.order = w.order[1:]
-		}
-		w.order = append(w.order, m.Incarnation)
-	}
-	w.max[m.Incarnation] = m.Seq
-	return true
 }

@@ -1,8 +1,6 @@
 package peer_test
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
@@ -190,9 +188,12 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 	}
 	for id, n := range g.nodes {
 		tr := n.Transport().(*peer.TCP)
-		for tr.Stats().BadMAC < 5 { // more than a timeout's worth of rogue frames
+		// Several rogue connections refused (its group tag, from a group
+		// with member 999, is not the group's; with the right tag its proof
+		// would fail).
+		for st := tr.Stats(); st.BadMAC+st.OtherGroup < 3; st = tr.Stats() {
 			if time.Now().After(deadline) {
-				t.Fatalf("member %d dropped only %d rogue frames: %+v", id, tr.Stats().BadMAC, tr.Stats())
+				t.Fatalf("member %d refused only %d rogue connections: %+v", id, st.BadMAC+st.OtherGroup, st)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -205,68 +206,6 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 		if s := n.Status(); s.Leader == 999 || s.Epoch != epoch {
 			t.Fatalf("member %d was influenced by the rogue: %+v", id, s)
 		}
-	}
-}
-
-// TestTCPBadFramesAreCountedAndDropped sends garbage, oversized,
-// misauthenticated and replayed frames to a live transport; it keeps
-// working and counts each.
-func TestTCPBadFramesAreCountedAndDropped(t *testing.T) {
-	g := newTCPGroup(t, "bully", 2)
-	secret, err := peer.LoadSecret(g.secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	addr := g.group.Addr(1)
-	send := func(frames ...[]byte) {
-		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		for _, f := range frames {
-			c.Write(f)
-		}
-		// The transport closes the connection after a bad frame; reading
-		// until EOF waits for that without sleeping.
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		c.Read(make([]byte, 1))
-	}
-	good := peer.Encode(secret, peer.Message{Type: peer.Heartbeat, From: 2, To: 1, Incarnation: 7, Seq: 1, Leader: 2, LeaderEpoch: 1})
-	huge := binary.BigEndian.AppendUint32(nil, 1<<30)
-	bad := bytes.Clone(good)
-	bad[40] ^= 1 // flip a bit of the epoch
-	wrong, _ := peer.NewSecret(bytes.Repeat([]byte("w"), 40))
-	forged := peer.Encode(wrong, peer.Message{Type: peer.Coordinator, From: 2, To: 1, Incarnation: 9, Seq: 1, Leader: 2, LeaderEpoch: 99})
-	send(huge)
-	send(bad)
-	send(forged)
-	send([]byte{0, 0, 0, 1, 0xff})
-	// One delivery, two replays (the connection stays), then a bad frame
-	// that makes the transport close it, so all were processed.
-	send(good, good, good, []byte{0, 0, 0, 1, 0xff})
-	select {
-	case m := <-tr.Recv():
-		if m.From != 2 || m.Seq != 1 {
-			t.Fatalf("got %v", m)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("the good frame was not delivered")
-	}
-	st := tr.Stats()
-	if st.Oversized != 1 || st.BadMAC != 2 || st.Malformed != 2 || st.Replayed != 2 || st.Received != 1 {
-		t.Fatalf("stats %+v; want 1 oversized, 2 bad MAC, 2 malformed, 2 replayed, 1 received", st)
-	}
-	select {
-	case m := <-tr.Recv():
-		t.Fatalf("a dropped frame got through: %v", m)
-	default:
 	}
 }
 
@@ -307,4 +246,12 @@ func TestTCPIdleStrangersCannotLockOut(t *testing.T) {
 	if st := tr1.Stats(); st.Rejected == 0 {
 		t.Fatalf("no stranger was evicted: %+v", st)
 	}
+}
+
+func testKey(t testing.TB) peer.Secret {
+	s, err := peer.NewSecret([]byte(testSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,15 +14,16 @@ import (
 )
 
 // tcpAsker is the [Asker] of lowest, bully and ring: a StatusQuery frame
-// (version 2, from [ObserverID], a random nonce in Ref) on one persistent
-// connection per member, answered by the member's [TCP] transport with a
-// StatusReply echoing the nonce. Replies are authenticated by the secret
-// and matched to the nonce, so an old reply cannot be passed off as new.
+// (from [ObserverID], a random nonce in Ref) on one persistent connection
+// per member, authenticated by the same handshake as members' connections
+// (as [ObserverID]), answered by the member's [TCP] transport with a
+// StatusReply echoing the nonce. Replies are authenticated under the
+// connection's session key, in sequence, and matched to the nonce, so an
+// old reply cannot be passed off as new.
 type tcpAsker struct {
-	secret      Secret
+	gk          groupKey
 	dialTimeout time.Duration
 	incarnation uint64
-	seq         atomic.Uint64
 	conns       map[uint64]*askConn
 	ctx         context.Context // cancelled by Close
 	cancel      context.CancelFunc
@@ -36,16 +36,21 @@ type askConn struct {
 	addr string
 	sem  chan struct{}
 	conn net.Conn
+	s    *session
 }
 
-func newTCPAsker(cfg Config) *tcpAsker {
+func newTCPAsker(cfg Config) (*tcpAsker, error) {
+	gk, err := deriveGroupKey(cfg.Secret, cfg.Key, cfg.Algorithm, cfg.Group)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &tcpAsker{secret: cfg.Secret, dialTimeout: time.Second, incarnation: rand.Uint64() | 1,
+	a := &tcpAsker{gk: gk, dialTimeout: time.Second, incarnation: rand.Uint64() | 1,
 		conns: map[uint64]*askConn{}, ctx: ctx, cancel: cancel}
 	for _, m := range cfg.Group.Members() {
 		a.conns[m.ID] = &askConn{id: m.ID, addr: m.Addr, sem: make(chan struct{}, 1)}
 	}
-	return a
+	return a, nil
 }
 
 // Ask implements [Asker]. A connection the member closed while idle is
@@ -78,6 +83,13 @@ func (a *tcpAsker) Ask(ctx context.Context, id uint64) (Report, error) {
 				}
 				return Report{}, err
 			}
+			if c.s, err = a.handshake(ctx, conn, c.id); err != nil {
+				conn.Close()
+				if errors.Is(err, ErrBadMAC) {
+					return Report{}, fmt.Errorf("the member failed authentication (is secret-file the members' secret?): %w", err)
+				}
+				return Report{}, a.ioErr(ctx, err)
+			}
 			c.conn = conn
 		}
 		r, err := a.query(ctx, c)
@@ -85,7 +97,7 @@ func (a *tcpAsker) Ask(ctx context.Context, id uint64) (Report, error) {
 			return r, nil
 		}
 		c.conn.Close()
-		c.conn = nil
+		c.conn, c.s = nil, nil
 		if fresh || ctx.Err() != nil || errors.Is(err, ErrBadMAC) {
 			return Report{}, err
 		}
@@ -99,6 +111,19 @@ func (a *tcpAsker) ctxErr(ctx context.Context) error {
 	return fmt.Errorf("no answer in time: %w", ctx.Err())
 }
 
+// handshake authenticates conn to member id as [ObserverID], within the
+// dial timeout and ctx.
+func (a *tcpAsker) handshake(ctx context.Context, conn net.Conn, id uint64) (*session, error) {
+	dl := time.Now().Add(a.dialTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		dl = d
+	}
+	conn.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	return dialHandshake(conn, a.gk, ObserverID, id)
+}
+
 // query sends one StatusQuery on c and reads until the matching reply.
 func (a *tcpAsker) query(ctx context.Context, c *askConn) (Report, error) {
 	conn := c.conn
@@ -110,8 +135,8 @@ func (a *tcpAsker) query(ctx context.Context, c *askConn) (Report, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	nonce := rand.Uint64()
-	q := Message{Type: StatusQuery, From: ObserverID, To: c.id, Incarnation: a.incarnation, Seq: a.seq.Add(1), Ref: nonce}
-	if _, err := conn.Write(Encode(a.secret, q)); err != nil {
+	q := Message{Type: StatusQuery, From: ObserverID, To: c.id, Incarnation: a.incarnation, Ref: nonce}
+	if _, err := conn.Write(c.s.out.seal(byte(StatusQuery), q)); err != nil {
 		return Report{}, a.ioErr(ctx, err)
 	}
 	buf := make([]byte, MaxFrameLen)
@@ -126,7 +151,7 @@ func (a *tcpAsker) query(ctx context.Context, c *askConn) (Report, error) {
 		if _, err := io.ReadFull(conn, buf[4:size]); err != nil {
 			return Report{}, a.ioErr(ctx, err)
 		}
-		m, err := Decode(a.secret, buf[:size])
+		_, m, err := c.s.in.open(buf[:size])
 		switch {
 		case errors.Is(err, ErrBadMAC):
 			return Report{}, fmt.Errorf("the reply failed authentication (is secret-file the members' secret?): %w", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 const runHelp = `Usage: tenure run [flags] --key KEY -- CMD [ARGS...]
@@ -173,7 +174,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 
 	openCtx, cancelOpen := context.WithTimeout(ctx, o.ttl)
-	store, err := openStore(openCtx, o.store)
+	// The peer packages log through the CLI's logger (so --quiet silences them).
+	store, err := openStore(peer.WithLogger(openCtx, logger), o.store)
 	if err == nil {
 		// Probe the key, so an unreadable or corrupt state fails now, once,
 		// instead of making the elector retry for ever.

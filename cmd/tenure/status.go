@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 const statusHelp = `Usage: tenure status [flags] --key KEY
@@ -74,7 +75,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	store, err := openStore(ctx, src)
+	store, err := openStore(peer.WithLogger(ctx, quietLogger(stderr)), src)
 	if err != nil {
 		return fail(stderr, err)
 	}

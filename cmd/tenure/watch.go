@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 const watchHelp = `Usage: tenure watch [flags] --key KEY
@@ -46,7 +47,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(openCtx, src)
+	store, err := openStore(peer.WithLogger(openCtx, quietLogger(stderr)), src)
 	if err == nil {
 		if _, err = store.Get(openCtx, *key); err != nil {
 			store.Close()

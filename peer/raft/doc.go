@@ -40,8 +40,8 @@
 // not a raft server: not in the configuration, no vote, no log.
 //
 // The question travels on the member's raft port. The observer completes
-// the same mutual TLS 1.3 handshake as a member (a certificate from the
-// secret's authority, so without the secret it learns nothing) and asks,
+// the same pre-authentication and mutual TLS 1.3 handshake as a member (so
+// without the secret it learns nothing) and asks,
 // through TLS application-layer protocol negotiation, for the protocol
 // "tenure-raft-status/1"; raft's own connections ask for none. A member
 // hands a connection that negotiated it to a small responder instead of
@@ -67,13 +67,24 @@
 //     renewal was sent, while the quorum that confirmed that renewal votes
 //     for nobody else until it has heard nothing for at least
 //     HeartbeatTimeout.
-//   - Only holders of the shared secret take part. Each node derives a
-//     certificate authority key from the secret (HKDF-SHA256 to an Ed25519
-//     key), signs a certificate for itself, and every raft connection is
-//     mutual TLS 1.3 verified against that authority. A process without the
-//     secret can neither connect nor accept a member's connection, so it
-//     cannot vote or lead; traffic is encrypted and integrity-protected. The
-//     secret never appears in errors or logs.
+//   - Only holders of the shared secret take part. Every raft connection
+//     starts with a pre-authentication on the raw TCP connection: the
+//     dialer sends a fresh nonce, the acceptor answers with its own fresh
+//     nonce, the dialer proves with an HMAC-SHA256 over both under a key
+//     derived from the secret (HKDF-SHA256), and only then does the
+//     acceptor prove itself the same way; a connection that fails is
+//     closed. Then each node's certificate, signed by a certificate
+//     authority key derived from the secret (HKDF-SHA256 to an Ed25519
+//     key), is verified in mutual TLS 1.3. So a stranger who connects
+//     receives one random nonce and nothing derived from the secret (no
+//     proof, no certificate whose signature would let it test guesses of
+//     the secret offline); a process without the secret cannot vote or
+//     lead; traffic is encrypted and integrity-protected. The secret never
+//     appears in errors or logs.
+//   - The listener survives its errors: a failed Accept (EMFILE, ENFILE...)
+//     is logged and retried with backoff (5 ms doubling to 1 s); at most 64
+//     incoming connections are in their handshakes at once (more are closed
+//     at once), each for at most 5 s.
 //
 // # The timing rule
 //
@@ -97,6 +108,12 @@
 //   - A TLS connection proves membership, not identity: a holder of the
 //     secret can claim any member ID. Keep the secret as safe as the
 //     protected resource.
+//   - The dialer proves first, so whoever answers at a member's address
+//     (someone who took over the address or redirected traffic) receives
+//     the dialer's proof and can test guesses of the secret against it
+//     offline. A random secret makes that useless: secret files are
+//     refused with less than about 96 bits of estimated entropy (see
+//     [peer.LoadSecret]).
 //   - Clocks need not agree, but must advance at about the same rate; timers
 //     are local and monotonic.
 //

@@ -107,7 +107,11 @@ func New(cfg Config) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n.layer, err = listenTLS(cfg.self().Addr, conf, cfg.Logger); err != nil {
+		psk, err := preauthKey(cfg.Secret)
+		if err != nil {
+			return nil, err
+		}
+		if n.layer, err = listenTLS(cfg.self().Addr, conf, psk, cfg.Logger); err != nil {
 			return nil, err
 		}
 		trans = hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{

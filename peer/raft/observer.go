@@ -37,7 +37,11 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 		return nil, err
 	}
 	conf.NextProtos = []string{statusProto}
-	a := &tlsAsker{conf: conf, conns: map[uint64]*askConn{}}
+	psk, err := preauthKey(pc.Secret.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	a := &tlsAsker{conf: conf, psk: psk, conns: map[uint64]*askConn{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	for _, m := range pc.Group.Members() {
 		a.conns[m.ID] = &askConn{id: m.ID, addr: m.Addr, sem: make(chan struct{}, 1)}
@@ -54,6 +58,7 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 // member, mutual TLS with the cluster's authority.
 type tlsAsker struct {
 	conf   *tls.Config
+	psk    []byte
 	conns  map[uint64]*askConn
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -109,8 +114,7 @@ func (a *tlsAsker) Ask(ctx context.Context, id uint64) (peer.Report, error) {
 }
 
 func (a *tlsAsker) dial(ctx context.Context, c *askConn) error {
-	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: a.conf}
-	conn, err := d.DialContext(ctx, "tcp", c.addr)
+	tc, err := dialCluster(ctx, c.addr, a.conf, a.psk)
 	if err != nil {
 		if ctx.Err() != nil {
 			return a.ctxErr(ctx)
@@ -119,9 +123,11 @@ func (a *tlsAsker) dial(ctx context.Context, c *askConn) error {
 		if errors.As(err, &ne) && ne.Op == "dial" {
 			return err
 		}
-		return fmt.Errorf("TLS handshake failed (is secret-file the members' secret?): %w", err)
+		if errors.Is(err, errPreauth) {
+			return err
+		}
+		return fmt.Errorf("authentication failed (is secret-file the members' secret?): %w", err)
 	}
-	tc := conn.(*tls.Conn)
 	if p := tc.ConnectionState().NegotiatedProtocol; p != statusProto {
 		tc.Close()
 		return errors.New("the member does not answer status queries (a version without them?)")

@@ -224,7 +224,11 @@ func TestTransportHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := listenTLS("127.0.0.1:0", conf, hclog.NewNullLogger())
+	psk, err := preauthKey(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := listenTLS("127.0.0.1:0", conf, psk, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +245,8 @@ func TestTransportHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger := &tlsLayer{conf: other}
+	otherPSK, _ := preauthKey([]byte("another-secret-of-enough-bytes-0123"))
+	stranger := &tlsLayer{conf: other, psk: otherPSK}
 	if c, err := stranger.Dial(hraft.ServerAddress(l.Addr().String()), 5*time.Second); err == nil {
 		// TLS 1.3 clients may finish before the server verified them;
 		// the server then closes the connection.
@@ -255,12 +260,12 @@ func TestTransportHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain.Write([]byte("not a TLS client hello at all\r\n\r\n"))
+	plain.Write([]byte("not a TLS client hello at all, nor a raft one\r\n\r\n"))
 	plain.SetReadDeadline(time.Now().Add(5 * time.Second))
 	plain.Read(make([]byte, 64))
 	plain.Close()
 
-	member := &tlsLayer{conf: conf}
+	member := &tlsLayer{conf: conf, psk: psk}
 	c, err := member.Dial(hraft.ServerAddress(l.Addr().String()), 5*time.Second)
 	if err != nil {
 		t.Fatalf("member dial: %v", err)

@@ -1,0 +1,388 @@
+package peer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/internal/testserver"
+)
+
+// wireGroup is n members on free loopback ports, with the group key that
+// ListenTCP derives for them (no key name, no algorithm).
+func wireGroup(t *testing.T, n int) (Group, groupKey) {
+	t.Helper()
+	var ms []Member
+	for i := 1; i <= n; i++ {
+		ms = append(ms, Member{ID: uint64(i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
+	}
+	g, err := NewGroup(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewSecret([]byte(internalSecret))
+	gk, err := deriveGroupKey(s, "", "", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, gk
+}
+
+func wireListen(t *testing.T, g Group, self uint64, edit func(*TCPConfig)) *TCP {
+	t.Helper()
+	s, _ := NewSecret([]byte(internalSecret))
+	cfg := TCPConfig{Self: self, Group: g, Secret: s, Logger: slog.New(slog.DiscardHandler)}
+	if edit != nil {
+		edit(&cfg)
+	}
+	tr, err := ListenTCP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// wireDial opens a raw connection to addr and authenticates as from.
+func wireDial(t *testing.T, addr string, gk groupKey, from, to uint64) (net.Conn, *session) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	s, err := dialHandshake(c, gk, from, to)
+	if err != nil {
+		t.Fatalf("handshake as %d: %v", from, err)
+	}
+	return c, s
+}
+
+// wireReply reads the next message frame of s from c.
+func wireReply(c net.Conn, s *session) (Message, error) {
+	b, err := readFrame(c, make([]byte, MaxFrameLen))
+	if err != nil {
+		return Message{}, err
+	}
+	_, m, err := s.in.open(b)
+	return m, err
+}
+
+// waitClosed waits until the other end closed c (reads EOF), failing t
+// after 5s.
+func waitClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatal("the transport kept a connection it should have closed")
+		}
+	}
+}
+
+// TestTCPStatusQueries drives a bare transport with hand-made status
+// queries over an authenticated observer connection: they are answered
+// from the reporter with the nonce echoed; queries never reach Recv (the
+// first message there is a member's heartbeat sent after them); a status
+// reply sent to a member and an election message from an observer are
+// dropped as misaddressed.
+func TestTCPStatusQueries(t *testing.T) {
+	g, gk := wireGroup(t, 3)
+	tr := wireListen(t, g, 1, nil)
+	tr.SetReporter(func() Report {
+		return Report{Leader: 3, LeaderEpoch: 6, Epoch: 7, TTL: time.Second, Remaining: 400 * time.Millisecond}
+	})
+	c, s := wireDial(t, g.Addr(1), gk, ObserverID, 1)
+	ask := func(frames ...[]byte) Message {
+		t.Helper()
+		for _, f := range frames {
+			if _, err := c.Write(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := wireReply(c, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	query := func(ref uint64) []byte {
+		return s.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: ObserverID, To: 1, Ref: ref})
+	}
+	m := ask(query(4242))
+	want := Message{Type: StatusReply, From: 1, To: ObserverID, Ref: 4242, Leader: 3, LeaderEpoch: 6,
+		Epoch: 7, TTL: time.Second, Remaining: 400 * time.Millisecond, Incarnation: m.Incarnation, Seq: 1}
+	if m != want {
+		t.Fatalf("reply %v, want %v", m, want)
+	}
+	// An observer cannot vote: its heartbeat is dropped, the next query
+	// still answered.
+	hb := s.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: ObserverID, To: 1, Leader: 3, LeaderEpoch: 99})
+	if m := ask(hb, query(5)); m.Ref != 5 {
+		t.Fatalf("after an observer's heartbeat: %v", m)
+	}
+	// A member may ask too, and its stray status reply is dropped.
+	c2, s2 := wireDial(t, g.Addr(1), gk, 2, 1)
+	for _, f := range [][]byte{
+		s2.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: 2, To: 1, Ref: 8}),
+		s2.out.seal(byte(StatusReply), Message{Type: StatusReply, From: 2, To: 1}),
+		s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Leader: 2, LeaderEpoch: 2}),
+	} {
+		if _, err := c2.Write(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, err := wireReply(c2, s2); err != nil || m.Ref != 8 || m.To != 2 {
+		t.Fatalf("member 2's query: %v, %v", m, err)
+	}
+	select {
+	case got := <-tr.Recv():
+		if got.Type != Heartbeat || got.From != 2 || got.LeaderEpoch != 2 {
+			t.Fatalf("Recv delivered %v; want only member 2's heartbeat", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the heartbeat never arrived")
+	}
+	if st := tr.Stats(); st.Queries != 3 || st.Misaddressed != 2 || st.Received != 4 {
+		t.Fatalf("stats %+v; want 3 queries answered, 2 misaddressed, 4 received", st)
+	}
+}
+
+// TestTCPBadConnections: every way a connection or frame can be bad is
+// refused, counted under its reason, and the connection closed; the
+// transport keeps working.
+func TestTCPBadConnections(t *testing.T) {
+	g, gk := wireGroup(t, 3)
+	tr := wireListen(t, g, 1, func(c *TCPConfig) { c.AuthTimeout = 200 * time.Millisecond })
+	addr := g.Addr(1)
+	raw := func(frames ...[]byte) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, f := range frames {
+			c.Write(f)
+		}
+		waitClosed(t, c)
+	}
+	hello := func(gk groupKey, from, to uint64) []byte {
+		return encodeHandshake(header{kind: kindHello, group: gk.tag, from: from, to: to}, make([]byte, nonceLen))
+	}
+	otherKey, _ := NewSecret([]byte("not-the-group-secret-but-long-enough-4567"))
+	wrong, _ := deriveGroupKey(otherKey, "", "", g)
+	other, _ := deriveGroupKey(Secret{b: []byte(internalSecret)}, "another-key", "", g)
+
+	raw([]byte{0xff, 0xff, 0xff, 0xff})                                    // oversized
+	raw([]byte{0, 0, 0, 5, 3, 0, 0, 0, 0})                                 // malformed
+	raw(hello(other, 2, 1))                                                // another group: same secret, another key
+	raw(hello(gk, 2, 3))                                                   // for member 3
+	raw(hello(gk, 99, 1))                                                  // from a non-member
+	raw(hello(gk, 1, 1))                                                   // from itself
+	raw(hello(gk, 2, 1))                                                   // stalls: auth timeout
+	raw(hello(wrong, 2, 1), encodeHandshake(header{kind: kindProof}, nil)) // a proof without the group tag
+	c, err := net.Dial("tcp", addr)                                        // a wrong secret's full handshake
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := dialHandshake(c, wrong, 2, 1); err == nil {
+		t.Fatal("a handshake with the wrong secret succeeded")
+	}
+	c.Close()
+	// On an authenticated connection: a frame of an earlier connection,
+	// then (on another) a frame out of sequence.
+	old, _ := testSessions(gk, 5)
+	c1, _ := wireDial(t, addr, gk, 2, 1)
+	c1.Write(old.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1}))
+	waitClosed(t, c1)
+	c2, s2 := wireDial(t, addr, gk, 3, 1)
+	s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 3, To: 1}) // never sent
+	c2.Write(s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 3, To: 1}))
+	waitClosed(t, c2)
+	c3, s3 := wireDial(t, addr, gk, 3, 1) // sender 2 on member 3's connection
+	c3.Write(s3.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1}))
+	waitClosed(t, c3)
+
+	st := tr.Stats()
+	want := TCPStats{Oversized: 1, Malformed: 1, OtherGroup: 2, Misaddressed: 4, AuthTimeouts: 1, BadMAC: 1, Stale: 1, Replayed: 1}
+	got := TCPStats{Oversized: st.Oversized, Malformed: st.Malformed, OtherGroup: st.OtherGroup, Misaddressed: st.Misaddressed,
+		AuthTimeouts: st.AuthTimeouts, BadMAC: st.BadMAC, Stale: st.Stale, Replayed: st.Replayed}
+	if got != want || st.Received != 0 {
+		t.Fatalf("stats %+v\nwant %+v and nothing received", st, want)
+	}
+	// And it still works.
+	c4, s4 := wireDial(t, addr, gk, 2, 1)
+	c4.Write(s4.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 77}))
+	select {
+	case m := <-tr.Recv():
+		if m.Ref != 77 {
+			t.Fatalf("got %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a good frame was not delivered")
+	}
+}
+
+// TestTCPOneConnectionPerMember: when member 2 authenticates a second
+// connection, the first is closed (the newest wins) and counted; the new
+// one carries on.
+func TestTCPOneConnectionPerMember(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	tr := wireListen(t, g, 1, nil)
+	c1, s1 := wireDial(t, g.Addr(1), gk, 2, 1)
+	c1.Write(s1.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 1}))
+	if m := <-tr.Recv(); m.Ref != 1 {
+		t.Fatalf("got %v", m)
+	}
+	c2, s2 := wireDial(t, g.Addr(1), gk, 2, 1)
+	waitClosed(t, c1)
+	c2.Write(s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 2}))
+	if m := <-tr.Recv(); m.Ref != 2 {
+		t.Fatalf("got %v", m)
+	}
+	if st := tr.Stats(); st.Superseded != 1 {
+		t.Fatalf("stats %+v; want 1 superseded", st)
+	}
+}
+
+// TestTCPIdleAndKeepalive: an authenticated member connection that stays
+// silent for IdleTimeout is closed and counted, while a real member's link
+// stays up through silences several times longer, kept alive by its
+// keepalives.
+func TestTCPIdleAndKeepalive(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	const idle = 200 * time.Millisecond
+	tr1 := wireListen(t, g, 1, func(c *TCPConfig) { c.IdleTimeout = idle })
+	c, _ := wireDial(t, g.Addr(1), gk, 2, 1)
+	start := time.Now()
+	waitClosed(t, c)
+	if d := time.Since(start); d < idle {
+		t.Fatalf("closed after %s, before the idle timeout %s", d, idle)
+	}
+	if st := tr1.Stats(); st.IdleClosed != 1 {
+		t.Fatalf("stats %+v; want 1 closed idle", st)
+	}
+	tr2 := wireListen(t, g, 2, func(c *TCPConfig) { c.IdleTimeout = idle })
+	for i := uint64(1); i <= 2; i++ {
+		if err := tr2.Send(Message{Type: Heartbeat, To: 1, Ref: i}); err != nil {
+			t.Fatal(err)
+		}
+		if m := <-tr1.Recv(); m.Ref != i {
+			t.Fatalf("got %v", m)
+		}
+		if i == 1 {
+			time.Sleep(5 * idle) // silence: only keepalives cross the link
+		}
+	}
+	if st := tr1.Stats(); st.IdleClosed != 1 || st.Superseded != 0 {
+		t.Fatalf("stats %+v; the real member's link was closed idle or replaced", st)
+	}
+	if st := tr2.Stats(); st.DialFailures != 0 {
+		t.Fatalf("member 2 redialled: %+v", st)
+	}
+}
+
+// TestTCPObserversCannotLockOut fills every inbound slot with observers'
+// authenticated, idle connections; a member still gets through, since the
+// oldest observer connection is evicted for it.
+func TestTCPObserversCannotLockOut(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	tr1 := wireListen(t, g, 1, nil)
+	tr1.SetReporter(func() Report { return Report{} })
+	for range tr1.maxInbound() {
+		c, s := wireDial(t, g.Addr(1), gk, ObserverID, 1)
+		c.Write(s.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: ObserverID, To: 1, Ref: 1}))
+		if _, err := wireReply(c, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr2 := wireListen(t, g, 2, nil)
+	if err := tr2.Send(Message{Type: Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-tr1.Recv():
+		if m.From != 2 {
+			t.Fatalf("got %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the member's frame never arrived: %+v", tr1.Stats())
+	}
+	if st := tr1.Stats(); st.Rejected == 0 {
+		t.Fatalf("no observer was evicted: %+v", st)
+	}
+}
+
+// scriptConn is a connection whose reads come from a fixed script and
+// whose writes are discarded: the input of FuzzAcceptHandshake.
+type scriptConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c scriptConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
+func (c scriptConn) Write(b []byte) (int, error) { return len(b), nil }
+
+// FuzzAcceptHandshake: whatever a client sends, the acceptor's handshake
+// never panics, and it never authenticates a client that did not prove
+// the group key (the acceptor's nonce is random, so no fixed input can).
+func FuzzAcceptHandshake(f *testing.F) {
+	gk := testGroupKey(f, "jobs")
+	hello := encodeHandshake(header{kind: kindHello, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen))
+	proof := encodeHandshake(header{kind: kindProof, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen))
+	f.Add(append(append([]byte(nil), hello...), proof...))
+	f.Add(hello)
+	f.Add([]byte{0, 0, 0, 60, 3, 0x81})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := acceptHandshake(scriptConn{r: bytes.NewReader(b)}, gk, 1, func(uint64) bool { return true })
+		if err == nil {
+			t.Fatalf("authenticated %+v from a fixed script %x", s, b)
+		}
+	})
+}
+
+// TestTCPNothingBeforeAuth: a stranger who sends a well-formed hello (the
+// group tag is public) receives the acceptor's challenge, a fresh random
+// nonce different on every connection, and nothing else: after its bad
+// proof the connection closes without another byte.
+func TestTCPNothingBeforeAuth(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	wireListen(t, g, 1, nil)
+	var nonces [][]byte
+	for range 2 {
+		c, err := net.Dial("tcp", g.Addr(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write(encodeHandshake(header{kind: kindHello, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen)))
+		b, err := readFrame(c, make([]byte, MaxFrameLen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, na, err := decodeHandshake(b, gk.tag, kindChallenge)
+		if err != nil || h.from != 1 || h.to != 2 {
+			t.Fatalf("challenge %+v: %v", h, err)
+		}
+		nonces = append(nonces, bytes.Clone(na))
+		c.Write(encodeHandshake(header{kind: kindProof, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen)))
+		rest, _ := io.ReadAll(c)
+		if len(rest) != 0 {
+			t.Fatalf("after a bad proof the stranger received %d more bytes", len(rest))
+		}
+	}
+	if bytes.Equal(nonces[0], nonces[1]) {
+		t.Fatal("the acceptor's nonce repeated across connections")
+	}
+}
