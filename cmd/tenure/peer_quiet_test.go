@@ -21,7 +21,7 @@ func TestPeerQuiet(t *testing.T) {
 	}
 	store := fmt.Sprintf("peer://?id=1&peers=1=127.0.0.1:%d&algorithm=lowest&secret-file=%s&state-dir=%s&heartbeat=20ms&timeout=100ms",
 		testserver.FreePort(t), secret, dir)
-	args := []string{"run", "--key", "jobs", "--ttl", "300ms", "--store", store, "--", "true"}
+	args := []string{"run", "--key", "jobs", "--ttl", "600ms", "--store", store, "--", "true"}
 
 	loud := runTenure(t, args...)
 	if loud.code != 0 || !strings.Contains(loud.stderr, "peer: elected coordinator") {
