@@ -109,10 +109,12 @@ func (s *suite) grantDeletedFromOutside(t *testing.T) {
 	renewSent := renewNow(t, a, l)
 	tm.DeleteGrant(t, key)
 	superseded()
-	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after its grant was deleted")
+	// Another candidate acquires before the holder renews again, as one
+	// woken by the deletion does.
 	acqSent := time.Now()
 	l2 := mustAcquire(t, b, key, "beta", s.o.TTL)
 	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
+	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after its grant was deleted")
 	wantLost(t, a.Release(ctxFor(t), l), "the old holder's Release after its grant was deleted")
 	if r := mustGet(t, b, key); r.Holder != "beta" || r.Term != l2.Term {
 		t.Fatalf("the old holder's calls changed the record: %+v", r)
@@ -165,10 +167,14 @@ func (s *suite) termCounterDeletedFromOutside(t *testing.T) {
 	renewSent := renewNow(t, a, l)
 	tm.DeleteAll(t, key)
 	superseded()
-	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after the key's data was deleted")
 	acqSent := time.Now()
 	l2 := mustAcquire(t, b, key, "beta", s.o.TTL)
 	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
+	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after the key's data was deleted")
+	wantLost(t, a.Release(ctxFor(t), l), "the holder's Release after the key's data was deleted")
+	if r := mustGet(t, b, key); r.Holder != "beta" || r.Term != l2.Term {
+		t.Fatalf("the old holder's calls changed the record: %+v", r)
+	}
 	if err := b.Release(ctxFor(t), l2); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
