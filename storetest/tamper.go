@@ -112,7 +112,7 @@ func (s *suite) grantDeletedFromOutside(t *testing.T) {
 	// Another candidate acquires before the holder renews again, as one
 	// woken by the deletion does.
 	acqSent := time.Now()
-	l2 := mustAcquire(t, b, key, "beta", s.o.TTL)
+	l2 := mustAcquire(t, b, key, "beta", s.long(5))
 	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
 	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after its grant was deleted")
 	wantLost(t, a.Release(ctxFor(t), l), "the old holder's Release after its grant was deleted")
@@ -168,7 +168,7 @@ func (s *suite) termCounterDeletedFromOutside(t *testing.T) {
 	tm.DeleteAll(t, key)
 	superseded()
 	acqSent := time.Now()
-	l2 := mustAcquire(t, b, key, "beta", s.o.TTL)
+	l2 := mustAcquire(t, b, key, "beta", s.long(5))
 	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
 	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after the key's data was deleted")
 	wantLost(t, a.Release(ctxFor(t), l), "the holder's Release after the key's data was deleted")

@@ -36,4 +36,3 @@ func tamperOn(t *testing.T, srv *testserver.ZKServer, root string) *storetest.Ta
 		},
 	}
 }
-
