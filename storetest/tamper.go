@@ -130,8 +130,8 @@ func (s *suite) grantDeletedFromOutside(t *testing.T) {
 }
 
 // grantOverwrittenFromOutside: the holder's grant is rewritten in place to
-// name someone else. The holder's Renew and Release must fail with ErrLost
-// and change nothing, and its watch must show the loss.
+// name someone else. The holder's Renew and Release must fail with ErrLost,
+// its watch must show the loss, and the key must not read as the old grant.
 func (s *suite) grantOverwrittenFromOutside(t *testing.T) {
 	tm := s.tamperOr(t, func(tm *Tamper) bool { return tm.OverwriteGrant != nil }, "OverwriteGrant")
 	a, b := s.open(t), s.open(t)
@@ -143,11 +143,11 @@ func (s *suite) grantOverwrittenFromOutside(t *testing.T) {
 	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after its grant was overwritten")
 	wantLost(t, a.Release(ctxFor(t), l), "the holder's Release after its grant was overwritten")
 	r := mustGet(t, b, key)
+	// The record may be free: a store whose grant lives in the holder's
+	// own session (ZooKeeper) ends that session once the holder saw the
+	// grant overwritten.
 	if why := tenure.Superseded(l, r); why == "" {
 		t.Fatalf("Get after the grant was overwritten = %+v, still the old grant", r)
-	}
-	if !r.Held() {
-		t.Fatalf("Get after the grant was overwritten = %+v: the old holder's calls freed the key", r)
 	}
 }
 
