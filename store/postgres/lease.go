@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,7 @@ type queries struct {
 
 func newQueries(table string) queries {
 	t := pgx.Identifier{table}.Sanitize()
+	fn := pgx.Identifier{table + "_notify"}.Sanitize()
 	return queries{
 		// Rows are never deleted: the term of a key lives as long as the
 		// table, which is what keeps terms growing across releases,
@@ -42,16 +44,21 @@ func newQueries(table string) queries {
 )`,
 		// A row changed by anything but a renewal (which sets only
 		// expires_at) notifies watchers, so that an UPDATE or DELETE from
-		// outside tenure wakes them too. Best effort: see migrate.
-		trigger: `CREATE OR REPLACE FUNCTION ` + pgx.Identifier{table + "_notify"}.Sanitize() + `() RETURNS trigger
-LANGUAGE plpgsql AS $$
+		// outside tenure wakes them too. Created once, only if missing:
+		// replacing a trigger locks the table against every renewal.
+		// Best effort: see migrate.
+		trigger: `DO $tenure$
 BEGIN
-	PERFORM pg_notify(TG_TABLE_NAME, COALESCE(NEW.key, OLD.key));
-	RETURN NULL;
-END $$;
-DROP TRIGGER IF EXISTS tenure_notify ON ` + t + `;
-CREATE TRIGGER tenure_notify AFTER UPDATE OF holder, term, token OR DELETE ON ` + t + `
-	FOR EACH ROW EXECUTE FUNCTION ` + pgx.Identifier{table + "_notify"}.Sanitize() + `()`,
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'tenure_notify' AND tgrelid = ` + quoteLiteral(t) + `::regclass) THEN
+		CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN
+			PERFORM pg_notify(TG_TABLE_NAME, COALESCE(NEW.key, OLD.key));
+			RETURN NULL;
+		END $f$;
+		CREATE TRIGGER tenure_notify AFTER UPDATE OF holder, term, token OR DELETE ON ` + t + `
+			FOR EACH ROW EXECUTE FUNCTION ` + fn + `();
+	END IF;
+END $tenure$`,
 		// One statement: insert the key, or take it over when it is free
 		// or its grant has expired, with the next term (above $6, the
 		// highest term this Store saw: a deleted row must not restart
@@ -96,6 +103,9 @@ SELECT count(*), (SELECT count(*) FROM notified) FROM released`,
 FROM ` + t + ` WHERE key = $1`,
 	}
 }
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // migrateLockClass is the first key of the transaction-level advisory lock
 // that serialises table creation among candidates starting at once (two
