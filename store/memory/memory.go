@@ -85,6 +85,11 @@ func (s *Store) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// A deadline that passed while the context's timer has not yet run
+	// (a busy machine) counts too.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
 	if s.closed {
 		return tenure.ErrClosed
 	}
@@ -104,6 +109,7 @@ func (s *Store) acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -120,9 +126,9 @@ func (s *Store) acquire(ctx context.Context, key, identity string, ttl time.Dura
 	var wait time.Duration
 	switch {
 	case e == nil && floor.Term > 0:
-		wait = seen.Wait(floor.TTL) // the key's entry is gone: assume the worst
+		wait = seen.Wait(floor.TTL + now.Sub(sent)) // the key's entry is gone: assume the worst
 	case e != nil && e.term > 0 && !e.released && e.holder == "" && now.Before(e.expires):
-		wait = seen.Wait(e.expires.Sub(now)) // deleted before it expired
+		wait = seen.Wait(e.expires.Sub(now) + now.Sub(sent)) // deleted before it expired
 	}
 	if e == nil {
 		e = &entry{}
