@@ -63,12 +63,24 @@ func Margin(d time.Duration) time.Duration { return d/50 + 20*time.Millisecond }
 // Wait is the [tenure.Lease] Wait of a grant that follows one that ended
 // without its holder's release or expiry, when that holder's renew window
 // still open is at most remaining (the previous grant's TTL when the store
-// cannot know better).
+// cannot know better), judged at the moment the Acquire was sent.
 func Wait(remaining time.Duration) time.Duration {
 	if remaining <= 0 {
 		return 0
 	}
 	return remaining + Margin(remaining)
+}
+
+// WaitSince is [Wait] for a window judged by the store somewhere between
+// sent, when the caller entered Acquire, and now: Lease.Wait counts from
+// when Acquire was sent, and everything before the store's judgement (a
+// first connection, a migration, queueing, the request's travel) may have
+// passed, so it is added.
+func WaitSince(sent time.Time, window time.Duration) time.Duration {
+	if window <= 0 {
+		return 0
+	}
+	return Wait(window + time.Since(sent))
 }
 
 // Record observes r and returns it with, if the key is free, the highest

@@ -51,6 +51,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	name := blobName(s.prefix, key)
 	b := s.container.NewBlobClient(name)
 	floor := s.seen.Highest(key)
+	sent := time.Now()
 	var st state
 	created := false
 	for attempt := 0; attempt < acquireAttempts; attempt++ {
@@ -91,10 +92,10 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		case st.broken && st.holder != "":
 			// Broken from outside before its holder released it: the
 			// holder may go on until its renew deadline.
-			l.Wait = seen.Wait(st.ttl)
+			l.Wait = seen.WaitSince(sent, st.ttl)
 		case created && floor.Term > 0:
 			// The blob was deleted although this Store saw it granted.
-			l.Wait = seen.Wait(floor.TTL)
+			l.Wait = seen.WaitSince(sent, floor.TTL)
 		}
 		if err := s.writeGrant(ctx, name, l, etag); err != nil {
 			s.abandon(ctx, lc)

@@ -35,6 +35,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := time.Now()
 	g, err := s.c.Grant(ctx, ttlSeconds(ttl))
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire (grant an etcd lease)", key, err)
@@ -65,7 +66,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		TTL:      ttl,
 		Token:    strconv.FormatInt(int64(g.ID), 16),
 	}
-	l.Wait = s.vanishedWait(ctx, key, kvOf(resp.Responses[0]))
+	l.Wait = s.vanishedWait(ctx, key, sent, kvOf(resp.Responses[0]))
 	s.seen.Observe(key, l.Term, ttl)
 	return l, nil
 }
@@ -76,9 +77,9 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // outside looks the same), what is left of its lease if the lease lives
 // though its holder key is gone, and the TTL of the last grant this handle
 // saw if the term key is gone.
-func (s *Store) vanishedWait(ctx context.Context, key string, prev *mvccpb.KeyValue) time.Duration {
+func (s *Store) vanishedWait(ctx context.Context, key string, sent time.Time, prev *mvccpb.KeyValue) time.Duration {
 	if prev == nil {
-		return seen.Wait(s.seen.Highest(key).TTL)
+		return seen.WaitSince(sent, s.seen.Highest(key).TTL)
 	}
 	g := decode(prev.Value)
 	if g.Released || g.Lease == 0 {
@@ -88,14 +89,14 @@ func (s *Store) vanishedWait(ctx context.Context, key string, prev *mvccpb.KeyVa
 	ttl, err := s.c.TimeToLive(ctx, old)
 	switch {
 	case err != nil:
-		return seen.Wait(time.Duration(g.TTL)) // cannot tell: assume the worst
+		return seen.WaitSince(sent, time.Duration(g.TTL)) // cannot tell: assume the worst
 	case ttl.TTL < 0:
 		return 0 // expired (or revoked)
 	}
 	go s.revoke(old) // nothing uses it: its holder key is gone
 	// TimeToLive truncates to whole seconds; the old holder's own renew
 	// deadline is at most its TTL past its last renewal.
-	return seen.Wait(min(time.Duration(ttl.TTL+1)*time.Second, time.Duration(g.TTL)))
+	return seen.WaitSince(sent, min(time.Duration(ttl.TTL+1)*time.Second, time.Duration(g.TTL)))
 }
 
 // heldRecord is the record of a key read inside a transaction, with the

@@ -190,6 +190,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if ttl < time.Microsecond {
 		return tenure.Lease{}, fmt.Errorf("%w: ttl %s is shorter than PostgreSQL's resolution of 1µs", tenure.ErrInvalid, ttl)
 	}
+	sent := time.Now()
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -211,9 +212,9 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token}
 			switch {
 			case waitUS > 0: // the last grant vanished before it expired
-				l.Wait = seen.Wait(time.Duration(waitUS) * time.Microsecond)
+				l.Wait = seen.WaitSince(sent, time.Duration(waitUS)*time.Microsecond)
 			case waitUS < 0 && floor.Term > 0: // its row is gone: assume the worst
-				l.Wait = seen.Wait(floor.TTL)
+				l.Wait = seen.WaitSince(sent, floor.TTL)
 			}
 			s.seen.Observe(key, l.Term, ttl)
 			return l, nil

@@ -146,6 +146,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := time.Now()
 	if err := s.checkEviction(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -174,7 +175,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		}
 		s.seen.Observe(key, uint64(term), ttl)
 		return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token,
-			Wait: seen.Wait(time.Duration(waitMS) * time.Millisecond)}, nil
+			Wait: seen.WaitSince(sent, time.Duration(waitMS)*time.Millisecond)}, nil
 	}
 	r, err := s.record(key, res[1:])
 	if err != nil {

@@ -26,6 +26,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := time.Now()
 	for {
 		n, err := s.readNode(ctx, key)
 		if err != nil {
@@ -35,7 +36,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			s.makeSpare(ttl)
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
-		l, err := s.tryAcquire(ctx, key, identity, ttl, n)
+		l, err := s.tryAcquire(ctx, key, identity, ttl, n, sent)
 		if errors.Is(err, errRace) {
 			continue // read who won, or try again if they are already gone
 		}
@@ -49,7 +50,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // node exists: the lease node was deleted from outside), or, if the key
 // node is gone although this Store saw the key granted, the TTL of the last
 // grant it saw.
-func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration, prev node) (tenure.Lease, error) {
+func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration, prev node, sent0 time.Time) (tenure.Lease, error) {
 	g := s.takeSpare(ttl)
 	if g == nil {
 		var err error
@@ -100,9 +101,9 @@ func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.D
 			l := tenure.Lease{Key: key, Identity: identity, Term: g.term, TTL: ttl, Token: g.token}
 			switch {
 			case <-alive: // deleted from outside: its holder may not know
-				l.Wait = seen.Wait(time.Duration(last.TTL))
+				l.Wait = seen.WaitSince(sent0, time.Duration(last.TTL))
 			case prev.st == nil && floor.Term > 0: // the key node is gone
-				l.Wait = seen.Wait(floor.TTL)
+				l.Wait = seen.WaitSince(sent0, floor.TTL)
 			}
 			s.seen.Observe(key, l.Term, ttl)
 			return l, nil
