@@ -30,3 +30,13 @@ func TestTermsKeepTheHighest(t *testing.T) {
 		t.Fatalf("Wait(0) = %s", w)
 	}
 }
+
+func TestWaitSinceCoversTheTimeBeforeTheJudgement(t *testing.T) {
+	sent := time.Now().Add(-time.Second) // Acquire entered a second ago
+	if w := WaitSince(sent, 2*time.Second); w < 3*time.Second {
+		t.Fatalf("WaitSince = %s, want at least the window plus the second before it was judged", w)
+	}
+	if w := WaitSince(sent, 0); w != 0 {
+		t.Fatalf("WaitSince with no window = %s, want 0", w)
+	}
+}

@@ -27,6 +27,15 @@ type span struct {
 // client (an operator cleaning up), and waits for the other one's task to
 // start. It returns both tasks' spans and when the key was deleted.
 func lossTrial(t testing.TB, srv *etcdtest.Server, raw *clientv3.Client, ttl time.Duration) (old, next span, deleted time.Time) {
+	return lossTrialBy(t, srv, raw, ttl, func(ctx context.Context, holderKey string) error {
+		_, err := raw.Delete(ctx, holderKey)
+		return err
+	})
+}
+
+// lossTrialBy is lossTrial with the leader's grant ended by end, given the
+// holder key's full etcd name.
+func lossTrialBy(t testing.TB, srv *etcdtest.Server, raw *clientv3.Client, ttl time.Duration, end func(ctx context.Context, holderKey string) error) (old, next span, deleted time.Time) {
 	t.Helper()
 	const prefix = "/losspushed"
 	key := storetest.Key(t)
@@ -67,7 +76,7 @@ func lossTrial(t testing.TB, srv *etcdtest.Server, raw *clientv3.Client, ttl tim
 		t.Fatal("nobody led")
 	}
 	deleted = time.Now()
-	if _, err := raw.Delete(ctx, prefix+"/holder/"+key); err != nil {
+	if err := end(ctx, prefix+"/holder/"+key); err != nil {
 		t.Fatal(err)
 	}
 	var second string
@@ -152,4 +161,38 @@ func BenchmarkRenew(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkLossPushedRevoke is BenchmarkLossPushed with the leader's etcd
+// lease revoked from outside (etcdctl lease revoke) instead of its key
+// deleted. etcd cannot tell that from an expiry, so the successor gets no
+// Wait: only the old leader's watch ends its task. It reports how often the
+// two tasks overlapped and by how much, rather than failing.
+func BenchmarkLossPushedRevoke(b *testing.B) {
+	srv := etcdtest.Start(b)
+	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	revoke := func(ctx context.Context, holderKey string) error {
+		resp, err := raw.Get(ctx, holderKey)
+		if err != nil || len(resp.Kvs) == 0 {
+			return fmt.Errorf("read holder key: %v", err)
+		}
+		_, err = raw.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+		return err
+	}
+	var cancelled, overlaps []time.Duration
+	for b.Loop() {
+		old, next, revoked := lossTrialBy(b, srv, raw, 2*time.Second, revoke)
+		cancelled = append(cancelled, old.end.Sub(revoked))
+		if d := old.end.Sub(next.start); d > 0 {
+			overlaps = append(overlaps, d)
+		}
+	}
+	b.ReportMetric(float64(len(overlaps)), "overlaps")
+	b.Log(fmt.Sprintf("cancel over %d trials: median %s, p99 %s; %d overlaps, longest %s",
+		len(cancelled), stats.Percentile(cancelled, 50), stats.Percentile(cancelled, 99),
+		len(overlaps), stats.Percentile(overlaps, 100)))
 }
