@@ -173,6 +173,9 @@ func (s *suite) termsIncreaseAcrossRelease(t *testing.T) {
 			r.Remaining <= 0 || r.Remaining > l.TTL {
 			t.Fatalf("Get while held = %+v, want holder %q term %d ttl %s remaining in (0, ttl]", r, l.Identity, l.Term, l.TTL)
 		}
+		if i > 0 && l.Wait != 0 {
+			t.Fatalf("grant %d after a release has Wait %s, want none", i, l.Wait)
+		}
 		last = l.Term
 		if err := st.Release(ctxFor(t), l); err != nil {
 			t.Fatalf("Release: %v", err)
@@ -206,9 +209,12 @@ func (s *suite) expiryWithinTolerance(t *testing.T) {
 	returned := time.Now()
 	poll := min(ttl/50, 20*time.Millisecond)
 	for {
-		_, err := b.Acquire(ctxFor(t), key, "beta", ttl)
+		l2, err := b.Acquire(ctxFor(t), key, "beta", ttl)
 		done := time.Now()
 		if err == nil {
+			if l2.Wait != 0 {
+				t.Fatalf("the grant after an expiry has Wait %s, want none: expiry already waited the TTL out", l2.Wait)
+			}
 			// The store received the request after sent, so the grant cannot
 			// have lapsed before sent+TTL (1% allowed for clock rates).
 			if early := sent.Add(ttl - ttl/100).Sub(done); early > 0 {

@@ -38,6 +38,31 @@ type Options struct {
 	// suite then checks that terms keep growing across the restart. Handles
 	// opened before it may be broken afterwards.
 	Restart func(t testing.TB)
+	// Tamper, if set, changes the store's data behind tenure's back with the
+	// store's own client, as an operator cleaning up or another tool
+	// writing under tenure's prefix would; the cases "grant deleted from
+	// outside", "grant overwritten from outside" and "term counter deleted
+	// from outside" use it and skip without it.
+	Tamper *Tamper
+}
+
+// Tamper changes a store's data without going through tenure. Each store's
+// test implements it with the backend's own client (raw etcd, SQL, redis
+// commands...), never with the [tenure.Store] under test. A nil func skips
+// the cases that need it.
+type Tamper struct {
+	// DeleteGrant deletes the key's current grant as the backend stores it
+	// (the holder key, row, node or blob content), leaving the term counter
+	// and any record of earlier grants alone.
+	DeleteGrant func(t testing.TB, key string)
+	// OverwriteGrant rewrites the key's current grant in place so that it
+	// names identity (with a token of its own where the store keeps one),
+	// keeping its term, as another tool writing the same data would.
+	OverwriteGrant func(t testing.TB, key, identity string)
+	// DeleteAll deletes everything the store keeps for the key: the grant,
+	// the term counter and any record of the last grant. Nil for a store
+	// whose terms cannot be deleted that way.
+	DeleteAll func(t testing.TB, key string)
 }
 
 func (o *Options) defaults() {
@@ -68,6 +93,9 @@ func Run(t *testing.T, o Options) {
 	t.Run("ContextCancelled", s.contextCancelled)
 	t.Run("Watch", s.watch)
 	t.Run("Close", s.close)
+	t.Run("GrantDeletedFromOutside", s.grantDeletedFromOutside)
+	t.Run("GrantOverwrittenFromOutside", s.grantOverwrittenFromOutside)
+	t.Run("TermCounterDeletedFromOutside", s.termCounterDeletedFromOutside)
 	if o.Restart != nil {
 		t.Run("TermsSurviveRestart", s.termsSurviveRestart)
 	}

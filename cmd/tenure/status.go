@@ -22,6 +22,8 @@ With --json it prints one object:
   {"key":"jobs","held":true,"holder":"node-1","term":7,"ttl_ms":10000,"remaining_ms":8312}
 held is false and holder "" when the key is free; term is then the last
 term granted (0 if never). Fields are only ever added, never renamed.
+On a Redis store a line "store check: ..." (JSON: "store_checks") says what
+was checked of the server's maxmemory-policy.
 
 Flags:
 `
@@ -35,6 +37,12 @@ type recordJSON struct {
 	Term        uint64 `json:"term"`
 	TTLMs       int64  `json:"ttl_ms"`
 	RemainingMs int64  `json:"remaining_ms"`
+}
+
+// statusJSON is status's JSON: the record, plus what the store checked.
+type statusJSON struct {
+	recordJSON
+	StoreChecks []string `json:"store_checks,omitempty"`
 }
 
 func toJSON(r tenure.Record) recordJSON {
@@ -84,10 +92,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, fmt.Errorf("cannot read key %q: %w", *key, err))
 	}
+	checks := storeChecks(ctx, store) // what the store verified of its server (Redis: eviction)
 	if *asJSON {
-		_ = json.NewEncoder(stdout).Encode(toJSON(rec))
+		j := statusJSON{recordJSON: toJSON(rec), StoreChecks: checks}
+		_ = json.NewEncoder(stdout).Encode(j)
 	} else {
 		fmt.Fprintln(stdout, describe(rec))
+		printChecks(stdout, checks)
 	}
 	if !rec.Held() {
 		return exitFree

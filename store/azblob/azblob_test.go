@@ -73,8 +73,10 @@ func TestAzurite(t *testing.T) {
 	t.Run("group", func(t *testing.T) {
 		t.Run("Conformance", func(t *testing.T) {
 			t.Parallel()
-			raw := storeURL(srv, "conformance", randomName(t))
+			prefix := randomName(t)
+			raw := storeURL(srv, "conformance", prefix)
 			storetest.Run(t, storetest.Options{
+				Tamper:    tamperOn(t, srv, "conformance", prefix),
 				Open:      func(t testing.TB) tenure.Store { return openURL(t, raw) },
 				TTL:       ttl,
 				MaxTTL:    azblob.MaxTTL,

@@ -92,6 +92,7 @@ func blobName(prefix, key string) string {
 type state struct {
 	exists bool
 	locked bool // a lease is live (leased, or breaking)
+	broken bool // the last lease was broken (from outside: tenure never breaks one)
 	holder string
 	term   uint64
 	ttl    time.Duration
@@ -115,6 +116,7 @@ func stateOf(p blob.GetPropertiesResponse) (state, error) {
 		st.etag = *p.ETag
 	}
 	st.locked = p.LeaseStatus != nil && *p.LeaseStatus == lease.StatusTypeLocked
+	st.broken = p.LeaseState != nil && *p.LeaseState == lease.StateTypeBroken
 	if v := metaGet(p.Metadata, metaTerm); v != "" {
 		t, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {

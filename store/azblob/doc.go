@@ -79,12 +79,22 @@
 //   - For the moment between a takeover of an expired lease and the new
 //     holder's metadata write (one request), readers see the previous
 //     holder and term; a just-released key being re-acquired shows no holder.
-//   - Deleting the blob (which needs its lease broken) or the container
-//     resets the key's terms to 1. Keep the container for leases only.
-//   - Break Lease is never used: an expired lease can be acquired without it.
-//     An operator can break a lease (Azure portal, az storage blob lease
-//     break) to evict a holder that keeps renewing but is known to be wrong;
-//     the holder's next renewal then fails with [tenure.ErrLost].
+//   - Never delete a key's blob or the container: the blob's metadata is
+//     the key's term counter. If it is deleted anyway (which needs its lease
+//     broken), a Store that saw the key granted never hands out a term at
+//     or below the highest it saw, and its next grant waits the last TTL it
+//     saw; a process that never saw the key starts again from term 1. Keep
+//     the container for leases only.
+//   - Break Lease is never used by tenure: an expired lease can be acquired
+//     without it. An operator can break a lease (Azure portal, az storage
+//     blob lease break) to evict a holder that keeps renewing but is known
+//     to be wrong; the holder's next renewal then fails with
+//     [tenure.ErrLost]. The lease state "broken" with a holder still in the
+//     metadata tells the next Acquire that the grant ended neither by
+//     release nor by expiry: its Lease.Wait is the old grant's TTL, since a
+//     leader does not watch this store (a polling watch) and notices only at
+//     its next renewal. A leased blob's metadata cannot be rewritten without
+//     the lease ID, so a grant cannot be overwritten from outside.
 //   - Metadata the store did not write is overwritten.
 //   - Close does not release held leases: they expire after their TTL.
 package azblob

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // acquireAttempts bounds how often Acquire re-reads a blob whose state
@@ -49,7 +50,10 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	}
 	name := blobName(s.prefix, key)
 	b := s.container.NewBlobClient(name)
+	floor := s.seen.Highest(key)
+	sent := time.Now()
 	var st state
+	created := false
 	for attempt := 0; attempt < acquireAttempts; attempt++ {
 		var err error
 		if st, err = s.props(ctx, name); err != nil {
@@ -59,10 +63,13 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			if err := s.create(ctx, name); err != nil {
 				return tenure.Lease{}, err
 			}
+			created = true
 			continue
 		}
 		if st.locked {
-			return tenure.Lease{}, &tenure.HeldError{Record: st.record(key)}
+			r := st.record(key)
+			s.seen.Observe(key, r.Term, r.TTL)
+			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
 		id := uuid.NewString()
 		lc, err := lease.NewBlobClient(b, &lease.BlobClientOptions{LeaseID: &id})
@@ -80,11 +87,21 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		if err != nil {
 			return tenure.Lease{}, s.wrap("acquire lease on", name, err)
 		}
-		l := tenure.Lease{Key: key, Identity: identity, Term: st.term + 1, TTL: ttl, Token: id}
+		l := tenure.Lease{Key: key, Identity: identity, Term: max(st.term, floor.Term) + 1, TTL: ttl, Token: id}
+		switch {
+		case st.broken && st.holder != "":
+			// Broken from outside before its holder released it: the
+			// holder may go on until its renew deadline.
+			l.Wait = seen.WaitSince(sent, st.ttl)
+		case created && floor.Term > 0:
+			// The blob was deleted although this Store saw it granted.
+			l.Wait = seen.WaitSince(sent, floor.TTL)
+		}
 		if err := s.writeGrant(ctx, name, l, etag); err != nil {
 			s.abandon(ctx, lc)
 			return tenure.Lease{}, err
 		}
+		s.seen.Observe(key, l.Term, ttl)
 		return l, nil
 	}
 	return tenure.Lease{}, &tenure.HeldError{Record: st.record(key)}
@@ -230,7 +247,7 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err != nil {
 		return tenure.Record{}, err
 	}
-	return st.record(key), nil
+	return s.seen.Record(st.record(key)), nil
 }
 
 // props reads the state of blob name; a missing blob or container is a

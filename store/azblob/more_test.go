@@ -49,13 +49,24 @@ func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 	if _, err := st.Get(ctx, "k"); err == nil {
 		t.Fatal("Get with a damaged term succeeded")
 	}
-	// A key whose blob was deleted starts again: documented, and checked so
-	// the documentation stays true.
+	// A key whose blob was deleted: a store that saw term 1 never hands it
+	// out again, and waits out the TTL it saw; a store that saw nothing
+	// starts again at 1. Documented, and checked so the documentation stays
+	// true.
 	if _, err := b.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := st.Acquire(ctx, "k", "beta", ttl); err != nil || l.Term != 1 {
-		t.Fatalf("Acquire after the blob was deleted = %+v, %v; want term 1", l, err)
+	if l2, err := st.Acquire(ctx, "k", "beta", ttl); err != nil || l2.Term != l.Term+1 || l2.Wait < l.TTL {
+		t.Fatalf("Acquire after the blob was deleted = %+v, %v; want term %d and a Wait of at least %s", l2, err, l.Term+1, l.TTL)
+	} else if err := st.Release(ctx, l2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Delete(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	fresh := openURL(t, storeURL(srv, "reset", prefix))
+	if l3, err := fresh.Acquire(ctx, "k", "gamma", ttl); err != nil || l3.Term != 1 {
+		t.Fatalf("Acquire by a store that never saw the key, after the blob was deleted = %+v, %v; want term 1", l3, err)
 	}
 }
 

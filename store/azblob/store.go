@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // Lease durations Azure accepts for a blob lease (besides infinite, which a
@@ -83,6 +84,8 @@ type Store struct {
 	life    context.Context // cancelled by Close, ends watches
 	cancel  context.CancelFunc
 	watches sync.WaitGroup
+
+	seen seen.Terms // the highest term this Store saw per key
 }
 
 var (

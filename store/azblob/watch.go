@@ -61,7 +61,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 			if err != nil {
 				return
 			}
-			if r := st.record(key); first || r.Holder != last.Holder || r.Term != last.Term {
+			if r := s.seen.Record(st.record(key)); first || r.Holder != last.Holder || r.Term != last.Term {
 				select {
 				case out <- r:
 				case <-ctx.Done():

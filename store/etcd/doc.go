@@ -27,16 +27,23 @@
 //     restarts and leader changes. They are not consecutive.
 //   - Acquire is a single etcd transaction that creates the holder key only
 //     if it is absent: of concurrent candidates exactly one wins.
-//   - A grant ends only when its etcd lease ends (expiry, or Release, which
-//     checks the holder key and then revokes the lease, deleting the key
-//     with it), and a holder key is only ever created where none exists. So
-//     while a grant's lease lives, the holder key is that grant: Renew of a
-//     grant made by the same Store is a single lease keep-alive. Renew of a
-//     lease from elsewhere, and every Release, first check that the holder
-//     key still carries the grant's revision, etcd lease and identity; a
-//     renewal or release by anyone else, or after a takeover, returns an
-//     error matching [tenure.ErrLost] and changes nothing.
-//   - Idle cost: a leader renews with one keep-alive per renewal; a waiting
+//   - Renew sends, together (one round trip), a keep-alive of the grant's
+//     etcd lease and a transaction that compares the holder key with the
+//     grant (its revision, etcd lease and value). If the holder key was
+//     deleted or rewritten (by anything, tenure or not), or the etcd lease
+//     ended, Renew returns an error matching [tenure.ErrLost]. Release
+//     checks the holder key the same way in the transaction that deletes
+//     it; a renewal or release by anyone else, or after a takeover, returns
+//     an error matching [tenure.ErrLost] and changes nothing.
+//   - The term key records the last grant: its holder, TTL, etcd lease and
+//     whether it was released. When a grant ended without release while its
+//     etcd lease still lives (the holder key deleted from outside), the next
+//     grant's Lease.Wait covers what is left of that lease, so the new
+//     holder does not start before the old one can have noticed; the
+//     orphaned lease is revoked. If the term key is gone too, a handle that
+//     saw the key granted waits the TTL of the last grant it saw.
+//   - Idle cost: a leader renews with one keep-alive and one compare-only
+//     transaction (a linearizable read) per renewal; a waiting
 //     candidate's watch costs nothing until the key changes; an acquisition
 //     is a lease grant plus one transaction.
 //   - Every call is bounded by its context. While etcd is unreachable calls
@@ -52,15 +59,22 @@
 //     has whole second resolution, and is reported as an upper bound (at
 //     most the rounded-up TTL); in a HeldError and in watch deliveries it is
 //     the holder's rounded-up TTL.
-//   - The store's prefix must be tenure's alone: a holder key deleted or
-//     rewritten by another program would void the reasoning above.
+//   - The store's prefix should be tenure's alone. A holder key deleted or
+//     rewritten by another program ends the grant (see above), but an etcd
+//     lease revoked from outside (etcdctl lease revoke) cannot be told from
+//     an expiry: the next grant carries no Wait, and only the old leader's
+//     watch of its key (see [tenure.Elector]) ends its task, within a round
+//     trip, while the new one may already have started.
 //   - An etcd leader change or restart extends outstanding leases (etcd
 //     restarts their TTL on the new leader). A crashed holder's grant may
 //     then last up to one more TTL. It never ends early.
 //   - The term key stays in etcd after the key is released (a few bytes per
-//     lease key ever granted). It only lets Get report the last term of a
-//     free key; terms come from etcd's cluster-wide revision and keep
-//     growing even if it is deleted.
+//     lease key ever granted). Never delete PREFIX/term/K: it lets Get report
+//     the last term of a free key and tells Acquire whether the last grant
+//     ended normally. Terms come from etcd's cluster-wide revision, so they
+//     keep growing even if it is deleted (they go back only if etcd itself
+//     is restored from an older backup); Get and Watch never report a term
+//     below the highest the handle saw.
 //   - TLS is not configurable through the URL; use an etcd reachable over
 //     a trusted network or a local proxy.
 //   - Without credentials, Open does not contact etcd (the first call does);

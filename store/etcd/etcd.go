@@ -9,14 +9,15 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // DefaultPrefix is the etcd key prefix of a URL without a path.
@@ -33,11 +34,9 @@ type Store struct {
 	bg        context.Context // cancelled by Close; bounds cleanup requests
 	stopBg    context.CancelFunc
 
-	// grants are the grants this handle made and has not seen end, by
-	// etcd lease: Renew of one of them needs no read (see Renew).
-	grants sync.Map // clientv3.LeaseID → tenure.Lease
-
 	ka keeper // the keep-alive stream of Renew
+
+	seen seen.Terms // the highest term this handle saw per key
 }
 
 var (
@@ -163,15 +162,36 @@ func scrub(err error, password string) error {
 // unknownHolder names the holder of a key whose value tenure cannot read.
 const unknownHolder = "(unknown)"
 
-// grant is what the holder key stores.
+// grant is what the holder key stores; the term key stores it too, with
+// the fields that describe how the last grant ended.
 type grant struct {
 	Holder string `json:"holder"`
 	TTL    int64  `json:"ttl_ns"`
+	// Term key only: the grant's etcd lease; its term (0 while the grant
+	// lives: the term key's ModRevision, written by the Acquire that made
+	// it); whether it was released.
+	Lease    int64 `json:"lease,omitempty"`
+	Term     int64 `json:"term,omitempty"`
+	Released bool  `json:"released,omitempty"`
 }
 
 func encode(identity string, ttl time.Duration) string {
 	b, _ := json.Marshal(grant{Holder: identity, TTL: int64(ttl)})
 	return string(b)
+}
+
+// encodeLast is the term key's value for a grant.
+func encodeLast(g grant) string {
+	b, _ := json.Marshal(g)
+	return string(b)
+}
+
+// lastTerm is the term of the last grant recorded by term key kv.
+func lastTerm(kv *mvccpb.KeyValue) uint64 {
+	if g := decode(kv.Value); g.Term > 0 {
+		return uint64(g.Term)
+	}
+	return uint64(kv.ModRevision)
 }
 
 func decode(v []byte) grant {

@@ -41,7 +41,31 @@ func TestConformance(t *testing.T) {
 		// etcd checks for expired leases every 500 ms.
 		Tolerance: 750 * time.Millisecond,
 		Restart:   srv.Restart,
+		Tamper:    tamperOn(t, srv, "/conformance"),
 	})
+}
+
+// tamperOn changes what the store keeps under prefix with a plain etcd
+// client, as an operator or another tool would.
+func tamperOn(t *testing.T, srv *etcdtest.Server, prefix string) *storetest.Tamper {
+	c := rawClient(t, srv)
+	do := func(t testing.TB, ops ...clientv3.Op) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatalf("tamper: %v", err)
+		}
+	}
+	return &storetest.Tamper{
+		DeleteGrant: func(t testing.TB, key string) { do(t, clientv3.OpDelete(prefix+"/holder/"+key)) },
+		OverwriteGrant: func(t testing.TB, key, id string) {
+			do(t, clientv3.OpPut(prefix+"/holder/"+key, fmt.Sprintf(`{"holder":%q,"ttl_ns":1000000000}`, id)))
+		},
+		DeleteAll: func(t testing.TB, key string) {
+			do(t, clientv3.OpDelete(prefix+"/holder/"+key), clientv3.OpDelete(prefix+"/term/"+key))
+		},
+	}
 }
 
 func BenchmarkFailover(b *testing.B) {

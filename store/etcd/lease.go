@@ -9,17 +9,25 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // Acquire implements [tenure.Store] in two requests: it grants an etcd
 // lease, then one transaction creates the holder key under it if the key is
-// absent, or else reads who holds it (and the lease is revoked in the
-// background). A held key's Remaining in the [tenure.HeldError] is the
-// holder's granted TTL, an upper bound, so a refusal costs no third request.
+// absent (reading the term key's record of the last grant first), or else
+// reads who holds it (and the lease is revoked in the background). A held
+// key's Remaining in the [tenure.HeldError] is the holder's granted TTL, an
+// upper bound, so a refusal costs no third request.
+//
+// When the last grant ended without release and its etcd lease still
+// lives, its holder key was deleted from outside: the new grant's Wait
+// covers what is left of that lease (asked with one more request, only
+// after a grant that was not released), and the orphaned lease is revoked.
+// When the term key is gone although this handle saw the key granted, the
+// Wait is the TTL of the last grant it saw.
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
@@ -27,14 +35,16 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := time.Now()
 	g, err := s.c.Grant(ctx, ttlSeconds(ttl))
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire (grant an etcd lease)", key, err)
 	}
 	hk, tk, val := s.holderKey(key), s.termKey(key), encode(identity, ttl)
+	last := encodeLast(grant{Holder: identity, TTL: int64(ttl), Lease: int64(g.ID)})
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)).
-		Then(clientv3.OpPut(hk, val, clientv3.WithLease(g.ID)), clientv3.OpPut(tk, val)).
+		Then(clientv3.OpGet(tk), clientv3.OpPut(hk, val, clientv3.WithLease(g.ID)), clientv3.OpPut(tk, last)).
 		Else(clientv3.OpGet(hk), clientv3.OpGet(tk)).
 		Commit()
 	if err != nil {
@@ -45,7 +55,9 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	}
 	if !resp.Succeeded {
 		go s.revoke(g.ID)
-		return tenure.Lease{}, &tenure.HeldError{Record: heldRecord(key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))}
+		r := heldRecord(key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))
+		s.seen.Observe(key, r.Term, r.TTL)
+		return tenure.Lease{}, &tenure.HeldError{Record: r}
 	}
 	l := tenure.Lease{
 		Key:      key,
@@ -54,8 +66,37 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		TTL:      ttl,
 		Token:    strconv.FormatInt(int64(g.ID), 16),
 	}
-	s.grants.Store(g.ID, l)
+	l.Wait = s.vanishedWait(ctx, key, sent, kvOf(resp.Responses[0]))
+	s.seen.Observe(key, l.Term, ttl)
 	return l, nil
+}
+
+// vanishedWait returns the Wait of a grant that follows the one term key
+// prev (nil if absent) records: zero if it was released or its etcd lease
+// ended (expiry, which already waited the TTL out; a lease revoked from
+// outside looks the same), what is left of its lease if the lease lives
+// though its holder key is gone, and the TTL of the last grant this handle
+// saw if the term key is gone.
+func (s *Store) vanishedWait(ctx context.Context, key string, sent time.Time, prev *mvccpb.KeyValue) time.Duration {
+	if prev == nil {
+		return seen.WaitSince(sent, s.seen.Highest(key).TTL)
+	}
+	g := decode(prev.Value)
+	if g.Released || g.Lease == 0 {
+		return 0
+	}
+	old := clientv3.LeaseID(g.Lease)
+	ttl, err := s.c.TimeToLive(ctx, old)
+	switch {
+	case err != nil:
+		return seen.WaitSince(sent, time.Duration(g.TTL)) // cannot tell: assume the worst
+	case ttl.TTL < 0:
+		return 0 // expired (or revoked)
+	}
+	go s.revoke(old) // nothing uses it: its holder key is gone
+	// TimeToLive truncates to whole seconds; the old holder's own renew
+	// deadline is at most its TTL past its last renewal.
+	return seen.WaitSince(sent, min(time.Duration(ttl.TTL+1)*time.Second, time.Duration(g.TTL)))
 }
 
 // heldRecord is the record of a key read inside a transaction, with the
@@ -63,7 +104,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 func heldRecord(key string, holder, term *mvccpb.KeyValue) tenure.Record {
 	r := tenure.Record{Key: key}
 	if term != nil {
-		r.Term = uint64(term.ModRevision)
+		r.Term = lastTerm(term)
 	}
 	if holder == nil {
 		return r
@@ -85,17 +126,33 @@ func (s *Store) revoke(id clientv3.LeaseID) {
 	_, _ = s.c.Revoke(ctx, id)
 }
 
-// Renew implements [tenure.Store] by keeping l's etcd lease alive once,
-// which restarts its TTL on the etcd leader.
-//
-// A grant this handle made needs nothing more: its holder key is attached
-// to its own etcd lease, and tenure ends a grant only by revoking that
-// lease (expiry or Release), which deletes the key with it, and creates a
-// holder key only where none exists. So while the lease lives, the key is
-// still this grant. (Keys written under the store's prefix by anything but
-// tenure void this reasoning: the prefix must be tenure's alone.) A lease
-// from elsewhere (another handle, a forged copy) is first checked against
-// the holder key.
+// leaseID returns l's etcd lease, or an error matching ErrLost if l's
+// token is not one.
+func leaseID(l tenure.Lease) (clientv3.LeaseID, error) {
+	id, err := strconv.ParseInt(l.Token, 16, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
+	}
+	return clientv3.LeaseID(id), nil
+}
+
+// isGrant compares the holder key with grant l on etcd lease id.
+func (s *Store) isGrant(l tenure.Lease, id clientv3.LeaseID) []clientv3.Cmp {
+	hk := s.holderKey(l.Key)
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(hk), "=", int64(l.Term)),
+		clientv3.Compare(clientv3.LeaseValue(hk), "=", int64(id)),
+		clientv3.Compare(clientv3.Value(hk), "=", encode(l.Identity, l.TTL)),
+	}
+}
+
+// Renew implements [tenure.Store] with two requests sent together, so it
+// costs one round trip: a keep-alive of l's etcd lease on the store's
+// keep-alive stream, which restarts its TTL on the etcd leader, and a
+// transaction that only compares the holder key with l (its revision, etcd
+// lease and value). If the holder key is gone or is not l's grant (deleted
+// or rewritten by something other than tenure, or a forged lease) or the
+// etcd lease ended, Renew returns an error matching [tenure.ErrLost].
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := tenure.CheckKey(l.Key); err != nil {
 		return err
@@ -103,56 +160,40 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	var id clientv3.LeaseID
-	if raw, err := strconv.ParseInt(l.Token, 16, 64); err == nil {
-		if own, ok := s.grants.Load(clientv3.LeaseID(raw)); ok && own.(tenure.Lease) == l {
-			id = clientv3.LeaseID(raw)
-		}
+	id, err := leaseID(l)
+	if err != nil {
+		return err
 	}
-	if id == 0 {
-		var err error
-		if id, err = s.current(ctx, l); err != nil {
-			return err
+	checked := make(chan error, 1)
+	go func() {
+		resp, err := s.c.Txn(ctx).If(s.isGrant(l, id)...).Commit()
+		switch {
+		case err != nil:
+			checked <- s.fail(ctx, "renew", l.Key, err)
+		case !resp.Succeeded:
+			checked <- fmt.Errorf("%w: key %q term %d: the holder key is gone or is not this grant (expired, released, superseded, or deleted or rewritten from outside)", tenure.ErrLost, l.Key, l.Term)
+		default:
+			checked <- nil
 		}
+	}()
+	kerr := s.keepAlive(ctx, id)
+	cerr := <-checked
+	switch {
+	case cerr != nil && errors.Is(cerr, tenure.ErrLost):
+		return cerr
+	case kerr != nil && isLeaseNotFound(kerr):
+		return fmt.Errorf("%w: key %q term %d: its etcd lease expired or was revoked", tenure.ErrLost, l.Key, l.Term)
+	case kerr != nil:
+		return s.fail(ctx, "renew", l.Key, kerr)
 	}
-	if err := s.keepAlive(ctx, id); err != nil {
-		if isLeaseNotFound(err) {
-			s.grants.Delete(id)
-			return fmt.Errorf("%w: key %q term %d: its etcd lease expired", tenure.ErrLost, l.Key, l.Term)
-		}
-		return s.fail(ctx, "renew", l.Key, err)
-	}
-	return nil
+	return cerr
 }
 
-// current returns l's etcd lease ID if the holder key is l's grant, or an
-// error matching ErrLost if it is not.
-func (s *Store) current(ctx context.Context, l tenure.Lease) (clientv3.LeaseID, error) {
-	id, err := strconv.ParseInt(l.Token, 16, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
-	}
-	resp, err := s.c.Get(ctx, s.holderKey(l.Key))
-	if err != nil {
-		return 0, s.fail(ctx, "renew", l.Key, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return 0, fmt.Errorf("%w: key %q term %d expired or was released", tenure.ErrLost, l.Key, l.Term)
-	}
-	kv := resp.Kvs[0]
-	if uint64(kv.CreateRevision) != l.Term || kv.Lease != id || string(kv.Value) != encode(l.Identity, l.TTL) {
-		return 0, fmt.Errorf("%w: key %q term %d was superseded by term %d", tenure.ErrLost, l.Key, l.Term, kv.CreateRevision)
-	}
-	return clientv3.LeaseID(id), nil
-}
-
-// Release implements [tenure.Store]: l's etcd lease is revoked, which
-// deletes the holder key with it. A grant made through this Store needs
-// nothing more (see Renew); for a lease from elsewhere one transaction
-// first checks that the holder key is still l's grant. A grant never ends any other way, which is what
-// lets Renew trust a live lease (see Renew). Nothing else can change the
-// key between the check and the revocation: only the lease's end removes
-// it, and nobody creates a holder key while one exists.
+// Release implements [tenure.Store]: one transaction checks that the
+// holder key is still l's grant, deletes it and records in the term key
+// that the grant was released; then l's etcd lease is revoked (it holds
+// nothing any more, so if that fails it simply expires). Watchers see the
+// release after the first request.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err := tenure.CheckKey(l.Key); err != nil {
 		return err
@@ -160,21 +201,14 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	raw, err := strconv.ParseInt(l.Token, 16, 64)
+	id, err := leaseID(l)
 	if err != nil {
-		return fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
+		return err
 	}
-	id := clientv3.LeaseID(raw)
-	if own, ok := s.grants.Load(id); ok && own.(tenure.Lease) == l {
-		// This handle's own grant: its live lease is the grant (see
-		// Renew), so revoking it is the whole release, one round trip.
-		return s.revokeGrant(ctx, l, id)
-	}
-	hk := s.holderKey(l.Key)
+	last := encodeLast(grant{Holder: l.Identity, TTL: int64(l.TTL), Lease: int64(id), Term: int64(l.Term), Released: true})
 	resp, err := s.c.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", int64(l.Term)),
-			clientv3.Compare(clientv3.LeaseValue(hk), "=", int64(id)),
-			clientv3.Compare(clientv3.Value(hk), "=", encode(l.Identity, l.TTL))).
+		If(s.isGrant(l, id)...).
+		Then(clientv3.OpDelete(s.holderKey(l.Key)), clientv3.OpPut(s.termKey(l.Key), last)).
 		Commit()
 	if err != nil {
 		return s.fail(ctx, "release", l.Key, err)
@@ -182,20 +216,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: key %q term %d expired, was released or was superseded", tenure.ErrLost, l.Key, l.Term)
 	}
-	return s.revokeGrant(ctx, l, id)
-}
-
-// revokeGrant ends grant l by revoking its etcd lease, which deletes the
-// holder key with it.
-func (s *Store) revokeGrant(ctx context.Context, l tenure.Lease, id clientv3.LeaseID) error {
-	if _, err := s.c.Revoke(ctx, id); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			s.grants.Delete(id)
-			return fmt.Errorf("%w: key %q term %d expired before it was released", tenure.ErrLost, l.Key, l.Term)
-		}
-		return s.fail(ctx, "release", l.Key, err)
-	}
-	s.grants.Delete(id)
+	_, _ = s.c.Revoke(ctx, id)
 	return nil
 }
 
@@ -212,7 +233,7 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err != nil {
 		return tenure.Record{}, s.fail(ctx, "get", key, err)
 	}
-	return r, nil
+	return s.seen.Record(r), nil
 }
 
 // read returns the key's record and the etcd revision it was read at.
@@ -239,7 +260,7 @@ func (s *Store) record(ctx context.Context, key string, holder, term *mvccpb.Key
 	r := tenure.Record{Key: key}
 	if holder == nil {
 		if term != nil {
-			r.Term = uint64(term.ModRevision)
+			r.Term = lastTerm(term)
 		}
 		return r, nil
 	}

@@ -69,6 +69,7 @@ func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, key string
 	var last tenure.Record
 	first := true
 	for {
+		r = s.seen.Record(r)
 		if first || r.Holder != last.Holder || r.Term != last.Term {
 			select {
 			case out <- r:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // Handle returns one client's view of s: it shares s's keys, and closing it
@@ -17,6 +18,7 @@ func (s *Store) Handle() tenure.Store { return &handle{s: s} }
 type handle struct {
 	s      *Store
 	closed atomic.Bool
+	seen   seen.Terms // what this handle saw, as one process would
 }
 
 var (
@@ -35,7 +37,7 @@ func (h *handle) Acquire(ctx context.Context, key, id string, ttl time.Duration)
 	if err := h.ok(); err != nil {
 		return tenure.Lease{}, err
 	}
-	return h.s.Acquire(ctx, key, id, ttl)
+	return h.s.acquire(ctx, key, id, ttl, &h.seen)
 }
 
 func (h *handle) Renew(ctx context.Context, l tenure.Lease) error {
@@ -56,14 +58,14 @@ func (h *handle) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := h.ok(); err != nil {
 		return tenure.Record{}, err
 	}
-	return h.s.Get(ctx, key)
+	return h.s.get(ctx, key, &h.seen)
 }
 
 func (h *handle) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := h.ok(); err != nil {
 		return nil, err
 	}
-	return h.s.Watch(ctx, key)
+	return h.s.watch(ctx, key, &h.seen)
 }
 
 // Close ends the view; the store and other handles are unaffected.

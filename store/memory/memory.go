@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // Store is an in-memory lease store. The zero value is not usable; call New.
@@ -31,14 +32,20 @@ type Store struct {
 	tokens   uint64
 	closed   bool
 	done     chan struct{}
+
+	seen seen.Terms // what calls on the Store itself (not a Handle) saw
 }
 
 type entry struct {
 	holder  string
 	term    uint64
 	ttl     time.Duration
-	expires time.Time
+	expires time.Time // of the current or last grant
 	token   string
+	// released is set when the last grant ended by Release. A free entry
+	// whose grant was neither released nor past its expiry vanished (see
+	// [Store.Acquire]).
+	released bool
 }
 
 var _ tenure.Store = (*Store)(nil)
@@ -89,11 +96,20 @@ func (s *Store) check(ctx context.Context) error {
 	return nil
 }
 
-// Acquire implements [tenure.Store].
+// Acquire implements [tenure.Store]. A grant that follows one that ended
+// neither by release nor by expiry (deleted through the test hooks) carries
+// a Wait of the old grant's remaining time; a key whose entry is gone
+// altogether, but which this Store (or Handle) saw granted, gets a term above
+// the highest it saw and a Wait of that grant's TTL.
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	return s.acquire(ctx, key, identity, ttl, &s.seen)
+}
+
+func (s *Store) acquire(ctx context.Context, key, identity string, ttl time.Duration, sn *seen.Terms) (tenure.Lease, error) {
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -102,18 +118,40 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	now := s.clock.Now()
 	e := s.keys[key]
 	if e.live(now) {
-		return tenure.Lease{}, &tenure.HeldError{Record: s.recordLocked(key, now)}
+		r := s.recordLocked(key, now)
+		sn.Observe(key, r.Term, r.TTL)
+		return tenure.Lease{}, &tenure.HeldError{Record: r}
+	}
+	floor := sn.Highest(key)
+	var wait time.Duration
+	switch {
+	case e == nil && floor.Term > 0:
+		wait = seen.Wait(floor.TTL + now.Sub(sent)) // the key's entry is gone: assume the worst
+	case e != nil && e.term > 0 && !e.released && e.holder == "" && now.Before(e.expires):
+		wait = seen.Wait(e.expires.Sub(now) + now.Sub(sent)) // deleted before it expired
 	}
 	if e == nil {
 		e = &entry{}
 		s.keys[key] = e
 	}
 	s.tokens++
-	e.holder, e.ttl, e.expires = identity, ttl, now.Add(ttl)
-	e.term++
+	e.holder, e.ttl, e.expires, e.released = identity, ttl, now.Add(ttl), false
+	e.term = max(e.term, floor.Term) + 1
 	e.token = strconv.FormatUint(s.tokens, 10)
 	s.notifyLocked(key)
-	return tenure.Lease{Key: key, Identity: identity, Term: e.term, TTL: ttl, Token: e.token}, nil
+	sn.Observe(key, e.term, ttl)
+	return tenure.Lease{Key: key, Identity: identity, Term: e.term, TTL: ttl, Token: e.token, Wait: wait}, nil
+}
+
+// tamper changes key's entry the way a fault would, without a release
+// (the test hooks in export_test.go); f returning nil deletes the entry.
+func (s *Store) tamper(key string, f func(e *entry) *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := f(s.keys[key]); e == nil {
+		delete(s.keys, key)
+	}
+	s.notifyLocked(key)
 }
 
 // current returns the entry if l is its live grant.
@@ -155,13 +193,17 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err != nil {
 		return err
 	}
-	e.holder, e.token, e.ttl, e.expires = "", "", 0, time.Time{}
+	e.holder, e.token, e.ttl, e.expires, e.released = "", "", 0, time.Time{}, true
 	s.notifyLocked(l.Key)
 	return nil
 }
 
 // Get implements [tenure.Store].
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
+	return s.get(ctx, key, &s.seen)
+}
+
+func (s *Store) get(ctx context.Context, key string, sn *seen.Terms) (tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return tenure.Record{}, err
 	}
@@ -170,12 +212,16 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := s.check(ctx); err != nil {
 		return tenure.Record{}, err
 	}
-	return s.recordLocked(key, s.clock.Now()), nil
+	return sn.Record(s.recordLocked(key, s.clock.Now())), nil
 }
 
 // Watch implements [tenure.Watcher]. Besides acquisitions and releases, it
 // reports an expiry when the store's clock passes it.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	return s.watch(ctx, key, &s.seen)
+}
+
+func (s *Store) watch(ctx context.Context, key string, sn *seen.Terms) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -203,7 +249,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		first := true
 		for {
 			s.mu.Lock()
-			r := s.recordLocked(key, s.clock.Now())
+			r := sn.Record(s.recordLocked(key, s.clock.Now()))
 			s.mu.Unlock()
 			if first || r.Holder != last.Holder || r.Term != last.Term {
 				select {

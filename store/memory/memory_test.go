@@ -15,6 +15,11 @@ func TestConformance(t *testing.T) {
 	shared := memory.New(nil)
 	storetest.Run(t, storetest.Options{
 		Open: func(testing.TB) tenure.Store { return shared.Handle() },
+		Tamper: &storetest.Tamper{
+			DeleteGrant:    func(_ testing.TB, key string) { memory.DeleteGrant(shared, key) },
+			OverwriteGrant: func(_ testing.TB, key, id string) { memory.OverwriteGrant(shared, key, id) },
+			DeleteAll:      func(_ testing.TB, key string) { memory.DeleteAll(shared, key) },
+		},
 	})
 }
 

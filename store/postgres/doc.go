@@ -9,6 +9,13 @@
 // so candidates starting at once do not trip over each other. Choose its
 // schema with the search_path parameter. The database user needs CREATE on
 // the schema the first time, then SELECT, INSERT and UPDATE on the table.
+// The first use also (re)creates a trigger, tenure_notify, that notifies
+// watchers of any change to a row's holder, term or token and of any
+// deleted row; without the right to create it, watches miss changes made
+// outside tenure until the holder's next renewal.
+//
+// Never DELETE rows or TRUNCATE the table, and never clear or rewrite a
+// row's holder by hand: the row's term is the fencing token's counter.
 //
 // # Guarantees
 //
@@ -21,12 +28,24 @@
 //     term and a random per-grant token of a live grant; anything else
 //     returns an error matching [tenure.ErrLost] and changes nothing.
 //   - Terms are the row's counter: each grant gets the previous term plus
-//     one. Rows are never deleted, so terms never go back: not after a
+//     one. tenure never deletes rows, so terms never go back: not after a
 //     release, an expiry, a restart of the server, or a failover to a
 //     synchronous standby. They are committed data, as durable as the
-//     server is configured to make them.
+//     server is configured to make them. If a row is deleted from outside
+//     anyway, a Store still never hands out a term at or below the highest
+//     it saw for the key (its own grants, Get, Watch, refusals); a process
+//     that never saw the key cannot know and restarts at 1.
+//   - A grant cleared or rewritten from outside ends: the holder's Renew
+//     returns [tenure.ErrLost], and watchers hear of it through the trigger.
+//     A release sets expires_at to NULL; a row whose holder is cleared while
+//     expires_at is still ahead vanished, and the next grant's Lease.Wait
+//     is what it had left (on the server's clock), so the new holder does
+//     not start before the old one can have noticed. A deleted row, when the
+//     Store saw the key granted, gives a Wait of the last TTL it saw. A
+//     released or expired grant needs no Wait.
 //   - Watch wakes on LISTEN/NOTIFY: the notification is sent in the
-//     transaction that grants or releases, so it arrives when the change
+//     transaction that grants, releases or (through the trigger) changes a
+//     row from outside, so it arrives when the change
 //     commits, typically within a millisecond or two. An expiry without a
 //     release is delivered when the server-reported remaining time runs out.
 //   - Every call is bounded by its context; no call retries on its own

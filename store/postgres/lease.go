@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // queries holds the store's SQL, with the table name filled in.
@@ -22,11 +24,12 @@ import (
 // for a row lock judges with the earlier time, which errs on the safe side:
 // a grant looks live a little longer and a new grant ends a little sooner.
 type queries struct {
-	migrate, acquire, renew, release, get string
+	migrate, trigger, acquire, renew, release, get string
 }
 
 func newQueries(table string) queries {
 	t := pgx.Identifier{table}.Sanitize()
+	fn := pgx.Identifier{table + "_notify"}.Sanitize()
 	return queries{
 		// Rows are never deleted: the term of a key lives as long as the
 		// table, which is what keeps terms growing across releases,
@@ -39,21 +42,48 @@ func newQueries(table string) queries {
 	ttl_ns     bigint NOT NULL DEFAULT 0,
 	expires_at timestamptz
 )`,
+		// A row changed by anything but a renewal (which sets only
+		// expires_at) notifies watchers, so that an UPDATE or DELETE from
+		// outside tenure wakes them too. Created once, only if missing:
+		// replacing a trigger locks the table against every renewal.
+		// Best effort: see migrate.
+		trigger: `DO $tenure$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'tenure_notify' AND tgrelid = ` + quoteLiteral(t) + `::regclass) THEN
+		CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN
+			PERFORM pg_notify(TG_TABLE_NAME, COALESCE(NEW.key, OLD.key));
+			RETURN NULL;
+		END $f$;
+		CREATE TRIGGER tenure_notify AFTER UPDATE OF holder, term, token OR DELETE ON ` + t + `
+			FOR EACH ROW EXECUTE FUNCTION ` + fn + `();
+	END IF;
+END $tenure$`,
 		// One statement: insert the key, or take it over when it is free
-		// or its grant has expired, with the next term; notify watchers in
-		// the same transaction, so they hear of it exactly when it commits.
-		acquire: `WITH granted AS (
+		// or its grant has expired, with the next term (above $6, the
+		// highest term this Store saw: a deleted row must not restart
+		// terms); notify watchers in the same transaction, so they hear of
+		// it exactly when it commits. It also returns how long the last
+		// grant had left if it vanished (holder cleared without a release,
+		// which sets expires_at to NULL) in µs, 0 if it was released or
+		// expired, -1 if there was no row.
+		acquire: `WITH prev AS (
+	SELECT CASE WHEN holder = '' AND expires_at > now()
+		THEN ceil(extract(epoch FROM expires_at - now()) * 1000000)::bigint
+		ELSE 0 END AS wait_us
+	FROM ` + t + ` WHERE key = $1
+), granted AS (
 	INSERT INTO ` + t + ` AS l (key, holder, term, token, ttl_ns, expires_at)
-	VALUES ($1, $2, 1, $3, $4, now() + ($4::bigint / 1000) * interval '1 microsecond')
+	VALUES ($1, $2, $6::bigint + 1, $3, $4, now() + ($4::bigint / 1000) * interval '1 microsecond')
 	ON CONFLICT (key) DO UPDATE
-		SET holder = excluded.holder, term = l.term + 1, token = excluded.token,
+		SET holder = excluded.holder, term = greatest(l.term, $6::bigint) + 1, token = excluded.token,
 			ttl_ns = excluded.ttl_ns, expires_at = excluded.expires_at
 		WHERE l.holder = '' OR l.expires_at <= now()
 	RETURNING l.term
 ), notified AS (
 	SELECT pg_notify($5, $1) FROM granted
 )
-SELECT term, (SELECT count(*) FROM notified) FROM granted`,
+SELECT term, (SELECT count(*) FROM notified), coalesce((SELECT wait_us FROM prev), -1) FROM granted`,
 		renew: `UPDATE ` + t + `
 SET expires_at = now() + (ttl_ns / 1000) * interval '1 microsecond'
 WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()`,
@@ -73,6 +103,9 @@ SELECT count(*), (SELECT count(*) FROM notified) FROM released`,
 FROM ` + t + ` WHERE key = $1`,
 	}
 }
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // migrateLockClass is the first key of the transaction-level advisory lock
 // that serialises table creation among candidates starting at once (two
@@ -94,8 +127,17 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrateLockClass, s.table); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, s.q.migrate)
-		return err
+		if _, err := tx.Exec(ctx, s.q.migrate); err != nil {
+			return err
+		}
+		// Without the right to create the trigger (a table owned by
+		// another role), watches miss changes made outside tenure until
+		// the holder's next renewal; everything else works.
+		_ = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+			_, err := sp.Exec(ctx, s.q.trigger)
+			return err
+		})
+		return nil
 	})
 	if err != nil {
 		return s.fail(ctx, "creating table "+s.table, err)
@@ -148,20 +190,34 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if ttl < time.Microsecond {
 		return tenure.Lease{}, fmt.Errorf("%w: ttl %s is shorter than PostgreSQL's resolution of 1µs", tenure.ErrInvalid, ttl)
 	}
+	sent := time.Now()
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
+	}
+	floor := s.seen.Highest(key)
+	if floor.Term >= math.MaxInt64 {
+		return tenure.Lease{}, fmt.Errorf("tenure/postgres: key %q: term %d seen, no greater term fits", key, floor.Term)
 	}
 	var r tenure.Record
 	// A grant that lapses between the refused INSERT and the read shows as
 	// free: try again, a few times, rather than report a free key as held.
 	for range 3 {
 		token := newToken()
-		var term, notified int64
+		var term, notified, waitUS int64
 		err := retry(ctx, func() error {
-			return s.pool.QueryRow(ctx, s.q.acquire, key, identity, token, int64(ttl), s.channel).Scan(&term, &notified)
+			return s.pool.QueryRow(ctx, s.q.acquire, key, identity, token, int64(ttl), s.channel, int64(floor.Term)).
+				Scan(&term, &notified, &waitUS)
 		})
 		if err == nil {
-			return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token}, nil
+			l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token}
+			switch {
+			case waitUS > 0: // the last grant vanished before it expired
+				l.Wait = seen.WaitSince(sent, time.Duration(waitUS)*time.Microsecond)
+			case waitUS < 0 && floor.Term > 0: // its row is gone: assume the worst
+				l.Wait = seen.WaitSince(sent, floor.TTL)
+			}
+			s.seen.Observe(key, l.Term, ttl)
+			return l, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return tenure.Lease{}, s.fail(ctx, "acquire", err)
@@ -173,6 +229,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			break
 		}
 	}
+	s.seen.Observe(key, r.Term, r.TTL)
 	return tenure.Lease{}, &tenure.HeldError{Record: r}
 }
 
@@ -229,7 +286,11 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := s.begin(ctx); err != nil {
 		return tenure.Record{}, err
 	}
-	return s.get(ctx, key)
+	r, err := s.get(ctx, key)
+	if err != nil {
+		return r, err
+	}
+	return s.seen.Record(r), nil
 }
 
 func (s *Store) get(ctx context.Context, key string) (tenure.Record, error) {

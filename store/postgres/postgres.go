@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // DefaultTable is the lease table used when the URL names none.
@@ -38,7 +39,8 @@ type Store struct {
 	redacted string // the URL for messages, password hidden
 	secret   string // the password, scrubbed from every error
 
-	q queries
+	q    queries
+	seen seen.Terms // the highest term this Store saw per key
 
 	migrateMu sync.Mutex
 	migrated  atomic.Bool

@@ -94,6 +94,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("restarting PostgreSQL: %v", err)
 			}
 		},
+		Tamper: tamperOn(s, "conformance"),
 	})
 }
 

@@ -4,10 +4,16 @@
 //
 //	redis://:password@host:6379/0?tenure_prefix=tenure
 //
-// A key K lives in two Redis keys: PREFIX:{K}:lease, a hash holding the
-// grant with a server-side expiry (PEXPIRE) of the grant's TTL, and
-// PREFIX:{K}:term, a counter that never expires. Acquire, Renew, Release
-// and Get are each one Lua script, run atomically by the server.
+// A key K lives in three Redis keys: PREFIX:{K}:lease, a hash holding the
+// grant with a server-side expiry (PEXPIRE) of the grant's TTL;
+// PREFIX:{K}:term, a counter that never expires; and PREFIX:{K}:last, a
+// hash that never expires recording the last grant's term, TTL, server-time
+// expiry (moved by each renewal) and whether it was released. Acquire,
+// Renew, Release and Get are each one Lua script, run atomically by the
+// server.
+//
+// Never delete PREFIX:{K}:term or PREFIX:{K}:last, and never let the server
+// evict them. Deleting the lease key ends the grant (see below).
 //
 // # Guarantees (on one server)
 //
@@ -25,8 +31,10 @@
 //   - Watch wakes on pub/sub: the acquire and release scripts PUBLISH on the
 //     key's channel, so watchers hear of a change within a round trip. An
 //     expiry is delivered when the server-reported PTTL runs out, and also
-//     through keyspace notifications: at the first Watch the store adds "Kx"
-//     to the server's notify-keyspace-events (keeping what is set); where
+//     through keyspace notifications: at the first Watch the store adds
+//     "Kghx" to the server's notify-keyspace-events (keeping what is set),
+//     so that a lease key deleted or rewritten by something other than
+//     tenure also wakes watchers at once; where
 //     CONFIG is not allowed, or the URL sets tenure_keyspace_events=false,
 //     the timer alone does it.
 //   - Every call is bounded by its context (go-redis's own dial, read and
@@ -34,6 +42,29 @@
 //     URL sets max_retries. go-redis reconnects by itself, so a store keeps
 //     working once a restarted server is back.
 //   - Errors never contain the password of the URL.
+//   - Before its first grant a Store reads the server's maxmemory-policy
+//     with CONFIG GET and refuses to grant (an error matching
+//     [tenure.ErrInvalid] naming the policy) unless it is noeviction, or if
+//     CONFIG is refused: with any other policy a full server may evict a
+//     lease key (two holders) or a term counter (terms restart at 1). Fix
+//     the server with CONFIG SET maxmemory-policy noeviction (and in
+//     redis.conf), or, on a managed Redis that hides CONFIG and that you
+//     know does not evict, add tenure_eviction_check=skip to the URL.
+//     [Store.EvictionCheck] says what was checked; `tenure status` prints it.
+//   - A lease key deleted (DEL, eviction) or rewritten from outside ends the
+//     grant: the holder's Renew returns [tenure.ErrLost], and watchers see
+//     the change at once where keyspace notifications are on. The next
+//     grant's Lease.Wait is what was left of the old grant's renew window
+//     (from PREFIX:{K}:last, on the server's clock), so the new holder does
+//     not start before the old one can have noticed. A grant that expired
+//     or was released needs no Wait.
+//   - Terms never go back within one Store: it remembers the highest term it
+//     saw per key (its grants, Get, Watch, refusals), and if the counter is
+//     found at or below it (deleted or evicted) the acquire script moves it
+//     past that term ([Store.TermRepairs] counts this). If the last-grant
+//     record is gone too, the grant waits the TTL of the last grant the
+//     Store saw. A process that never saw the key cannot know: terms it
+//     hands out after such a deletion may repeat old ones.
 //
 // # Non-guarantees: failover, eviction, clocks
 //
@@ -58,9 +89,10 @@
 //
 // Also:
 //
-//   - An eviction policy other than noeviction (allkeys-*, volatile-*) may
-//     evict a lease key before its TTL (two holders) or the term counter
-//     (terms restart at 1).
+//   - With tenure_eviction_check=skip on a server that does evict, a lease
+//     key may be evicted before its TTL (the holder notices at its next
+//     renewal; the next grant waits) or the term counter may be (see
+//     above: terms go back for processes that never saw the key).
 //   - Redis stores expiry as wall-clock time: a jump of the server's clock
 //     ends or extends grants early or late.
 //   - Redis Cluster is not supported (the store uses one node); the hash

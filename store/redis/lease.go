@@ -11,61 +11,104 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
-// Each key K is stored under two Redis keys, both with the hash tag {K} so
+// Each key K is stored under three Redis keys, all with the hash tag {K} so
 // they share a slot:
 //
 //	PREFIX:{K}:lease  hash holder, term, token, ttl_ns, ttl_ms; expires
 //	                  (PEXPIRE) when the grant does, judged by the server
 //	PREFIX:{K}:term   counter of grants, INCRed by each; never expires,
 //	                  so terms never go back when a lease key expires
+//	PREFIX:{K}:last   hash term, ttl_ms, exp_ms (the server time the last
+//	                  grant expires, moved by each renewal), released (1
+//	                  once released); never expires: it tells a grant
+//	                  that expired or was released from one that vanished
 //
 // and events about K are PUBLISHed on PREFIX:{K}:events.
 
 func (s *Store) leaseKey(key string) string { return s.prefix + ":{" + key + "}:lease" }
 func (s *Store) termKey(key string) string  { return s.prefix + ":{" + key + "}:term" }
+func (s *Store) lastKey(key string) string  { return s.prefix + ":{" + key + "}:last" }
 func (s *Store) channel(key string) string  { return s.prefix + ":{" + key + "}:events" }
 func (s *Store) keyspaceChannel(key string) string {
 	return "__keyspace@" + strconv.Itoa(s.db) + "__:" + s.leaseKey(key)
 }
 
 // The scripts run atomically on the server: nothing else runs between
-// their commands. Expiry is the server's (PEXPIRE, PTTL).
+// their commands. Expiry and time are the server's (PEXPIRE, PTTL, TIME).
 var (
-	// KEYS: lease, term. ARGV: identity, token, ttl_ms, ttl_ns, channel.
-	// Returns {1, term} when granted, {0, holder, term, ttl_ns, pttl} when
-	// held.
+	// KEYS: lease, term, last. ARGV: identity, token, ttl_ms, ttl_ns,
+	// channel, floor (the highest term the handle saw), seen_ttl_ms (the
+	// TTL of that grant). Returns {1, term, wait_ms, repaired} when granted,
+	// {0, holder, term, ttl_ns, pttl} when held.
+	//
+	// wait_ms is what is left of the last grant's renew window if it ended
+	// neither by release nor by expiry (its lease key deleted or evicted),
+	// or the handle's last seen TTL when the record of the last grant is
+	// gone although the counter or the handle says there was one.
+	// repaired is 1 when the counter was at or below a term already handed
+	// out (deleted or evicted) and was moved past it.
 	acquireScript = goredis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns')
 if cur[1] then
 	return {0, cur[1], cur[2], cur[3], redis.call('PTTL', KEYS[1])}
 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local floor = tonumber(ARGV[6])
+local wait = 0
+local last = redis.call('HMGET', KEYS[3], 'term', 'exp_ms', 'released')
+local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
+if last[1] then
+	floor = math.max(floor, tonumber(last[1]))
+	if last[3] ~= '1' and tonumber(last[2]) > now then
+		wait = tonumber(last[2]) - now
+	end
+elseif counter > 0 or floor > 0 then
+	wait = math.max(tonumber(ARGV[7]), tonumber(ARGV[3]))
+end
 local term = redis.call('INCR', KEYS[2])
+local repaired = 0
+if term <= floor then
+	term = floor + 1
+	redis.call('SET', KEYS[2], term)
+	repaired = 1
+end
 redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'term', term, 'token', ARGV[2], 'ttl_ns', ARGV[4], 'ttl_ms', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[3], 'term', term, 'ttl_ms', ARGV[3], 'exp_ms', now + tonumber(ARGV[3]), 'released', 0)
 redis.call('PUBLISH', ARGV[5], 'acquired')
-return {1, term}
+return {1, term, wait, repaired}
 `)
 
-	// KEYS: lease. ARGV: identity, term, token. Returns 1 if renewed.
+	// KEYS: lease, last. ARGV: identity, term, token. Returns 1 if renewed.
 	renewScript = goredis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'ttl_ms')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not cur[4] then
 	return 0
 end
 redis.call('PEXPIRE', KEYS[1], cur[4])
+if redis.call('HGET', KEYS[2], 'term') == ARGV[2] then
+	local t = redis.call('TIME')
+	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	redis.call('HSET', KEYS[2], 'exp_ms', now + tonumber(cur[4]))
+end
 return 1
 `)
 
-	// KEYS: lease. ARGV: identity, term, token, channel. Returns 1 if
-	// released.
+	// KEYS: lease, last. ARGV: identity, term, token, channel. Returns 1
+	// if released.
 	releaseScript = goredis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
+if redis.call('HGET', KEYS[2], 'term') == ARGV[2] then
+	redis.call('HSET', KEYS[2], 'released', 1)
+end
 redis.call('PUBLISH', ARGV[4], 'released')
 return 1
 `)
@@ -89,7 +132,10 @@ func newToken() string {
 
 // Acquire implements [tenure.Store] with one script: if the lease key does
 // not exist (never granted, released, or expired on the server) it INCRs
-// the term counter and writes the grant with a PEXPIRE of ttl.
+// the term counter and writes the grant with a PEXPIRE of ttl. The term is
+// above the highest this Store saw for the key even if the counter was
+// deleted or evicted, and the grant's Wait covers the last grant's renew
+// window if that grant vanished (see the package documentation).
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
 		return tenure.Lease{}, err
@@ -100,28 +146,42 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := time.Now()
+	if err := s.checkEviction(ctx); err != nil {
+		return tenure.Lease{}, err
+	}
 	token := newToken()
+	floor := s.seen.Highest(key)
 	var res []any
 	err := s.call(ctx, func() (err error) {
 		res, err = acquireScript.Run(ctx, s.client,
-			[]string{s.leaseKey(key), s.termKey(key)},
-			identity, token, ttl.Milliseconds(), int64(ttl), s.channel(key)).Slice()
+			[]string{s.leaseKey(key), s.termKey(key), s.lastKey(key)},
+			identity, token, ttl.Milliseconds(), int64(ttl), s.channel(key),
+			floor.Term, floor.TTL.Milliseconds()).Slice()
 		return err
 	})
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire", err)
 	}
-	if granted, _ := res[0].(int64); granted == 1 && len(res) == 2 {
+	if granted, _ := res[0].(int64); granted == 1 && len(res) == 4 {
 		term, ok := res[1].(int64)
-		if !ok || term <= 0 {
-			return tenure.Lease{}, fmt.Errorf("tenure/redis: acquire on %s: unexpected term %v", s.redacted, res[1])
+		waitMS, ok2 := res[2].(int64)
+		repaired, _ := res[3].(int64)
+		if !ok || !ok2 || term <= 0 {
+			return tenure.Lease{}, fmt.Errorf("tenure/redis: acquire on %s: unexpected reply %v", s.redacted, res)
 		}
-		return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token}, nil
+		if repaired == 1 {
+			s.repairs.Add(1)
+		}
+		s.seen.Observe(key, uint64(term), ttl)
+		return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token,
+			Wait: seen.WaitSince(sent, time.Duration(waitMS)*time.Millisecond)}, nil
 	}
 	r, err := s.record(key, res[1:])
 	if err != nil {
 		return tenure.Lease{}, err
 	}
+	s.seen.Observe(key, r.Term, r.TTL)
 	return tenure.Lease{}, &tenure.HeldError{Record: r}
 }
 
@@ -133,7 +193,7 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	}
 	var n int64
 	err := s.call(ctx, func() (err error) {
-		n, err = renewScript.Run(ctx, s.client, []string{s.leaseKey(l.Key)},
+		n, err = renewScript.Run(ctx, s.client, []string{s.leaseKey(l.Key), s.lastKey(l.Key)},
 			l.Identity, strconv.FormatUint(l.Term, 10), l.Token).Int64()
 		return err
 	})
@@ -154,7 +214,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	}
 	var n int64
 	err := s.call(ctx, func() (err error) {
-		n, err = releaseScript.Run(ctx, s.client, []string{s.leaseKey(l.Key)},
+		n, err = releaseScript.Run(ctx, s.client, []string{s.leaseKey(l.Key), s.lastKey(l.Key)},
 			l.Identity, strconv.FormatUint(l.Term, 10), l.Token, s.channel(l.Key)).Int64()
 		return err
 	})
@@ -183,7 +243,11 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err != nil {
 		return tenure.Record{}, s.fail(ctx, "get", err)
 	}
-	return s.record(key, res)
+	r, err := s.record(key, res)
+	if err != nil {
+		return tenure.Record{}, err
+	}
+	return s.seen.Record(r), nil
 }
 
 // record decodes {holder, term, ttl_ns, pttl} or {"", term}.

@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // URL query parameters the store reads and removes before handing the URL
@@ -48,6 +49,13 @@ type Store struct {
 	keyspaceMu   sync.Mutex
 	keyspaceDone bool // enabled, or refused for good
 
+	seen    seen.Terms    // the highest term this Store saw per key
+	repairs atomic.Uint64 // term counters moved past a term already handed out
+
+	evictionMu    sync.Mutex
+	evictionSkip  bool   // the URL said not to check
+	evictionCheck string // what the check found, once it succeeded
+
 	closeMu sync.Mutex
 	closed  atomic.Bool
 	done    chan struct{}
@@ -69,7 +77,9 @@ func init() {
 
 // Open returns a store for the Redis server named by rawURL,
 // redis://[user:password@]host:port/db?params (rediss:// for TLS), where
-// params are go-redis's plus [PrefixParam] and [KeyspaceParam].
+// params are go-redis's plus [PrefixParam], [KeyspaceParam] and
+// [EvictionCheckParam]. Before its first grant the store checks that the
+// server's maxmemory-policy is noeviction (see [Store.EvictionCheck]).
 //
 // Open connects nothing: go-redis connects on demand, so a store opened
 // while the server is down works once it is up. Unless the URL sets
@@ -111,6 +121,14 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 				tenure.ErrInvalid, KeyspaceParam, strings.Join(v, ","), redacted)
 		}
 		q.Del(KeyspaceParam)
+	}
+	if v, ok := q[EvictionCheckParam]; ok {
+		if strings.Join(v, ",") != "skip" {
+			return nil, fmt.Errorf("%w: %s=%q in %q: the only value is skip",
+				tenure.ErrInvalid, EvictionCheckParam, strings.Join(v, ","), redacted)
+		}
+		s.evictionSkip = true
+		q.Del(EvictionCheckParam)
 	}
 	retries := q.Has("max_retries")
 	u.RawQuery = q.Encode()

@@ -71,6 +71,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("restarting redis-server: %v", err)
 			}
 		},
+		Tamper: tamperOn(srv, redis.DefaultPrefix, 0),
 	})
 }
 
@@ -386,7 +387,12 @@ func TestCloseEndsWatches(t *testing.T) {
 // expiries, by timer.
 func TestWatchWithoutConfigCommand(t *testing.T) {
 	srv := testserver.Redis(t, false, "--rename-command", "CONFIG", "")
-	st := open(t, srv.URL(0))
+	refused := open(t, srv.URL(0))
+	_, err := refused.Acquire(ctxFor(t), randomKey(), "alpha", time.Second)
+	if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), redis.EvictionCheckParam+"=skip") {
+		t.Fatalf("Acquire where CONFIG GET is refused: got %v, want ErrInvalid naming %s=skip", err, redis.EvictionCheckParam)
+	}
+	st := open(t, srv.URL(0)+"?"+redis.EvictionCheckParam+"=skip")
 	key := randomKey()
 	ch, err := st.Watch(ctxFor(t), key)
 	if err != nil {

@@ -105,6 +105,9 @@ func receive(ps *goredis.PubSub, sig chan<- struct{}) {
 			return
 		}
 		pinged = false
+		if m, ok := msg.(*goredis.Message); ok && m.Payload == "expire" {
+			continue // a renewal's PEXPIRE: nothing changed hands
+		}
 		switch msg.(type) {
 		case *goredis.Message, *goredis.Subscription:
 			// A Subscription after the first ones means go-redis
@@ -170,9 +173,10 @@ func (s *Store) follow(ctx context.Context, key string, sig <-chan struct{}, dea
 	}
 }
 
-// enableKeyspaceEvents makes the server publish expiries of keys ("Kx" in
-// notify-keyspace-events), adding to whatever is configured, once per
-// store. A server that refuses (managed Redis often disables CONFIG) is not
+// enableKeyspaceEvents makes the server publish expiries of keys, their
+// deletion and hash writes ("Kghx" in notify-keyspace-events: "x" for an
+// expiry, "g" and "h" for a lease key deleted or rewritten by something
+// other than tenure), adding to whatever is configured, once per store. A server that refuses (managed Redis often disables CONFIG) is not
 // asked again: watches then rely on their expiry timers.
 func (s *Store) enableKeyspaceEvents(ctx context.Context) {
 	if !s.keyspace {
@@ -198,8 +202,10 @@ func (s *Store) enableKeyspaceEvents(ctx context.Context) {
 	if !strings.Contains(want, "K") {
 		want += "K"
 	}
-	if !strings.Contains(want, "x") && !strings.Contains(want, "A") {
-		want += "x"
+	for _, f := range []string{"g", "h", "x"} {
+		if !strings.Contains(want, f) && !strings.Contains(want, "A") {
+			want += f
+		}
 	}
 	if want != flags {
 		err = s.call(ctx, func() error {

@@ -10,8 +10,11 @@
 // For a lease key K the store keeps a persistent node PATH/E (E is K with
 // every byte outside [A-Za-z0-9_-] written as %XX, so any key is a single
 // node name) whose data names the last grant and whose data version counts
-// the grants, and, while K is held, the ephemeral node PATH/E/lease. The
-// path defaults to /tenure. A user and password in the URL are added to
+// the grants, and, while K is held, the ephemeral node PATH/E/lease and,
+// beside the key node, the grant's ephemeral marker PATH/E.sSESSION (see
+// below). The path defaults to /tenure. Never delete the key node PATH/E:
+// it names the last grant and tells the next one whether it ended
+// normally. A user and password in the URL are added to
 // every session as "digest" authentication and the store creates its nodes
 // with the "auth" ACL, so only that user can change them; credentials never
 // appear in errors or logs.
@@ -37,9 +40,22 @@
 //     apache/curator#980). Its ephemeral node stays until ZooKeeper expires
 //     the session, so nobody else can acquire in the meantime.
 //   - Release deletes the lease node in a multi-operation that first checks
-//     the key node's version, so it can only delete the grant it was given;
-//     Renew and Release of a lease that is not current return an error
-//     matching [tenure.ErrLost] and change nothing.
+//     the key node's version (and, read just before, its zxid), so it can
+//     only delete the grant it was given; Renew checks the key node's
+//     version, zxid and child, so Renew and Release of a lease that is not
+//     current (superseded, its lease node deleted, its key node rewritten or
+//     deleted and created again from outside) return an error matching
+//     [tenure.ErrLost] and change nothing. Watches also see the key node
+//     rewritten (a data watch beside the child watch).
+//   - A lease node deleted from outside leaves its grant's session, and so
+//     its marker node, alive: the next grant finds the marker (one read,
+//     sent beside the acquisition) and carries a Lease.Wait of the old
+//     grant's TTL, so the new holder does not start before the old one can
+//     have noticed. A released grant deletes its marker with its lease node
+//     and an expired one's session takes it along, so neither costs a Wait.
+//     If the key node itself was deleted, a Store that saw the key granted
+//     waits the last TTL it saw, and never reports a term below the highest
+//     it saw (terms are zxids, which never go back anyway).
 //   - Every call is bounded by its context. While ZooKeeper is unreachable
 //     calls fail with the context's error (wrapped with the servers); the
 //     client reconnects by itself and later calls succeed once it is back.

@@ -14,3 +14,6 @@ func Crash(st tenure.Store, l tenure.Lease) {
 		g.gate.cutAll()
 	}
 }
+
+// KeyPath is the key node of key under root, as the store names it.
+func KeyPath(root, key string) string { return (&Store{root: root}).keyPath(key) }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // errRace reports that another candidate created the lease node first.
@@ -25,16 +26,17 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	sent := time.Now()
 	for {
-		r, err := s.read(ctx, key)
+		n, err := s.readNode(ctx, key)
 		if err != nil {
 			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 		}
-		if r.Held() {
+		if r := s.recordOf(key, n); r.Held() {
 			s.makeSpare(ttl)
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
-		l, err := s.tryAcquire(ctx, key, identity, ttl)
+		l, err := s.tryAcquire(ctx, key, identity, ttl, n, sent)
 		if errors.Is(err, errRace) {
 			continue // read who won, or try again if they are already gone
 		}
@@ -42,8 +44,13 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	}
 }
 
-// tryAcquire opens the grant's session and creates the lease node with it.
-func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+// tryAcquire opens the grant's session and creates the lease node with it,
+// if the key node is still as prev read it (else errRace). The grant's Wait
+// is the last grant's TTL if that grant's session still lives (its marker
+// node exists: the lease node was deleted from outside), or, if the key
+// node is gone although this Store saw the key granted, the TTL of the last
+// grant it saw.
+func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration, prev node, sent0 time.Time) (tenure.Lease, error) {
 	g := s.takeSpare(ttl)
 	if g == nil {
 		var err error
@@ -55,24 +62,51 @@ func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.D
 		}
 	}
 	g.key, g.identity = key, identity
-	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(identity, ttl)
+	sid := g.conn.SessionID()
+	g.marker = s.markerPath(key, sid)
+	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(identity, ttl, sid)
+	version := int32(-1)
+	if prev.st != nil {
+		version = prev.st.Version
+	}
+	floor := s.seen.Highest(key)
+	// Whether the last grant's session lives, asked beside the grant.
+	last := decode(prev.data)
+	alive := make(chan bool, 1)
+	if prev.st != nil && last.Session != 0 {
+		go func() {
+			ok, _, err := g.conn.Exists(s.markerPath(key, last.Session))
+			alive <- ok || err != nil // unknown: assume the worst
+		}()
+	} else {
+		alive <- false
+	}
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) {
 			return g.conn.Multi(
 				&zk.CreateRequest{Path: lp, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
-				&zk.SetDataRequest{Path: kp, Data: data, Version: -1})
+				&zk.CreateRequest{Path: g.marker, Acl: s.acl, Flags: zk.FlagEphemeral},
+				&zk.SetDataRequest{Path: kp, Data: data, Version: version})
 		})
 		err = multiErr(res, err)
 		switch {
-		case err == nil && len(res) == 2 && res[1].Stat != nil:
-			g.term, g.version = uint64(res[1].Stat.Mzxid), res[1].Stat.Version
+		case err == nil && len(res) == 3 && res[2].Stat != nil:
+			g.term, g.version = uint64(res[2].Stat.Mzxid), res[2].Stat.Version
 			if !g.start(sent) {
 				why := g.lost()
 				g.end(false)
 				return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("the grant ended at once: "+why))
 			}
-			return tenure.Lease{Key: key, Identity: identity, Term: g.term, TTL: ttl, Token: g.token}, nil
+			l := tenure.Lease{Key: key, Identity: identity, Term: g.term, TTL: ttl, Token: g.token}
+			switch {
+			case <-alive: // deleted from outside: its holder may not know
+				l.Wait = seen.WaitSince(sent0, time.Duration(last.TTL))
+			case prev.st == nil && floor.Term > 0: // the key node is gone
+				l.Wait = seen.WaitSince(sent0, floor.TTL)
+			}
+			s.seen.Observe(key, l.Term, ttl)
+			return l, nil
 		case err == nil:
 			g.end(false)
 			return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("unexpected multi-operation response"))
@@ -81,7 +115,7 @@ func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.D
 				g.end(false)
 				return tenure.Lease{}, s.fail(ctx, "acquire (create the key node)", key, err)
 			}
-		case errors.Is(err, zk.ErrNodeExists):
+		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion):
 			g.end(false)
 			return tenure.Lease{}, errRace
 		default:
@@ -137,7 +171,9 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 		}
 		return s.fail(ctx, "renew", l.Key, err)
 	}
-	if !r.exists || r.st == nil || r.st.Version != g.version || r.st.NumChildren == 0 {
+	// The zxid too: a key node deleted and created again from outside
+	// starts counting versions afresh.
+	if !r.exists || r.st == nil || r.st.Version != g.version || uint64(r.st.Mzxid) != g.term || r.st.NumChildren == 0 {
 		g.endWhy("it was superseded", false)
 		return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
 	}
@@ -147,9 +183,10 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	return nil
 }
 
-// Release implements [tenure.Store]: one multi-operation checks that the
-// key node's version is still this grant's and deletes the lease node; the
-// grant's session is then closed.
+// Release implements [tenure.Store]: a read checks that the key node's
+// zxid is still this grant's term, then one multi-operation checks that
+// its version is still this grant's and deletes the lease node and the
+// grant's marker; the grant's session is then closed.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err := tenure.CheckKey(l.Key); err != nil {
 		return err
@@ -161,10 +198,27 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err != nil {
 		return err
 	}
+	// A key node deleted and created again from outside starts counting
+	// versions afresh: check its zxid first, then its version in the multi.
+	st, err := call(ctx, func() (*zk.Stat, error) {
+		_, st, err := g.conn.Exists(s.keyPath(l.Key))
+		return st, err
+	})
+	switch {
+	case err != nil:
+		if why := g.lost(); why != "" {
+			return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
+		}
+		return s.fail(ctx, "release", l.Key, err)
+	case st == nil || uint64(st.Mzxid) != g.term:
+		g.endWhy("it was superseded", false)
+		return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
+	}
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
 		return g.conn.Multi(
 			&zk.CheckVersionRequest{Path: s.keyPath(l.Key), Version: g.version},
-			&zk.DeleteRequest{Path: s.leasePath(l.Key), Version: -1})
+			&zk.DeleteRequest{Path: s.leasePath(l.Key), Version: -1},
+			&zk.DeleteRequest{Path: g.marker, Version: -1})
 	})
 	switch err = multiErr(res, err); {
 	case err == nil:
@@ -196,40 +250,56 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	return r, nil
 }
 
+// node is the key node as read: st is nil when it does not exist.
+type node struct {
+	data []byte
+	st   *zk.Stat
+}
+
+// readNode reads the key node through the control session.
+func (s *Store) readNode(ctx context.Context, key string) (node, error) {
+	if _, err := s.session(ctx); err != nil {
+		return node{}, err
+	}
+	got, err := call(ctx, func() (node, error) {
+		data, st, err := s.ctl.Get(s.keyPath(key))
+		return node{data, st}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return node{}, nil
+	}
+	return got, err
+}
+
 // read reads the key node through the control session. Its data names the
 // last grant, its Mzxid is that grant's term, its version counts grants,
 // and it has a child while the key is held.
 func (s *Store) read(ctx context.Context, key string) (tenure.Record, error) {
-	if _, err := s.session(ctx); err != nil {
+	n, err := s.readNode(ctx, key)
+	if err != nil {
 		return tenure.Record{}, err
 	}
-	type result struct {
-		data []byte
-		st   *zk.Stat
-	}
-	got, err := call(ctx, func() (result, error) {
-		data, st, err := s.ctl.Get(s.keyPath(key))
-		return result{data, st}, err
-	})
+	return s.recordOf(key, n), nil
+}
+
+// recordOf is the record key node n stands for, never with a term below
+// the highest this Store saw for a free key (a key node deleted from
+// outside reads as free at that term).
+func (s *Store) recordOf(key string, n node) tenure.Record {
 	r := tenure.Record{Key: key}
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return r, nil
-	case err != nil:
-		return tenure.Record{}, err
-	case got.st == nil:
-		return r, nil
+	if n.st == nil {
+		return s.seen.Record(r)
 	}
-	if got.st.Version > 0 || got.st.NumChildren > 0 { // else created, never granted
-		r.Term = uint64(got.st.Mzxid)
+	if n.st.Version > 0 || n.st.NumChildren > 0 { // else created, never granted
+		r.Term = uint64(n.st.Mzxid)
 	}
-	if got.st.NumChildren > 0 {
-		rec := decode(got.data)
+	if n.st.NumChildren > 0 {
+		rec := decode(n.data)
 		r.Holder, r.TTL = rec.Holder, time.Duration(rec.TTL)
 		if r.Holder == "" {
 			r.Holder = unknownHolder // held, but the node was not written by tenure
 		}
 		r.Remaining = r.TTL // an upper bound: see the package doc
 	}
-	return r, nil
+	return s.seen.Record(r)
 }

@@ -25,6 +25,7 @@ type grant struct {
 	term     uint64
 	version  int32 // the key node's version right after this grant
 	token    string
+	marker   string // the grant's marker node (see Store.markerPath)
 
 	ready chan struct{} // closed when the session is first established
 	gate  *dialGate     // the session's connections

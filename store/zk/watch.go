@@ -59,12 +59,23 @@ func (s *Store) watchStep(ctx context.Context, key string, armed <-chan zk.Event
 	if armed == nil {
 		// Set the watch before reading, so no change slips between.
 		kp := s.keyPath(key)
+		// A child watch sees grants end and begin; a data watch sees the
+		// key node rewritten (from outside tenure: a grant's own write
+		// comes with its child).
 		armed, err = call(ctx, func() (<-chan zk.Event, error) {
 			_, _, ev, err := s.ctl.ChildrenW(kp)
 			if errors.Is(err, zk.ErrNoNode) {
 				_, _, ev, err = s.ctl.ExistsW(kp)
+				return ev, err
 			}
-			return ev, err
+			if err != nil {
+				return nil, err
+			}
+			_, _, dev, err := s.ctl.GetW(kp)
+			if err != nil {
+				return ev, nil // the child watch is armed; the next step re-arms both
+			}
+			return either(ev, dev), nil
 		})
 		if err != nil {
 			return nil, nil, tenure.Record{}, err
@@ -114,4 +125,19 @@ func (s *Store) watch(ctx context.Context, key string, armed <-chan zk.Event, do
 			return
 		}
 	}
+}
+
+// either returns a channel that receives the first event of a or b. The
+// other watch stays registered until it fires; its event is dropped.
+func either(a, b <-chan zk.Event) <-chan zk.Event {
+	out := make(chan zk.Event, 1)
+	go func() {
+		select {
+		case ev := <-a:
+			out <- ev
+		case ev := <-b:
+			out <- ev
+		}
+	}()
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // DefaultPath is the ZooKeeper path of a URL without one.
@@ -41,8 +43,10 @@ type Store struct {
 
 	mu     sync.Mutex
 	grants map[string]*grant // by Lease.Token
-	spare  *grant            // a session made ready for the next Acquire, or nil
-	making bool              // a spare session is being made
+
+	seen   seen.Terms // the highest term this Store saw per key
+	spare  *grant     // a session made ready for the next Acquire, or nil
+	making bool       // a spare session is being made
 	closed bool
 	done   chan struct{} // closed by Close
 	up     chan struct{} // closed while the control session is connected
@@ -221,6 +225,16 @@ func (s *Store) Path() string { return s.root }
 func (s *Store) keyPath(key string) string   { return s.root + "/" + escape(key) }
 func (s *Store) leasePath(key string) string { return s.keyPath(key) + "/lease" }
 
+// markerPath is an ephemeral node, beside the key node, that the grant's
+// session creates with the lease node and deletes with it on release: it
+// outlives the lease node only if that was deleted from outside while the
+// session lived, which is how Acquire tells such a grant from one that
+// expired or was released. (Escaped keys contain no ".", so no key node
+// is named like a marker.)
+func (s *Store) markerPath(key string, session int64) string {
+	return s.keyPath(key) + ".s" + strconv.FormatUint(uint64(session), 16)
+}
+
 // escape turns a key into one valid ZooKeeper node name: bytes outside
 // [A-Za-z0-9_-] become %XX, so "/", "." and ".." cannot form paths.
 func escape(key string) string {
@@ -340,14 +354,16 @@ func (s *Store) session(ctx context.Context) (<-chan struct{}, error) {
 // read.
 const unknownHolder = "(unknown)"
 
-// record is what the key node stores: the last grant.
+// record is what the key node stores: the last grant, and the ZooKeeper
+// session that holds it (see markerPath).
 type record struct {
-	Holder string `json:"holder"`
-	TTL    int64  `json:"ttl_ns"`
+	Holder  string `json:"holder"`
+	TTL     int64  `json:"ttl_ns"`
+	Session int64  `json:"session,omitempty"`
 }
 
-func encode(identity string, ttl time.Duration) []byte {
-	b, _ := json.Marshal(record{Holder: identity, TTL: int64(ttl)})
+func encode(identity string, ttl time.Duration, session int64) []byte {
+	b, _ := json.Marshal(record{Holder: identity, TTL: int64(ttl), Session: session})
 	return b
 }
 

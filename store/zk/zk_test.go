@@ -79,6 +79,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Tamper: tamperOn(t, srv, "/conformance"),
 	})
 }
 

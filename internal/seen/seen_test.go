@@ -1,0 +1,42 @@
+package seen
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+func TestTermsKeepTheHighest(t *testing.T) {
+	var s Terms
+	s.Observe("k", 5, time.Second)
+	s.Observe("k", 3, time.Hour) // older news
+	s.Observe("k", 5, 2*time.Second)
+	if g := s.Highest("k"); g.Term != 5 || g.TTL != 2*time.Second {
+		t.Fatalf("Highest = %+v, want term 5 TTL 2s", g)
+	}
+	// A free key whose data was deleted reads at the last term seen.
+	if r := s.Record(tenure.Record{Key: "k"}); r.Term != 5 || r.Held() {
+		t.Fatalf("Record of a wiped key = %+v, want free at term 5", r)
+	}
+	// A held record is the truth, whatever its term.
+	if r := s.Record(tenure.Record{Key: "k", Holder: "x", Term: 1}); r.Term != 1 {
+		t.Fatalf("Record of a held key = %+v, want its own term", r)
+	}
+	if w := Wait(time.Second); w < time.Second {
+		t.Fatalf("Wait(1s) = %s, below the window it covers", w)
+	}
+	if w := Wait(0); w != 0 {
+		t.Fatalf("Wait(0) = %s", w)
+	}
+}
+
+func TestWaitSinceCoversTheTimeBeforeTheJudgement(t *testing.T) {
+	sent := time.Now().Add(-time.Second) // Acquire entered a second ago
+	if w := WaitSince(sent, 2*time.Second); w < 3*time.Second {
+		t.Fatalf("WaitSince = %s, want at least the window plus the second before it was judged", w)
+	}
+	if w := WaitSince(sent, 0); w != 0 {
+		t.Fatalf("WaitSince with no window = %s, want 0", w)
+	}
+}

@@ -1,0 +1,122 @@
+package redis_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/redis"
+	"github.com/tenurehq/tenure/storetest"
+)
+
+// tamperOn changes the store's keys with plain Redis commands, as an
+// operator running redis-cli would.
+func tamperOn(srv *testserver.RedisServer, prefix string, db int) *storetest.Tamper {
+	k := func(key, what string) string { return prefix + ":{" + key + "}:" + what }
+	run := func(t testing.TB, args ...any) {
+		t.Helper()
+		c := client(t, srv)
+		if db != 0 {
+			if err := c.Do(ctxFor(t), "SELECT", db).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Do(ctxFor(t), args...).Err(); err != nil {
+			t.Fatalf("tamper %v: %v", args, err)
+		}
+	}
+	return &storetest.Tamper{
+		DeleteGrant: func(t testing.TB, key string) { run(t, "DEL", k(key, "lease")) },
+		OverwriteGrant: func(t testing.TB, key, id string) {
+			run(t, "HSET", k(key, "lease"), "holder", id, "token", "overwritten")
+		},
+		DeleteAll: func(t testing.TB, key string) {
+			run(t, "DEL", k(key, "lease"), k(key, "term"), k(key, "last"))
+		},
+	}
+}
+
+// Issue 9 item 7: a server that may evict keys is refused, with the policy
+// and both fixes named in one line.
+func TestEvictingServerRefused(t *testing.T) {
+	srv := testserver.Redis(t, false, "--maxmemory-policy", "allkeys-lru")
+	st := open(t, srv.URL(0))
+	_, err := st.Acquire(ctxFor(t), randomKey(), "alpha", time.Second)
+	if !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("Acquire on an allkeys-lru server: got %v, want ErrInvalid", err)
+	}
+	for _, want := range []string{"allkeys-lru", "CONFIG SET maxmemory-policy noeviction", redis.EvictionCheckParam + "=skip"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), srv.Password) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q quotes the password or spans lines", err)
+	}
+	if _, err := st.EvictionCheck(ctxFor(t)); !errors.Is(err, tenure.ErrInvalid) {
+		t.Errorf("EvictionCheck: got %v, want ErrInvalid", err)
+	}
+	ok := open(t, testserver.Redis(t, false).URL(0))
+	if what, err := ok.EvictionCheck(ctxFor(t)); err != nil || !strings.Contains(what, "noeviction") {
+		t.Errorf("EvictionCheck on a noeviction server = %q, %v", what, err)
+	}
+	if _, err := redis.Open(ctxFor(t), srv.URL(0)+"?"+redis.EvictionCheckParam+"=maybe"); !errors.Is(err, tenure.ErrInvalid) {
+		t.Errorf("Open with %s=maybe: got %v, want ErrInvalid", redis.EvictionCheckParam, err)
+	}
+}
+
+// Issue 9 item 7 as reported: under allkeys-lru with memory full, the term
+// counter is evicted. A store told to skip the check must still never hand
+// out a term it has already handed out.
+func TestTermsNeverGoBackAfterEviction(t *testing.T) {
+	srv := testserver.Redis(t, false, "--maxmemory-policy", "allkeys-lru", "--maxmemory", "3mb")
+	st := open(t, srv.URL(0)+"?"+redis.EvictionCheckParam+"=skip")
+	c := client(t, srv)
+	key := randomKey()
+	var last uint64
+	for range 5 {
+		l, err := st.Acquire(ctxFor(t), key, "alpha", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = l.Term
+		if err := st.Release(ctxFor(t), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	termKey := redis.DefaultPrefix + ":{" + key + "}:term"
+	filler := strings.Repeat("x", 4096)
+	for i := 0; ; i++ {
+		n, err := c.Exists(ctxFor(t), termKey).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if i > 20000 {
+			t.Fatal("the term counter was never evicted")
+		}
+		p := c.Pipeline()
+		for j := range 50 {
+			p.Set(ctxFor(t), fmt.Sprintf("filler-%d-%d", i, j), filler, 0)
+		}
+		if _, err := p.Exec(ctxFor(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Term <= last {
+		t.Fatalf("after the term counter was evicted the store granted term %d, not above %d", l.Term, last)
+	}
+	if st.TermRepairs() == 0 {
+		t.Fatal("TermRepairs = 0 after a repair")
+	}
+}

@@ -1,0 +1,38 @@
+package zk_test
+
+import (
+	"errors"
+	"testing"
+
+	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/zk"
+	"github.com/tenurehq/tenure/storetest"
+)
+
+// tamperOn changes the store's nodes under root with a plain ZooKeeper
+// client, as an operator in zkCli would.
+func tamperOn(t *testing.T, srv *testserver.ZKServer, root string) *storetest.Tamper {
+	c := rawConn(t, srv)
+	must := func(tb testing.TB, err error) {
+		tb.Helper()
+		if err != nil && !errors.Is(err, gozk.ErrNoNode) {
+			tb.Fatalf("tamper: %v", err)
+		}
+	}
+	return &storetest.Tamper{
+		DeleteGrant: func(tb testing.TB, key string) {
+			must(tb, c.Delete(zk.KeyPath(root, key)+"/lease", -1))
+		},
+		OverwriteGrant: func(tb testing.TB, key, id string) {
+			_, err := c.Set(zk.KeyPath(root, key), []byte(`{"holder":"`+id+`","ttl_ns":1000000000}`), -1)
+			must(tb, err)
+		},
+		DeleteAll: func(tb testing.TB, key string) {
+			kp := zk.KeyPath(root, key)
+			must(tb, c.Delete(kp+"/lease", -1))
+			must(tb, c.Delete(kp, -1))
+		},
+	}
+}
