@@ -3,6 +3,12 @@
 package local_test
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tenurehq/tenure"
@@ -31,5 +37,40 @@ func TestConformance(t *testing.T) {
 		// Terms live in the files: closing every handle and opening a new
 		// one is a restart of this store.
 		Restart: func(testing.TB) {},
+		Tamper:  tamperIn(dir),
 	})
+}
+
+// tamperIn deletes files in the state directory dir with plain file
+// operations, as an operator cleaning up would. Overwriting a record in
+// place is covered by TestRecordOverwrittenFromOutside (a restored
+// backup), since a record names its holder in tenure's own format.
+func tamperIn(dir string) *storetest.Tamper {
+	remove := func(tb testing.TB, paths ...string) {
+		tb.Helper()
+		// The record first, as `rm k-KEY.*` sorts it after the others is
+		// not guaranteed; the holder may react and remove its own files.
+		slices.SortStableFunc(paths, func(a, b string) int {
+			return boolInt(!strings.HasSuffix(a, ".state")) - boolInt(!strings.HasSuffix(b, ".state"))
+		})
+		for _, p := range paths {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				tb.Fatal(err)
+			}
+		}
+	}
+	keyFiles := func(tb testing.TB, key string) []string {
+		tb.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, local.BaseName(key)+".*"))
+		if err != nil || len(m) == 0 {
+			tb.Fatalf("no files of key %q in %s (%v)", key, dir, err)
+		}
+		return m
+	}
+	return &storetest.Tamper{
+		DeleteGrant: func(tb testing.TB, key string) { remove(tb, keyFiles(tb, key)...) },
+		DeleteAll: func(tb testing.TB, key string) {
+			remove(tb, append(keyFiles(tb, key), filepath.Join(dir, local.TermsDir, local.BaseName(key)+".term"))...)
+		},
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -221,15 +222,23 @@ func readlinkat(dirfd int, name string) (string, error) {
 // is still the same store) and key, the highest term this process has read
 // or granted, so that even if every file of a key is
 // deleted (its .terms record included) this process never hands out a term
-// that is not greater.
+// that is not greater; and, for that term, whether it was last seen held
+// and with which TTL, so that the next grant after such a deletion still
+// waits out its holder.
 var seen = struct {
 	sync.Mutex
-	m map[seenKey]uint64
-}{m: map[seenKey]uint64{}}
+	m map[seenKey]seenTerm
+}{m: map[seenKey]seenTerm{}}
 
 type seenKey struct {
 	dir string
 	key string
+}
+
+type seenTerm struct {
+	term uint64
+	ttl  time.Duration // of the grant of term, when it was seen held
+	held bool          // term was last seen held, not released
 }
 
 // see records term for key and returns the highest term seen for it.
@@ -237,8 +246,27 @@ func (s *Store) see(key string, term uint64) uint64 {
 	seen.Lock()
 	defer seen.Unlock()
 	k := seenKey{s.abs, key}
-	if term > seen.m[k] {
-		seen.m[k] = term
+	if m := seen.m[k]; term > m.term {
+		seen.m[k] = seenTerm{term: term}
 	}
-	return seen.m[k]
+	return seen.m[k].term
+}
+
+// seeState records st, a record or .terms record of key: its term, and
+// whether that term is held (a record read later of the same term
+// replaces what an earlier one said, so a release is remembered).
+func (s *Store) seeState(key string, st state) {
+	seen.Lock()
+	defer seen.Unlock()
+	k := seenKey{s.abs, key}
+	if m := seen.m[k]; st.Term > m.term || st.Term == m.term && st.Term != 0 {
+		seen.m[k] = seenTerm{term: st.Term, ttl: time.Duration(st.TTL), held: st.Holder != ""}
+	}
+}
+
+// remembered returns what this process last saw of key's highest term.
+func (s *Store) remembered(key string) seenTerm {
+	seen.Lock()
+	defer seen.Unlock()
+	return seen.m[seenKey{s.abs, key}]
 }

@@ -22,3 +22,10 @@ func ForgetSeen(dir string) {
 		}
 	}
 }
+
+// BaseName is the file-name prefix of key's files in a state directory.
+func BaseName(key string) string { return baseName(key) }
+
+// TermsDir is the directory, inside a state directory, of the keys' term
+// records.
+const TermsDir = termsDir

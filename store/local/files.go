@@ -30,6 +30,7 @@ const maxEscaped = 160
 // directory (or, for term, to its .terms directory): every file is opened
 // relative to a directory descriptor, never by path.
 type keyFiles struct {
+	key   string
 	base  string // file name prefix shared by the key's files
 	state string // the record
 	lock  string // the mutation lock
@@ -60,7 +61,7 @@ func baseName(key string) string {
 
 func (s *Store) files(key string) keyFiles {
 	base := baseName(key)
-	return keyFiles{base: base, state: base + ".state", lock: base + ".lock", term: base + ".term"}
+	return keyFiles{key: key, base: base, state: base + ".state", lock: base + ".lock", term: base + ".term"}
 }
 
 // holder returns the name of the liveness file of term.

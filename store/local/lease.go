@@ -44,7 +44,9 @@ func (s *Store) mutate(ctx context.Context, key string, fn func(kf keyFiles, st 
 	if ok && st.Key != key {
 		return fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.d.pathOf(kf.state), st.Key, key)
 	}
-	s.see(key, st.Term)
+	if ok {
+		s.seeState(key, st)
+	}
 	// A caller that gave up while we waited for the lock gets nothing done.
 	if err := s.begin(ctx); err != nil {
 		return err
@@ -63,7 +65,9 @@ func (s *Store) readTerm(kf keyFiles, key string) (hw state, ok bool, err error)
 	if ok && hw.Key != key {
 		return state{}, false, fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.t.pathOf(kf.term), hw.Key, key)
 	}
-	s.see(key, hw.Term)
+	if ok {
+		s.seeState(key, hw)
+	}
 	return hw, ok, nil
 }
 
@@ -101,6 +105,11 @@ func (s *Store) unreleasedWait(kf keyFiles, st state, ok bool, hw state, hok boo
 			return 0, nil // its holder exited
 		}
 		return time.Duration(hw.TTL+now-received) + waitMargin, nil
+	}
+	// Every file of the key was deleted, .terms included, but this process
+	// saw a later grant held: its holder may be running still.
+	if m := s.remembered(kf.key); m.held && m.term > max(st.Term, hw.Term) {
+		return m.ttl + time.Duration(now-received) + waitMargin, nil
 	}
 	return 0, nil
 }
@@ -190,7 +199,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			err = writeState(s.d, kf.state, next, true)
 		}
 		if err == nil {
-			s.see(key, term)
+			s.seeState(key, next)
 			err = s.addGrant(token, &grant{key: key, term: term, f: hf, name: holderName(kf, term)})
 		}
 		if err != nil {
@@ -314,12 +323,17 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 			return err
 		}
 		st.Holder, st.Token, st.TTL, st.Expires = "", "", 0, 0
-		// .terms learns of the release, so a later Acquire after the
-		// key's files are deleted knows this grant needs no wait.
+		// .terms (and this process) learn of the release, so a later
+		// Acquire after the key's files are deleted knows this grant
+		// needs no wait.
 		if err := writeState(s.t, kf.term, st, false); err != nil {
 			return err
 		}
-		return writeState(s.d, kf.state, st, false)
+		if err := writeState(s.d, kf.state, st, false); err != nil {
+			return err
+		}
+		s.seeState(l.Key, st)
+		return nil
 	})
 	if err != nil {
 		s.settle(kf, l, err)
@@ -364,7 +378,7 @@ func (s *Store) get(key string) (tenure.Record, error) {
 	if st.Key != key {
 		return tenure.Record{}, fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.d.pathOf(kf.state), st.Key, key)
 	}
-	s.see(key, st.Term)
+	s.seeState(key, st)
 	now := boottime()
 	live, err := s.live(kf, st, now)
 	if err != nil {
