@@ -158,3 +158,26 @@ func NoSecret(t testing.TB, what string, texts ...string) {
 		}
 	}
 }
+
+// FuzzOpen is the body of a store's URL fuzzer. example is a valid URL of
+// the store, and schemes the schemes to plant secrets under (see
+// [SecretSeeds]). open opens raw without contacting any server, closes
+// whatever it opened, and returns its error and any text the store would
+// print of itself (its redacted description, say). For every input open
+// must not panic, and for a URL with a secret planted by [SecretURL] no
+// text it returns may contain the secret. Add store-specific seeds with
+// f.Add before calling FuzzOpen; it calls f.Fuzz.
+func FuzzOpen(f *testing.F, example string, schemes []string, open func(raw string) (texts []string, err error)) {
+	for _, s := range SecretSeeds(schemes...) {
+		f.Add(example, s.Form, s.Scheme, s.User, s.Host, s.Path, s.Extra)
+	}
+	f.Fuzz(func(t *testing.T, raw string, form uint8, scheme, user, host, path, extra string) {
+		_, _ = open(raw)
+		in := SecretURL(form, scheme, user, host, path, extra)
+		texts, err := open(in)
+		if err != nil {
+			texts = append(texts, err.Error())
+		}
+		NoSecret(t, in, texts...)
+	})
+}
