@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"syscall"
 )
 
 // MinSecretLen is the shortest shared secret accepted, in bytes (after
@@ -63,12 +64,20 @@ func LoadSecret(path string) (Secret, error) {
 	if path == "" {
 		return Secret{}, invalidf("no secret file given (set secret-file)")
 	}
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO in the file's place must not hang the open.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Secret{}, invalidf("cannot open the secret file: %v", scrubPathErr(err))
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o066 != 0 {
+	fi, err := f.Stat()
+	if err != nil {
+		return Secret{}, invalidf("cannot stat the secret file: %v", scrubPathErr(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return Secret{}, invalidf("secret file %s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if fi.Mode().Perm()&0o066 != 0 {
 		return Secret{}, invalidf("secret file %s is accessible by group or others (mode %#o); run: chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSecretLen+1))
