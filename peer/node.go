@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/tenurehq/tenure"
 )
 
 // Node is one member running an election [Algorithm] over a [Transport]. It
@@ -76,7 +78,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if cfg.Key != "" {
-		if err := checkKey(cfg.Key); err != nil {
+		if err := tenure.CheckKey(cfg.Key); err != nil {
 			return nil, err
 		}
 	}

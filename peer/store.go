@@ -27,8 +27,6 @@ var (
 	_ tenure.Watcher = (*Node)(nil)
 )
 
-func checkKey(key string) error { return tenure.CheckKey(key) }
-
 // bind checks key against the node's key, binding the node to it on first
 // use. The caller holds mu.
 func (n *Node) bind(key string) error {

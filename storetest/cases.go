@@ -12,11 +12,6 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-var (
-	errIs = errors.Is
-	errAs = func(err error, target **tenure.HeldError) bool { return errors.As(err, target) }
-)
-
 func (s *suite) badInput(t *testing.T) {
 	st := s.open(t)
 	ctx := ctxFor(t)

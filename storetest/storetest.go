@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -164,7 +165,7 @@ func mustGet(t *testing.T, st tenure.Store, key string) tenure.Record {
 func wantHeld(t *testing.T, err error, holder string, term uint64) {
 	t.Helper()
 	var held *tenure.HeldError
-	if !errIs(err, tenure.ErrHeld) || !errAs(err, &held) {
+	if !errors.Is(err, tenure.ErrHeld) || !errors.As(err, &held) {
 		t.Fatalf("got error %v, want a *tenure.HeldError", err)
 	}
 	if held.Record.Holder != holder || held.Record.Term != term {
@@ -174,7 +175,7 @@ func wantHeld(t *testing.T, err error, holder string, term uint64) {
 
 func wantLost(t *testing.T, err error, what string) {
 	t.Helper()
-	if !errIs(err, tenure.ErrLost) {
+	if !errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("%s: got %v, want an error matching tenure.ErrLost", what, err)
 	}
 }

@@ -29,8 +29,9 @@ var ErrNoLeader = fmt.Errorf("tenure/raft: no leader known (%w)", tenure.ErrUnav
 // such Acquire tries the handover again. It is transient.
 var ErrSteppingDown = errors.New("tenure/raft: stepping down; no new grant in this term")
 
-// Node is one member of a raft cluster, seen as a [tenure.Store] for which
-// the raft leader holds every key. Create it with [New]; it is safe for
+// Node is one member of a raft cluster, seen as a [tenure.Store] for one
+// key (Config.Key, or the first key used), which the raft leader holds.
+// Create it with [New]; it is safe for
 // concurrent use. See the package documentation for what it guarantees.
 type Node struct {
 	cfg    Config
@@ -267,8 +268,9 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 
 // Get returns the leader as this node sees it: Holder is the raft leader's
 // ID ("" while this node knows none) and Term the current raft term. The
-// raft leader holds every key, whether or not its elector has acquired it
-// yet; TTL and Remaining are 0 because a follower cannot know them. Get
+// raft leader holds the node's key, whether or not its elector has
+// acquired it yet; TTL and Remaining are 0 because a follower cannot know
+// them. Get
 // does not block on the network.
 func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := n.checkKey(key); err != nil {
