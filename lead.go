@@ -21,7 +21,7 @@ type renewResult struct {
 type term struct {
 	e        *Elector
 	lease    Lease
-	st       *leaderState
+	st       *Term
 	deadline time.Time // the leader context is cancelled at the latest then
 
 	deadlineTimer, renewTimer Timer
@@ -59,7 +59,7 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 		e.release(ctx, lease)
 		return false, nil, fmt.Errorf("%w (the acquisition took longer than the renew deadline)", ErrRenewDeadline)
 	}
-	t.st = &leaderState{lease: lease, clock: clock, base: acquired}
+	t.st = newTerm(lease, clock, acquired, t.deadline)
 	leaderCtx, cancelLeader := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, t.st))
 	defer cancelLeader(errTaskReturned)
 
@@ -186,6 +186,7 @@ func (t *term) renewed(r renewResult) error {
 	switch {
 	case r.err == nil && now.Before(t.deadline):
 		t.deadline = r.sent.Add(c.RenewDeadline)
+		t.st.extend(t.deadline)
 		t.deadlineTimer.Reset(t.deadline.Sub(now))
 		t.renewTimer.Reset(c.jittered(c.RenewInterval) - now.Sub(r.sent))
 		if t.started {

@@ -148,3 +148,60 @@ func TestSuperseded(t *testing.T) {
 		}
 	}
 }
+
+func TestTermFollowsTheElectorsTimeline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		e := newElector(t, config(mem, "a"))
+		cfg := e.Config()
+		got := make(chan []time.Time, 1)
+		r := start(e, func(ctx context.Context) error {
+			term, ok := tenure.TermFrom(ctx)
+			if !ok {
+				t.Error("TermFrom: not a leader context")
+				return nil
+			}
+			if l, _ := tenure.LeaseFrom(ctx); l != term.Lease() {
+				t.Errorf("TermFrom(ctx).Lease() = %+v, LeaseFrom = %+v", term.Lease(), l)
+			}
+			deadlines := []time.Time{term.Deadline()}
+			for len(deadlines) < 4 {
+				select {
+				case <-term.Renewed():
+					deadlines = append(deadlines, term.Deadline())
+					if st := e.Status(); !st.Deadline.Equal(term.Deadline()) {
+						t.Errorf("Term.Deadline %v, Status().Deadline %v", term.Deadline(), st.Deadline)
+					}
+				case <-ctx.Done():
+					t.Error("leader context done while renewals succeed")
+					return nil
+				}
+			}
+			got <- deadlines
+			<-ctx.Done()
+			return nil
+		})
+		start := time.Now()
+		deadlines := <-got
+		if first := deadlines[0]; !first.Equal(start.Add(cfg.RenewDeadline)) {
+			t.Errorf("first deadline %s after the start, want RenewDeadline %s", first.Sub(start), cfg.RenewDeadline)
+		}
+		for i := 1; i < len(deadlines); i++ {
+			if !deadlines[i].After(deadlines[i-1]) {
+				t.Errorf("deadline %d (%v) did not move past %v", i, deadlines[i], deadlines[i-1])
+			}
+			// Each is the renewal's send time plus RenewDeadline: never
+			// further than RenewDeadline ahead of now.
+			if deadlines[i].Sub(time.Now()) > cfg.RenewDeadline {
+				t.Errorf("deadline %d is %s ahead, more than RenewDeadline", i, deadlines[i].Sub(time.Now()))
+			}
+		}
+		r.stop()
+	})
+}
+
+func TestTermFromOutsideALeaderContext(t *testing.T) {
+	if term, ok := tenure.TermFrom(context.Background()); ok || term != nil {
+		t.Fatalf("TermFrom(Background) = %v, %v; want nil, false", term, ok)
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tenurehq/tenure"
 )
 
 // The control channel joins `tenure run` to its supervisor: a
@@ -123,7 +120,7 @@ func monoUntil(at int64) time.Duration { return time.Duration(at - monoNow()) }
 // the acquisition) was sent plus the renew deadline, a moment the store
 // cannot reach before the lease can lapse. Safe for concurrent use.
 type deadlineFeed struct {
-	renewDeadline, grace time.Duration
+	grace time.Duration
 
 	mu      sync.Mutex
 	c       *net.UnixConn
@@ -178,62 +175,9 @@ func (f *deadlineFeed) deadline() time.Time {
 	return f.latest
 }
 
-// renewed is the hook called after each successful renewal sent at sent.
-func (f *deadlineFeed) renewed(sent time.Time) { f.advance(sent.Add(f.renewDeadline)) }
-
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
 	}
 	return a
-}
-
-var (
-	_ tenure.Store   = (*hookedStore)(nil)
-	_ tenure.Store   = hookedWatchStore{}
-	_ tenure.Watcher = hookedWatchStore{}
-)
-
-// hookedStore is a store whose successful renewals are reported to onRenew
-// with the time each was sent, so the supervisor's deadlines follow the
-// elector's. It forwards everything else unchanged.
-type hookedStore struct {
-	tenure.Store
-	onRenew func(sent time.Time)
-}
-
-func (s *hookedStore) Renew(ctx context.Context, l tenure.Lease) error {
-	sent := time.Now()
-	err := s.Store.Renew(ctx, l)
-	if err == nil {
-		s.onRenew(sent)
-	}
-	return err
-}
-
-// hookedWatchStore is a hookedStore over a store that can watch, so the
-// elector still finds the tenure.Watcher ability.
-type hookedWatchStore struct {
-	*hookedStore
-	w tenure.Watcher
-}
-
-func (s hookedWatchStore) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	return s.w.Watch(ctx, key)
-}
-
-// WatchPolls forwards [tenure.PollingWatcher], so a leader on a store whose
-// watch polls does not keep one open.
-func (s hookedWatchStore) WatchPolls() bool {
-	p, ok := s.w.(tenure.PollingWatcher)
-	return ok && p.WatchPolls()
-}
-
-// hookRenewals wraps s so that onRenew sees every successful renewal.
-func hookRenewals(s tenure.Store, onRenew func(sent time.Time)) tenure.Store {
-	h := &hookedStore{Store: s, onRenew: onRenew}
-	if w, ok := s.(tenure.Watcher); ok {
-		return hookedWatchStore{h, w}
-	}
-	return h
 }

@@ -86,7 +86,8 @@ func (r *runner) dismissStandby() {
 // grace period) and still waits for the supervisor, so the elector releases
 // the lease only once CMD is gone.
 func (r *runner) task(ctx context.Context) error {
-	lease, _ := tenure.LeaseFrom(ctx)
+	term, _ := tenure.TermFrom(ctx)
+	lease := term.Lease()
 	var leaseFiles []*os.File
 	if lf, ok := r.store.(tenure.LeaseFiler); ok {
 		files, err := lf.LeaseFiles(lease)
@@ -111,16 +112,8 @@ func (r *runner) task(ctx context.Context) error {
 			return err
 		}
 	}
-	feed := &deadlineFeed{renewDeadline: r.opts.renewDeadline, grace: r.opts.grace, c: sup.conn}
+	feed := &deadlineFeed{grace: r.opts.grace, c: sup.conn}
 	defer sup.conn.Close()
-	r.mu.Lock()
-	r.feed = feed
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.feed = nil
-		r.mu.Unlock()
-	}()
 
 	pg := sup.cmd.Process.Pid
 	r.mu.Lock()
@@ -129,9 +122,10 @@ func (r *runner) task(ctx context.Context) error {
 		sup.dismiss()
 		return nil
 	}
-	// The supervisor starts CMD on this message, with the deadline the
-	// elector set at the acquisition (or a later one from a renewal).
-	err := feed.start(lease.Term, r.elector.Status().Deadline, leaseFiles)
+	// The supervisor starts CMD on this message, with the elector's own
+	// deadline for this term (set at the acquisition, or later by a
+	// renewal), and follows it as renewals move it.
+	err := feed.start(lease.Term, term.Deadline(), leaseFiles)
 	if err == nil {
 		r.pg = pg
 	}
@@ -141,6 +135,8 @@ func (r *runner) task(ctx context.Context) error {
 		<-sup.done
 		return err
 	}
+	stopFollowing := followRenewals(term, feed)
+	defer stopFollowing()
 	log := r.logger.With("key", lease.Key, "id", lease.Identity, "term", lease.Term)
 	log.Info("tenure: command started", "cmd", r.opts.path, "pgid", pg)
 
@@ -180,6 +176,28 @@ func (r *runner) task(ctx context.Context) error {
 		log.Info("tenure: command exited", "code", code)
 	}
 	return nil
+}
+
+// followRenewals passes every deadline the elector sets for term on to
+// the supervisor, until the returned func is called (it waits for the
+// goroutine to end).
+func followRenewals(term *tenure.Term, feed *deadlineFeed) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-term.Renewed():
+				feed.advance(term.Deadline())
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // waitGroupGone waits, up to limit, until every member of process group pg

@@ -197,7 +197,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r := &runner{opts: o, self: self, store: store, logger: logger, stdout: stdout, stderr: stderr}
 	el, err := tenure.New(tenure.Config{
-		Store:    hookRenewals(electorStore(store), r.renewed),
+		Store:    electorStore(store),
 		Key:      o.key,
 		Identity: o.id,
 		TTL:      o.ttl,
@@ -229,23 +229,12 @@ type runner struct {
 	stderr  io.Writer
 
 	mu       sync.Mutex
-	standby  *supervisor   // started while campaigning; used by loop and task only
-	feed     *deadlineFeed // the running term's, nil between terms
-	pg       int           // the supervisor's process group while it runs
+	standby  *supervisor // started while campaigning; used by loop and task only
+	pg       int         // the supervisor's process group while it runs
 	stopSig  syscall.Signal
 	stopping bool
 	cancel   context.CancelFunc // of the current campaign
 	code     int                // the last CMD's exit code, -1 if none ran
-}
-
-// renewed passes a successful renewal on to the running term's supervisor.
-func (r *runner) renewed(sent time.Time) {
-	r.mu.Lock()
-	f := r.feed
-	r.mu.Unlock()
-	if f != nil {
-		f.renewed(sent)
-	}
 }
 
 // stop handles a signal to tenure: it is forwarded to CMD's group while CMD

@@ -239,3 +239,16 @@ func TestRunRestart(t *testing.T) {
 		t.Fatalf("history %+v: want at least 3 growing, non-overlapping terms", h)
 	}
 }
+
+// TestRunCommandOutlivesManyDeadlines: CMD runs for several TTLs and is
+// never stopped, because every renewal moves the supervisor's deadlines
+// with the elector's own (its Term). A supervisor that missed renewals
+// would SIGTERM CMD at the first renew deadline, 400 ms in.
+func TestRunCommandOutlivesManyDeadlines(t *testing.T) {
+	store := "file://" + t.TempDir()
+	r := runTenure(t, "run", "--store", store, "--key", "long", "--ttl", "600ms", "--quiet", "--",
+		"sh", "-c", "sleep 2.5; echo finished")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "finished" {
+		t.Fatalf("exit code %d, stdout %q; want 0 and \"finished\" (CMD ran past 6 renew deadlines); stderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
