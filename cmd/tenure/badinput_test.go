@@ -140,3 +140,13 @@ func TestHelp(t *testing.T) {
 func runInProcess(args []string, stdout, stderr *bytes.Buffer) int {
 	return run(context.Background(), args, stdout, stderr)
 }
+
+// TestUnreachableRedisOneLine: an unreachable Redis is one line on stderr,
+// tenure's own; go-redis used to add its own "redis: ... pool.go" lines.
+func TestUnreachableRedisOneLine(t *testing.T) {
+	r := runTenure(t, "status", "--store", "redis://127.0.0.1:1/0", "--key", "k")
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != exitRuntime || len(lines) != 1 || !strings.HasPrefix(lines[0], "tenure: ") {
+		t.Fatalf("exit %d, stderr %q; want %d and one line of tenure's", r.code, r.stderr, exitRuntime)
+	}
+}
