@@ -80,6 +80,9 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 			sleep(ctx, clock, poll)
 			continue
 		}
+		if sent && r.Term < last.Term {
+			r = last // older news than what was delivered: terms never go back
+		}
 	follow:
 		for {
 			if !sent || r.Holder != last.Holder || r.Term != last.Term {
@@ -108,6 +111,12 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 				if !open {
 					watch, rewatchAt = nil, clock.Now().Add(poll)
 					break follow // re-read with Get and watch again
+				}
+				if nr.Term < last.Term {
+					// Older news: a watch's first delivery, read when it
+					// was set up, can arrive after a Get that saw a later
+					// term.
+					continue
 				}
 				r = nr
 			case <-t.C():

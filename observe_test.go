@@ -123,3 +123,38 @@ func TestObserverHangingWatch(t *testing.T) {
 		}
 	})
 }
+
+// lateWatch is a store whose watch delivers, after the observer's Get, a
+// record older than it: what a watch's first delivery looks like when it
+// was read before a grant that the following Get already saw.
+type lateWatch struct {
+	tenure.Store
+	stale chan tenure.Record
+}
+
+func (s lateWatch) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	return s.stale, nil
+}
+
+func TestObserverNeverGoesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		l, err := mem.Acquire(context.Background(), "job", "a", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := lateWatch{mem, make(chan tenure.Record, 2)}
+		o := &tenure.Observer{Store: st, Key: "job", Poll: time.Second, Logger: slog.New(slog.DiscardHandler)}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ch := o.Changes(ctx)
+		if r := <-ch; r.Holder != "a" || r.Term != l.Term {
+			t.Fatalf("first = %+v, want a at term %d", r, l.Term)
+		}
+		st.stale <- tenure.Record{Key: "job"} // term 0: before the grant
+		st.stale <- tenure.Record{Key: "job", Holder: "b", Term: l.Term + 1, TTL: time.Minute, Remaining: time.Minute}
+		if r := <-ch; r.Holder != "b" || r.Term != l.Term+1 {
+			t.Fatalf("after a stale and a fresh delivery: %+v, want b at term %d (the stale one skipped)", r, l.Term+1)
+		}
+	})
+}
