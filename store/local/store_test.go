@@ -476,7 +476,9 @@ func TestExpiredGrantsCloseTheirFiles(t *testing.T) {
 		}
 		l = next
 	}
-	if n := countFDs(t); n != fds {
+	// More would be a leak; fewer happens when a descriptor of an earlier
+	// test (a watch winding down) closes meanwhile.
+	if n := countFDs(t); n > fds {
 		t.Fatalf("%d descriptors after 10 expired grants, %d before", n, fds)
 	}
 }
