@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-type leaseKey struct{}
+// termKey is the context key of a leader context's [Term].
+type termKey struct{}
 
 // Term is a leader's handle on its own term, carried by its leader context
 // (see [TermFrom]): the lease, the deadline by which the elector cancels
@@ -33,7 +34,7 @@ func newTerm(l Lease, clock Clock, base, deadline time.Time) *Term {
 // TermFrom returns the term of the leader context ctx (or a context
 // derived from it) and true, or false if ctx is not a leader context.
 func TermFrom(ctx context.Context) (*Term, bool) {
-	t, ok := ctx.Value(leaseKey{}).(*Term)
+	t, ok := ctx.Value(termKey{}).(*Term)
 	return t, ok
 }
 

@@ -16,12 +16,12 @@ type renewResult struct {
 	err  error
 }
 
-// term is the state of one grant while the elector holds it: the renew
-// deadline, the timers, and the task once it started.
-type term struct {
+// holding is the elector's state while it holds one grant: the renew
+// deadline, the timers, and the task once it started. The lease is its
+// handle's, the [Term] the task sees.
+type holding struct {
 	e        *Elector
-	lease    Lease
-	st       *Term
+	handle   *Term
 	deadline time.Time // the leader context is cancelled at the latest then
 
 	deadlineTimer, renewTimer Timer
@@ -52,15 +52,15 @@ type term struct {
 func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, task Task) (started bool, taskErr, cause error) {
 	c := &e.cfg
 	clock := c.Clock
-	t := &term{e: e, lease: lease, deadline: acquired.Add(c.RenewDeadline), renewDone: make(chan renewResult, 1)}
+	t := &holding{e: e, deadline: acquired.Add(c.RenewDeadline), renewDone: make(chan renewResult, 1)}
 	if !clock.Now().Before(t.deadline) {
 		// The grant took so long to arrive that its renew deadline has
 		// already passed: the store may regrant soon, so never start the task.
 		e.release(ctx, lease)
 		return false, nil, fmt.Errorf("%w (the acquisition took longer than the renew deadline)", ErrRenewDeadline)
 	}
-	t.st = newTerm(lease, clock, acquired, t.deadline)
-	leaderCtx, cancelLeader := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, t.st))
+	t.handle = newTerm(lease, clock, acquired, t.deadline)
+	leaderCtx, cancelLeader := context.WithCancelCause(context.WithValue(ctx, termKey{}, t.handle))
 	defer cancelLeader(errTaskReturned)
 
 	t.deadlineTimer = clock.NewTimer(t.deadline.Sub(clock.Now()))
@@ -109,9 +109,9 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 	return t.started, t.result, cause
 }
 
-// loop runs the term until the task returns (nil) or leadership ends (the
+// loop runs the holding until the task returns (nil) or leadership ends (the
 // cause). It starts the task when startTimer fires.
-func (t *term) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-chan error, task Task) error {
+func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-chan error, task Task) error {
 	c := &t.e.cfg
 	var stallC <-chan time.Time
 	for {
@@ -131,7 +131,7 @@ func (t *term) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-cha
 		case err := <-lost:
 			return err
 		case <-stallC:
-			idle := c.Clock.Now().Sub(t.st.lastProgress())
+			idle := c.Clock.Now().Sub(t.handle.lastProgress())
 			if idle >= c.StallTimeout {
 				return fmt.Errorf("%w: no progress for %s", ErrStalled, idle)
 			}
@@ -148,13 +148,13 @@ func (t *term) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-cha
 }
 
 // start runs the task with the leader context and begins the term's status.
-func (t *term) start(leaderCtx context.Context, task Task) {
+func (t *holding) start(leaderCtx context.Context, task Task) {
 	e, c := t.e, &t.e.cfg
 	now := c.Clock.Now()
-	t.st.base = now
+	t.handle.base = now
 	t.started = true
-	e.beginTerm(t.lease, now, t.deadline)
-	e.emit(Event{Kind: EventElected, Term: t.lease.Term})
+	e.beginTerm(t.handle.lease, now, t.deadline)
+	e.emit(Event{Kind: EventElected, Term: t.handle.lease.Term})
 	if c.StallTimeout > 0 {
 		t.stallTimer = c.Clock.NewTimer(c.StallTimeout)
 	}
@@ -164,7 +164,7 @@ func (t *term) start(leaderCtx context.Context, task Task) {
 
 // renew sends one renewal in the background unless one is under way; it is
 // bounded by the renew deadline.
-func (t *term) renew(ctx context.Context) {
+func (t *holding) renew(ctx context.Context) {
 	if t.renewing {
 		return
 	}
@@ -174,19 +174,19 @@ func (t *term) renew(ctx context.Context) {
 	rctx, cancel := e.requestContext(ctx, t.deadline)
 	go func() {
 		defer cancel()
-		t.renewDone <- renewResult{sent, e.cfg.Store.Renew(rctx, t.lease)}
+		t.renewDone <- renewResult{sent, e.cfg.Store.Renew(rctx, t.handle.lease)}
 	}()
 }
 
 // renewed handles a renewal's result: it moves the deadline on success and
 // returns the cause that ends leadership, if any.
-func (t *term) renewed(r renewResult) error {
+func (t *holding) renewed(r renewResult) error {
 	e, c := t.e, &t.e.cfg
 	now := c.Clock.Now()
 	switch {
 	case r.err == nil && now.Before(t.deadline):
 		t.deadline = r.sent.Add(c.RenewDeadline)
-		t.st.extend(t.deadline)
+		t.handle.extend(t.deadline)
 		t.deadlineTimer.Reset(t.deadline.Sub(now))
 		t.renewTimer.Reset(c.jittered(c.RenewInterval) - now.Sub(r.sent))
 		if t.started {
@@ -198,7 +198,7 @@ func (t *term) renewed(r renewResult) error {
 		return r.err
 	default:
 		e.setError(r.err)
-		e.emit(Event{Kind: EventRenewFailed, Term: t.lease.Term, Err: r.err})
+		e.emit(Event{Kind: EventRenewFailed, Term: t.handle.lease.Term, Err: r.err})
 		t.renewTimer.Reset(c.jittered(c.RetryInterval))
 	}
 	return nil
