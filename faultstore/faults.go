@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 )
 
 // ErrInjected is wrapped by every error the wrapper makes up.
@@ -240,12 +241,8 @@ func (f *Faults) note(op Op, what string) {
 func (f *Faults) gate(ctx context.Context, op Op) error {
 	noted := ""
 	for {
-		if err := ctx.Err(); err != nil {
+		if err := ctxerr.Err(ctx); err != nil {
 			return err
-		}
-		// A passed deadline counts before the context's timer fired.
-		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-			return context.DeadlineExceeded
 		}
 		f.mu.Lock()
 		mode, paused, changed := f.partition, f.paused, f.changed

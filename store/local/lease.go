@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 )
 
 // begin checks the handle and ctx before a call.
@@ -19,12 +20,7 @@ func (s *Store) begin(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	// A deadline that has passed counts even before the context's timer
-	// fired (it may lag on a busy machine): the call is late either way.
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) && ctx.Err() == nil {
-		return context.DeadlineExceeded
-	}
-	return ctx.Err()
+	return ctxerr.Err(ctx)
 }
 
 // mutate runs fn on key's record under the key's mutation lock, waiting for

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -82,13 +83,8 @@ func (s *Store) recordLocked(key string, now time.Time) tenure.Record {
 }
 
 func (s *Store) check(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if err := ctxerr.Err(ctx); err != nil {
 		return err
-	}
-	// A deadline that has passed counts even before the context's timer
-	// fired (it may lag on a busy machine): the call is late either way.
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
 	}
 	if s.closed {
 		return tenure.ErrClosed

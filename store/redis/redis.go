@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -199,12 +199,9 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if s.closed.Load() || errors.Is(err, goredis.ErrClosed) {
 		return fmt.Errorf("tenure/redis: %s: %w", op, tenure.ErrClosed)
 	}
-	cerr := ctx.Err()
-	if dl, ok := ctx.Deadline(); ok && cerr == nil && !time.Now().Before(dl) {
-		// The socket deadline go-redis set from ctx fired a moment before
-		// ctx's own timer.
-		cerr = context.DeadlineExceeded
-	}
+	// The socket deadline go-redis set from ctx may fire a moment before
+	// ctx's own timer.
+	cerr := ctxerr.Err(ctx)
 	if cerr != nil && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w (%w)", cerr, err)
 	}

@@ -1,0 +1,40 @@
+package ctxerr
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestErr(t *testing.T) {
+	if err := Err(context.Background()); err != nil {
+		t.Fatalf("Err(Background) = %v", err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Err(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err(cancelled) = %v, want Canceled", err)
+	}
+	// A deadline in the past whose timer cannot have fired: WithDeadline
+	// in the past is done at once, so build one whose timer is far off and
+	// look at it through a context that reports a past deadline.
+	past := pastDeadline{Context: context.Background(), d: time.Now().Add(-time.Millisecond)}
+	if err := Err(past); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Err(past deadline, timer not fired) = %v, want DeadlineExceeded", err)
+	}
+	future, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel2()
+	if err := Err(future); err != nil {
+		t.Fatalf("Err(deadline in an hour) = %v", err)
+	}
+}
+
+// pastDeadline reports a deadline that has passed while its Err is still
+// nil, as a context whose timer lags does.
+type pastDeadline struct {
+	context.Context
+	d time.Time
+}
+
+func (p pastDeadline) Deadline() (time.Time, bool) { return p.d, true }
