@@ -229,18 +229,21 @@ func redactNested(val string, kv bool, depth int) string {
 // startsWithScheme reports whether s starts with SCHEME://.
 func startsWithScheme(s string) bool {
 	i := strings.Index(s, "://")
-	if i <= 0 {
-		return false
-	}
-	for j, c := range []byte(s[:i]) {
+	return i > 0 && isScheme(s[:i])
+}
+
+// isScheme reports whether s is a URL scheme url.Parse accepts: a letter,
+// then letters, digits, + - and '.'.
+func isScheme(s string) bool {
+	for i, c := range []byte(s) {
 		switch {
 		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		case j > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
 		default:
 			return false
 		}
 	}
-	return true
+	return s != ""
 }
 
 // plainName reports whether name could be a keyword of a keyword/value

@@ -208,19 +208,6 @@ func FuzzRedact(f *testing.F) {
 	})
 }
 
-// isScheme reports whether s is a URL scheme url.Parse accepts.
-func isScheme(s string) bool {
-	for i, c := range []byte(s) {
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
-
 func TestRedactError(t *testing.T) {
 	base := fmt.Errorf("%w: cannot parse `postgres://u@h/db?sslpassword=s3cr3tMARK&token=s3cr3t%%21MARK`", ErrInvalid)
 	err := RedactError(base, "postgres://u@h/db?sslpassword=s3cr3tMARK&token=s3cr3t%21MARK")
