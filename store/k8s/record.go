@@ -1,0 +1,189 @@
+package k8s
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
+)
+
+// GrantAnnotation is the Lease annotation in which tenure keeps its term
+// and the identity of its last grant. client-go's LeaseLock keeps
+// annotations when it updates a Lease, so the term survives grants by
+// client-go candidates.
+const GrantAnnotation = "tenurehq.github.io/grant"
+
+// grant is the value of [GrantAnnotation]: the last grant tenure made on
+// the Lease.
+type grant struct {
+	// Key is the tenure key the Lease stands for, so that two keys that
+	// map to one name are told apart.
+	Key  string `json:"key"`
+	Term uint64 `json:"term"`
+	// Transitions is the Lease's leaseTransitions as this grant wrote it:
+	// every grant, tenure's or client-go's, adds one, so a higher value
+	// means grants tenure did not make.
+	Transitions int32  `json:"transitions"`
+	Holder      string `json:"holder"`
+	TTL         int64  `json:"ttlNanos"`
+	// Token is random per grant: a Lease rewritten from outside, or
+	// deleted and created again, does not carry it.
+	Token    string `json:"token"`
+	Released bool   `json:"released,omitempty"`
+}
+
+// leaseName is the Lease that stands for key: prefix+key when that is a
+// valid object name (so a Lease a client-go candidate knows by name can be
+// shared by using its name as the key), else a readable form of the key
+// followed by a hash of it. The key is also kept in the annotation, and a
+// Lease whose annotation names another key is an error, never a grant.
+func leaseName(prefix, key string) string {
+	if n := prefix + key; isSubdomain(n) {
+		return n
+	}
+	sum := sha256.Sum256([]byte(key))
+	suffix := "-" + hex.EncodeToString(sum[:5])
+	var b strings.Builder
+	for _, r := range strings.ToLower(key) {
+		switch {
+		case r < 128 && alnum(byte(r)):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	readable := strings.Trim(b.String(), "-")
+	if room := maxName - len(prefix) - len(suffix); len(readable) > room {
+		readable = strings.TrimRight(readable[:room], "-")
+	}
+	if readable == "" {
+		readable = "key"
+	}
+	return prefix + readable + suffix
+}
+
+// view is what tenure reads in a Lease.
+type view struct {
+	rv, uid string
+	holder  string
+	// dur is how long an observer must see the Lease unchanged before the
+	// holder's grant has expired.
+	dur time.Duration
+	// ttl is the TTL of the current grant (its leaseDurationSeconds for a
+	// grant tenure did not make).
+	ttl   time.Duration
+	term  uint64
+	trans int32
+	g     *grant // the annotation, or nil
+	// own: the current holder is the grant the annotation describes.
+	own bool
+	// vanished: the annotation describes a tenure grant that is neither
+	// held nor released: its holder was cleared from outside.
+	vanished bool
+}
+
+// defaultForeignDuration is the lease duration assumed for a Lease held
+// without a leaseDurationSeconds (nobody writes one; client-go's default).
+const defaultForeignDuration = 15 * time.Second
+
+// read interprets l. A Lease whose annotation names another key gives
+// ok false.
+func read(key string, l *coordinationv1.Lease) (v view, ok bool) {
+	v.rv, v.uid = l.ResourceVersion, string(l.UID)
+	if h := l.Spec.HolderIdentity; h != nil {
+		v.holder = *h
+	}
+	if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+		v.dur = time.Duration(*d) * time.Second
+	} else {
+		v.dur = defaultForeignDuration
+	}
+	v.ttl = v.dur
+	if t := l.Spec.LeaseTransitions; t != nil {
+		v.trans = *t
+	}
+	if raw, found := l.Annotations[GrantAnnotation]; found {
+		var g grant
+		if json.Unmarshal([]byte(raw), &g) == nil && g.Term > 0 {
+			v.g = &g
+		}
+	}
+	if v.g == nil {
+		// Only client-go (or another tool) wrote it: one term per grant
+		// it counted, and the Lease's first grant is term 1.
+		v.term = uint64(max(v.trans, 0)) + 1
+		return v, true
+	}
+	if v.g.Key != key {
+		return v, false
+	}
+	v.term = v.g.Term
+	if v.trans > v.g.Transitions {
+		v.term += uint64(v.trans - v.g.Transitions)
+	}
+	sameGrant := v.trans == v.g.Transitions
+	v.own = sameGrant && v.holder != "" && v.holder == v.g.Holder
+	v.vanished = sameGrant && v.holder == "" && !v.g.Released
+	if v.own {
+		v.dur, v.ttl = time.Duration(v.g.TTL), time.Duration(v.g.TTL)
+	}
+	return v, true
+}
+
+// observation is when a handle first saw one version of a Lease.
+type observation struct {
+	rv, uid string
+	at      time.Time // with a monotonic reading
+}
+
+// observations remembers, per Lease name, the version a handle saw last
+// and when it first saw it. Safe for concurrent use.
+type observations struct {
+	mu sync.Mutex
+	m  map[string]observation
+}
+
+// since returns how long the handle has seen the version in v unchanged,
+// recording now as its first sighting if it is new. now must come from
+// after the version was read, so the holder's last write happened before
+// it.
+func (o *observations) since(name string, v view, now time.Time) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]observation{}
+	}
+	ob, found := o.m[name]
+	if !found || ob.rv != v.rv || ob.uid != v.uid {
+		o.m[name] = observation{rv: v.rv, uid: v.uid, at: now}
+		return 0
+	}
+	return now.Sub(ob.at)
+}
+
+// forget drops what the handle saw of name (the Lease is gone).
+func (o *observations) forget(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, name)
+}
+
+// record is the tenure record of v, seen unchanged for unchanged: free
+// once the holder's lease duration, plus a margin for the clocks' rates,
+// has passed on this handle's clock.
+func record(key string, v view, unchanged time.Duration) tenure.Record {
+	r := tenure.Record{Key: key, Term: v.term}
+	if v.holder == "" || unchanged >= v.dur+seen.Margin(v.dur) {
+		return r
+	}
+	r.Holder, r.TTL = v.holder, v.ttl
+	r.Remaining = min(v.dur+seen.Margin(v.dur)-unchanged, v.ttl)
+	return r
+}
