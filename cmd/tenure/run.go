@@ -62,7 +62,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	fs := newFlagSet("run")
 	sf := addStoreFlags(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` to campaign for (required)")
-	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: the store's, e.g. a peer's member ID, else hostname-pid)")
+	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: the store's, e.g. a peer's member ID, else $POD_NAME, else hostname-pid)")
 	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover, from 500ms to 24h or the store's narrower range (default: the store's if it has one, else 10s)")
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of CMD on loss of leadership (default min(2s, (ttl-renew deadline)/2))")
 	fs.BoolVar(&o.restart, "restart", false, "keep campaigning after CMD exits and run it again on the next win")
@@ -92,6 +92,9 @@ func (o *runOpts) validate(cmdline []string) error {
 			host = "localhost"
 		}
 		o.id = host + "-" + strconv.Itoa(os.Getpid())
+		if pod := os.Getenv("POD_NAME"); pod != "" { // a pod's name is unique and stable for its life
+			o.id = pod
+		}
 	}
 	o.graceSet = o.grace != 0
 	if err := o.timing(); err != nil {
