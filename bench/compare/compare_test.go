@@ -8,16 +8,12 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	_ "github.com/tenurehq/tenure/store/etcd"
-	"github.com/tenurehq/tenure/store/memory"
 	_ "github.com/tenurehq/tenure/store/postgres"
 	_ "github.com/tenurehq/tenure/store/redis"
 )
@@ -128,17 +124,7 @@ func TestCompare(t *testing.T) {
 					c: &redsyncContender{addr: srv.Addr, password: srv.Password, ttl: p.ttl}},
 			}, "redis: tenure store/redis vs github.com/go-redsync/redsync/v4 v4.18.1 (one pool, expiry TTL, Lock retried 32× at 50–250 ms in a loop, Extend every TTL/3), one redis-server; requests = INFO commandstats calls"
 		}},
-		{"kubernetes", "client-go leaderelection", func(t *testing.T) ([2]side, string) {
-			var calls atomic.Int64
-			mem := memory.New(nil)
-			t.Cleanup(func() { mem.Close() })
-			kube := &kubeContender{cs: fake.NewClientset(), ttl: p.ttl}
-			return [2]side{
-				{name: "tenure store/memory", poll: 0, requests: func(context.Context) (int64, error) { return calls.Load(), nil },
-					c: &tenureContender{ttl: p.ttl, calls: &calls, open: func(context.Context) (tenure.Store, bool, error) { return mem, false, nil }}},
-				{name: "client-go leaderelection", poll: p.ttl * 2 / 15, requests: kube.requests, c: kube},
-			}, "kubernetes: tenure store/memory (in-process; calls counted by a wrapper) vs k8s.io/client-go v0.37.2 tools/leaderelection with a LeaseLock on the FAKE clientset (no kube-apiserver here), LeaseDuration TTL, RenewDeadline 2/3 TTL, RetryPeriod TTL/7.5, ReleaseOnCancel; requests = fake clientset Actions()"
-		}},
+		{"kubernetes", "client-go leaderelection", func(t *testing.T) ([2]side, string) { return kubePair(t, p) }},
 	}
 	measured := 0 // pairs that ran to the end (not failed, not skipped)
 	for _, pr := range pairs {
@@ -249,7 +235,7 @@ func notes(p params) []string {
 	return []string{
 		fmt.Sprintf("Each trial uses a fresh key: candidate a leads; b starts and waits %s plus a uniformly random part of its polling cycle; a releases and the handoff runs until b's leader code starts; c starts and waits %s plus a random part of max(polling cycle, TTL/3); b crashes (stops renewing and talking to the server without releasing) and the failover runs until c's leader code starts. Tenure and the other library alternate trial by trial.", p.settle(), p.settle()),
 		"tenure runs with its defaults for the TTL (renew every TTL/3, renew deadline 2/3 TTL, retry TTL/15, request timeout TTL/5, jitter 1.2), one store handle (connection) per candidate, through tenure.Open URLs; a tenure candidate is crashed by failing its store calls, client-go's by failing its Lease requests, Election's by closing its client, pglock's by closing its *sql.DB, redsync's by ending its renew loop.",
-		fmt.Sprintf("Idle figures: a leader and a follower of one library alone run for a TTL, then %s are split into %d windows; per window, server-side requests and process CPU (getrusage) divided by the window and by 2 electors. The etcd server runs in a child process; PostgreSQL and Redis are separate processes; the memory store and the fake clientset run inside the measured process.", p.idle, p.trials),
+		fmt.Sprintf("Idle figures: a leader and a follower of one library alone run for a TTL, then %s are split into %d windows; per window, server-side requests and process CPU (getrusage) divided by the window and by 2 electors. The etcd server runs in a child process; PostgreSQL and Redis are separate processes; the kube-apiserver and its etcd are separate processes.", p.idle, p.trials),
 		"p99 is the nearest-rank percentile: with fewer than 100 samples it is the largest sample. Ratios are tenure/other: below 1 means tenure is faster or cheaper.",
 	}
 }

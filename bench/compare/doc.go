@@ -10,9 +10,8 @@
 //   - tenure store/redis against github.com/go-redsync/redsync/v4 with the
 //     renew loop (Extend every TTL/3) its users write themselves, on one
 //     redis-server;
-//   - tenure store/memory against k8s.io/client-go tools/leaderelection on
-//     client-go's fake clientset (LeaseLock): there is no kube-apiserver
-//     here, so both stores live in the benchmark's own process.
+//   - tenure store/k8s against k8s.io/client-go tools/leaderelection
+//     (LeaseLock), on Leases of one real kube-apiserver with its own etcd.
 //
 // For every pair it reports the median and 99th percentile of graceful
 // handoff (the leader releases until the waiting candidate's leader code
@@ -35,9 +34,8 @@
 //     cycle, so polling libraries are measured over their whole cycle, not
 //     at a lucky or unlucky phase.
 //   - Request counts come from the server (etcd's gRPC metrics, Redis
-//     INFO commandstats, pg_stat_statements, the fake clientset's recorded
-//     actions) except for tenure's memory store, which has no server and is
-//     counted by a wrapper around the store.
+//     INFO commandstats, pg_stat_statements, the API server's
+//     apiserver_request_total for leases).
 //
 // # Non-guarantees
 //
@@ -45,10 +43,9 @@
 //     magnitude and who wins, not exact latencies. Percentiles of 20 trials
 //     are rough; p99 of n < 100 samples is the largest sample.
 //   - CPU is the whole benchmark process's CPU (getrusage) during the idle
-//     window, divided by the number of electors: for the etcd, PostgreSQL
-//     and Redis pairs the server's CPU is outside the process and not
-//     counted; for the memory and fake-clientset pair the in-process store
-//     is counted on both sides.
+//     window, divided by the number of electors: every server (etcd,
+//     PostgreSQL, Redis, kube-apiserver) runs outside the process and its
+//     CPU is not counted.
 //   - pg_stat_statements counts statements, so a transaction's BEGIN and
 //     COMMIT count as requests; the etcd figure counts gRPC messages
 //     received, so a lease keep-alive on an open stream counts as one.

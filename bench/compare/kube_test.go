@@ -1,40 +1,108 @@
 package compare
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"github.com/tenurehq/tenure/internal/testserver"
+	_ "github.com/tenurehq/tenure/store/k8s"
 )
 
 func init() { klog.SetLogger(logr.Discard()) } // leaderelection logs every attempt
 
+// kubePair is the kubernetes pair: tenure store/k8s and client-go's
+// leaderelection on Leases of one real kube-apiserver (with its own etcd),
+// each candidate with a client of its own, as separate pods would have.
+func kubePair(t *testing.T, p params) ([2]side, string) {
+	srv := testserver.Kube(t)
+	kc := srv.Kubeconfig(t, srv.AdminToken)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100 // as store/k8s sets it; client-go's default 5 would throttle RetryPeriod polling
+	count := leaseRequests(srv)
+	kube := &kubeContender{cfg: cfg, ttl: p.ttl}
+	return [2]side{
+		{name: "tenure store/k8s", poll: 0, requests: count,
+			c: &tenureContender{ttl: p.ttl, open: openURL("k8s://default?kubeconfig=" + url.QueryEscape(kc))}},
+		{name: "client-go leaderelection", poll: p.ttl * 2 / 15, requests: count, c: kube},
+	}, fmt.Sprintf("kubernetes: tenure store/k8s vs k8s.io/client-go v0.37.2 tools/leaderelection with a LeaseLock, one real kube-apiserver %s on etcd 3.4 (both in child processes), LeaseDuration TTL, RenewDeadline 2/3 TTL, RetryPeriod TTL/7.5, ReleaseOnCancel; requests = the API server's apiserver_request_total for leases", testserver.KubeVersion)
+}
+
+// leaseRequests returns a counter of the requests on leases the API server
+// has served, from its own metrics.
+func leaseRequests(srv *testserver.KubeServer) func(ctx context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		ca, err := os.ReadFile(srv.CAFile)
+		if err != nil {
+			return 0, err
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(ca)
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		defer c.CloseIdleConnections()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.Host+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+srv.AdminToken)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		var total float64
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="leases"`) {
+				continue
+			}
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			if err == nil {
+				total += v
+			}
+		}
+		return int64(total), sc.Err()
+	}
+}
+
 // kubeContender runs client-go's tools/leaderelection with a LeaseLock on
-// one fake clientset, which stands in for the API server (there is no
-// kube-apiserver here). Its defaults (15 s / 10 s / 2 s) are scaled to the
+// a real API server. Its defaults (15 s / 10 s / 2 s) are scaled to the
 // TTL: LeaseDuration = TTL, RenewDeadline = 2/3 TTL, RetryPeriod = TTL/7.5;
 // ReleaseOnCancel is on.
 type kubeContender struct {
-	cs  *fake.Clientset
+	cfg *rest.Config
 	ttl time.Duration
 }
 
-// requests counts the API requests the fake clientset has recorded.
-func (c *kubeContender) requests(context.Context) (int64, error) {
-	return int64(len(c.cs.Actions())), nil
-}
-
 func (c *kubeContender) Start(ctx context.Context, key, id string, onLead func()) (candidate, error) {
-	leases := &crashableLeases{LeasesGetter: c.cs.CoordinationV1()}
+	client, err := coordinationclient.NewForConfig(c.cfg) // a client per candidate
+	if err != nil {
+		return nil, err
+	}
+	leases := &crashableLeases{LeasesGetter: client}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Name: key, Namespace: "default"},
@@ -88,7 +156,7 @@ func (c *kubeCandidate) Stop() {
 	})
 }
 
-// crashableLeases passes Lease requests to the fake clientset until crashed.
+// crashableLeases passes Lease requests to the API server until crashed.
 type crashableLeases struct {
 	coordinationclient.LeasesGetter
 	crashed atomic.Bool
