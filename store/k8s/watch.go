@@ -59,11 +59,17 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		cancel()
 		return nil, err
 	}
-	w, err := s.leases.Watch(setup, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+	// The watch's stream lives as long as wctx; only its start is bounded.
+	slow := time.AfterFunc(watchSetupTimeout, cancel)
+	w, err := s.leases.Watch(wctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+	if !slow.Stop() && err == nil {
+		w.Stop()
+		err = context.DeadlineExceeded
+	}
 	if err != nil {
 		stop()
 		cancel()
-		return nil, s.fail(setup, "watch", key, err)
+		return nil, s.fail(wctx, "watch", key, err)
 	}
 	records := make(chan tenure.Record)
 	go func() {
