@@ -202,7 +202,7 @@ func startTenure(t *testing.T, j *journal, kubeconfig, id string) *candidate {
 // than the lease duration, then resume); a released or killed pod comes
 // back under a new name, as a Deployment's would. Judged from the
 // candidates' own logs, no two may ever lead at once, tenure's terms must
-// grow, and both kinds must have led.
+// grow, and each kind must have led at least three times.
 func TestMixedFleet(t *testing.T) {
 	srv := testserver.Kube(t)
 	kc := srv.Kubeconfig(t, srv.AdminToken)
@@ -245,14 +245,31 @@ func TestMixedFleet(t *testing.T) {
 			}
 		}
 	}
+	// Each round, the candidates of the kind that is not to lead next
+	// are held off (their requests hang, as over hung connections) until
+	// a new leader is in, so leadership passes between the kinds in every
+	// direction: client-go to tenure, tenure to client-go, and within a
+	// kind.
 	actions := []string{"release", "kill", "freeze"}
+	kinds := []string{"client-go", "tenure"}
 	const rounds = 12
 	for round := range rounds {
 		c := waitLeader(round)
+		target := kinds[round%len(kinds)]
+		var held []*candidate
+		hold := func(o *candidate) {
+			if o != c && o.kind != target {
+				o.f.freeze()
+				held = append(held, o)
+			}
+		}
+		for _, o := range cands {
+			hold(o)
+		}
 		// Let the others see the leader's grant and renewals first.
 		time.Sleep(leaseDuration / 4)
 		action := actions[round%len(actions)]
-		t.Logf("%6s round %d: %s the leader %s (%s)", j.now().Round(time.Millisecond), round, action, c.id, c.kind)
+		t.Logf("%6s round %d: %s the leader %s (%s); next leader: %s", j.now().Round(time.Millisecond), round, action, c.id, c.kind, target)
 		switch action {
 		case "release":
 			c.cancel()
@@ -260,6 +277,7 @@ func TestMixedFleet(t *testing.T) {
 			delete(cands, c.id)
 			n := start(c.kind)
 			cands[n.id] = n
+			hold(n)
 		case "kill":
 			c.f.kill()
 			j.stopped(c.id)
@@ -268,12 +286,20 @@ func TestMixedFleet(t *testing.T) {
 			delete(cands, c.id)
 			n := start(c.kind)
 			cands[n.id] = n
+			hold(n)
 		case "freeze":
 			c.f.freeze()
 			// Hung for longer than the lease: someone else takes over
 			// while it is frozen; then it comes back.
-			time.Sleep(leaseDuration + 2*time.Second)
+			time.Sleep(leaseDuration + 3*time.Second)
 			c.f.unfreeze()
+		}
+		next := waitLeader(round)
+		if next == c {
+			t.Fatalf("round %d: %s still leads after %s", round, c.id, action)
+		}
+		for _, o := range held {
+			o.f.unfreeze()
 		}
 	}
 	waitLeader(rounds)
@@ -313,7 +339,7 @@ func TestMixedFleet(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("%d violations:\n%s", len(bad), strings.Join(bad, "\n"))
 	}
-	if led["client-go"] == 0 || led["tenure"] == 0 {
+	if led["client-go"] < 3 || led["tenure"] < 3 {
 		t.Fatalf("leaderships by kind: %v; the run did not mix the two", led)
 	}
 	t.Logf("%d leaderships (%v), no two leaders at once; max overlap %s", len(all), led, history.MaxOverlap(all, runEnd))
