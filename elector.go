@@ -132,9 +132,11 @@ func (e *Elector) emit(ev Event) {
 	case EventElected:
 		log.Info("tenure: elected", "key", ev.Key, "id", ev.Identity, "term", ev.Term)
 	case EventLost:
-		log.Info("tenure: leadership ended", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "reason", reason(ev.Err))
+		log.Info("tenure: leadership lost", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "reason", ev.Err.Error())
+	case EventReleased:
+		log.Info("tenure: leadership released", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "err", ev.Err)
 	case EventLeaderChanged:
-		log.Debug("tenure: leader changed", "key", ev.Key, "id", ev.Identity, "leader", ev.Leader, "term", ev.Term)
+		log.Debug("tenure: leader changed", "key", ev.Key, "id", ev.Identity, "holder", ev.Holder, "term", ev.Term)
 	case EventRenewFailed:
 		log.Warn("tenure: renewal failed, retrying", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "err", ev.Err)
 	case EventTaskOverrun:
@@ -146,19 +148,17 @@ func (e *Elector) emit(ev Event) {
 	}
 }
 
-// reason renders a loss cause for logs.
-func reason(err error) string {
-	if err == nil {
-		return "released"
-	}
-	return err.Error()
-}
-
 // logStoreError logs a store error at warning level with the key, the
 // identity and attrs.
 func (e *Elector) logStoreError(msg string, err error, attrs ...any) {
 	e.cfg.Logger.Log(context.Background(), slog.LevelWarn, msg,
 		append([]any{"key", e.cfg.Key, "id", e.cfg.Identity, "err", err}, attrs...)...)
+}
+
+// isLoss reports whether err says leadership was taken away or became
+// doubtful, as opposed to given up by the task or the caller.
+func isLoss(err error) bool {
+	return errors.Is(err, ErrLost) || errors.Is(err, ErrRenewDeadline) || errors.Is(err, ErrStalled)
 }
 
 // isPermanent reports whether a store error will not go away by retrying.

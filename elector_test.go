@@ -139,13 +139,13 @@ func TestRunElectsOneAndKeepsItThroughRenewals(t *testing.T) {
 		for _, e := range electors {
 			s := e.Status()
 			if s.Identity != first.id {
-				if s.Leader || s.Holder != first.id || s.HolderTerm != 1 {
+				if s.Leading || s.Holder != first.id || s.HolderTerm != 1 {
 					t.Errorf("follower %s status %+v, want holder %s term 1", s.Identity, s, first.id)
 				}
 				continue
 			}
 			c := e.Config()
-			if !s.Leader || s.Term != 1 || s.Elected != 1 || s.LeaderSince != began {
+			if !s.Leading || s.Term != 1 || s.Elected != 1 || s.Since != began {
 				t.Errorf("leader status %+v, want leader of term 1 since %v", s, began)
 			}
 			if since := time.Since(s.LastRenew); since > time.Duration(float64(c.RenewInterval)*c.Jitter) {
@@ -228,10 +228,6 @@ func (s *spy) Renew(ctx context.Context, l tenure.Lease) error {
 func (s *spy) Release(ctx context.Context, l tenure.Lease) error {
 	s.releases.Add(1)
 	return s.Store.Release(ctx, l)
-}
-
-func (s *spy) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	return s.Store.(tenure.Watcher).Watch(ctx, key)
 }
 
 func TestPartitionCancelsLeaderByRenewDeadline(t *testing.T) {
@@ -441,7 +437,7 @@ func TestEventsInOrder(t *testing.T) {
 			s := r.who + ":" + r.kind.String()
 			switch r.kind {
 			case tenure.EventLeaderChanged:
-				s += "(" + r.ev.Leader + ")"
+				s += "(" + r.ev.Holder + ")"
 			case tenure.EventLost:
 				if errors.Is(r.ev.Err, tenure.ErrRenewDeadline) {
 					s += "(deadline)"
@@ -459,7 +455,7 @@ func TestEventsInOrder(t *testing.T) {
 			"b:leader-changed()",
 			"b:elected",
 			"a:leader-changed(b)",
-			"b:lost",
+			"b:released",
 		}
 		if !slices.Equal(seq, want) {
 			t.Fatalf("events:\n  %q\nwant\n  %q", seq, want)

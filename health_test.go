@@ -38,7 +38,7 @@ func TestUnhealthyWhenRenewalsAreOverdue(t *testing.T) {
 		last := e.Status().LastRenew
 		overdue := time.Duration(float64(cfg.RenewInterval)*cfg.Jitter) + cfg.RequestTimeout
 		time.Sleep(time.Until(last.Add(overdue + time.Millisecond)))
-		if !e.Status().Leader {
+		if !e.Status().Leading {
 			t.Fatal("no longer leader before the renew deadline")
 		}
 		if err := e.Healthy(); err == nil {

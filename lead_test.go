@@ -9,17 +9,15 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/faultstore"
 	"github.com/tenurehq/tenure/store/memory"
 )
-
-// noWatch hides a store's Watch, as a store without the ability would.
-type noWatch struct{ tenure.Store }
 
 func TestRenewLostCancelsWithoutAWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New(nil)
 		sp := &spy{Store: mem}
-		e := newElector(t, config(noWatch{sp}, "a"))
+		e := newElector(t, config(faultstore.PollOnly(sp), "a"))
 		b := newBook()
 		r := start(e, b.task("a", nil))
 		tm := <-b.began
@@ -74,8 +72,8 @@ func TestLeaseWaitDelaysTheTaskAndKeepsRenewing(t *testing.T) {
 		if rec, _ := mem.Get(context.Background(), "job"); rec.Holder != "a" {
 			t.Fatalf("holder = %q, want a (granted at once)", rec.Holder)
 		}
-		if st := e.Status(); st.Leader {
-			t.Fatal("Status().Leader during the grant's Wait")
+		if st := e.Status(); st.Leading {
+			t.Fatal("Status().Leading during the grant's Wait")
 		}
 		tm := <-b.began
 		if d := tm.start.Sub(begun); d != wait {
@@ -84,7 +82,7 @@ func TestLeaseWaitDelaysTheTaskAndKeepsRenewing(t *testing.T) {
 		if n := sp.renews.Load(); n < 3 {
 			t.Fatalf("%d renewals during the Wait, want the grant kept alive (≥ 3)", n)
 		}
-		if st := e.Status(); !st.Leader || st.Term != tm.lease.Term {
+		if st := e.Status(); !st.Leading || st.Term != tm.lease.Term {
 			t.Fatalf("Status() = %+v after the Wait, want leader of term %d", st, tm.lease.Term)
 		}
 		r.stop()

@@ -83,9 +83,9 @@ func TestObserverChanges(t *testing.T) {
 					t.Fatalf("after the partition: %+v %s after the heal, want holder c term 3 within %s", r, time.Since(healed), poll)
 				}
 
-				lr, err := o.Leader(bg)
+				lr, err := o.Current(bg)
 				if err != nil || lr.Holder != "c" {
-					t.Fatalf("Leader = %+v, %v", lr, err)
+					t.Fatalf("Current = %+v, %v", lr, err)
 				}
 
 				cancel()
@@ -99,7 +99,7 @@ func TestObserverChanges(t *testing.T) {
 
 func TestObserverBadKey(t *testing.T) {
 	o := &tenure.Observer{Store: memory.New(nil), Key: ""}
-	if _, err := o.Leader(context.Background()); !errors.Is(err, tenure.ErrInvalid) {
+	if _, err := o.Current(context.Background()); !errors.Is(err, tenure.ErrInvalid) {
 		t.Fatalf("Leader with an empty key = %v, want ErrInvalid", err)
 	}
 }

@@ -24,8 +24,8 @@
 //     seeded [Rates.Latency] keeps calls that start at one virtual instant
 //     from reaching the store at one instant, so their order follows the
 //     seed rather than the scheduler.
-//   - [Wrap] returns a [tenure.Watcher] exactly when the inner store is one.
-//     A partition ends open watches (the channel is closed, as when a
+//   - [Wrap] keeps every ability of the inner store (its defaults, TTL
+//     range, whether its watch polls). A partition ends open watches (the channel is closed, as when a
 //     connection drops) and fails new ones; a pause holds deliveries back
 //     until Resume.
 //   - An injected error wraps [ErrInjected] and never [tenure.ErrLost],

@@ -80,6 +80,19 @@ func (r *runner) dismissStandby() {
 	}
 }
 
+// leaseFiler is the ability of a store whose grants are tied to open files,
+// such as the local store's per-grant lock file, which the kernel releases
+// when the holding process dies. `tenure run` passes these files to the
+// process that supervises its child, so a crash of tenure itself does not
+// end the grant early: it stays held while the supervisor lives, within its
+// TTL, and the supervisor stops the child before the TTL passes.
+type leaseFiler interface {
+	// LeaseFiles returns the files that stand for l's holder being alive,
+	// or an error matching tenure.ErrLost if l is not held through this
+	// handle. The caller must not close them.
+	LeaseFiles(l tenure.Lease) ([]*os.File, error)
+}
+
 // task is the elector's leader task: it has the standby supervisor run CMD
 // for one term and returns when the supervisor has exited. When the leader
 // context is cancelled it stops CMD's group (SIGTERM, then SIGKILL after the
@@ -89,7 +102,7 @@ func (r *runner) task(ctx context.Context) error {
 	term, _ := tenure.TermFrom(ctx)
 	lease := term.Lease()
 	var leaseFiles []*os.File
-	if lf, ok := r.store.(tenure.LeaseFiler); ok {
+	if lf, ok := r.store.(leaseFiler); ok {
 		files, err := lf.LeaseFiles(lease)
 		if err != nil {
 			return fmt.Errorf("lease files of term %d: %w", lease.Term, err)

@@ -12,7 +12,7 @@ import (
 // watchReadTimeout bounds the read a watch makes when it is set up.
 const watchReadTimeout = 5 * time.Second
 
-// Watch implements [tenure.Watcher] with an etcd watch on the key's holder
+// Watch implements [tenure.Reader] with an etcd watch on the key's holder
 // key: every acquisition, release and expiry (etcd deletes the key when the
 // lease ends) is an event, and the record is built from the event itself
 // (with the previous value for a deletion), so a delivery costs etcd no

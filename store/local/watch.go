@@ -34,7 +34,7 @@ const (
 	probeFor = 2 * time.Second
 )
 
-// Watch implements [tenure.Watcher] with inotify on the state directory.
+// Watch implements [tenure.Reader] with inotify on the state directory.
 // The channel receives the current record at once, then a record whenever
 // the holder or the term changed: on Acquire and Release by any process, at
 // once when a holder process dies (the kernel closes its liveness file),

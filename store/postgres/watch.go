@@ -11,7 +11,7 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-// Watch implements [tenure.Watcher]. The store keeps one connection, apart
+// Watch implements [tenure.Reader]. The store keeps one connection, apart
 // from the pool, that LISTENs on the table's channel; Acquire and Release
 // notify it in the transaction that changes the row, so watchers wake when
 // the change commits. A grant that expires without a release sends no

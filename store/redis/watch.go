@@ -16,7 +16,7 @@ import (
 // the watch PINGs the server to check it is still there.
 const healthInterval = 15 * time.Second
 
-// Watch implements [tenure.Watcher]. Each watch SUBSCRIBEs, on a
+// Watch implements [tenure.Reader]. Each watch SUBSCRIBEs, on a
 // connection of its own, to the key's event channel, where the acquire and
 // release scripts publish, and to the keyspace channel of its lease key,
 // where the server reports the key's expiry if keyspace notifications are

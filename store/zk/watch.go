@@ -17,7 +17,7 @@ const watchReadTimeout = 5 * time.Second
 // key if ZooKeeper sent no event.
 const expirySlack = 100 * time.Millisecond
 
-// Watch implements [tenure.Watcher] with a ZooKeeper child watch on the
+// Watch implements [tenure.Reader] with a ZooKeeper child watch on the
 // key node (an existence watch until the node exists): acquisitions,
 // releases and expiries all add or remove its lease child. After each event
 // the watch reads and delivers the record; as a safety net it also re-reads
