@@ -269,39 +269,53 @@ func TestPartitionCancelsLeaderByRenewDeadline(t *testing.T) {
 	}
 }
 
-func TestRenewLostCancelsAtOnceWithoutRelease(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := memory.New(nil)
-		sp := &spy{Store: mem}
-		e := newElector(t, config(sp, "a"))
-		b := newBook()
-		r := start(e, b.task("a", nil))
-		tm := <-b.began
-		time.Sleep(2*ttl + 50*time.Millisecond)
-		// Somebody else ends the grant behind the elector's back.
-		if err := mem.Release(context.Background(), tm.lease); err != nil {
-			t.Fatal(err)
-		}
-		renewsBefore := sp.renews.Load()
-		lostAt := time.Now()
-		<-b.ended
-		if !errors.Is(tm.cause, tenure.ErrLost) {
-			t.Fatalf("cause = %v, want ErrLost", tm.cause)
-		}
-		// Cancelled by the leader's watch of the key, at once: no renewal,
-		// no time passing on the bubble's clock.
-		if got := sp.renews.Load(); got != renewsBefore {
-			t.Fatalf("%d renewals after the loss before cancellation, want none (the watch pushes the loss)", got-renewsBefore)
-		}
-		if d := time.Since(lostAt); d != 0 {
-			t.Fatalf("cancelled %s after the loss, want at once", d)
-		}
-		synctest.Wait()
-		if n := sp.releases.Load(); n != 0 {
-			t.Fatalf("%d Release calls after ErrLost, want none", n)
-		}
-		r.stop()
-	})
+// A grant ended behind the leader's back cancels its task without a
+// Release: at once through the leader's watch of the key, or at the next
+// renewal when the store cannot watch.
+func TestRenewLostCancelsWithoutRelease(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(map[bool]string{true: "watch", false: "poll"}[watch], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testRenewLost(t, watch) })
+		})
+	}
+}
+
+func testRenewLost(t *testing.T, watch bool) {
+	mem := memory.New(nil)
+	sp := &spy{Store: mem}
+	var st tenure.Store = sp
+	if !watch {
+		st = faultstore.PollOnly(sp)
+	}
+	e := newElector(t, config(st, "a"))
+	b := newBook()
+	r := start(e, b.task("a", nil))
+	tm := <-b.began
+	time.Sleep(2*ttl + 50*time.Millisecond)
+	// Somebody else ends the grant behind the elector's back.
+	if err := mem.Release(context.Background(), tm.lease); err != nil {
+		t.Fatal(err)
+	}
+	renewsBefore := sp.renews.Load()
+	lostAt := time.Now()
+	<-b.ended
+	if !errors.Is(tm.cause, tenure.ErrLost) {
+		t.Fatalf("cause = %v, want ErrLost", tm.cause)
+	}
+	renews, took := sp.renews.Load()-renewsBefore, time.Since(lostAt)
+	switch {
+	case watch && (renews != 0 || took != 0):
+		// The watch pushes the loss: no renewal, no time passing on the
+		// bubble's clock.
+		t.Fatalf("cancelled %s and %d renewals after the loss, want at once and none", took, renews)
+	case !watch && renews != 1:
+		t.Fatalf("%d renewals after the loss before cancellation, want 1", renews)
+	}
+	synctest.Wait()
+	if n := sp.releases.Load(); n != 0 {
+		t.Fatalf("%d Release calls after ErrLost, want none", n)
+	}
+	r.stop()
 }
 
 func TestDo(t *testing.T) {

@@ -9,38 +9,8 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/faultstore"
 	"github.com/tenurehq/tenure/store/memory"
 )
-
-func TestRenewLostCancelsWithoutAWatch(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := memory.New(nil)
-		sp := &spy{Store: mem}
-		e := newElector(t, config(faultstore.PollOnly(sp), "a"))
-		b := newBook()
-		r := start(e, b.task("a", nil))
-		tm := <-b.began
-		time.Sleep(2*ttl + 50*time.Millisecond)
-		if err := mem.Release(context.Background(), tm.lease); err != nil {
-			t.Fatal(err)
-		}
-		renewsBefore := sp.renews.Load()
-		<-b.ended
-		if !errors.Is(tm.cause, tenure.ErrLost) {
-			t.Fatalf("cause = %v, want ErrLost", tm.cause)
-		}
-		// Without a watch, the first renewal after the loss finds it.
-		if got := sp.renews.Load(); got != renewsBefore+1 {
-			t.Fatalf("%d renewals after the loss before cancellation, want 1", got-renewsBefore)
-		}
-		synctest.Wait()
-		if n := sp.releases.Load(); n != 0 {
-			t.Fatalf("%d Release calls after ErrLost, want none", n)
-		}
-		r.stop()
-	})
-}
 
 // waiting is a store whose grants carry a Wait, as after a grant deleted
 // from outside.
