@@ -1,6 +1,8 @@
 // Package faultstore wraps a [tenure.Store] and injects faults into the calls
 // that pass through it, so electors can be tested against a store that is
-// slow, flaky, partitioned away or paused, deterministically.
+// slow, flaky, partitioned away or paused, deterministically. It is part of
+// tenure's public testing kit, with package storetest: use it to test your
+// own leader tasks against a misbehaving store.
 //
 // A [Faults] value holds the fault plan: per-call probabilities ([Rates]) of
 // a failure before the call reaches the store (not applied), a failure after
