@@ -202,14 +202,21 @@ func (h *Handler) see(holder string, term uint64, ttl time.Duration, at time.Tim
 }
 
 // Run follows the key in Store with a [tenure.Observer] and updates the
-// view at every change of holder or term, until ctx is done; then it
-// returns ctx's error. Call it once, in its own goroutine, for the life of
-// the handler: without it the view learns only from OnEvent. Store errors
-// are logged by the observer and retried.
+// view at every change of holder or term, until ctx is done; then it ends
+// the open /events streams (so an [http.Server.Shutdown] need not wait for
+// them) and returns ctx's error. Call it once, in its own goroutine, for
+// the life of the handler: without it the view learns only from OnEvent.
+// Store errors are logged by the observer and retried.
 func (h *Handler) Run(ctx context.Context) error {
 	obs := tenure.Observer{Store: h.opts.Store, Key: h.opts.Key, Clock: h.clock, Logger: h.logger}
 	for r := range obs.Changes(ctx) {
 		h.see(r.Holder, r.Term, r.TTL, h.clock.Now())
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		delete(h.clients, c)
+		close(c.ch)
 	}
 	return ctx.Err()
 }
