@@ -134,3 +134,24 @@ func TestSlowAndGoneClientsNeverBlockTheElector(t *testing.T) {
 		}
 	})
 }
+
+// When Run's context ends, open streams end too, so a server's Shutdown
+// does not wait for browsers.
+func TestRunEndsStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New(Options{Key: key, Store: memory.New(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error)
+		go func() { ran <- h.Run(ctx) }()
+		s := openEvents(t, h)
+		s.next(t)
+		cancel()
+		if err := <-ran; err != context.Canceled {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+		<-s.done // the handler returned although the client is still there
+	})
+}
