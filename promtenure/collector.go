@@ -33,8 +33,8 @@ const (
 var renewBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // Collector is a [prometheus.Collector] of one key's leadership metrics,
-// fed by an elector's events ([Collector.OnEvent]), a store wrapper
-// ([Collector.Store]) and the records an observer sees
+// fed by an elector's events ([Collector.OnEvent]) and the records an
+// observer sees
 // ([Collector.Observe], [Collector.Run]). Create it with [New] and register
 // it once. Its methods are safe for concurrent use and never block on the
 // store; OnEvent's function takes only a short lock.
@@ -163,6 +163,17 @@ func (c *Collector) event(ev tenure.Event) {
 		c.see(ev.Holder, ev.Term)
 	case tenure.EventRenewFailed:
 		c.renewFailures.Inc()
+	case tenure.EventAcquired:
+		c.attempts.Inc()
+	case tenure.EventAcquireFailed:
+		c.attempts.Inc()
+		if errors.Is(ev.Err, tenure.ErrHeld) {
+			c.acquireFailures.WithLabelValues(FailureHeld).Inc()
+		} else {
+			c.acquireFailures.WithLabelValues(FailureError).Inc()
+		}
+	case tenure.EventRenewed:
+		c.observeRenew(ev.Took)
 	case tenure.EventTaskOverrun:
 		c.overruns.Inc()
 	}

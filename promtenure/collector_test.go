@@ -49,7 +49,7 @@ func newCandidate(t *testing.T, store tenure.Store, id string) *candidate {
 	m := New(key)
 	c.reg.MustRegister(m)
 	cfg := tenure.Config{
-		Store: m.Store(store), Key: key, Identity: id, TTL: time.Second,
+		Store: store, Key: key, Identity: id, TTL: time.Second,
 		Logger: slog.New(slog.DiscardHandler), Rand: rand.New(rand.NewPCG(1, uint64(len(id)))),
 	}
 	cfg.OnEvent = m.OnEvent(cfg.OnEvent)
@@ -177,24 +177,4 @@ func TestObserverMetrics(t *testing.T) {
 			`tenure_leadership_transitions_total{key="job"} 1`,
 		)
 	})
-}
-
-// The wrapper keeps the optional abilities of the store it wraps.
-type rangedStore struct{ tenure.Store }
-
-func (rangedStore) TTLRange() (time.Duration, time.Duration) { return 15 * time.Second, time.Minute }
-func (rangedStore) WatchPolls() bool                         { return true }
-
-func TestStoreForwardsAbilities(t *testing.T) {
-	s := New(key).Store(rangedStore{memory.New(nil)})
-	if lo, hi := tenure.TTLBounds(s); lo != 15*time.Second || hi != time.Minute {
-		t.Errorf("TTLBounds through the wrapper = %s..%s, want 15s..1m", lo, hi)
-	}
-	if p, ok := s.(tenure.PollingWatcher); !ok || !p.WatchPolls() {
-		t.Error("the wrapper dropped PollingWatcher")
-	}
-	plain := New(key).Store(memory.New(nil))
-	if p := plain.(tenure.PollingWatcher); p.WatchPolls() {
-		t.Error("the wrapper of a store whose watch does not poll says it polls")
-	}
 }

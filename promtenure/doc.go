@@ -7,8 +7,7 @@
 // it, and serve the registry (for example at httpview's /metrics):
 //
 //	metrics := promtenure.New(cfg.Key)
-//	cfg.Store = metrics.Store(cfg.Store)       // acquisition and renewal latency
-//	cfg.OnEvent = metrics.OnEvent(cfg.OnEvent) // everything else
+//	cfg.OnEvent = metrics.OnEvent(cfg.OnEvent) // the elector's events feed it
 //	reg := prometheus.NewRegistry()
 //	reg.MustRegister(metrics)
 //	view, _ := httpview.New(httpview.Options{..., Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})

@@ -25,7 +25,6 @@ func Example() {
 	cfg := tenure.Config{Store: memory.New(nil), Key: "reports", Identity: "worker-1", TTL: 5 * time.Second,
 		Logger: slog.New(slog.DiscardHandler)}
 	metrics := promtenure.New(cfg.Key)
-	cfg.Store = metrics.Store(cfg.Store)
 	cfg.OnEvent = metrics.OnEvent(cfg.OnEvent)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics)
