@@ -104,7 +104,11 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 		e.release(ctx, lease)
 	}
 	if t.started {
-		e.emit(Event{Kind: EventLost, Term: lease.Term, Err: cause})
+		kind := EventReleased
+		if isLoss(cause) {
+			kind = EventLost
+		}
+		e.emit(Event{Kind: kind, Term: lease.Term, Err: cause})
 	}
 	return t.started, t.result, cause
 }
@@ -192,6 +196,7 @@ func (t *holding) renewed(r renewResult) error {
 		if t.started {
 			e.renewed(r.sent, now, t.deadline)
 		}
+		e.emit(Event{Kind: EventRenewed, Term: t.handle.lease.Term, Took: now.Sub(r.sent)})
 	case r.err == nil:
 		return fmt.Errorf("%w (the renewal succeeded too late)", ErrRenewDeadline)
 	case errors.Is(r.err, ErrLost):

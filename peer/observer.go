@@ -30,7 +30,7 @@ type Asker interface {
 }
 
 // Observer is a read-only view of a peer group: a [tenure.Store] and
-// [tenure.Watcher] that reports the coordinator the members agree on
+// [tenure.Reader] that reports the coordinator the members agree on
 // without being a member. It never joins elections, sends no heartbeats
 // and is never counted as alive by a member; it only asks members, with a
 // status query authenticated by the group's secret, whom they follow.
@@ -47,8 +47,7 @@ type Observer struct {
 }
 
 var (
-	_ tenure.Store   = (*Observer)(nil)
-	_ tenure.Watcher = (*Observer)(nil)
+	_ tenure.Store = (*Observer)(nil)
 )
 
 // NewObserver returns an observer of cfg.Group (cfg.ID must be

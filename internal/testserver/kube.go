@@ -52,8 +52,7 @@ type KubeServer struct {
 	port              int
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	exit chan struct{}
+	proc *process // nil while stopped
 }
 
 // KubeUser is the name of the unprivileged user of [KubeServer.UserToken].
@@ -134,6 +133,7 @@ func startEtcd(t testing.TB, bin, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer logf.Close() // the child has its own descriptor
 	cmd := exec.Command(bin,
 		"--name", "kube", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", curl, "--advertise-client-urls", curl,
@@ -143,41 +143,22 @@ func startEtcd(t testing.TB, bin, dir string) string {
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("testserver: start etcd: %v", err)
+	healthy := func() bool {
+		c := &http.Client{Timeout: time.Second}
+		resp, err := c.Get(curl + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	}
-	exit := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exit) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exit:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exit
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(curl + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return curl
-			}
-		}
-		select {
-		case <-exit:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("testserver: etcd exited at start-up; log:\n%s", tail(b, 0))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("testserver: etcd not healthy within 30s; log:\n%s", tail(b, 0))
-		}
+	_, output := logSays(logPath, 0, "")
+	p, err := launch("etcd", cmd, 30*time.Second, healthy, output)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { p.stop(syscall.SIGTERM, 10*time.Second) })
+	return curl
 }
 
 // prepare writes the service-account key pair and the token file.
@@ -211,18 +192,16 @@ func (s *KubeServer) prepare() error {
 func (s *KubeServer) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.proc != nil {
 		return nil
 	}
 	logPath := filepath.Join(s.dir, "kube-apiserver.log")
-	var offset int64
-	if st, err := os.Stat(logPath); err == nil {
-		offset = st.Size()
-	}
+	offset := logFrom(logPath)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("testserver: %w", err)
 	}
+	defer logf.Close() // the child has its own descriptor
 	cmd := exec.Command(s.bin,
 		"--etcd-servers", s.etcdURL,
 		"--secure-port", strconv.Itoa(s.port),
@@ -239,35 +218,12 @@ func (s *KubeServer) Start() error {
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("testserver: start kube-apiserver: %w", err)
+	_, output := logSays(logPath, offset, "")
+	p, err := launch("kube-apiserver", cmd, 2*time.Minute, func() bool { return s.ready() == nil }, output)
+	if err != nil {
+		return err
 	}
-	exit := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exit) }()
-	fail := func(format string, args ...any) error {
-		_ = cmd.Process.Kill()
-		<-exit
-		b, _ := os.ReadFile(logPath)
-		return fmt.Errorf("testserver: kube-apiserver "+format+"; log:\n%s", append(args, tail(b, offset))...)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err := s.ready()
-		if err == nil {
-			break
-		}
-		select {
-		case <-exit:
-			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("testserver: kube-apiserver exited at start-up; log:\n%s", tail(b, offset))
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fail("not ready within 2m (%v)", err)
-		}
-	}
-	s.cmd, s.exit = cmd, exit
+	s.proc = p
 	return nil
 }
 
@@ -310,17 +266,8 @@ func (s *KubeServer) ready() error {
 func (s *KubeServer) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return nil
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exit:
-	case <-time.After(20 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exit
-	}
-	s.cmd = nil
+	s.proc.stop(syscall.SIGTERM, 20*time.Second)
+	s.proc = nil
 	return nil
 }
 

@@ -37,7 +37,6 @@ type Store struct {
 
 var (
 	_ tenure.Store     = (*Store)(nil)
-	_ tenure.Watcher   = (*Store)(nil)
 	_ tenure.Defaulter = (*Store)(nil)
 )
 

@@ -276,7 +276,7 @@ func rbacRole(t *testing.T, e *env) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	w, err := st.(tenure.Watcher).Watch(ctx, "job")
+	w, err := st.Watch(ctx, "job")
 	if err != nil {
 		t.Fatalf("Watch with the README's Role: %v", err)
 	}

@@ -16,10 +16,11 @@ import (
 // before it returns.
 const watchSetupTimeout = 10 * time.Second
 
-// Watch implements [tenure.Watcher] with a Kubernetes watch on the one
+// Watch implements [tenure.Reader] with a Kubernetes watch on the one
 // Lease (a field selector on its name), started at the resourceVersion of
 // the list that gave the first record, so nothing between the two is
-// missed. Every event is decoded into a record without another request;
+// missed; [tenure.Follow] delivers. Every event is decoded into a record
+// without another request;
 // a grant that expires without a write (a crashed holder) is reported when
 // this handle has seen it unchanged for its lease duration, by one read.
 // The channel is closed when ctx is done, the store is closed, or the API
@@ -108,7 +109,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		}
 		return s.Get(ctx, key)
 	}
-	return follow{Get: get, Records: records}.Start(wctx), nil
+	return tenure.Follow{Get: get, Records: records}.Start(wctx), nil
 }
 
 // eventRecord decodes a watch event into the key's record. It reports
