@@ -98,5 +98,8 @@
 //     renewal, however long that request took; this is client-go's own
 //     guarantee, and the Lease's leaseDurationSeconds must exceed it (the
 //     client-go defaults, 15 s and 10 s, do).
-//   - Renew and Release read the Lease before they write it: two requests.
+//   - A handle writes on the latest version it knows (its own last write,
+//     or a watch event); when another writer came first that write fails
+//     with a 409 Conflict and the handle reads and tries again, so a
+//     contended call costs three requests instead of one.
 package k8s

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,11 @@ type Store struct {
 
 	obs  observations // when this handle first saw each Lease version
 	seen seen.Terms   // the highest term this handle saw per key
+	// last is the latest version of each Lease this handle wrote or
+	// received (name -> *coordinationv1.Lease), so a renewal, a release,
+	// or an acquisition after a watch event writes without reading first.
+	// A stale entry costs one failed conditional write and a read.
+	last sync.Map
 }
 
 var (

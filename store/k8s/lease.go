@@ -61,10 +61,13 @@ func spec(l *coordinationv1.Lease, identity string, ttl time.Duration, trans int
 	l.Spec.LeaseTransitions = &trans
 }
 
-// Acquire implements [tenure.Store]. It reads the Lease and, if it is free
-// (no holder, or a holder this handle has seen unchanged for its lease
-// duration), writes a grant conditional on the resourceVersion it read, or
-// creates the Lease if there is none. Of concurrent candidates exactly one
+// Acquire implements [tenure.Store]. It takes the latest version of the
+// Lease this handle knows (from its watch or its own writes; else it reads
+// it) and, if it is free (no holder, or a holder this handle has seen
+// unchanged for its lease duration), writes a grant conditional on that
+// resourceVersion, or creates the Lease if there is none; a held one it
+// reads again before it refuses. A stale version costs a 409 Conflict and
+// a read. Of concurrent candidates exactly one
 // write succeeds; the others read again and return a [tenure.HeldError].
 //
 // A held Lease this handle has not seen before is held for the whole of
@@ -80,8 +83,8 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	name := s.LeaseName(key)
 	sent := time.Now()
 	var last error
-	for range attempts {
-		cur, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	for attempt := range attempts {
+		cur, err := s.latest(ctx, name, attempt == 0)
 		now := time.Now()
 		if apierrors.IsNotFound(err) {
 			s.obs.forget(name)
@@ -100,11 +103,14 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			return tenure.Lease{}, s.foreign(key, v)
 		}
 		r := s.seen.Record(record(key, v, s.obs.since(name, v, now)))
+		if r.Held() && attempt == 0 && s.cached(name) == cur {
+			continue // the version this handle knows may be old news: read
+		}
 		if r.Held() {
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
 		l, err := s.take(ctx, key, identity, ttl, cur, v, sent)
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			last = err
 			continue // another write came first: read again
 		}
@@ -148,7 +154,8 @@ func (s *Store) take(ctx context.Context, key, identity string, ttl time.Duratio
 	upd.Spec.PreferredHolder, upd.Spec.Strategy = nil, nil
 	annotate(upd, g)
 	written, err := s.leases.Update(ctx, upd, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		s.last.Delete(cur.Name)
 		return tenure.Lease{}, err
 	}
 	if err != nil {
@@ -170,6 +177,7 @@ func (s *Store) lease(key string, g grant, wait time.Duration) tenure.Lease {
 
 // observeWrite records a Lease version this handle wrote.
 func (s *Store) observeWrite(key string, l *coordinationv1.Lease) {
+	s.last.Store(l.Name, l)
 	if v, ok := read(key, l); ok {
 		s.seen.Record(record(key, v, s.obs.since(l.Name, v, time.Now())))
 	}
@@ -186,9 +194,10 @@ func holds(v view, l tenure.Lease) bool {
 	return v.own && v.g.Term == l.Term && v.g.Token == l.Token && v.holder == l.Identity && time.Duration(v.g.TTL) == l.TTL
 }
 
-// rewrite reads l's Lease and, if it still is l's grant, writes change(it)
-// conditional on the resourceVersion read, reading again after a lost
-// race. Anything but l's grant gives an error matching ErrLost.
+// rewrite takes the latest version of l's Lease this handle knows (else
+// reads it) and, if it still is l's grant, writes change(it) conditional
+// on its resourceVersion, reading again after a lost race. Anything but
+// l's grant gives an error matching ErrLost.
 func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, change func(*coordinationv1.Lease, grant)) error {
 	if err := tenure.CheckKey(l.Key); err != nil {
 		return err
@@ -198,8 +207,8 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, change f
 	}
 	name := s.LeaseName(l.Key)
 	var last error
-	for range attempts {
-		cur, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	for attempt := range attempts {
+		cur, err := s.latest(ctx, name, attempt == 0)
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: key %q term %d: Lease %s is gone (deleted from outside)", tenure.ErrLost, l.Key, l.Term, name)
 		}
@@ -207,15 +216,20 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, change f
 			return s.fail(ctx, op, l.Key, err)
 		}
 		v, ok := read(l.Key, cur)
+		if (!ok || !holds(v, l)) && attempt == 0 && s.cached(name) == cur {
+			s.last.Delete(name) // the cached version may be old news: read
+			continue
+		}
 		if !ok || !holds(v, l) {
 			return fmt.Errorf("%w: key %q term %d: Lease %s is not this grant (released, taken over after expiry, or rewritten from outside)", tenure.ErrLost, l.Key, l.Term, name)
 		}
 		upd := cur.DeepCopy()
 		change(upd, *v.g)
 		written, err := s.leases.Update(ctx, upd, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			s.last.Delete(name)
 			last = err
-			continue
+			continue // read again: not ours any more, or gone
 		}
 		if err != nil {
 			return s.fail(ctx, op, l.Key, err)
@@ -226,9 +240,10 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, change f
 	return s.fail(ctx, op, l.Key, fmt.Errorf("lost %d races for the Lease in a row: %w", attempts, last))
 }
 
-// Renew implements [tenure.Store]: it reads the Lease and, if it is still
-// l's grant, writes a new renewTime conditional on the resourceVersion
-// read (two requests). The new version restarts every observer's count of
+// Renew implements [tenure.Store]: if the Lease, as this handle last wrote
+// or saw it, is still l's grant, it writes a new renewTime conditional on
+// that resourceVersion (one request); after a 409 Conflict it reads the
+// Lease and tries again if it still is l's grant. The new version restarts every observer's count of
 // l's lease duration. A Lease that is gone, held by someone else, or
 // rewritten from outside gives an error matching [tenure.ErrLost].
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
@@ -239,10 +254,10 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	})
 }
 
-// Release implements [tenure.Store]: it reads the Lease and, if it is
-// still l's grant, clears its holder as client-go does on release (an
-// empty holderIdentity, leaseDurationSeconds 1) and marks the grant
-// released in the annotation, conditional on the resourceVersion read.
+// Release implements [tenure.Store]: if the Lease (as in Renew) is still
+// l's grant, it clears its holder as client-go does on release (an empty
+// holderIdentity, leaseDurationSeconds 1) and marks the grant released in
+// the annotation, conditional on its resourceVersion.
 // Candidates of either kind may take the Lease at once.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	return s.rewrite(ctx, "release", l, func(upd *coordinationv1.Lease, g grant) {
@@ -265,10 +280,9 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 		return tenure.Record{}, err
 	}
 	name := s.LeaseName(key)
-	cur, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	cur, err := s.read(ctx, name)
 	now := time.Now()
 	if apierrors.IsNotFound(err) {
-		s.obs.forget(name)
 		return s.seen.Record(tenure.Record{Key: key}), nil
 	}
 	if err != nil {
@@ -284,4 +298,36 @@ func (s *Store) recordOf(key string, cur *coordinationv1.Lease, now time.Time) (
 		return tenure.Record{}, s.foreign(key, v)
 	}
 	return s.seen.Record(record(key, v, s.obs.since(cur.Name, v, now))), nil
+}
+
+// read GETs the Lease and remembers it as the latest version (or forgets
+// it when it is gone).
+func (s *Store) read(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	cur, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		s.obs.forget(name)
+		s.last.Delete(name)
+	case err == nil:
+		s.last.Store(name, cur)
+	}
+	return cur, err
+}
+
+// latest returns the latest version of the Lease this handle knows if
+// cached is set and it knows one, else reads it. Writes based on it are
+// conditional on its resourceVersion, so a stale version only costs a
+// 409 Conflict and a read.
+func (s *Store) latest(ctx context.Context, name string, cached bool) (*coordinationv1.Lease, error) {
+	if l := s.cached(name); cached && l != nil {
+		return l, nil
+	}
+	return s.read(ctx, name)
+}
+
+func (s *Store) cached(name string) *coordinationv1.Lease {
+	if v, ok := s.last.Load(name); ok {
+		return v.(*coordinationv1.Lease)
+	}
+	return nil
 }

@@ -123,6 +123,7 @@ func (s *Store) eventRecord(key string, ev watch.Event) (tenure.Record, bool) {
 		if !ok {
 			return tenure.Record{}, false
 		}
+		s.last.Store(l.Name, l)
 		r, err := s.recordOf(key, l, now)
 		return r, err == nil
 	case watch.Deleted:
@@ -133,6 +134,7 @@ func (s *Store) eventRecord(key string, ev watch.Event) (tenure.Record, bool) {
 				s.seen.Observe(key, v.term, 0)
 			}
 			s.obs.forget(l.Name)
+			s.last.Delete(l.Name)
 		}
 		return s.seen.Record(tenure.Record{Key: key}), true
 	}
