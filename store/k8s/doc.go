@@ -93,11 +93,15 @@
 //   - Identities must be unique across the fleet, tenure's and
 //     client-go's: a client-go candidate with a tenure holder's identity
 //     takes the Lease for a renewal of its own.
-//   - client-go does not honour tenure's Wait, and a client-go holder
-//     keeps leading for up to its RenewDeadline after its last successful
-//     renewal, however long that request took; this is client-go's own
-//     guarantee, and the Lease's leaseDurationSeconds must exceed it (the
-//     client-go defaults, 15 s and 10 s, do).
+//   - client-go does not honour tenure's Wait, and a client-go holder's
+//     task runs on past its last successful renewal for up to RetryPeriod
+//     + RenewDeadline, and with ReleaseOnCancel up to RetryPeriod + 2 x
+//     RenewDeadline (client-go cancels the task's context only after its
+//     release attempt, which has a RenewDeadline of its own). Its
+//     LeaseDuration must exceed that, or a hung API connection gives two
+//     leaders whatever tenure does; client-go's defaults (15 s, 10 s, 2 s)
+//     do not with ReleaseOnCancel. bench/k8smix shows the overlap with
+//     LeaseDuration 4 s and RenewDeadline 3 s, and none at 1.5 s.
 //   - A handle writes on the latest version it knows (its own last write,
 //     or a watch event); when another writer came first that write fails
 //     with a 409 Conflict and the handle reads and tries again, so a
