@@ -95,8 +95,8 @@
 //     takes the Lease for a renewal of its own.
 //   - client-go does not honour tenure's Wait, and a client-go holder's
 //     task runs on past its last successful renewal for up to RetryPeriod
-//   - RenewDeadline, and with ReleaseOnCancel up to RetryPeriod + 2 x
-//     RenewDeadline (client-go cancels the task's context only after its
+//     plus RenewDeadline, and with ReleaseOnCancel up to RetryPeriod plus
+//     twice RenewDeadline (client-go cancels the task's context only after its
 //     release attempt, which has a RenewDeadline of its own). Its
 //     LeaseDuration must exceed that, or a hung API connection gives two
 //     leaders whatever tenure does; client-go's defaults (15 s, 10 s, 2 s)
