@@ -67,8 +67,8 @@ func spec(l *coordinationv1.Lease, identity string, ttl time.Duration, trans int
 // unchanged for its lease duration), writes a grant conditional on that
 // resourceVersion, or creates the Lease if there is none; a held one it
 // reads again before it refuses. A stale version costs a 409 Conflict and
-// a read. Of concurrent candidates exactly one
-// write succeeds; the others read again and return a [tenure.HeldError].
+// a read. Of concurrent candidates exactly one write succeeds; the others
+// read again and return a [tenure.HeldError].
 //
 // A held Lease this handle has not seen before is held for the whole of
 // its lease duration from now: expiry is judged only from what this handle
