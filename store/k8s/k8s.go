@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	coordv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/tenurehq/tenure"
@@ -23,7 +22,7 @@ import (
 // and every method blocks at most until the API server answered or its
 // context is done.
 type Store struct {
-	leases    coordv1.LeaseInterface
+	leases    *leaseClient
 	namespace string
 	prefix    string
 	where     string   // "NAMESPACE at HOST", for errors; never holds credentials
@@ -105,13 +104,13 @@ func newStore(cfg *rest.Config, ns, prefix string) (*Store, error) {
 		cfg.UserAgent = "tenure"
 	}
 	secrets := secretsOf(cfg)
-	c, err := coordv1.NewForConfig(cfg)
+	c, err := newLeaseClient(cfg, ns)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: client for %s: %s", cfg.Host, scrubText(err.Error(), secrets))
 	}
 	bg, stop := context.WithCancel(context.Background())
 	return &Store{
-		leases:    c.Leases(ns),
+		leases:    c,
 		namespace: ns,
 		prefix:    prefix,
 		where:     fmt.Sprintf("namespace %s at %s", ns, tenure.Redact(cfg.Host)),

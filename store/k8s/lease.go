@@ -126,7 +126,7 @@ func (s *Store) create(ctx context.Context, key, name, identity string, ttl time
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace}}
 	spec(l, identity, ttl, 0, time.Now())
 	annotate(l, g)
-	created, err := s.leases.Create(ctx, l, metav1.CreateOptions{})
+	created, err := s.leases.Create(ctx, l)
 	if apierrors.IsAlreadyExists(err) {
 		return tenure.Lease{}, err
 	}
@@ -153,7 +153,7 @@ func (s *Store) take(ctx context.Context, key, identity string, ttl time.Duratio
 	spec(upd, identity, ttl, g.Transitions, time.Now())
 	upd.Spec.PreferredHolder, upd.Spec.Strategy = nil, nil
 	annotate(upd, g)
-	written, err := s.leases.Update(ctx, upd, metav1.UpdateOptions{})
+	written, err := s.leases.Update(ctx, upd)
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		s.last.Delete(cur.Name)
 		return tenure.Lease{}, err
@@ -225,7 +225,7 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, change f
 		}
 		upd := cur.DeepCopy()
 		change(upd, *v.g)
-		written, err := s.leases.Update(ctx, upd, metav1.UpdateOptions{})
+		written, err := s.leases.Update(ctx, upd)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			s.last.Delete(name)
 			last = err
@@ -303,7 +303,7 @@ func (s *Store) recordOf(key string, cur *coordinationv1.Lease, now time.Time) (
 // read GETs the Lease and remembers it as the latest version (or forgets
 // it when it is gone).
 func (s *Store) read(ctx context.Context, name string) (*coordinationv1.Lease, error) {
-	cur, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	cur, err := s.leases.Get(ctx, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		s.obs.forget(name)
