@@ -2,7 +2,9 @@
 // Lease objects, written the way client-go's tools/leaderelection
 // LeaseLock reads and writes them, so that tenure candidates and client-go
 // leaderelection candidates can share one Lease during a migration and
-// still never both lead. client-go is imported by this package only.
+// still never both lead. client-go is imported by this package only, and
+// only its REST client: the package registers the coordination.k8s.io/v1
+// types alone, not every API group.
 //
 // Importing the package registers the URL scheme "k8s" with [tenure.Open]:
 //
@@ -41,9 +43,10 @@
 //
 // # Guarantees
 //
-//   - Every write is an update conditional on the resourceVersion just
-//     read (or a create, which fails if the Lease exists): of concurrent
-//     candidates, tenure's or client-go's, exactly one write succeeds.
+//   - Every write is an update conditional on the resourceVersion of the
+//     version the writer last saw (or a create, which fails if the Lease
+//     exists): of concurrent candidates, tenure's or client-go's, exactly
+//     one write succeeds.
 //   - The API server does not expire Leases. A candidate takes a held
 //     Lease over only after it has seen the same version of it (the same
 //     resourceVersion and UID) unchanged, on its own monotonic clock, for
