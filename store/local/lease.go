@@ -177,31 +177,11 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			return fmt.Errorf("local: key %q has used up its terms", key)
 		}
 		term := last + 1
-		hf, err := s.createHolder(kf, term)
-		if err != nil {
-			return err
-		}
-		token, err := newToken()
-		next := state{
+		token, err := s.writeGrant(kf, state{
 			Key: key, Holder: identity, Term: term, TTL: int64(ttl),
-			Expires: now + int64(ttl), BootID: s.bootID, Token: token,
-		}
-		// .terms first: a crash between the two writes leaves a term
-		// high-water mark above the record, never below.
-		if err == nil {
-			err = writeState(s.t, kf.term, next, true)
-		}
-		if err == nil {
-			err = writeState(s.d, kf.state, next, true)
-		}
-		if err == nil {
-			s.seeState(key, next)
-			err = s.addGrant(token, &grant{key: key, term: term, f: hf, name: holderName(kf, term)})
-		}
+			Expires: now + int64(ttl), BootID: s.bootID,
+		})
 		if err != nil {
-			// Whatever was written, the grant is dead without its file.
-			hf.Close()
-			_ = s.d.remove(holderName(kf, term))
 			return err
 		}
 		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait}
@@ -217,6 +197,36 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		_ = s.d.remove(name)
 	}
 	return lease, nil
+}
+
+// writeGrant writes the grant next (without its Token, which it draws and
+// returns): its liveness file, then .terms, then the key's record, and
+// registers it with the handle. On error the grant is dead: its liveness
+// file is closed and removed, whatever was written.
+func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
+	hf, err := s.createHolder(kf, next.Term)
+	if err != nil {
+		return "", err
+	}
+	next.Token, err = newToken()
+	// .terms first: a crash between the two writes leaves a term
+	// high-water mark above the record, never below.
+	if err == nil {
+		err = writeState(s.t, kf.term, next, true)
+	}
+	if err == nil {
+		err = writeState(s.d, kf.state, next, true)
+	}
+	if err == nil {
+		s.seeState(next.Key, next)
+		err = s.addGrant(next.Token, &grant{key: next.Key, term: next.Term, f: hf, name: holderName(kf, next.Term)})
+	}
+	if err != nil {
+		hf.Close()
+		_ = s.d.remove(holderName(kf, next.Term))
+		return "", err
+	}
+	return next.Token, nil
 }
 
 func newToken() (string, error) {
