@@ -1,0 +1,76 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tenurehq/tenure"
+)
+
+// InvalidURLs checks that open refuses each of urls with an error matching
+// [tenure.ErrInvalid] that does not contain secret (when secret is not
+// empty). A store that open does return is closed, and the case fails.
+// open is the store package's own Open, or [tenure.Open] to go through the
+// URL registry.
+func InvalidURLs(t *testing.T, secret string, open func(ctx context.Context, rawURL string) (tenure.Store, error), urls ...string) {
+	t.Helper()
+	for _, u := range urls {
+		st, err := open(t.Context(), u)
+		if err == nil {
+			_ = st.Close()
+			t.Errorf("Open(%s) succeeded", tenure.Redact(u))
+			continue
+		}
+		if !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("Open(%s): %v, want ErrInvalid", tenure.Redact(u), err)
+		}
+		if secret != "" && strings.Contains(err.Error(), secret) {
+			t.Errorf("Open(%s): the error quotes the password: %v", tenure.Redact(u), err)
+		}
+	}
+}
+
+// Unresponsive returns the address (host:port) of a server that accepts
+// connections and never answers, for checking that a store's calls end
+// with their context. It and its connections are closed when t ends.
+func Unresponsive(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
+	)
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		closed = true
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if closed {
+				c.Close()
+			} else {
+				conns = append(conns, c)
+			}
+			mu.Unlock()
+		}
+	}()
+	return l.Addr().String()
+}
