@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tenurehq/tenure"
 )
@@ -73,4 +74,28 @@ func Unresponsive(t testing.TB) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// Await returns the first record on the watch channel ch for which want
+// returns true, skipping the others. It fails t if ch is closed first or
+// no such record arrives within the given time; what names the record
+// awaited in the failure. want may itself fail t on a record that must not
+// come.
+func Await(t testing.TB, ch <-chan tenure.Record, within time.Duration, what string, want func(tenure.Record) bool) tenure.Record {
+	t.Helper()
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	for {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch closed while waiting for %s", what)
+			}
+			if want(r) {
+				return r
+			}
+		case <-timeout.C:
+			t.Fatalf("no watch delivery of %s within %s", what, within)
+		}
+	}
 }
