@@ -292,18 +292,7 @@ func (s *Store) settle(kf keyFiles, l tenure.Lease, err error) {
 // fsync: after a power loss the grant is dead anyway (another boot).
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	received := boottime()
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	if err := tenure.CheckKey(l.Key); err != nil {
-		return fmt.Errorf("%w: %w", tenure.ErrLost, err)
-	}
-	var kf keyFiles
-	err := s.mutate(ctx, l.Key, func(f keyFiles, st state, ok bool) error {
-		kf = f
-		if err := s.current(kf, l, st, ok, received); err != nil {
-			return err
-		}
+	kf, err := s.mutateGrant(ctx, l, received, func(kf keyFiles, st state) error {
 		st.Expires = received + st.TTL
 		return writeState(s.d, kf.state, st, false)
 	})
@@ -311,16 +300,15 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	return err
 }
 
-// Release implements [tenure.Store]: it records the key as free (keeping
-// the term) and, if l was acquired through this handle, closes and removes
-// its liveness file. It may be called through any handle.
-func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	received := boottime()
+// mutateGrant runs fn under the key's lock (see mutate) with the key's
+// record, if l is its current grant as of received; else it returns the
+// error of [Store.current]. It returns the key's files, for settle.
+func (s *Store) mutateGrant(ctx context.Context, l tenure.Lease, received int64, fn func(kf keyFiles, st state) error) (keyFiles, error) {
 	if err := s.begin(ctx); err != nil {
-		return err
+		return keyFiles{}, err
 	}
 	if err := tenure.CheckKey(l.Key); err != nil {
-		return fmt.Errorf("%w: %w", tenure.ErrLost, err)
+		return keyFiles{}, fmt.Errorf("%w: %w", tenure.ErrLost, err)
 	}
 	var kf keyFiles
 	err := s.mutate(ctx, l.Key, func(f keyFiles, st state, ok bool) error {
@@ -328,6 +316,16 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 		if err := s.current(kf, l, st, ok, received); err != nil {
 			return err
 		}
+		return fn(kf, st)
+	})
+	return kf, err
+}
+
+// Release implements [tenure.Store]: it records the key as free (keeping
+// the term) and, if l was acquired through this handle, closes and removes
+// its liveness file. It may be called through any handle.
+func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	kf, err := s.mutateGrant(ctx, l, boottime(), func(kf keyFiles, st state) error {
 		st.Holder, st.Token, st.TTL, st.Expires = "", "", 0, 0
 		// .terms (and this process) learn of the release, so a later
 		// Acquire after the key's files are deleted knows this grant

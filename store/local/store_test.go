@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/local"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // statePath returns the one record file in dir.
@@ -138,17 +139,17 @@ func TestReleaseWakesWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the initial record", free)
+	storetest.Await(t, ch, 5*time.Second, "the initial record", free)
 	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the acquisition", func(r tenure.Record) bool { return r.Holder == "alpha" && r.Term == l.Term })
+	storetest.Await(t, ch, 5*time.Second, "the acquisition", func(r tenure.Record) bool { return r.Holder == "alpha" && r.Term == l.Term })
 	released := time.Now()
 	if err := a.Release(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 10*time.Second, "the release", func(r tenure.Record) bool { return !r.Held() && r.Term == l.Term })
+	storetest.Await(t, ch, 10*time.Second, "the release", func(r tenure.Record) bool { return !r.Held() && r.Term == l.Term })
 	t.Logf("Release → watch delivery: %s", time.Since(released))
 }
 
@@ -169,7 +170,7 @@ func TestCloseEndsGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	aw, err := a.Watch(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestCloseEndsGrants(t *testing.T) {
 	}
 	for range aw { // Close ends a's watch even with a background context
 	}
-	awaitRecord(t, ch, 5*time.Second, "the end of the closed handle's grant", free)
+	storetest.Await(t, ch, 5*time.Second, "the end of the closed handle's grant", free)
 	if err := b.Renew(context.Background(), l); !errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("Renew of a closed handle's grant through another handle: %v, want ErrLost", err)
 	}
@@ -456,14 +457,14 @@ func TestExpiredGrantsCloseTheirFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the initial record", free)
+	storetest.Await(t, ch, 5*time.Second, "the initial record", free)
 	l, err := s.Acquire(ctx, key, "alpha", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fds := countFDs(t)
 	for range 10 {
-		awaitRecord(t, ch, 5*time.Second, "the expiry", free)
+		storetest.Await(t, ch, 5*time.Second, "the expiry", free)
 		next, err := s.Acquire(ctx, key, "alpha", ttl)
 		if err != nil {
 			t.Fatal(err)
