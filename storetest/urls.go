@@ -99,3 +99,23 @@ func Await(t testing.TB, ch <-chan tenure.Record, within time.Duration, what str
 		}
 	}
 }
+
+// Unreachable checks st, opened on a server that is down, the way an
+// operator reads its errors: Acquire fails with an error that contains
+// where (the server's port, say) and not secret, and Watch fails without
+// secret in its error.
+func Unreachable(t *testing.T, st tenure.Store, where, secret string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := st.Acquire(ctx, "k", "alpha", time.Second)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), where) {
+		t.Fatalf("Acquire with the server down: %v, want an error naming %s and not the password", err, where)
+	}
+	t.Logf("Acquire with the server down: %v", err)
+	_, err = st.Watch(ctx, "k")
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("Watch with the server down: %v, want an error without the password", err)
+	}
+	t.Logf("Watch with the server down: %v", err)
+}
