@@ -56,12 +56,7 @@ func TestGrantDeletedFromOutside(t *testing.T) {
 	const key, ttl = "deleted", time.Minute
 	c, term := acquiringChild(t, dir, key, ttl)
 	s := open(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := s.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := watch(t, s, key)
 	storetest.Await(t, ch, 5*time.Second, "the child's grant", func(r tenure.Record) bool { return r.Holder == "child" })
 
 	removeKeyFiles(t, dir, key)
@@ -183,12 +178,7 @@ func TestLivenessFileReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := s.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := watch(t, s, key)
 	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	holder := keyFile(dir, key, ".holder."+strconv.FormatUint(l.Term, 10))
 	if err := os.Remove(holder); err != nil {

@@ -253,12 +253,7 @@ func TestStalledHolderLosesByTTL(t *testing.T) {
 	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := s.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := watch(t, s, key)
 	storetest.Await(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "child" && r.Term == term })
 	if _, err := s.Acquire(context.Background(), key, "parent", ttl); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("Acquire while the stopped holder's TTL runs: %v, want ErrHeld", err)
@@ -308,12 +303,7 @@ func TestLeaseFilesOutliveHandle(t *testing.T) {
 	if got := c.line(); got != "holding" {
 		t.Fatalf("helper said %q", got)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := b.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := watch(t, b, key)
 	storetest.Await(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	a.Close() // closes the parent's descriptor; the child's keeps the lock
 	if _, err := b.Acquire(context.Background(), key, "beta", time.Minute); !errors.Is(err, tenure.ErrHeld) {

@@ -42,6 +42,29 @@ func grantAndRelease(t *testing.T, s *local.Store, key string) tenure.Lease {
 	return l
 }
 
+// watch watches key on s until the test ends.
+func watch(t *testing.T, s *local.Store, key string) <-chan tenure.Record {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// acquireNext acquires the free key on s as "beta" and checks that the
+// grant's term is the one after prev; how says in what state the key was.
+func acquireNext(t *testing.T, s *local.Store, key string, prev uint64, how string) tenure.Lease {
+	t.Helper()
+	l, err := s.Acquire(context.Background(), key, "beta", time.Minute)
+	if err != nil || l.Term != prev+1 {
+		t.Fatalf("Acquire %s = %+v, %v; want term %d", how, l, err, prev+1)
+	}
+	return l
+}
+
 // Terms never go backwards: a damaged record is an error naming the file,
 // never a key that restarts at term 1.
 func TestCorruptStateIsAnError(t *testing.T) {
@@ -82,10 +105,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Acquire(context.Background(), key, "beta", time.Minute)
-	if err != nil || l.Term != last.Term+1 {
-		t.Fatalf("Acquire after repair = %+v, %v; want term %d", l, err, last.Term+1)
-	}
+	acquireNext(t, s, key, last.Term, "after repair")
 }
 
 // A crash in the middle of writing a record leaves its temporary file,
@@ -102,10 +122,7 @@ func TestLeftoverTempFileIsHarmless(t *testing.T) {
 	if r, err := s.Get(context.Background(), key); err != nil || r.Term != l.Term || r.Held() {
 		t.Fatalf("Get with a leftover temp file = %+v, %v", r, err)
 	}
-	l2, err := s.Acquire(context.Background(), key, "beta", time.Minute)
-	if err != nil || l2.Term != l.Term+1 {
-		t.Fatalf("Acquire with a leftover temp file = %+v, %v; want term %d", l2, err, l.Term+1)
-	}
+	acquireNext(t, s, key, l.Term, "with a leftover temp file")
 }
 
 // A stale liveness file of the next term, left by an acquisition that
@@ -120,10 +137,7 @@ func TestStaleHolderFileIsReplaced(t *testing.T) {
 	if err := os.WriteFile(next, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := s.Acquire(context.Background(), key, "beta", time.Minute)
-	if err != nil || l2.Term != l.Term+1 {
-		t.Fatalf("Acquire over a stale holder file = %+v, %v", l2, err)
-	}
+	acquireNext(t, s, key, l.Term, "over a stale holder file")
 }
 
 // Release wakes a watcher through inotify, not through the expiry timer:
@@ -133,12 +147,7 @@ func TestReleaseWakesWatcher(t *testing.T) {
 	dir := t.TempDir()
 	a, b := open(t, dir), open(t, dir)
 	const key = "wake"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := b.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := watch(t, b, key)
 	storetest.Await(t, ch, 5*time.Second, "the initial record", free)
 	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
 	if err != nil {
@@ -164,12 +173,7 @@ func TestCloseEndsGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := b.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := watch(t, b, key)
 	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	aw, err := a.Watch(context.Background(), key)
 	if err != nil {
