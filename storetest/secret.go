@@ -179,3 +179,17 @@ func FuzzOpen(f *testing.F, example string, schemes []string, open func(raw stri
 		NoSecret(t, in, texts...)
 	})
 }
+
+// FailsHiding checks that err, the error of what (say "Open with a wrong
+// password"), is not nil and contains none of secrets.
+func FailsHiding(t testing.TB, what string, err error, secrets ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error", what)
+	}
+	for _, s := range secrets {
+		if strings.Contains(err.Error(), s) {
+			t.Fatalf("%s: error quotes the password: %s", what, err)
+		}
+	}
+}

@@ -119,3 +119,47 @@ func Unreachable(t *testing.T, st tenure.Store, where, secret string) {
 	}
 	t.Logf("Watch with the server down: %v", err)
 }
+
+// AwaitEnd checks that the next record on the watch channel ch, within the
+// given time, shows grant l ended: no holder, l's term. what names the end
+// awaited (a release, an expiry) in the failure.
+func AwaitEnd(t testing.TB, ch <-chan tenure.Record, l tenure.Lease, within time.Duration, what string) {
+	t.Helper()
+	Await(t, ch, within, what, func(r tenure.Record) bool {
+		if r.Held() || r.Term != l.Term {
+			t.Fatalf("delivery after %s: %+v, want term %d free", what, r, l.Term)
+		}
+		return true
+	})
+}
+
+// Outage acquires key on st for a minute as "alpha", watches it, and then
+// calls down, which takes the server away (a stop, a crash). It checks
+// that Get then fails and that the watch closes, so that callers re-read
+// and watch again, and returns the grant for the caller to check once the
+// server is back.
+func Outage(t *testing.T, st tenure.Store, key string, down func() error) tenure.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	l, err := st.Acquire(ctx, key, "alpha", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(t.Context(), key) // no deadline: it must close by itself
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.Holder != "alpha" {
+		t.Fatalf("first watch delivery %+v", r)
+	}
+	if err := down(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, key); err == nil {
+		t.Fatal("Get succeeded with the server down")
+	}
+	for range ch { // the watch's connection is gone: it must say so by closing
+	}
+	return l
+}
