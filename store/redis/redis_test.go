@@ -138,19 +138,7 @@ func TestWatchWakesOnKeyspaceExpiry(t *testing.T) {
 	if err := client(t, srv).PExpire(ctxFor(t), st.Prefix()+":{"+key+"}:lease", 50*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
-	awaitExpiry(t, ch, l)
-}
-
-// awaitExpiry checks that the next delivery on ch, within 5 s, is the end
-// of grant l.
-func awaitExpiry(t *testing.T, ch <-chan tenure.Record, l tenure.Lease) {
-	t.Helper()
-	storetest.Await(t, ch, 5*time.Second, "the expiry", func(r tenure.Record) bool {
-		if r.Held() || r.Term != l.Term {
-			t.Fatalf("delivery after expiry: %+v", r)
-		}
-		return true
-	})
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the expiry")
 }
 
 // The term counter outlives lease keys: after an expiry the next grant
@@ -265,25 +253,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	srv := testserver.Redis(t, true)
 	st := open(t, srv.URL(0))
 	key := randomKey()
-	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := st.Watch(ctxFor(t), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := <-ch; r.Holder != "alpha" {
-		t.Fatalf("first watch delivery %+v", r)
-	}
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Get(ctxFor(t), key); err == nil {
-		t.Fatal("Get succeeded with the server down")
-	}
-	for range ch { // the watch's connection is gone
-	}
+	l := storetest.Outage(t, st, key, srv.Kill)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +266,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if r.Holder != "alpha" || r.Term != l.Term {
 		t.Fatalf("record after a crash with appendfsync always: %+v", r)
 	}
-	ch, err = st.Watch(ctxFor(t), key)
+	ch, err := st.Watch(ctxFor(t), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,14 +274,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if err := st.Release(ctxFor(t), l); err != nil {
 		t.Fatalf("Release after restart: %v", err)
 	}
-	select {
-	case r := <-ch:
-		if r.Held() || r.Term != l.Term {
-			t.Fatalf("watch after release: %+v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no watch delivery of the release after the restart")
-	}
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the release after the restart")
 	l2, err := st.Acquire(ctxFor(t), key, "beta", time.Minute)
 	if err != nil || l2.Term != l.Term+1 {
 		t.Fatalf("Acquire after restart: %+v, %v; want term %d", l2, err, l.Term+1)
@@ -366,7 +329,7 @@ func TestWatchWithoutConfigCommand(t *testing.T) {
 	if r := <-ch; r.Holder != "alpha" || r.Term != l.Term {
 		t.Fatalf("delivery of the grant: %+v", r)
 	}
-	awaitExpiry(t, ch, l)
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the expiry")
 }
 
 // Both schemes are registered; rediss:// selects TLS, which a plain
