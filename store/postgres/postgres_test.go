@@ -249,27 +249,8 @@ func TestRecoversAfterRestart(t *testing.T) {
 	st := openTable(t, "restart")
 	other := openTable(t, "restart")
 	key := randomName("k")
-	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := st.Watch(ctxFor(t), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := <-ch; r.Holder != "alpha" {
-		t.Fatalf("first watch delivery %+v", r)
-	}
-
-	if err := s.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Get(ctxFor(t), key); err == nil {
-		t.Fatal("Get succeeded with the server stopped")
-	}
-	// The LISTEN connection is gone: the watch must say so by closing.
-	for range ch {
-	}
+	// The LISTEN connection goes with the server: the watch closes.
+	l := storetest.Outage(t, st, key, s.Stop)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +258,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if err := st.Renew(ctxFor(t), l); err != nil {
 		t.Fatalf("Renew after the server came back: %v", err)
 	}
-	ch, err = other.Watch(ctxFor(t), key)
+	ch, err := other.Watch(ctxFor(t), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,14 +268,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if err := st.Release(ctxFor(t), l); err != nil {
 		t.Fatalf("Release after restart: %v", err)
 	}
-	select {
-	case r := <-ch:
-		if r.Held() || r.Term != l.Term {
-			t.Fatalf("watch after release: %+v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no watch delivery of the release after the restart")
-	}
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the release after the restart")
 }
 
 // Watches of many keys share one LISTEN connection; each hears only its
