@@ -116,10 +116,7 @@ func TestEverythingDeletedTermsStillGrow(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	const key = "wiped"
-	var last tenure.Lease
-	for range 3 {
-		last = grantAndRelease(t, s, key)
-	}
+	last := grantAndReleaseThrice(t, s, key)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,31 @@ func watch(t *testing.T, s *local.Store, key string) <-chan tenure.Record {
 	return ch
 }
 
+// grantAndReleaseThrice grants and releases key three times and returns
+// the last grant.
+func grantAndReleaseThrice(t *testing.T, s *local.Store, key string) tenure.Lease {
+	t.Helper()
+	grantAndRelease(t, s, key)
+	grantAndRelease(t, s, key)
+	return grantAndRelease(t, s, key)
+}
+
+// openTempDir returns a new directory in the system's temporary directory
+// (not t.TempDir, whose parent only its owner may enter) that every user
+// may enter and list, removed when the test ends.
+func openTempDir(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "tenure-local-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
 // acquireNext acquires the free key on s as "beta" and checks that the
 // grant's term is the one after prev; how says in what state the key was.
 func acquireNext(t *testing.T, s *local.Store, key string, prev uint64, how string) tenure.Lease {
@@ -72,10 +97,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	const key = "precious"
-	var last tenure.Lease
-	for range 3 {
-		last = grantAndRelease(t, s, key)
-	}
+	last := grantAndReleaseThrice(t, s, key)
 	path := statePath(t, dir)
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -306,14 +328,7 @@ func TestOpenErrors(t *testing.T) {
 func TestOpenUnusableDir(t *testing.T) {
 	t.Parallel()
 	// Not t.TempDir, whose parent only its owner may enter.
-	base, err := os.MkdirTemp("", "tenure-local-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := openTempDir(t)
 	locked := filepath.Join(base, "locked")
 	if err := os.Mkdir(locked, 0o700); err != nil {
 		t.Fatal(err)
