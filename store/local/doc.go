@@ -121,8 +121,9 @@
 //   - A process that stops while holding a mutation lock (SIGSTOP in the
 //     middle of a call) blocks other calls on that key, which then fail
 //     with their context's error, until it resumes or dies.
-//   - Watch timers run on the Go runtime's monotonic clock, which does not
-//     count system suspend: after a resume an expiry may be delivered late,
+//   - A watch's re-read when a grant is due to end ([tenure.Follow]'s timer)
+//     runs on the Go runtime's monotonic clock, which does not count system
+//     suspend: after a resume an expiry may be delivered late,
 //     though Get and Acquire judge it correctly.
 //   - NAME.state.tmp.* files left by a crash in the middle of a write are
 //     never read and may be removed.

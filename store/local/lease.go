@@ -177,31 +177,11 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			return fmt.Errorf("local: key %q has used up its terms", key)
 		}
 		term := last + 1
-		hf, err := s.createHolder(kf, term)
-		if err != nil {
-			return err
-		}
-		token, err := newToken()
-		next := state{
+		token, err := s.writeGrant(kf, state{
 			Key: key, Holder: identity, Term: term, TTL: int64(ttl),
-			Expires: now + int64(ttl), BootID: s.bootID, Token: token,
-		}
-		// .terms first: a crash between the two writes leaves a term
-		// high-water mark above the record, never below.
-		if err == nil {
-			err = writeState(s.t, kf.term, next, true)
-		}
-		if err == nil {
-			err = writeState(s.d, kf.state, next, true)
-		}
-		if err == nil {
-			s.seeState(key, next)
-			err = s.addGrant(token, &grant{key: key, term: term, f: hf, name: holderName(kf, term)})
-		}
+			Expires: now + int64(ttl), BootID: s.bootID,
+		})
 		if err != nil {
-			// Whatever was written, the grant is dead without its file.
-			hf.Close()
-			_ = s.d.remove(holderName(kf, term))
 			return err
 		}
 		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait}
@@ -217,6 +197,36 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		_ = s.d.remove(name)
 	}
 	return lease, nil
+}
+
+// writeGrant writes the grant next (without its Token, which it draws and
+// returns): its liveness file, then .terms, then the key's record, and
+// registers it with the handle. On error the grant is dead: its liveness
+// file is closed and removed, whatever was written.
+func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
+	hf, err := s.createHolder(kf, next.Term)
+	if err != nil {
+		return "", err
+	}
+	next.Token, err = newToken()
+	// .terms first: a crash between the two writes leaves a term
+	// high-water mark above the record, never below.
+	if err == nil {
+		err = writeState(s.t, kf.term, next, true)
+	}
+	if err == nil {
+		err = writeState(s.d, kf.state, next, true)
+	}
+	if err == nil {
+		s.seeState(next.Key, next)
+		err = s.addGrant(next.Token, &grant{key: next.Key, term: next.Term, f: hf, name: holderName(kf, next.Term)})
+	}
+	if err != nil {
+		hf.Close()
+		_ = s.d.remove(holderName(kf, next.Term))
+		return "", err
+	}
+	return next.Token, nil
 }
 
 func newToken() (string, error) {
@@ -282,18 +292,7 @@ func (s *Store) settle(kf keyFiles, l tenure.Lease, err error) {
 // fsync: after a power loss the grant is dead anyway (another boot).
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	received := boottime()
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	if err := tenure.CheckKey(l.Key); err != nil {
-		return fmt.Errorf("%w: %w", tenure.ErrLost, err)
-	}
-	var kf keyFiles
-	err := s.mutate(ctx, l.Key, func(f keyFiles, st state, ok bool) error {
-		kf = f
-		if err := s.current(kf, l, st, ok, received); err != nil {
-			return err
-		}
+	kf, err := s.mutateGrant(ctx, l, received, func(kf keyFiles, st state) error {
 		st.Expires = received + st.TTL
 		return writeState(s.d, kf.state, st, false)
 	})
@@ -301,16 +300,15 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	return err
 }
 
-// Release implements [tenure.Store]: it records the key as free (keeping
-// the term) and, if l was acquired through this handle, closes and removes
-// its liveness file. It may be called through any handle.
-func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	received := boottime()
+// mutateGrant runs fn under the key's lock (see mutate) with the key's
+// record, if l is its current grant as of received; else it returns the
+// error of [Store.current]. It returns the key's files, for settle.
+func (s *Store) mutateGrant(ctx context.Context, l tenure.Lease, received int64, fn func(kf keyFiles, st state) error) (keyFiles, error) {
 	if err := s.begin(ctx); err != nil {
-		return err
+		return keyFiles{}, err
 	}
 	if err := tenure.CheckKey(l.Key); err != nil {
-		return fmt.Errorf("%w: %w", tenure.ErrLost, err)
+		return keyFiles{}, fmt.Errorf("%w: %w", tenure.ErrLost, err)
 	}
 	var kf keyFiles
 	err := s.mutate(ctx, l.Key, func(f keyFiles, st state, ok bool) error {
@@ -318,6 +316,16 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 		if err := s.current(kf, l, st, ok, received); err != nil {
 			return err
 		}
+		return fn(kf, st)
+	})
+	return kf, err
+}
+
+// Release implements [tenure.Store]: it records the key as free (keeping
+// the term) and, if l was acquired through this handle, closes and removes
+// its liveness file. It may be called through any handle.
+func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	kf, err := s.mutateGrant(ctx, l, boottime(), func(kf keyFiles, st state) error {
 		st.Holder, st.Token, st.TTL, st.Expires = "", "", 0, 0
 		// .terms (and this process) learn of the release, so a later
 		// Acquire after the key's files are deleted knows this grant
