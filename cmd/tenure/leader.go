@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +32,17 @@ type leaseFiler interface {
 type supervisor struct {
 	cmd  *exec.Cmd
 	conn *net.UnixConn
-	done chan struct{} // closed once it exited and was reaped
+	done chan struct{} // closed once CMD is gone: the supervisor reported it, or exited
+	once sync.Once
+	code int // CMD's exit code (the supervisor's if it never ran CMD), once done
+}
+
+// finish records CMD's exit code and closes done, the first time.
+func (s *supervisor) finish(code int) {
+	s.once.Do(func() {
+		s.code = code
+		close(s.done)
+	})
 }
 
 // spawnSupervisor starts a supervisor for CMD, in a new process group. It
@@ -58,7 +69,12 @@ func (r *runner) spawnSupervisor() (*supervisor, error) {
 	s := &supervisor{cmd: cmd, conn: conn, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
-		close(s.done)
+		s.finish(exitCode(cmd.ProcessState))
+	}()
+	go func() {
+		if code, ok := recvExit(conn); ok {
+			s.finish(code)
+		}
 	}()
 	return s, nil
 }
@@ -195,7 +211,7 @@ func (r *runner) task(ctx context.Context) error {
 	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
 		waitGroupGone(pg, r.opts.grace)
 	}
-	return r.result(r.outcome(term, exitCode(sup.cmd.ProcessState), lost, log))
+	return r.result(r.outcome(term, sup.code, lost, log))
 }
 
 // outcome logs how CMD's run ended and returns the task's result for it.

@@ -36,8 +36,10 @@ const (
 //   - on end of file on the channel (tenure died) it kills the group at once;
 //   - SIGTERM, SIGINT and SIGHUP are caught and ignored: tenure signals the
 //     whole group, CMD included, and the supervisor must outlive CMD;
-//   - when CMD exits, it kills whatever is left of the group and exits with
-//     CMD's exit code (128+n when CMD was killed by signal n).
+//   - when CMD exits, it kills whatever is left of the group, reports CMD's
+//     exit code on the channel (so tenure need not wait for this process
+//     to exit) and exits with that code (128+n when CMD was killed by
+//     signal n).
 //
 // End of file before the first message ends it at once: CMD never runs
 // without a deadline.
@@ -113,27 +115,30 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		case <-termT.C:
 			_ = syscall.Kill(-pg, syscall.SIGTERM)
 		case <-killT.C:
-			return killGroup(cmd, done, pg)
+			return killGroup(cmd, done, pg, uc)
 		case <-eof:
-			return killGroup(cmd, done, pg)
+			return killGroup(cmd, done, pg, uc)
 		case <-sigs:
 			// tenure signals the whole group: CMD has it already.
 		case <-done:
 			code := exitCode(cmd.ProcessState)
 			leaveAndKill(pg)
+			sendExit(uc, code)
 			return code
 		}
 	}
 }
 
 // killGroup kills CMD, waits until it is dead, then kills the rest of the
-// group. CMD goes first so that it is gone before the lease files this
-// process holds are closed by its own death.
-func killGroup(cmd *exec.Cmd, done <-chan struct{}, pg int) int {
+// group, and reports CMD's exit code on uc. CMD goes first so that it is
+// gone before the lease files this process holds are closed by its own
+// death.
+func killGroup(cmd *exec.Cmd, done <-chan struct{}, pg int, uc *net.UnixConn) int {
 	_ = cmd.Process.Kill()
 	<-done
 	code := exitCode(cmd.ProcessState)
 	leaveAndKill(pg)
+	sendExit(uc, code)
 	return code
 }
 
