@@ -34,8 +34,10 @@
 // leads a new process group and runs CMD in that group. The supervisor is
 // started while tenure campaigns and waits on its control socket (fd 3, a
 // SOCK_SEQPACKET socket pair); once elected, tenure sends it the term, the
-// deadlines and, as SCM_RIGHTS, the store's lease files (see
-// [tenure.LeaseFiler]), which it holds open, away from CMD, while it lives.
+// deadlines and, as SCM_RIGHTS, the store's lease files (a store with a
+// LeaseFiles method, such as the local store), which it holds open, away
+// from CMD, while it lives; once CMD has exited and its group is killed it
+// reports CMD's exit code back on the socket.
 // After every successful renewal tenure sends it the CLOCK_MONOTONIC
 // instants at which the leader context will be cancelled and by which the
 // group must be dead; the supervisor enforces them by itself. (Starting the
