@@ -251,12 +251,11 @@ func parseStats(out string) (heap, goroutines int64) {
 
 // statFields returns the fields of /proc/pid/stat after the command name.
 func statFields(b *testing.B, pid int) []string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
+	f, ok := procStat(pid)
+	if !ok {
+		b.Fatalf("cannot read /proc/%d/stat", pid)
 	}
-	s := string(data)
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	return f
 }
 
 // cpuTicks is utime+stime of pid (fields 14 and 15 of /proc/pid/stat).
