@@ -35,7 +35,7 @@ var benchStores = []struct {
 // run` (three candidates, --ttl 10s, the lean worker as CMD) → the next
 // leader's CMD starts. Beside it, on the same server, the library-level
 // handoff: the leading elector's Run cancelled → the next elector's task
-// starts (two electors in this process). It prints the median and p99 of
+// starts (three electors in this process, as many as candidates). It prints the median and p99 of
 // each and their difference, which is what tenure run adds, and fails if
 // two CMDs ever ran at once. TENURE_BENCH_TRIALS sets the trials per store
 // (default 20); TENURE_BENCH_TENURE names another tenure binary to run as
@@ -69,18 +69,18 @@ func BenchmarkStoreHandoff(b *testing.B) {
 	}
 }
 
-// libraryHandoff measures trials handoffs between two electors on the
+// libraryHandoff measures trials handoffs among three electors on the
 // store at url: from cancelling the leader's Run (which releases the
 // lease) until the other elector's task starts.
 func libraryHandoff(b *testing.B, url string, trials int) []time.Duration {
 	ctx := context.Background()
-	started := make(chan int, 2)
+	started := make(chan int, 3)
 	type member struct {
 		el     *tenure.Elector
 		cancel context.CancelFunc
 		done   chan struct{}
 	}
-	var m [2]member
+	var m [3]member
 	run := func(i int) {
 		rctx, cancel := context.WithCancel(ctx)
 		m[i].cancel, m[i].done = cancel, make(chan struct{})
@@ -115,7 +115,7 @@ func libraryHandoff(b *testing.B, url string, trials int) []time.Duration {
 	leader := <-started
 	var out []time.Duration
 	for len(out) < trials {
-		time.Sleep(100 * time.Millisecond) // pace: the other elector is watching
+		time.Sleep(100 * time.Millisecond) // pace: the others are watching
 		t0 := time.Now()
 		m[leader].cancel()
 		next := <-started
