@@ -320,7 +320,7 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 // starting one (a whole tenure process) right after a release would take
 // CPU from the next leader's start on the same machine.
 func (r *runner) onEvent(ev tenure.Event) {
-	if ev.Kind == tenure.EventLeaderChanged && ev.Leader != r.opts.id && r.signalled() == 0 {
+	if ev.Kind == tenure.EventLeaderChanged && ev.Holder != r.opts.id && r.signalled() == 0 {
 		r.prepare()
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/sim"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/memnet"
-	"github.com/tenurehq/tenure/internal/sim"
 )
 
 // Cluster is a group of nodes on one memnet network. Not safe for concurrent

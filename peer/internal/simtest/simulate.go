@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurehq/tenure/peer/memnet"
 	"github.com/tenurehq/tenure/internal/sim"
+	"github.com/tenurehq/tenure/peer/memnet"
 )
 
 // Expect returns the coordinator an algorithm must settle on among the live
