@@ -1,0 +1,57 @@
+package shard_test
+
+import (
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure/shard"
+)
+
+func ids(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("m%d", i)
+	}
+	return out
+}
+
+// Members join one by one, then leave one by one, then one crashes: after
+// each change every key is led by its owner, each member leads about K/n
+// keys, only the keys whose owner changed moved, and no key ever had two
+// leaders at once.
+func TestJoinLeaveCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const k = 64
+		ttl := time.Second
+		members := ids(4)
+		c := newCluster(t, members, shard.Numbered(k), ttl)
+		for i, id := range members {
+			before, at := c.leaders(), c.now()
+			c.start(id)
+			took := c.settle(at, 5*ttl)
+			lo, hi := c.balance()
+			t.Logf("join %s: n=%d, balance min %d max %d, moved %d (K/n = %d), rebalanced in %s",
+				id, i+1, lo, hi, moved(before, c.leaders()), k/(i+1), took)
+		}
+		before, at := c.leaders(), c.now()
+		c.stop("m1")
+		took := c.settle(at, 5*ttl)
+		lo, hi := c.balance()
+		t.Logf("leave m1: balance min %d max %d, moved %d, rebalanced in %s", lo, hi, moved(before, c.leaders()), took)
+
+		before, at = c.leaders(), c.now()
+		c.crash("m2")
+		took = c.settle(at, 5*ttl)
+		lo, hi = c.balance()
+		t.Logf("crash m2: balance min %d max %d, moved %d, rebalanced in %s", lo, hi, moved(before, c.leaders()), took)
+		if took < ttl/2 || took > 2*ttl {
+			t.Errorf("after a crash, keys were led again after %s; want about one TTL (%s)", took, ttl)
+		}
+		for _, id := range c.live() {
+			c.stop(id)
+		}
+		c.check()
+	})
+}

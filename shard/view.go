@@ -1,0 +1,73 @@
+package shard
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/tenurehq/tenure"
+)
+
+// view is one member's picture of the live set at one moment. It is
+// immutable; when the live set changes, changed is closed and the next
+// view published.
+type view struct {
+	live    []string // sorted
+	changed chan struct{}
+}
+
+func (v *view) has(m string) bool {
+	_, ok := slices.BinarySearch(v.live, m)
+	return ok
+}
+
+// membership follows the liveness key of every candidate member and
+// publishes the live set as a sequence of views.
+type membership struct {
+	mu   sync.Mutex
+	live map[string]bool
+	cur  *view
+}
+
+func newMembership() *membership {
+	return &membership{live: map[string]bool{}, cur: &view{changed: make(chan struct{})}}
+}
+
+// view returns the current view.
+func (m *membership) view() *view {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur
+}
+
+// set records whether member is live, publishing a new view if that
+// changes the live set.
+func (m *membership) set(member string, live bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live[member] == live {
+		return
+	}
+	m.live[member] = live
+	next := &view{changed: make(chan struct{})}
+	for mem, l := range m.live {
+		if l {
+			next.live = append(next.live, mem)
+		}
+	}
+	slices.Sort(next.live)
+	old := m.cur
+	m.cur = next
+	close(old.changed)
+}
+
+// follow keeps member's liveness up to date from its liveness key until
+// ctx is done: a member is live while a grant of its key to itself is.
+// An [tenure.Observer] does the watching, so store errors are retried and
+// expiries of crashed members reported.
+func (m *membership) follow(ctx context.Context, c *Config, member string) {
+	o := &tenure.Observer{Store: c.Store, Key: memberKey(c.Group, member), Poll: c.TTL / 3, Clock: c.Clock, Logger: c.Logger}
+	for r := range o.Changes(ctx) {
+		m.set(member, r.Holder == member)
+	}
+}
