@@ -27,6 +27,8 @@ type cluster struct {
 	keys    []string
 	ttl     time.Duration
 	origin  time.Time
+	// wrap, if set, wraps each member's store handle.
+	wrap func(id string, s tenure.Store) tenure.Store
 
 	mu      sync.Mutex
 	ivs     map[string][]history.Interval // per key
@@ -52,8 +54,12 @@ func (c *cluster) now() time.Duration { return time.Since(c.origin) }
 func (c *cluster) start(id string) {
 	c.t.Helper()
 	dead := &atomic.Bool{}
+	var st tenure.Store = crashable{c.mem.Handle(), dead}
+	if c.wrap != nil {
+		st = c.wrap(id, st)
+	}
 	s, err := shard.New(shard.Config{
-		Store: crashable{c.mem.Handle(), dead}, Group: "g", Identity: id, Members: c.members, Keys: c.keys,
+		Store: st, Group: "g", Identity: id, Members: c.members, Keys: c.keys,
 		TTL: c.ttl, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
