@@ -146,7 +146,7 @@ func (c *cluster) settle(since, limit time.Duration) time.Duration {
 			_, why := c.settled()
 			c.t.Fatalf("not settled %s after the change: %s", limit, why)
 		}
-		time.Sleep(c.ttl / 50)
+		time.Sleep(min(c.ttl/50, time.Millisecond))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

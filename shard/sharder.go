@@ -38,7 +38,7 @@ func New(cfg Config) (*Sharder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Sharder{cfg: cfg, members: newMembership(), leading: map[string]bool{}}, nil
+	return &Sharder{cfg: cfg, members: newMembership(len(cfg.Members)), leading: map[string]bool{}}, nil
 }
 
 // Config returns the member's configuration, defaults filled in.

@@ -22,15 +22,20 @@ func (v *view) has(m string) bool {
 }
 
 // membership follows the liveness key of every candidate member and
-// publishes the live set as a sequence of views.
+// publishes the live set as a sequence of views. The first view is
+// published only once every member's liveness key was read: a member
+// that has heard of only some of the others would otherwise campaign for
+// keys it does not own (all of them, at first), only to give them up a
+// moment later.
 type membership struct {
-	mu   sync.Mutex
-	live map[string]bool
-	cur  *view
+	mu      sync.Mutex
+	members int             // how many members there are
+	live    map[string]bool // every member heard of, and whether it is live
+	cur     *view
 }
 
-func newMembership() *membership {
-	return &membership{live: map[string]bool{}, cur: &view{changed: make(chan struct{})}}
+func newMembership(members int) *membership {
+	return &membership{members: members, live: map[string]bool{}, cur: &view{changed: make(chan struct{})}}
 }
 
 // view returns the current view.
@@ -45,10 +50,13 @@ func (m *membership) view() *view {
 func (m *membership) set(member string, live bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.live[member] == live {
+	if l, heard := m.live[member]; heard && l == live {
 		return
 	}
 	m.live[member] = live
+	if len(m.live) < m.members {
+		return // not every member heard of yet: no view
+	}
 	next := &view{changed: make(chan struct{})}
 	for mem, l := range m.live {
 		if l {
