@@ -29,6 +29,9 @@ type cluster struct {
 	origin  time.Time
 	// wrap, if set, wraps each member's store handle.
 	wrap func(id string, s tenure.Store) tenure.Store
+	// stopDelay is how long a task takes to return once its context is
+	// done: a slow task that the next leader of its key must wait for.
+	stopDelay time.Duration
 
 	mu      sync.Mutex
 	ivs     map[string][]history.Interval // per key
@@ -82,6 +85,7 @@ func (c *cluster) task(id string) shard.Task {
 		c.ivs[key] = append(c.ivs[key], history.Interval{ID: id, Term: l.Term, Start: c.now(), End: history.Live})
 		c.mu.Unlock()
 		<-ctx.Done()
+		time.Sleep(c.stopDelay)
 		c.mu.Lock()
 		c.ivs[key][c.open[key+"\x00"+id]].End = c.now()
 		delete(c.open, key+"\x00"+id)

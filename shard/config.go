@@ -47,9 +47,11 @@ type Config struct {
 	// Clock defaults to [tenure.SystemClock]; Logger to [slog.Default].
 	Clock  tenure.Clock
 	Logger *slog.Logger
-	// OnEvent, if set, receives the events of every key's elector (their
-	// Key is the lease key, Group/keys/<key>). It is called from many
-	// goroutines at once and must not block.
+	// OnEvent, if set, receives the events of every elector of this
+	// member: its liveness elector (Event.Key Group/members/<Identity>)
+	// and each key's (Event.Key Group/keys/<key>). It is called from many
+	// goroutines at once, so it must be safe for concurrent use, and must
+	// not block.
 	OnEvent func(tenure.Event)
 }
 

@@ -17,7 +17,8 @@ import (
 const seeds = 40
 
 // TestSeeds runs seeded schedules of joins, graceful leaves and crashes,
-// some of them before the group settled from the previous change, and
+// some of them before the group settled from the previous change, with
+// tasks that are slow to stop, and
 // checks after each schedule that no key ever had two leaders at once and
 // that the group settles on the owners of its final live set. A failure
 // names its seed; TENURE_SHARD_SEED=N go test ./shard -run TestSeeds -v
@@ -50,6 +51,9 @@ func runSchedule(t *testing.T, seed uint64) {
 	ttl := time.Second
 	members := ids(5)
 	c := newCluster(t, members, shard.Numbered(24), ttl)
+	// Tasks take up to a fifth of the TTL to stop (the margin is a third):
+	// a key's next leader must wait for them.
+	c.stopDelay = time.Duration(rng.Int64N(int64(ttl / 5)))
 	c.start(members[rng.IntN(len(members))])
 	for range 8 {
 		live := c.live()
