@@ -48,7 +48,8 @@
 // fallback leader gives the key back (cancels, releases) as soon as its
 // view of the live set changes, or after [Config.Reclaim] (default 10 ×
 // TTL) at the latest, so a key taken by the fallback rule returns to its
-// owner once the owner can take it. Either way, only the lease decides
+// owner once the owner can take it; a fallback candidate that sees
+// another member take the key stops campaigning at once. Either way, only the lease decides
 // who leads: the fallback rule affects balance, never safety.
 //
 // # Guarantees and non-guarantees

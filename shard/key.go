@@ -18,7 +18,8 @@ import (
 //     set names another owner;
 //   - ranked r ≥ 1 ([Rank]): watch the key; if it stays unled for
 //     r × Takeover with the live set unchanged, campaign as a fallback and
-//     lead until the live set changes or Reclaim has passed.
+//     lead until the live set changes or Reclaim has passed; stop
+//     campaigning at once if another member takes the key first.
 //
 // Giving a key up cancels its task and releases its lease only after the
 // task returned (that is what [tenure.Elector.Run] does when its context
@@ -54,15 +55,7 @@ func (s *Sharder) runKey(ctx context.Context, key string, task Task) error {
 			}
 			s.cfg.Logger.Info("shard: leading a key its owner left unled", "group", s.cfg.Group, "key", key,
 				"id", me, "owner", Owner(key, v.live), "rank", r, "unled_for", time.Duration(r)*s.cfg.Takeover)
-			err = s.lead(ctx, key, task, func(ctx context.Context) {
-				t := s.cfg.Clock.NewTimer(s.cfg.Reclaim)
-				defer t.Stop()
-				select {
-				case <-ctx.Done():
-				case <-v.changed:
-				case <-t.C():
-				}
-			})
+			err = s.lead(ctx, key, task, func(ctx context.Context) { s.holdFallback(ctx, key, v) })
 		}
 		if err != nil {
 			return err
@@ -132,6 +125,32 @@ func (s *Sharder) awaitUnled(ctx context.Context, key string, v *view, rank int)
 			}
 		case <-unled:
 			return true
+		}
+	}
+}
+
+// holdFallback returns when a fallback leader of key should give it up:
+// when the live set changes from v, when Reclaim has passed, or when the
+// key is led by another member (the owner got there first, so this member
+// must not wait as a candidate and snatch the key at its next release).
+func (s *Sharder) holdFallback(ctx context.Context, key string, v *view) {
+	t := s.cfg.Clock.NewTimer(s.cfg.Reclaim)
+	defer t.Stop()
+	o := &tenure.Observer{Store: s.cfg.Store, Key: leaseKey(s.cfg.Group, key), Poll: s.cfg.TTL / 3,
+		Clock: s.cfg.Clock, Logger: s.cfg.Logger}
+	recs := o.Changes(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.changed:
+			return
+		case <-t.C():
+			return
+		case r, ok := <-recs:
+			if !ok || r.Held() && r.Holder != s.cfg.Identity {
+				return
+			}
 		}
 	}
 }
