@@ -66,7 +66,8 @@ func TestImportsOnlyTheRootAndTheStandardLibrary(t *testing.T) {
 }
 
 // A second Run while one is active returns ErrRunning; when Run's context
-// ends, Run returns its error only after every lease was released.
+// ends, Run returns its error only after every lease was released; a later
+// Run works again.
 func TestRunOnceAndReleaseOnReturn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New(nil)
@@ -98,5 +99,15 @@ func TestRunOnceAndReleaseOnReturn(t *testing.T) {
 		if got := s.Leading(); len(got) != 0 {
 			t.Errorf("after Run returned, Leading = %v", got)
 		}
+
+		// Run again: it starts from a fresh view and leads everything again.
+		ctx, cancel = context.WithCancel(context.Background())
+		go func() { done <- s.Run(ctx, task) }()
+		time.Sleep(100 * time.Millisecond)
+		if got := s.Leading(); len(got) != 3 {
+			t.Errorf("second Run leads %v, want all 3 keys", got)
+		}
+		cancel()
+		<-done
 	})
 }

@@ -28,7 +28,7 @@ import (
 func (s *Sharder) runKey(ctx context.Context, key string, task Task) error {
 	me := s.cfg.Identity
 	for ctx.Err() == nil {
-		v := s.members.view()
+		v := s.view()
 		var err error
 		switch r := Rank(key, me, v.live); {
 		case r < 0:
@@ -43,7 +43,7 @@ func (s *Sharder) runKey(ctx context.Context, key string, task Task) error {
 					case <-ctx.Done():
 						return
 					case <-v.changed:
-						if v = s.members.view(); Rank(key, me, v.live) != 0 {
+						if v = s.view(); Rank(key, me, v.live) != 0 {
 							return
 						}
 					}

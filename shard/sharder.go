@@ -22,10 +22,10 @@ type Task func(ctx context.Context, key string) error
 // members. Create it with [New]; its methods are safe for concurrent use,
 // but only one Run may be active at a time.
 type Sharder struct {
-	cfg     Config
-	members *membership
+	cfg Config
 
 	mu      sync.Mutex
+	members *membership // of the current or last Run
 	running bool
 	leading map[string]bool
 }
@@ -62,6 +62,9 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 		return tenure.ErrRunning
 	}
 	s.running = true
+	// Each Run starts from no view: what an earlier Run saw is stale.
+	members := newMembership(len(s.cfg.Members))
+	s.members = members
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -89,7 +92,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 		}))
 	})
 	for _, m := range s.cfg.Members {
-		wg.Go(func() { s.members.follow(ctx, &s.cfg, m) })
+		wg.Go(func() { members.follow(ctx, &s.cfg, m) })
 	}
 	for _, k := range s.cfg.Keys {
 		wg.Go(func() { fail(s.runKey(ctx, k, task)) })
@@ -101,7 +104,8 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	return ctx.Err()
 }
 
-// Status is a snapshot of one member.
+// Status is a snapshot of one member. After Run returned, it describes the
+// last moment of that Run.
 type Status struct {
 	Identity string
 	// Live is the members this member sees live, sorted.
@@ -117,10 +121,10 @@ type Status struct {
 
 // Status returns a snapshot of the member. It never blocks on the store.
 func (s *Sharder) Status() Status {
-	v := s.members.view()
-	st := Status{Identity: s.cfg.Identity, Live: slices.Clone(v.live)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	v := s.members.view()
+	st := Status{Identity: s.cfg.Identity, Live: slices.Clone(v.live)}
 	for _, k := range s.cfg.Keys {
 		if v.has(s.cfg.Identity) && Owner(k, v.live) == s.cfg.Identity {
 			st.Owns = append(st.Owns, k)
@@ -135,6 +139,13 @@ func (s *Sharder) Status() Status {
 // Leading returns the keys whose task runs now, in the order of
 // Config.Keys.
 func (s *Sharder) Leading() []string { return s.Status().Leading }
+
+// view returns the current view of the live set.
+func (s *Sharder) view() *view {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.members.view()
+}
 
 func (s *Sharder) setLeading(key string, on bool) {
 	s.mu.Lock()
