@@ -33,8 +33,8 @@ func TestSeeds(t *testing.T) {
 		}
 		first, n = v, 1
 	}
-	if testing.Short() && n > 5 {
-		n = 5
+	if (testing.Short() || raceEnabled) && n > 8 {
+		n = 8
 	}
 	for seed := first; seed < first+n; seed++ {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
