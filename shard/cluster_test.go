@@ -256,3 +256,14 @@ func (c crashable) Release(ctx context.Context, l tenure.Lease) error {
 	}
 	return c.Store.Release(ctx, l)
 }
+
+// handoffs sums the Handoffs of the running members.
+func (c *cluster) handoffs() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n uint64
+	for _, m := range c.running {
+		n += m.s.Status().Handoffs
+	}
+	return n
+}

@@ -86,6 +86,7 @@ func (s *Sharder) lead(ctx context.Context, key string, task Task, hold func(con
 		stop()
 	}()
 	hold(lctx)
+	s.handingOff(ctx, key)
 	stop()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err

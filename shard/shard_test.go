@@ -32,12 +32,16 @@ func TestJoinLeaveCrash(t *testing.T) {
 		c := newCluster(t, members, shard.Numbered(k), ttl)
 		c.stopDelay = 100 * time.Millisecond // the next leader must wait for it
 		for i, id := range members {
-			before, at := c.leaders(), c.now()
+			before, at, handoffs := c.leaders(), c.now(), c.handoffs()
 			c.start(id)
 			took := c.settle(at, 5*ttl)
 			lo, hi := c.balance()
+			n := moved(before, c.leaders())
 			t.Logf("join %s: n=%d, balance min %d max %d, moved %d (K/n = %d), rebalanced in %s",
-				id, i+1, lo, hi, moved(before, c.leaders()), k/(i+1), took)
+				id, i+1, lo, hi, n, k/(i+1), took)
+			if got := c.handoffs() - handoffs; got != uint64(n) {
+				t.Errorf("join %s moved %d keys, but the members' Status counts %d handoffs", id, n, got)
+			}
 		}
 		before, at := c.leaders(), c.now()
 		c.stop("m1")

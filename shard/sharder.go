@@ -24,10 +24,11 @@ type Task func(ctx context.Context, key string) error
 type Sharder struct {
 	cfg Config
 
-	mu      sync.Mutex
-	members *membership // of the current or last Run
-	running bool
-	leading map[string]bool
+	mu       sync.Mutex
+	members  *membership // of the current or last Run
+	running  bool
+	leading  map[string]bool
+	handoffs uint64
 }
 
 // New returns a member for cfg, defaults filled in. It returns an error
@@ -65,6 +66,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	// Each Run starts from no view: what an earlier Run saw is stale.
 	members := newMembership(len(s.cfg.Members))
 	s.members = members
+	s.handoffs = 0
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -117,6 +119,12 @@ type Status struct {
 	// Config.Keys. It differs from Owns while keys move, and by the keys
 	// the fallback rule added.
 	Leading []string
+	// Changes counts the changes of the live set this member saw during
+	// the current (or last) Run, after its first view; Handoffs counts the
+	// keys it stopped leading because of one (or because a fallback term
+	// ended). Summed over members and divided by Changes, Handoffs is the
+	// number of keys moved per membership change.
+	Changes, Handoffs uint64
 }
 
 // Status returns a snapshot of the member. It never blocks on the store.
@@ -124,7 +132,7 @@ func (s *Sharder) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.members.view()
-	st := Status{Identity: s.cfg.Identity, Live: slices.Clone(v.live)}
+	st := Status{Identity: s.cfg.Identity, Live: slices.Clone(v.live), Changes: s.members.changed(), Handoffs: s.handoffs}
 	for _, k := range s.cfg.Keys {
 		if v.has(s.cfg.Identity) && Owner(k, v.live) == s.cfg.Identity {
 			st.Owns = append(st.Owns, k)
@@ -139,6 +147,16 @@ func (s *Sharder) Status() Status {
 // Leading returns the keys whose task runs now, in the order of
 // Config.Keys.
 func (s *Sharder) Leading() []string { return s.Status().Leading }
+
+// handingOff counts a handoff if this member leads key while it decided
+// to give it up, unless ctx (Run's) ended: that is a shutdown, not a move.
+func (s *Sharder) handingOff(ctx context.Context, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ctx.Err() == nil && s.leading[key] {
+		s.handoffs++
+	}
+}
 
 // view returns the current view of the live set.
 func (s *Sharder) view() *view {

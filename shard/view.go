@@ -32,6 +32,8 @@ type membership struct {
 	members int             // how many members there are
 	live    map[string]bool // every member heard of, and whether it is live
 	cur     *view
+	first   bool   // whether the first view was published
+	changes uint64 // views published after the first
 }
 
 func newMembership(members int) *membership {
@@ -43,6 +45,13 @@ func (m *membership) view() *view {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.cur
+}
+
+// changed returns how many times the live set changed after the first view.
+func (m *membership) changed() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changes
 }
 
 // set records whether member is live, publishing a new view if that
@@ -65,6 +74,10 @@ func (m *membership) set(member string, live bool) {
 	}
 	slices.Sort(next.live)
 	old := m.cur
+	if m.first {
+		m.changes++
+	}
+	m.first = true
 	m.cur = next
 	close(old.changed)
 }
