@@ -27,6 +27,9 @@ type cluster struct {
 	keys    []string
 	ttl     time.Duration
 	origin  time.Time
+	// open, if set, opens each member's own handle on the store the
+	// cluster shares instead of the in-memory store.
+	openStore func() tenure.Store
 	// wrap, if set, wraps each member's store handle.
 	wrap func(id string, s tenure.Store) tenure.Store
 	// stopDelay is how long a task takes to return once its context is
@@ -57,7 +60,11 @@ func (c *cluster) now() time.Duration { return time.Since(c.origin) }
 func (c *cluster) start(id string) {
 	c.t.Helper()
 	dead := &atomic.Bool{}
-	var st tenure.Store = crashable{c.mem.Handle(), dead}
+	var h tenure.Store = c.mem.Handle()
+	if c.openStore != nil {
+		h = c.openStore()
+	}
+	var st tenure.Store = crashable{h, dead}
 	if c.wrap != nil {
 		st = c.wrap(id, st)
 	}
