@@ -274,3 +274,11 @@ func (c *cluster) handoffs() uint64 {
 	}
 	return n
 }
+
+// status returns member id's Status.
+func (c *cluster) status(id string) shard.Status {
+	c.mu.Lock()
+	n := c.running[id]
+	c.mu.Unlock()
+	return n.s.Status()
+}

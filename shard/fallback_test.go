@@ -89,3 +89,84 @@ func TestFallbackLeadsAKeyItsOwnerLeftUnled(t *testing.T) {
 		c.check()
 	})
 }
+
+// cutOff fails every request about one key while on is set: a member that
+// can no longer renew its liveness lease, though its key leases still work.
+type cutOff struct {
+	tenure.Store
+	key string
+	on  *atomic.Bool
+}
+
+func (c cutOff) Acquire(ctx context.Context, key, id string, ttl time.Duration) (tenure.Lease, error) {
+	if key == c.key && c.on.Load() {
+		return tenure.Lease{}, errRefused
+	}
+	return c.Store.Acquire(ctx, key, id, ttl)
+}
+
+func (c cutOff) Renew(ctx context.Context, l tenure.Lease) error {
+	if l.Key == c.key && c.on.Load() {
+		return errRefused
+	}
+	return c.Store.Renew(ctx, l)
+}
+
+// A member that loses its liveness lease while it runs gives up every key
+// (the others take them over once its liveness grant expired), and takes
+// its keys back once it is live again; no key ever has two leaders.
+func TestMemberThatLosesItsLivenessGivesUpItsKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ttl := time.Second
+		members := ids(3)
+		cut := &atomic.Bool{}
+		c := newCluster(t, members, shard.Numbered(24), ttl)
+		c.stopDelay = 50 * time.Millisecond
+		c.wrap = func(id string, s tenure.Store) tenure.Store {
+			if id != "m0" {
+				return s
+			}
+			return cutOff{s, "g/members/m0", cut}
+		}
+		for _, id := range members {
+			c.start(id)
+		}
+		c.settle(c.now(), 5*ttl)
+		mine := 0
+		for _, l := range c.leaders() {
+			if l == "m0" {
+				mine++
+			}
+		}
+
+		cut.Store(true)
+		at := c.now()
+		deadline := at + 5*ttl
+		for c.now() < deadline {
+			st := c.status("m0")
+			others := 0
+			for _, l := range c.leaders() {
+				if l != "m0" && l != "" {
+					others++
+				}
+			}
+			if len(st.Leading) == 0 && others == 24 {
+				break
+			}
+			time.Sleep(ttl / 50)
+		}
+		if st := c.status("m0"); len(st.Leading) != 0 {
+			t.Fatalf("m0 cannot renew its liveness, yet leads %v %s later", st.Leading, c.now()-at)
+		}
+		t.Logf("m0 cut off from its liveness key: its %d keys led by others %s later", mine, c.now()-at)
+
+		cut.Store(false)
+		at = c.now()
+		took := c.settle(at, 5*ttl)
+		t.Logf("m0 live again: keys back after %s", took)
+		for _, id := range c.live() {
+			c.stop(id)
+		}
+		c.check()
+	})
+}
