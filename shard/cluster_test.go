@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,6 +36,9 @@ type cluster struct {
 	// stopDelay is how long a task takes to return once its context is
 	// done: a slow task that the next leader of its key must wait for.
 	stopDelay time.Duration
+
+	// fallbacks counts the keys members took by the fallback rule.
+	fallbacks atomic.Int64
 
 	mu      sync.Mutex
 	ivs     map[string][]history.Interval // per key
@@ -70,7 +74,7 @@ func (c *cluster) start(id string) {
 	}
 	s, err := shard.New(shard.Config{
 		Store: st, Group: "g", Identity: id, Members: c.members, Keys: c.keys,
-		TTL: c.ttl, Logger: slog.New(slog.DiscardHandler),
+		TTL: c.ttl, Logger: slog.New(counting{&c.fallbacks}),
 	})
 	if err != nil {
 		c.t.Fatal(err)
@@ -281,4 +285,17 @@ func (c *cluster) status(id string) shard.Status {
 	n := c.running[id]
 	c.mu.Unlock()
 	return n.s.Status()
+}
+
+// counting is a quiet log handler that counts the fallback rule's takeovers.
+type counting struct{ n *atomic.Int64 }
+
+func (h counting) Enabled(context.Context, slog.Level) bool { return true }
+func (h counting) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h counting) WithGroup(string) slog.Handler            { return h }
+func (h counting) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "shard: leading a key its owner left unled") {
+		h.n.Add(1)
+	}
+	return nil
 }
