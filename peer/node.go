@@ -116,9 +116,6 @@ func NewNode(cfg Config) (*Node, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	if t, ok := tr.(*TCP); ok {
-		t.SetReporter(n.report)
-	}
 	n.mu.Lock()
 	n.alg.Start(env{n})
 	n.mu.Unlock()
@@ -126,13 +123,23 @@ func NewNode(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// report is the node's answer to an observer's status query: the record
-// Get would return. It does not block on the network.
-func (n *Node) report() Report {
+// answer puts the node's answer to a status query on its reply channel:
+// the coordinator it follows and the record Get would return. A query is
+// never a sign of life and carries no claim, so it touches no election
+// state. It does not block.
+func (n *Node) answer(q Delivery) {
+	if q.Reply == nil {
+		return
+	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	r := n.recordLocked(time.Now())
-	return Report{Leader: n.leader, LeaderEpoch: n.leaderEpoch, Epoch: n.maxEpoch, TTL: r.TTL, Remaining: r.Remaining}
+	reply := Message{Type: StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
+		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining}
+	n.mu.Unlock()
+	select {
+	case q.Reply <- reply:
+	default:
+	}
 }
 
 func (n *Node) run() {
@@ -144,11 +151,11 @@ func (n *Node) run() {
 		select {
 		case <-n.stop:
 			return
-		case m, ok := <-recv:
+		case d, ok := <-recv:
 			if !ok {
 				return
 			}
-			n.handle(m)
+			n.dispatch(d)
 		case <-t.C:
 			n.tick()
 		}
@@ -190,12 +197,20 @@ func (n *Node) granting() bool {
 	return n.isCoordinator() && n.ho.ready && n.ho.epoch == n.leaderEpoch
 }
 
-// handle processes one received message.
+// dispatch routes one delivery: status queries are answered, every other
+// message goes to the election.
+func (n *Node) dispatch(d Delivery) {
+	if d.Type == StatusQuery {
+		n.answer(d)
+		return
+	}
+	n.handle(d.Message)
+}
+
+// handle processes one received election message.
 func (n *Node) handle(m Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	// Status messages are the transport's business (an observer's query is
-	// never a sign of life and carries no claim).
 	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() || m.Type.IsStatus() {
 		return
 	}

@@ -69,7 +69,7 @@ type TCPStats struct {
 	// newer one.
 	QueueFull, DialFailures, Rejected, AuthTimeouts, IdleClosed, Superseded uint64
 	// Queries: status queries answered (a reply written; see
-	// [TCP.SetReporter]). They are also counted in Received.
+	// [Delivery]). They are also counted in Received.
 	Queries uint64
 }
 
@@ -116,22 +116,21 @@ func (c *tcpCounters) count(err error) {
 // is evicted, or else the oldest observer connection, so neither strangers
 // nor observers can keep members out.
 //
-// A TCP transport also answers an [Observer]'s StatusQuery frames itself,
-// on the connection they came in on, with what its reporter says (see
-// [TCP.SetReporter]); queries never reach Recv, so an observer is never
-// heard as a member.
+// An [Observer]'s StatusQuery frames reach Recv like every message, with
+// a reply channel; the transport writes the member's answer back on the
+// connection the query came in on. An observer can send nothing else, so
+// it is never heard as a member.
 type TCP struct {
 	cfg         TCPConfig
 	gk          groupKey
 	ln          net.Listener
 	incarnation uint64
-	recv        chan Message
+	recv        chan Delivery
 	peers       map[uint64]*outConn
 	ctx         context.Context
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	c           tcpCounters
-	reporter    atomic.Pointer[func() Report]
 
 	mu      sync.Mutex
 	closed  bool
@@ -178,7 +177,7 @@ func ListenTCP(cfg TCPConfig) (*TCP, error) {
 		return nil, fmt.Errorf("peer: member %d listening on %s: %w", cfg.Self, addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &TCP{cfg: cfg, gk: gk, ln: ln, incarnation: rand.Uint64() | 1, recv: make(chan Message, 1024),
+	t := &TCP{cfg: cfg, gk: gk, ln: ln, incarnation: rand.Uint64() | 1, recv: make(chan Delivery, 1024),
 		peers: map[uint64]*outConn{}, ctx: ctx, cancel: cancel,
 		conns: map[net.Conn]*inbound{}, members: map[uint64]net.Conn{}}
 	for _, m := range cfg.Group.Members() {
@@ -215,14 +214,9 @@ type Report struct {
 	TTL, Remaining             time.Duration
 }
 
-// SetReporter makes the transport answer status queries with f's result; f
-// is called from the connection's reader goroutine, must be safe for
-// concurrent use and must not block. Until it is set, queries are dropped
-// unanswered. [NewNode] sets it to the node's view.
-func (t *TCP) SetReporter(f func() Report) { t.reporter.Store(&f) }
-
-// Recv implements [Transport].
-func (t *TCP) Recv() <-chan Message { return t.recv }
+// Recv implements [Transport]. A member's node must read it: status
+// queries arrive here too, and are answered only through their Reply.
+func (t *TCP) Recv() <-chan Delivery { return t.recv }
 
 // Send implements [Transport]: it queues m for m.To's connection, where
 // it is signed with that connection's session key. It returns an error
@@ -482,21 +476,44 @@ const frameReadTimeout = 5 * time.Second
 // queries may stay silent before it is closed.
 const observerIdle = 30 * time.Second
 
-// read authenticates one inbound connection, then receives its frames
-// until it fails, goes idle or a frame is bad, and closes it: a sender
-// that cannot authenticate does not get to keep a connection. Status
-// queries are answered on the connection.
+// read serves one accepted connection: it authenticates it ([TCP.admit]),
+// then repeats three steps per frame until the connection fails, goes
+// idle or carries a bad frame: framing ([TCP.nextFrame]), authentication
+// and replay checking ([TCP.authenticate]), and dispatch to the member
+// ([TCP.dispatch]). It closes the connection at the end: a sender that
+// cannot authenticate does not get to keep one.
 func (t *TCP) read(c net.Conn) {
-	var s *session
-	defer func() {
-		t.mu.Lock()
-		delete(t.conns, c)
-		if s != nil && t.members[s.peer] == c {
-			delete(t.members, s.peer)
+	s := t.admit(c)
+	defer t.forget(c, s)
+	if s == nil {
+		return
+	}
+	idle := t.cfg.IdleTimeout
+	if s.peer == ObserverID {
+		idle = max(idle, observerIdle)
+	}
+	buf := make([]byte, MaxFrameLen)
+	for {
+		b, err := t.nextFrame(c, buf, idle)
+		if err != nil {
+			return
 		}
-		t.mu.Unlock()
-		c.Close()
-	}()
+		m, ok, err := t.authenticate(s, b)
+		if err != nil {
+			t.c.count(err)
+			return
+		}
+		if ok && !t.dispatch(c, s, m) {
+			return
+		}
+	}
+}
+
+// admit runs the acceptor's handshake on c within AuthTimeout and
+// registers the connection: a member's newest authenticated connection
+// replaces its older one. It returns nil, having counted why, if the
+// handshake failed or c was evicted meanwhile.
+func (t *TCP) admit(c net.Conn) *session {
 	c.SetDeadline(time.Now().Add(t.cfg.AuthTimeout))
 	s, err := acceptHandshake(c, t.gk, t.cfg.Self, func(from uint64) bool {
 		return from == ObserverID || (from != t.cfg.Self && t.cfg.Group.Has(from))
@@ -507,17 +524,15 @@ func (t *TCP) read(c net.Conn) {
 			t.c.authTimeouts.Add(1)
 		}
 		t.c.count(err)
-		s = nil
-		return
+		return nil
 	}
 	c.SetWriteDeadline(time.Time{})
 	member := s.peer != ObserverID
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	in := t.conns[c]
 	if in == nil { // evicted or closing meanwhile
-		t.mu.Unlock()
-		s = nil
-		return
+		return nil
 	}
 	in.authed, in.member = true, member
 	if member {
@@ -528,71 +543,102 @@ func (t *TCP) read(c net.Conn) {
 		}
 		t.members[s.peer] = c
 	}
-	t.mu.Unlock()
-	idle := t.cfg.IdleTimeout
-	if !member {
-		idle = max(idle, observerIdle)
-	}
-	buf := make([]byte, MaxFrameLen)
-	for {
-		c.SetReadDeadline(time.Now().Add(idle))
-		if _, err := io.ReadFull(c, buf[:4]); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				t.c.idleClosed.Add(1)
-			}
-			return
-		}
-		size, err := FrameSize(buf[:4])
-		if err != nil {
-			t.c.count(err)
-			return
-		}
-		c.SetReadDeadline(time.Now().Add(frameReadTimeout))
-		if _, err := io.ReadFull(c, buf[4:size]); err != nil {
-			return
-		}
-		kind, m, err := s.in.open(buf[:size])
-		switch {
-		case err != nil:
-			t.c.count(err)
-			return
-		case kind == kindKeepalive:
-			continue
-		case m.From != s.peer || m.To != t.cfg.Self:
-			t.c.misaddressed.Add(1)
-			return
-		case m.Type == StatusQuery:
-			if !t.answer(c, s, m) {
-				return
-			}
-			continue
-		case m.Type == StatusReply || !member:
-			t.c.misaddressed.Add(1) // members never ask; observers never vote
-			continue
-		}
-		select {
-		case t.recv <- m:
-			t.c.received.Add(1)
-		default:
-			t.c.queueFull.Add(1)
-		}
-	}
+	return s
 }
 
-// answer writes the reply to status query q on c. It reports false if the
-// connection failed. Without a reporter the query is dropped.
-func (t *TCP) answer(c net.Conn, s *session, q Message) bool {
-	t.c.received.Add(1)
-	f := t.reporter.Load()
-	if f == nil {
+// forget closes c and removes it from the transport's books.
+func (t *TCP) forget(c net.Conn, s *session) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	if s != nil && t.members[s.peer] == c {
+		delete(t.members, s.peer)
+	}
+	t.mu.Unlock()
+	c.Close()
+}
+
+// nextFrame reads one whole frame from c into buf: the length prefix
+// within idle (a connection silent that long is dead: counted as
+// IdleClosed), then the rest within frameReadTimeout.
+func (t *TCP) nextFrame(c net.Conn, buf []byte, idle time.Duration) ([]byte, error) {
+	c.SetReadDeadline(time.Now().Add(idle))
+	if _, err := io.ReadFull(c, buf[:4]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.c.idleClosed.Add(1)
+		}
+		return nil, err
+	}
+	size, err := FrameSize(buf[:4])
+	if err != nil {
+		t.c.count(err)
+		return nil, err
+	}
+	c.SetReadDeadline(time.Now().Add(frameReadTimeout))
+	if _, err := io.ReadFull(c, buf[4:size]); err != nil {
+		return nil, err
+	}
+	return buf[:size], nil
+}
+
+// authenticate opens frame b on session s: MAC, connection tag and
+// sequence number (replays), then the addresses, which must be the
+// connection's. ok is false for a keepalive, which carries nothing. An
+// error ends the connection.
+func (t *TCP) authenticate(s *session, b []byte) (m Message, ok bool, err error) {
+	kind, m, err := s.in.open(b)
+	switch {
+	case err != nil:
+		return Message{}, false, err
+	case kind == kindKeepalive:
+		return Message{}, false, nil
+	case m.From != s.peer || m.To != t.cfg.Self:
+		return Message{}, false, fmt.Errorf("%w: frame %d->%d on %d's connection", errMisaddressed, m.From, m.To, s.peer)
+	}
+	return m, true, nil
+}
+
+// dispatch hands an authenticated message to the member through Recv, the
+// one path for everything it receives. Observers may only ask, and members
+// never reply to the transport, so such messages are dropped (counted as
+// Misaddressed). A status query is delivered with a reply channel and its
+// answer written back on c; dispatch reports false if that write failed.
+func (t *TCP) dispatch(c net.Conn, s *session, m Message) bool {
+	query := m.Type == StatusQuery
+	if !query && (m.Type == StatusReply || s.peer == ObserverID) {
+		t.c.misaddressed.Add(1) // members never ask; observers never vote
 		return true
 	}
-	r := (*f)()
-	reply := Message{Type: StatusReply, From: t.cfg.Self, To: q.From, Incarnation: t.incarnation,
-		Epoch: r.Epoch, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, Ref: q.Ref, TTL: r.TTL, Remaining: r.Remaining}
-	t.c.queries.Add(1)
-	c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
-	_, err := c.Write(s.out.seal(byte(StatusReply), reply))
-	return err == nil
+	d := Delivery{Message: m}
+	var reply chan Message
+	if query {
+		reply = make(chan Message, 1)
+		d.Reply = reply
+	}
+	select {
+	case t.recv <- d:
+		t.c.received.Add(1)
+	default:
+		t.c.queueFull.Add(1)
+		return true
+	}
+	if !query {
+		return true
+	}
+	wait := time.NewTimer(t.cfg.WriteTimeout)
+	defer wait.Stop()
+	select {
+	case r := <-reply:
+		r.Type, r.From, r.To, r.Incarnation = StatusReply, t.cfg.Self, m.From, t.incarnation
+		c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+		if _, err := c.Write(s.out.seal(byte(StatusReply), r)); err != nil {
+			return false
+		}
+		t.c.queries.Add(1)
+		return true
+	case <-wait.C:
+		return true // unanswered: the observer's query times out
+	case <-t.ctx.Done():
+		return false
+	}
 }

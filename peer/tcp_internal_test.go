@@ -74,6 +74,25 @@ func wireReply(c net.Conn, s *session) (Message, error) {
 	return m, err
 }
 
+// serveQueries plays a member's node on tr: it answers every status query
+// with answer (its Ref set to the query's) and passes on every other
+// message.
+func serveQueries(t *testing.T, tr *TCP, answer Message) <-chan Message {
+	others := make(chan Message, 16)
+	go func() {
+		for d := range tr.Recv() {
+			if d.Reply != nil {
+				r := answer
+				r.Ref = d.Ref
+				d.Reply <- r
+				continue
+			}
+			others <- d.Message
+		}
+	}()
+	return others
+}
+
 // waitClosed waits until the other end closed c (reads EOF), failing t
 // after 5s.
 func waitClosed(t *testing.T, c net.Conn) {
@@ -89,16 +108,14 @@ func waitClosed(t *testing.T, c net.Conn) {
 
 // TestTCPStatusQueries drives a bare transport with hand-made status
 // queries over an authenticated observer connection: they are answered
-// from the reporter with the nonce echoed; queries never reach Recv (the
-// first message there is a member's heartbeat sent after them); a status
+// through Recv's reply channel with the nonce echoed, and the only other
+// message delivered is a member's heartbeat sent after them; a status
 // reply sent to a member and an election message from an observer are
 // dropped as misaddressed.
 func TestTCPStatusQueries(t *testing.T) {
 	g, gk := wireGroup(t, 3)
 	tr := wireListen(t, g, 1, nil)
-	tr.SetReporter(func() Report {
-		return Report{Leader: 3, LeaderEpoch: 6, Epoch: 7, TTL: time.Second, Remaining: 400 * time.Millisecond}
-	})
+	others := serveQueries(t, tr, Message{Leader: 3, LeaderEpoch: 6, Epoch: 7, TTL: time.Second, Remaining: 400 * time.Millisecond})
 	c, s := wireDial(t, g.Addr(1), gk, ObserverID, 1)
 	ask := func(frames ...[]byte) Message {
 		t.Helper()
@@ -143,7 +160,7 @@ func TestTCPStatusQueries(t *testing.T) {
 		t.Fatalf("member 2's query: %v, %v", m, err)
 	}
 	select {
-	case got := <-tr.Recv():
+	case got := <-others:
 		if got.Type != Heartbeat || got.From != 2 || got.LeaderEpoch != 2 {
 			t.Fatalf("Recv delivered %v; want only member 2's heartbeat", got)
 		}
@@ -297,7 +314,7 @@ func TestTCPIdleAndKeepalive(t *testing.T) {
 func TestTCPObserversCannotLockOut(t *testing.T) {
 	g, gk := wireGroup(t, 2)
 	tr1 := wireListen(t, g, 1, nil)
-	tr1.SetReporter(func() Report { return Report{} })
+	others := serveQueries(t, tr1, Message{})
 	for range tr1.maxInbound() {
 		c, s := wireDial(t, g.Addr(1), gk, ObserverID, 1)
 		c.Write(s.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: ObserverID, To: 1, Ref: 1}))
@@ -310,7 +327,7 @@ func TestTCPObserversCannotLockOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case m := <-tr1.Recv():
+	case m := <-others:
 		if m.From != 2 {
 			t.Fatalf("got %v", m)
 		}

@@ -121,7 +121,7 @@ func (n *Network) Join(id uint64) *Endpoint {
 	if ep := n.eps[id]; ep != nil && !ep.isClosed() {
 		panic(fmt.Sprintf("memnet: member %d joined twice", id))
 	}
-	ep := &Endpoint{net: n, id: id, inbox: make(chan peer.Message, 4096)}
+	ep := &Endpoint{net: n, id: id, inbox: make(chan peer.Delivery, 4096)}
 	n.eps[id] = ep
 	return ep
 }
@@ -190,7 +190,7 @@ type Endpoint struct {
 	mu    sync.Mutex
 	seq   uint64
 	close bool
-	inbox chan peer.Message
+	inbox chan peer.Delivery
 }
 
 var _ peer.Transport = (*Endpoint)(nil)
@@ -212,7 +212,7 @@ func (e *Endpoint) Send(m peer.Message) error {
 }
 
 // Recv implements [peer.Transport].
-func (e *Endpoint) Recv() <-chan peer.Message { return e.inbox }
+func (e *Endpoint) Recv() <-chan peer.Delivery { return e.inbox }
 
 // Close implements [peer.Transport]; messages in flight to it are lost.
 func (e *Endpoint) Close() error {
@@ -238,7 +238,7 @@ func (e *Endpoint) deliver(m peer.Message) bool {
 		return false
 	}
 	select {
-	case e.inbox <- m:
+	case e.inbox <- peer.Delivery{Message: m}:
 		return true
 	default:
 		return false
