@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // Algorithm is an election algorithm run by a [Node]: a state machine driven
@@ -26,7 +28,7 @@ type Algorithm interface {
 	// Tick is called every heartbeat interval.
 	Tick(env Env)
 	// Receive is called for each message after the node's common handling.
-	Receive(env Env, m Message)
+	Receive(env Env, m wire.Message)
 	// LeaderLost is called when the coordinator this node followed was
 	// suspected (silent for Timeout), resigned, or when this node stopped
 	// being coordinator; the algorithm typically starts an election.
@@ -37,12 +39,12 @@ type Algorithm interface {
 // called from within the Algorithm's methods.
 type Env interface {
 	Self() uint64
-	Group() Group
+	Group() transport.Group
 	Now() time.Time
 	Config() Config
 	// Send sends m to member to, filling From, To and Epoch. The error is the
 	// transport's (see [Transport.Send]).
-	Send(to uint64, m Message) error
+	Send(to uint64, m wire.Message) error
 	// Alive reports whether id is this node or was heard from within
 	// Timeout and not marked dead since.
 	Alive(id uint64) bool

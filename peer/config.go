@@ -7,6 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // Defaults of a [Config].
@@ -24,7 +29,7 @@ type Config struct {
 	// in the URL) configures an [Observer] instead of a member.
 	ID uint64
 	// Group is the static member list, the same on every member.
-	Group Group
+	Group transport.Group
 	// Algorithm names a registered algorithm or mode ("lowest", "bully",
 	// "ring", "raft"...); see [Algorithms].
 	Algorithm string
@@ -46,12 +51,12 @@ type Config struct {
 	Key string
 	// Secret authenticates every frame of the TCP transport. Required
 	// unless Transport is set.
-	Secret Secret
+	Secret tcp.Secret
 	// StateDir holds the epoch file (peer-<ID>.epoch). Required unless
 	// Epochs is set.
 	StateDir string
 	// Transport, if set, replaces the TCP transport (memnet in tests).
-	Transport Transport
+	Transport transport.Transport
 	// Epochs, if set, replaces the epoch file ([MemEpoch] in tests).
 	Epochs EpochStore
 	// Params holds the URL's other query parameters, for modes (raft) that
@@ -114,7 +119,7 @@ func (c Config) Validate() error {
 
 // IsObserver reports whether c configures an [Observer] (ID is
 // [ObserverID], no id in the URL) rather than a member.
-func (c Config) IsObserver() bool { return c.ID == ObserverID }
+func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
 
 // URL form, registered as the scheme "peer":
 //
@@ -168,11 +173,11 @@ func ParseURL(u *url.URL) (Config, error) {
 	var c Config
 	if _, given := q["id"]; given {
 		// An empty id is an error, not an observer: leaving it out is.
-		if c.ID, err = ParseID(get["id"]); err != nil {
+		if c.ID, err = transport.ParseID(get["id"]); err != nil {
 			return Config{}, err
 		}
 	}
-	if c.Group, err = ParseMembers(get["peers"]); err != nil {
+	if c.Group, err = transport.ParseMembers(get["peers"]); err != nil {
 		return Config{}, err
 	}
 	c.Algorithm = get["algorithm"]
@@ -198,7 +203,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	}
 	c.Key = get["key"]
 	c.StateDir = get["state-dir"]
-	if c.Secret, err = LoadSecret(get["secret-file"]); err != nil {
+	if c.Secret, err = tcp.LoadSecret(get["secret-file"]); err != nil {
 		return Config{}, err
 	}
 	c.Params = url.Values{}
@@ -218,4 +223,17 @@ func (c Config) String() string {
 	}
 	return fmt.Sprintf("peer %d of [%v] algorithm=%s heartbeat=%s timeout=%s no-preempt=%t",
 		c.ID, c.Group, c.Algorithm, c.Heartbeat, c.Timeout, c.NoPreempt)
+}
+
+// tcpConfig is the TCP transport's configuration for c: heartbeats or
+// keepalives cross every live link well within a few Timeouts, so a link
+// silent for 4×Timeout (at least 2s) is dead.
+func (c Config) tcpConfig() tcp.Config {
+	return tcp.Config{Self: c.ID, Group: c.Group, Secret: c.Secret, Key: c.Key, Algorithm: c.Algorithm,
+		IdleTimeout: max(4*c.Timeout, 2*time.Second), Logger: c.Logger}
+}
+
+// invalidf returns an error wrapping tenure.ErrInvalid.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: peer: "+format, append([]any{tenure.ErrInvalid}, args...)...)
 }

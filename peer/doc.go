@@ -129,54 +129,13 @@
 //
 // # Transport and security
 //
-// The TCP transport ([ListenTCP]) speaks protocol version 3 (see
-// frame.go); members of versions 1 and 2 do not interoperate with it:
-// upgrade every member together.
-//
-//   - Group keys. The transport never uses the secret directly: it derives
-//     a group key from it with HKDF-SHA256 over the URL's key parameter
-//     (empty if not given), the algorithm and the sorted member IDs, so one
-//     secret file shared by two groups or two keys yields unrelated keys,
-//     and frames of one group are refused by the other (counted as
-//     OtherGroup: frames carry a public group tag, a hash of the same
-//     description).
-//   - A handshake on every connection. The dialer sends a fresh 32-byte
-//     random nonce, the acceptor its own, the dialer proves it holds the
-//     group key with an HMAC-SHA256 over both nonces and both IDs, and only
-//     then does the acceptor prove it too (so a stranger who connects
-//     receives one random nonce and nothing derived from the secret). A
-//     connection must complete its handshake within AuthTimeout (2s);
-//     a failed proof closes it (counted as BadMAC).
-//   - Every later frame carries the connection's tag and a sequence number
-//     (1, 2, 3... per direction) under an HMAC-SHA256 session key derived
-//     from the group key and both nonces. A frame recorded on one connection
-//     is therefore useless on any other: after either side restarts, on a
-//     new connection, in another group. Frames that fail authentication,
-//     are malformed, oversized, of another group or connection (Stale), out
-//     of sequence (Replayed), or misaddressed are dropped and counted
-//     ([TCPStats]) and their connection closed.
-//   - Connections. At most one inbound connection per member: the newest
-//     authenticated one wins and the older is closed. Member links carry a
-//     keepalive after a quarter of the idle timeout without traffic, so an
-//     inbound member connection silent for the idle timeout (4×Timeout, at
-//     least 2s) is dead and is closed; observer connections after 30s.
-//     Inbound connections are limited to 4 per member; when all are taken,
-//     the oldest still in its handshake is evicted, or else the oldest
-//     observer connection: neither strangers nor observers can keep
-//     members out. A failed Accept (EMFILE...) is retried with backoff.
-//   - Frames are authenticated, not encrypted: the epochs and IDs they
-//     carry are not secret. A process without the secret can neither join
-//     nor win, nor make a member accept anything it recorded.
-//
-// Secret files ([LoadSecret]) must be readable and writable by their owner
-// only (chmod 600) and hold a random secret: one with less than about 96
-// bits of estimated entropy (one letter repeated, a short pattern, a short
-// alphabet) is refused with an error naming the file and the fix.
-//
-// Observers use the same handshake, as [ObserverID]; their StatusQuery and
-// the member's StatusReply travel as ordinary frames on that connection.
-//
-// Package peer/memnet is an in-memory transport with seeded faults for tests.
+// Members talk over the authenticated TCP transport of package peer/tcp
+// (protocol version 3: a handshake with fresh nonces from both sides,
+// per-group keys derived with HKDF, per-connection MACs with sequence
+// numbers; its package doc states what it protects and what not). Package
+// peer/memnet is an in-memory transport with seeded faults for tests. Both
+// implement [transport.Transport], the one interface a [Node] sends and
+// receives through.
 //
 // # What the algorithms assume (and when to pick raft instead)
 //

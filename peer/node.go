@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // Node is one member running an election [Algorithm] over a [Transport]. It
@@ -18,7 +21,7 @@ type Node struct {
 	cfg    Config
 	self   uint64
 	alg    Algorithm
-	tr     Transport
+	tr     transport.Transport
 	epochs EpochStore
 	log    *slog.Logger
 
@@ -96,10 +99,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		// Heartbeats or keepalives cross every live link well within a
-		// few Timeouts, so a link silent for longer is dead.
-		t, err := ListenTCP(TCPConfig{Self: cfg.ID, Group: cfg.Group, Secret: cfg.Secret, Key: cfg.Key,
-			Algorithm: cfg.Algorithm, IdleTimeout: max(4*cfg.Timeout, 2*time.Second), Logger: cfg.Logger})
+		t, err := tcp.Listen(cfg.tcpConfig())
 		if err != nil {
 			return nil, err
 		}
@@ -127,13 +127,13 @@ func NewNode(cfg Config) (*Node, error) {
 // the coordinator it follows and the record Get would return. A query is
 // never a sign of life and carries no claim, so it touches no election
 // state. It does not block.
-func (n *Node) answer(q Delivery) {
+func (n *Node) answer(q transport.Delivery) {
 	if q.Reply == nil {
 		return
 	}
 	n.mu.Lock()
 	r := n.recordLocked(time.Now())
-	reply := Message{Type: StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
+	reply := wire.Message{Type: wire.StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
 		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining}
 	n.mu.Unlock()
 	select {
@@ -176,7 +176,7 @@ func (n *Node) tick() {
 	if n.isCoordinator() {
 		for _, id := range n.cfg.Group.IDs() {
 			if id != n.self {
-				n.send(id, Message{Type: Heartbeat, Leader: n.self, LeaderEpoch: n.leaderEpoch})
+				n.send(id, wire.Message{Type: wire.Heartbeat, Leader: n.self, LeaderEpoch: n.leaderEpoch})
 			}
 		}
 	} else if n.leader != 0 && now.Sub(n.leaderHeard) > n.cfg.Timeout {
@@ -199,8 +199,8 @@ func (n *Node) granting() bool {
 
 // dispatch routes one delivery: status queries are answered, every other
 // message goes to the election.
-func (n *Node) dispatch(d Delivery) {
-	if d.Type == StatusQuery {
+func (n *Node) dispatch(d transport.Delivery) {
+	if d.Type == wire.StatusQuery {
 		n.answer(d)
 		return
 	}
@@ -208,7 +208,7 @@ func (n *Node) dispatch(d Delivery) {
 }
 
 // handle processes one received election message.
-func (n *Node) handle(m Message) {
+func (n *Node) handle(m wire.Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() || m.Type.IsStatus() {
@@ -217,7 +217,7 @@ func (n *Node) handle(m Message) {
 	now := time.Now()
 	n.heard[m.From] = now
 	delete(n.dead, m.From)
-	n.abstains[m.From] = m.Flags&FlagAbstain != 0
+	n.abstains[m.From] = m.Flags&wire.FlagAbstain != 0
 	if m.Epoch > n.maxEpoch {
 		if err := n.raiseEpoch(m.Epoch); err != nil {
 			n.log.Error("peer: cannot persist the epoch; ignoring the message", "id", n.self, "err", err)
@@ -231,27 +231,27 @@ func (n *Node) handle(m Message) {
 		}
 	}
 	switch m.Type {
-	case Heartbeat, Coordinator:
+	case wire.Heartbeat, wire.Coordinator:
 		// A claim by the coordinator itself: follow it unless stale, in
 		// which case tell it so it steps down. A coordinator waiting for
 		// the members to yield gets an answer to each claim.
 		if m.Leader == m.From {
 			if m.LeaderEpoch < n.maxEpoch {
-				n.send(m.From, Message{Type: Reject, Leader: m.From, LeaderEpoch: m.LeaderEpoch})
-			} else if n.adopt(m.From, m.LeaderEpoch) && m.Flags&FlagHandover != 0 {
+				n.send(m.From, wire.Message{Type: wire.Reject, Leader: m.From, LeaderEpoch: m.LeaderEpoch})
+			} else if n.adopt(m.From, m.LeaderEpoch) && m.Flags&wire.FlagHandover != 0 {
 				n.yield()
 			}
 		}
-	case Elected:
-		if m.Flags&FlagHandover != 0 && n.leader == m.Leader && n.leaderEpoch == m.LeaderEpoch {
+	case wire.Elected:
+		if m.Flags&wire.FlagHandover != 0 && n.leader == m.Leader && n.leaderEpoch == m.LeaderEpoch {
 			n.yield()
 		}
-	case Yield:
+	case wire.Yield:
 		if n.isCoordinator() && m.Leader == n.self && m.LeaderEpoch == n.leaderEpoch && n.ho.epoch == n.leaderEpoch {
 			n.ho.yielded[m.From] = true
 			n.checkHandover(now)
 		}
-	case Resign:
+	case wire.Resign:
 		if m.From == n.leader && m.LeaderEpoch == n.leaderEpoch {
 			n.setLeader(0, 0)
 			n.alg.LeaderLost(env{n}, m.From)
@@ -261,14 +261,14 @@ func (n *Node) handle(m Message) {
 }
 
 // send fills the envelope and sends; the caller holds mu.
-func (n *Node) send(to uint64, m Message) error {
+func (n *Node) send(to uint64, m wire.Message) error {
 	m.From, m.To, m.Epoch = n.self, to, n.maxEpoch
 	if n.abstaining(time.Now()) {
-		m.Flags |= FlagAbstain
+		m.Flags |= wire.FlagAbstain
 	}
 	if n.isCoordinator() && !n.ho.ready && m.Leader == n.self &&
-		(m.Type == Heartbeat || m.Type == Coordinator || m.Type == Elected) {
-		m.Flags |= FlagHandover
+		(m.Type == wire.Heartbeat || m.Type == wire.Coordinator || m.Type == wire.Elected) {
+		m.Flags |= wire.FlagHandover
 	}
 	return n.tr.Send(m)
 }
@@ -399,7 +399,7 @@ func (n *Node) yield() {
 	if n.holding(e) {
 		e = n.held.epoch
 	}
-	n.send(n.leader, Message{Type: Yield, Leader: n.leader, LeaderEpoch: e})
+	n.send(n.leader, wire.Message{Type: wire.Yield, Leader: n.leader, LeaderEpoch: e})
 }
 
 // adopt follows leader at epoch unless the claim is stale.
@@ -476,7 +476,7 @@ func (n *Node) Status() Status {
 
 // Transport returns the node's transport (a [*TCP] unless Config.Transport
 // was set), for its counters.
-func (n *Node) Transport() Transport { return n.tr }
+func (n *Node) Transport() transport.Transport { return n.tr }
 
 // ID returns the node's member ID.
 func (n *Node) ID() uint64 { return n.self }
@@ -488,16 +488,16 @@ func (n *Node) Identity() string { return strconv.FormatUint(n.self, 10) }
 // n.mu held.
 type env struct{ n *Node }
 
-func (e env) Self() uint64                    { return e.n.self }
-func (e env) Group() Group                    { return e.n.cfg.Group }
-func (e env) Now() time.Time                  { return time.Now() }
-func (e env) Config() Config                  { return e.n.cfg }
-func (e env) Send(to uint64, m Message) error { return e.n.send(to, m) }
-func (e env) MarkDead(id uint64)              { e.n.dead[id] = true }
-func (e env) Abstaining() bool                { return e.n.abstaining(time.Now()) }
-func (e env) Abstains(id uint64) bool         { return e.n.abstains[id] }
-func (e env) Leader() (uint64, uint64)        { return e.n.leader, e.n.leaderEpoch }
-func (e env) Elect() (uint64, error)          { return e.n.elect() }
+func (e env) Self() uint64                         { return e.n.self }
+func (e env) Group() transport.Group               { return e.n.cfg.Group }
+func (e env) Now() time.Time                       { return time.Now() }
+func (e env) Config() Config                       { return e.n.cfg }
+func (e env) Send(to uint64, m wire.Message) error { return e.n.send(to, m) }
+func (e env) MarkDead(id uint64)                   { e.n.dead[id] = true }
+func (e env) Abstaining() bool                     { return e.n.abstaining(time.Now()) }
+func (e env) Abstains(id uint64) bool              { return e.n.abstains[id] }
+func (e env) Leader() (uint64, uint64)             { return e.n.leader, e.n.leaderEpoch }
+func (e env) Elect() (uint64, error)               { return e.n.elect() }
 func (e env) Adopt(leader, epoch uint64) bool {
 	before, beforeEpoch := e.n.leader, e.n.leaderEpoch
 	ok := e.n.adopt(leader, epoch)

@@ -11,23 +11,14 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // ErrObserver is wrapped by the error an [Observer] returns from Acquire,
 // Renew and Release: it wraps [tenure.ErrInvalid], because campaigning
 // needs a member, which an observer is not.
 var ErrObserver = fmt.Errorf("%w: peer: an observer (no id in the URL) cannot campaign; add id=N", tenure.ErrInvalid)
-
-// Asker is how an [Observer] reaches members: it asks one member for its
-// view of the coordinator. Implementations are safe for concurrent use.
-type Asker interface {
-	// Ask returns member id's [Report]. It blocks until the member
-	// answered, the attempt failed, or ctx is done; an answer is always
-	// authenticated as coming from a holder of the group's secret.
-	Ask(ctx context.Context, id uint64) (Report, error)
-	// Close ends the asker's connections; Ask then fails.
-	Close() error
-}
 
 // Observer is a read-only view of a peer group: a [tenure.Store] and
 // [tenure.Watcher] that reports the coordinator the members agree on
@@ -38,7 +29,7 @@ type Asker interface {
 // All methods are safe for concurrent use.
 type Observer struct {
 	cfg Config
-	ask Asker
+	ask transport.Asker
 
 	mu     sync.Mutex
 	key    string
@@ -56,7 +47,7 @@ var (
 // if a is nil, with the TCP transport's status query (algorithms lowest,
 // bully, ring; modes such as raft pass their own Asker). It does not
 // contact any member yet.
-func NewObserver(cfg Config, a Asker) (*Observer, error) {
+func NewObserver(cfg Config, a transport.Asker) (*Observer, error) {
 	cfg = cfg.WithDefaults()
 	if !cfg.IsObserver() {
 		return nil, invalidf("Config.ID is %d: an observer has none (leave id out of the URL)", cfg.ID)
@@ -70,7 +61,7 @@ func NewObserver(cfg Config, a Asker) (*Observer, error) {
 		}
 	}
 	if a == nil {
-		ta, err := newTCPAsker(cfg)
+		ta, err := tcp.NewAsker(cfg.tcpConfig())
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +114,7 @@ func (o *Observer) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 type answer struct {
 	id  uint64
-	r   Report
+	r   transport.Report
 	err error
 }
 
@@ -155,7 +146,7 @@ func (o *Observer) get(parent context.Context, key string) (tenure.Record, error
 		if err := parent.Err(); err != nil {
 			return tenure.Record{}, fmt.Errorf("peer: status query: %w", err)
 		}
-		return tenure.Record{}, fmt.Errorf("%w: no member answered the status query (%s)", ErrUnreachable, strings.Join(msgs, "; "))
+		return tenure.Record{}, fmt.Errorf("%w: no member answered the status query (%s)", transport.ErrUnreachable, strings.Join(msgs, "; "))
 	}
 	return pick(key, got), nil
 }

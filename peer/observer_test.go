@@ -11,6 +11,8 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // observerURL is the URL of an observer of g: g's member URL without id or
@@ -106,7 +108,7 @@ func TestObserverTCP(t *testing.T) {
 				if s := n.Status(); s.Leader != next {
 					t.Fatalf("member %d follows %d", id, s.Leader)
 				}
-				if st := n.Transport().(*peer.TCP).Stats(); st.Queries == 0 {
+				if st := n.Transport().(*tcp.Transport).Stats(); st.Queries == 0 {
 					t.Fatalf("member %d answered no status query: %+v", id, st)
 				}
 			}
@@ -127,7 +129,7 @@ func TestObserverWrongSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := o.Get(ctx, "job")
-	if err == nil || !errors.Is(err, peer.ErrUnreachable) {
+	if err == nil || !errors.Is(err, transport.ErrUnreachable) {
 		t.Fatalf("Get with the wrong secret = %+v, %v; want an error", r, err)
 	}
 	t.Logf("Get with the wrong secret: %v", err)
@@ -146,7 +148,7 @@ func TestObserverWrongSecret(t *testing.T) {
 		t.Fatal("Watch with the wrong secret succeeded")
 	}
 	for id, n := range g.nodes {
-		if st := n.Transport().(*peer.TCP).Stats(); st.BadMAC == 0 || st.Queries != 0 {
+		if st := n.Transport().(*tcp.Transport).Stats(); st.BadMAC == 0 || st.Queries != 0 {
 			t.Fatalf("member %d: %+v; want the observer's frames failing authentication, none answered", id, st)
 		}
 	}
@@ -160,7 +162,7 @@ func TestObserverUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := o.Get(ctx, "job")
-	if !errors.Is(err, peer.ErrUnreachable) || !strings.Contains(err.Error(), "member 2 at "+g.group.Addr(2)) {
+	if !errors.Is(err, transport.ErrUnreachable) || !strings.Contains(err.Error(), "member 2 at "+g.group.Addr(2)) {
 		t.Fatalf("Get of a group that is down = %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // ErrElecting is returned by [Node.Acquire] while no coordinator is known
@@ -176,7 +177,7 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 	n.setLeader(0, 0)
 	for _, id := range n.cfg.Group.IDs() {
 		if id != n.self {
-			n.send(id, Message{Type: Resign, Leader: n.self, LeaderEpoch: epoch})
+			n.send(id, wire.Message{Type: wire.Resign, Leader: n.self, LeaderEpoch: epoch})
 		}
 	}
 	n.alg.LeaderLost(env{n}, n.self)

@@ -14,6 +14,7 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // awaitRecord reads w until a record with holder arrives.
@@ -164,7 +165,7 @@ func TestCorruptEpochFileStopsTheNode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "peer-1.epoch"), []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g, _ := peer.ParseMembers("1=127.0.0.1:1,2=127.0.0.1:2")
+	g, _ := transport.ParseMembers("1=127.0.0.1:1,2=127.0.0.1:2")
 	_, err := peer.NewNode(peer.Config{ID: 1, Group: g, Algorithm: "bully", StateDir: dir, Secret: testKey(t),
 		Logger: slog.New(slog.DiscardHandler)})
 	if !errors.Is(err, peer.ErrCorrupt) {

@@ -14,6 +14,9 @@ import (
 	_ "github.com/tenurehq/tenure/peer/bully"
 	_ "github.com/tenurehq/tenure/peer/lowest"
 	_ "github.com/tenurehq/tenure/peer/ring"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // tcpGroup is a group of real nodes on loopback, each with its own state
@@ -21,7 +24,7 @@ import (
 type tcpGroup struct {
 	t      testing.TB
 	alg    string
-	group  peer.Group
+	group  transport.Group
 	secret string // path of the secret file
 	dir    string
 	nodes  map[uint64]*peer.Node
@@ -40,11 +43,11 @@ const testSecret = "0123456789abcdef0123456789abcdef-test-secret"
 
 func newTCPGroup(t testing.TB, alg string, n int) *tcpGroup {
 	t.Helper()
-	var ms []peer.Member
+	var ms []transport.Member
 	for i := 1; i <= n; i++ {
-		ms = append(ms, peer.Member{ID: uint64(i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
+		ms = append(ms, transport.Member{ID: uint64(i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
 	}
-	g, err := peer.NewGroup(ms)
+	g, err := transport.NewGroup(ms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,12 +168,12 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 
 	// The rogue believes it belongs to the group, with the highest ID.
 	ms := g.group.Members()
-	ms = append(ms, peer.Member{ID: 999, Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
-	rg, err := peer.NewGroup(ms)
+	ms = append(ms, transport.Member{ID: 999, Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
+	rg, err := transport.NewGroup(ms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrong, _ := peer.NewSecret([]byte("not-the-group-secret-but-long-enough-1234"))
+	wrong, _ := tcp.NewSecret([]byte("not-the-group-secret-but-long-enough-1234"))
 	rogue, err := peer.NewNode(peer.Config{ID: 999, Group: rg, Algorithm: "bully", Heartbeat: 50 * time.Millisecond,
 		Timeout: 300 * time.Millisecond, Secret: wrong, Epochs: &peer.MemEpoch{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -187,7 +190,7 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for id, n := range g.nodes {
-		tr := n.Transport().(*peer.TCP)
+		tr := n.Transport().(*tcp.Transport)
 		// Several rogue connections refused (its group tag, from a group
 		// with member 999, is not the group's; with the right tag its proof
 		// would fail).
@@ -215,7 +218,7 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 func TestTCPIdleStrangersCannotLockOut(t *testing.T) {
 	g := newTCPGroup(t, "bully", 2)
 	secret := testKey(t)
-	tr1, err := peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret})
+	tr1, err := tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,12 +230,12 @@ func TestTCPIdleStrangersCannotLockOut(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	tr2, err := peer.ListenTCP(peer.TCPConfig{Self: 2, Group: g.group, Secret: secret})
+	tr2, err := tcp.Listen(tcp.Config{Self: 2, Group: g.group, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr2.Close()
-	if err := tr2.Send(peer.Message{Type: peer.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
+	if err := tr2.Send(wire.Message{Type: wire.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -248,8 +251,8 @@ func TestTCPIdleStrangersCannotLockOut(t *testing.T) {
 	}
 }
 
-func testKey(t testing.TB) peer.Secret {
-	s, err := peer.NewSecret([]byte(testSecret))
+func testKey(t testing.TB) tcp.Secret {
+	s, err := tcp.NewSecret([]byte(testSecret))
 	if err != nil {
 		t.Fatal(err)
 	}

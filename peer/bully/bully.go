@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 func init() {
@@ -60,7 +61,7 @@ func (b *bully) startElection(env peer.Env) {
 	sent := 0
 	for _, id := range env.Group().IDs() {
 		if id > env.Self() && !b.isSuspected(env, id) {
-			if env.Send(id, peer.Message{Type: peer.Election}) != nil {
+			if env.Send(id, wire.Message{Type: wire.Election}) != nil {
 				b.suspect(env, id) // refused: it is down
 				continue
 			}
@@ -82,22 +83,22 @@ func (b *bully) becomeCoordinator(env peer.Env) {
 	}
 	for _, id := range env.Group().IDs() {
 		if id < env.Self() {
-			env.Send(id, peer.Message{Type: peer.Coordinator, Leader: env.Self(), LeaderEpoch: epoch})
+			env.Send(id, wire.Message{Type: wire.Coordinator, Leader: env.Self(), LeaderEpoch: epoch})
 		}
 	}
 }
 
-func (b *bully) Receive(env peer.Env, m peer.Message) {
+func (b *bully) Receive(env peer.Env, m wire.Message) {
 	delete(b.suspected, m.From)
 	switch m.Type {
-	case peer.Election:
+	case wire.Election:
 		if m.From > env.Self() || env.Abstaining() {
 			return
 		}
-		env.Send(m.From, peer.Message{Type: peer.Answer})
+		env.Send(m.From, wire.Message{Type: wire.Answer})
 		if leader, epoch := env.Leader(); leader == env.Self() {
 			// Already coordinator: tell the asker instead of re-electing.
-			env.Send(m.From, peer.Message{Type: peer.Coordinator, Leader: leader, LeaderEpoch: epoch})
+			env.Send(m.From, wire.Message{Type: wire.Coordinator, Leader: leader, LeaderEpoch: epoch})
 			return
 		}
 		if _, epoch := env.Leader(); epoch > m.Epoch {
@@ -109,11 +110,11 @@ func (b *bully) Receive(env peer.Env, m peer.Message) {
 		if !b.electing {
 			b.startElection(env)
 		}
-	case peer.Answer:
+	case wire.Answer:
 		if b.electing && m.From > env.Self() {
 			b.answered, b.answeredAt = true, env.Now()
 		}
-	case peer.Coordinator, peer.Heartbeat:
+	case wire.Coordinator, wire.Heartbeat:
 		// The node adopted the claim if it was current.
 		if leader, _ := env.Leader(); leader == m.From && leader != 0 {
 			b.electing = false

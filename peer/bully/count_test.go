@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // TestMessagesBestCase checks Garcia-Molina's best case exactly: when the
@@ -35,7 +36,7 @@ func TestMessagesBestCase(t *testing.T) {
 				if old != uint64(n) || leader != initiator {
 					t.Fatalf("coordinator %d then %d; want %d then %d", old, leader, n, initiator)
 				}
-				if got := st.Total(simtest.ElectionTypes...); got != uint64(n-2) || st.Sent[peer.Coordinator] != uint64(n-2) {
+				if got := st.Total(simtest.ElectionTypes...); got != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
 					t.Fatalf("election took %d messages (%v); theory: n-2 = %d coordinator messages", got, st.Sent, n-2)
 				}
 				t.Logf("n=%d: %d messages, elected after %s", n, n-2, took)
@@ -68,7 +69,7 @@ func TestMessagesWorstCase(t *testing.T) {
 				}
 				got := st.Total(simtest.ElectionTypes...)
 				low := uint64(n - 2)
-				if leader != uint64(n-1) || st.Sent[peer.Answer] < low || got >= uint64(n*n) {
+				if leader != uint64(n-1) || st.Sent[wire.Answer] < low || got >= uint64(n*n) {
 					t.Fatalf("leader %d after %d messages %v; want %d, at least %d answers, fewer than n²=%d messages", leader, got, st.Sent, n-1, low, n*n)
 				}
 				t.Logf("n=%d: %d messages %v", n, got, st.Sent)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // openObserver is the raft mode's observer (a peer URL without id): a
@@ -77,13 +78,13 @@ type askConn struct {
 // Ask implements [peer.Asker]: Leader is the raft leader's ID as member id
 // knows it (0: none), LeaderEpoch and Epoch its current term. A connection
 // the member closed while idle is replaced once.
-func (a *tlsAsker) Ask(ctx context.Context, id uint64) (peer.Report, error) {
+func (a *tlsAsker) Ask(ctx context.Context, id uint64) (transport.Report, error) {
 	c := a.conns[id]
 	if c == nil {
-		return peer.Report{}, invalidf("%d is not a member", id)
+		return transport.Report{}, invalidf("%d is not a member", id)
 	}
 	if a.ctx.Err() != nil {
-		return peer.Report{}, tenure.ErrClosed
+		return transport.Report{}, tenure.ErrClosed
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -91,14 +92,14 @@ func (a *tlsAsker) Ask(ctx context.Context, id uint64) (peer.Report, error) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return peer.Report{}, a.ctxErr(ctx)
+		return transport.Report{}, a.ctxErr(ctx)
 	}
 	defer func() { <-c.sem }()
 	for {
 		fresh := c.conn == nil
 		if fresh {
 			if err := a.dial(ctx, c); err != nil {
-				return peer.Report{}, err
+				return transport.Report{}, err
 			}
 		}
 		s, err := a.query(ctx, c)
@@ -108,7 +109,7 @@ func (a *tlsAsker) Ask(ctx context.Context, id uint64) (peer.Report, error) {
 		c.conn.Close()
 		c.conn, c.r = nil, nil
 		if fresh || ctx.Err() != nil {
-			return peer.Report{}, err
+			return transport.Report{}, err
 		}
 	}
 }
@@ -158,15 +159,15 @@ func (a *tlsAsker) query(ctx context.Context, c *askConn) (statusReply, error) {
 
 // report turns a member's answer into a peer report. Peer member IDs are
 // decimal, so a leader ID that is not is a bad answer.
-func report(s statusReply) (peer.Report, error) {
-	r := peer.Report{LeaderEpoch: s.Term, Epoch: s.Term}
+func report(s statusReply) (transport.Report, error) {
+	r := transport.Report{LeaderEpoch: s.Term, Epoch: s.Term}
 	if s.Leader == "" {
 		r.LeaderEpoch = 0
 		return r, nil
 	}
-	id, err := peer.ParseID(s.Leader)
+	id, err := transport.ParseID(s.Leader)
 	if err != nil {
-		return peer.Report{}, fmt.Errorf("raft: status answer names leader %q: %w", s.Leader, err)
+		return transport.Report{}, fmt.Errorf("raft: status answer names leader %q: %w", s.Leader, err)
 	}
 	r.Leader = id
 	return r, nil
@@ -203,4 +204,4 @@ func (a *tlsAsker) Close() error {
 	return nil
 }
 
-var _ peer.Asker = (*tlsAsker)(nil)
+var _ transport.Asker = (*tlsAsker)(nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // observerURL is member URL u without id and state-dir, with the secret
@@ -139,7 +140,7 @@ func TestObserverWrongSecret(t *testing.T) {
 	defer cancel()
 	r, err := s.Get(ctx, "job")
 	t.Logf("Get with the wrong secret: %v", err)
-	if !errors.Is(err, peer.ErrUnreachable) || r != (tenure.Record{}) {
+	if !errors.Is(err, transport.ErrUnreachable) || r != (tenure.Record{}) {
 		t.Fatalf("Get with the wrong secret = %+v, %v; want nothing and an error", r, err)
 	}
 	for _, m := range c.members {
@@ -170,7 +171,7 @@ func TestObserverMemberCloses(t *testing.T) {
 	for i := range c.nodes {
 		c.stop(i)
 	}
-	if _, err := s.Get(ctx, "job"); !errors.Is(err, peer.ErrUnreachable) {
+	if _, err := s.Get(ctx, "job"); !errors.Is(err, transport.ErrUnreachable) {
 		t.Fatalf("Get with every member closed = %v, want ErrUnreachable", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // onlyInitiator gives every member but id a timeout of an hour, so id alone
@@ -42,10 +43,10 @@ func TestMessagesSingleInitiator(t *testing.T) {
 					}
 					st := c.Net.Stats()
 					d := n - i
-					el, ed := st.DeliveredOf(peer.Election), st.DeliveredOf(peer.Elected)
-					if leader != uint64(n) || el != uint64(d+n) || ed != uint64(n) || st.Sent[peer.Ack] != el+ed {
+					el, ed := st.DeliveredOf(wire.Election), st.DeliveredOf(wire.Elected)
+					if leader != uint64(n) || el != uint64(d+n) || ed != uint64(n) || st.Sent[wire.Ack] != el+ed {
 						t.Fatalf("leader %d, %d election + %d elected messages, %d acks; theory: leader %d, %d + %d, as many acks",
-							leader, el, ed, st.Sent[peer.Ack], n, d+n, n)
+							leader, el, ed, st.Sent[wire.Ack], n, d+n, n)
 					}
 					if total := el + ed; total < uint64(2*n) || total > uint64(3*n-1) {
 						t.Fatalf("%d messages, outside [2n, 3n-1]", total)
@@ -76,8 +77,8 @@ func TestMessagesAfterCrash(t *testing.T) {
 						t.Fatal(err)
 					}
 					m, d := n-1, n-1-i
-					el, ed := st.DeliveredOf(peer.Election), st.DeliveredOf(peer.Elected)
-					failed := st.Failed[peer.Election] + st.Failed[peer.Elected]
+					el, ed := st.DeliveredOf(wire.Election), st.DeliveredOf(wire.Elected)
+					failed := st.Failed[wire.Election] + st.Failed[wire.Elected]
 					if leader != uint64(n-1) || el != uint64(d+m) || ed != uint64(m) || failed > 1 {
 						t.Fatalf("leader %d, %d election + %d elected delivered, %d failed; theory: leader %d, %d + %d, at most 1 failed",
 							leader, el, ed, failed, n-1, d+m, m)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 func init() {
@@ -16,7 +17,7 @@ func init() {
 
 type pending struct {
 	to     uint64
-	msg    peer.Message
+	msg    wire.Message
 	sentAt time.Time
 }
 
@@ -58,12 +59,12 @@ func (r *ring) successor(env peer.Env) uint64 {
 }
 
 // forward sends m to the successor, skipping members that refuse.
-func (r *ring) forward(env peer.Env, m peer.Message) {
+func (r *ring) forward(env peer.Env, m wire.Message) {
 	for {
 		to := r.successor(env)
 		if to == env.Self() {
 			// Alone on the ring: stand alone, unless abstaining.
-			if leader, _ := env.Leader(); m.Type == peer.Election && leader != env.Self() && !env.Abstaining() {
+			if leader, _ := env.Leader(); m.Type == wire.Election && leader != env.Self() && !env.Abstaining() {
 				r.participant = false
 				if _, err := env.Elect(); err != nil {
 					env.Logf("ring: cannot become coordinator: %v", err)
@@ -96,7 +97,7 @@ func (r *ring) initiate(env peer.Env) {
 	}
 	r.participant, r.electStart = true, env.Now()
 	env.Logf("ring: election started")
-	r.forward(env, peer.Message{Type: peer.Election, Candidate: env.Self()})
+	r.forward(env, wire.Message{Type: wire.Election, Candidate: env.Self()})
 }
 
 func (r *ring) Tick(env peer.Env) {
@@ -123,13 +124,13 @@ func (r *ring) Tick(env peer.Env) {
 	}
 }
 
-func (r *ring) Receive(env peer.Env, m peer.Message) {
+func (r *ring) Receive(env peer.Env, m wire.Message) {
 	delete(r.suspected, m.From)
 	switch m.Type {
-	case peer.Ack:
+	case wire.Ack:
 		delete(r.pending, m.Ref)
-	case peer.Election, peer.Elected:
-		env.Send(m.From, peer.Message{Type: peer.Ack, Ref: m.Ref})
+	case wire.Election, wire.Elected:
+		env.Send(m.From, wire.Message{Type: wire.Ack, Ref: m.Ref})
 		if m.Hops > uint64(2*env.Group().Len()) {
 			// Its candidate died or resigned while it travelled (a live
 			// candidate stops it within 2n hops): let it die. Participants
@@ -140,10 +141,10 @@ func (r *ring) Receive(env peer.Env, m peer.Message) {
 	}
 }
 
-func (r *ring) handleRing(env peer.Env, m peer.Message) {
+func (r *ring) handleRing(env peer.Env, m wire.Message) {
 	self := env.Self()
 	switch m.Type {
-	case peer.Election:
+	case wire.Election:
 		own := r.candidate(env)
 		switch {
 		case m.Candidate == self:
@@ -156,15 +157,15 @@ func (r *ring) handleRing(env peer.Env, m peer.Message) {
 				env.Logf("ring: cannot become coordinator: %v", err)
 				return
 			}
-			r.forward(env, peer.Message{Type: peer.Elected, Leader: self, LeaderEpoch: epoch})
+			r.forward(env, wire.Message{Type: wire.Elected, Leader: self, LeaderEpoch: epoch})
 		case m.Candidate > own:
 			r.participant, r.electStart = true, env.Now()
-			r.forward(env, peer.Message{Type: peer.Election, Candidate: m.Candidate, Hops: m.Hops})
+			r.forward(env, wire.Message{Type: wire.Election, Candidate: m.Candidate, Hops: m.Hops})
 		case !r.participant:
 			r.participant, r.electStart = true, env.Now()
-			r.forward(env, peer.Message{Type: peer.Election, Candidate: own})
+			r.forward(env, wire.Message{Type: wire.Election, Candidate: own})
 		}
-	case peer.Elected:
+	case wire.Elected:
 		if m.Leader == self {
 			return // the announcement went round
 		}
@@ -172,7 +173,7 @@ func (r *ring) handleRing(env peer.Env, m peer.Message) {
 			return // stale
 		}
 		r.participant = false
-		r.forward(env, peer.Message{Type: peer.Elected, Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Hops: m.Hops})
+		r.forward(env, wire.Message{Type: wire.Elected, Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Hops: m.Hops})
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/memnet"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 	"github.com/tenurehq/tenure/sim"
 )
 
@@ -24,7 +26,7 @@ import (
 // use (the test's goroutine drives it).
 type Cluster struct {
 	Net    *memnet.Network
-	Group  peer.Group
+	Group  transport.Group
 	Nodes  map[uint64]*peer.Node // nil while crashed
 	Epochs map[uint64]*peer.MemEpoch
 	// Configure, if set, adjusts each node's config before it starts.
@@ -74,11 +76,11 @@ type member struct {
 
 // New makes a cluster of members 1..Size without starting them.
 func New(o Options) *Cluster {
-	var ms []peer.Member
+	var ms []transport.Member
 	for i := 1; i <= o.Size; i++ {
-		ms = append(ms, peer.Member{ID: uint64(i)})
+		ms = append(ms, transport.Member{ID: uint64(i)})
 	}
-	g, err := peer.NewGroup(ms)
+	g, err := transport.NewGroup(ms)
 	if err != nil {
 		panic(err)
 	}
@@ -333,7 +335,7 @@ func (c *Cluster) AwaitAgreement(bound time.Duration) (leader uint64, took time.
 
 // ElectionTypes are the message types of elections proper (not heartbeats,
 // acks, rejections or resignations).
-var ElectionTypes = []peer.Type{peer.Election, peer.Answer, peer.Coordinator, peer.Elected}
+var ElectionTypes = []wire.Type{wire.Election, wire.Answer, wire.Coordinator, wire.Elected}
 
 // Failover waits for agreement, crashes the coordinator, and measures the
 // election that follows: the network's counters from the crash until all

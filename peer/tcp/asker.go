@@ -1,4 +1,4 @@
-package peer
+package tcp
 
 import (
 	"context"
@@ -11,16 +11,18 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
-// tcpAsker is the [Asker] of lowest, bully and ring: a StatusQuery frame
-// (from [ObserverID], a random nonce in Ref) on one persistent connection
-// per member, authenticated by the same handshake as members' connections
-// (as [ObserverID]), answered by the member's [TCP] transport with a
-// StatusReply echoing the nonce. Replies are authenticated under the
-// connection's session key, in sequence, and matched to the nonce, so an
-// old reply cannot be passed off as new.
-type tcpAsker struct {
+// asker is the [transport.Asker] of lowest, bully and ring: a StatusQuery
+// frame (from [wire.ObserverID], a random nonce in Ref) on one persistent
+// connection per member, authenticated by the same handshake as members'
+// connections (as [wire.ObserverID]), answered by the member's node
+// through its [Transport] with a StatusReply echoing the nonce. Replies
+// are authenticated under the connection's session key, in sequence, and
+// matched to the nonce, so an old reply cannot be passed off as new.
+type asker struct {
 	gk          groupKey
 	dialTimeout time.Duration
 	incarnation uint64
@@ -39,13 +41,18 @@ type askConn struct {
 	s    *session
 }
 
-func newTCPAsker(cfg Config) (*tcpAsker, error) {
+// NewAsker returns the [transport.Asker] an observer of the group in cfg
+// uses to ask members over TCP: cfg.Secret, Key, Algorithm and Group must
+// be the members' (the group key derives from them); the other fields are
+// ignored. It does not connect yet; Ask dials each member on first use
+// and keeps the connection.
+func NewAsker(cfg Config) (transport.Asker, error) {
 	gk, err := deriveGroupKey(cfg.Secret, cfg.Key, cfg.Algorithm, cfg.Group)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &tcpAsker{gk: gk, dialTimeout: time.Second, incarnation: rand.Uint64() | 1,
+	a := &asker{gk: gk, dialTimeout: time.Second, incarnation: rand.Uint64() | 1,
 		conns: map[uint64]*askConn{}, ctx: ctx, cancel: cancel}
 	for _, m := range cfg.Group.Members() {
 		a.conns[m.ID] = &askConn{id: m.ID, addr: m.Addr, sem: make(chan struct{}, 1)}
@@ -53,15 +60,15 @@ func newTCPAsker(cfg Config) (*tcpAsker, error) {
 	return a, nil
 }
 
-// Ask implements [Asker]. A connection the member closed while idle is
+// Ask implements [transport.Asker]. A connection the member closed while idle is
 // replaced once.
-func (a *tcpAsker) Ask(ctx context.Context, id uint64) (Report, error) {
+func (a *asker) Ask(ctx context.Context, id uint64) (transport.Report, error) {
 	c := a.conns[id]
 	if c == nil {
-		return Report{}, invalidf("%d is not a member", id)
+		return transport.Report{}, invalidf("%d is not a member", id)
 	}
 	if a.ctx.Err() != nil {
-		return Report{}, tenure.ErrClosed
+		return transport.Report{}, tenure.ErrClosed
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -69,7 +76,7 @@ func (a *tcpAsker) Ask(ctx context.Context, id uint64) (Report, error) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Report{}, a.ctxErr(ctx)
+		return transport.Report{}, a.ctxErr(ctx)
 	}
 	defer func() { <-c.sem }()
 	for {
@@ -79,16 +86,16 @@ func (a *tcpAsker) Ask(ctx context.Context, id uint64) (Report, error) {
 			conn, err := d.DialContext(ctx, "tcp", c.addr)
 			if err != nil {
 				if ctx.Err() != nil {
-					return Report{}, a.ctxErr(ctx)
+					return transport.Report{}, a.ctxErr(ctx)
 				}
-				return Report{}, err
+				return transport.Report{}, err
 			}
 			if c.s, err = a.handshake(ctx, conn, c.id); err != nil {
 				conn.Close()
-				if errors.Is(err, ErrBadMAC) {
-					return Report{}, fmt.Errorf("the member failed authentication (is secret-file the members' secret?): %w", err)
+				if errors.Is(err, wire.ErrBadMAC) {
+					return transport.Report{}, fmt.Errorf("the member failed authentication (is secret-file the members' secret?): %w", err)
 				}
-				return Report{}, a.ioErr(ctx, err)
+				return transport.Report{}, a.ioErr(ctx, err)
 			}
 			c.conn = conn
 		}
@@ -98,22 +105,22 @@ func (a *tcpAsker) Ask(ctx context.Context, id uint64) (Report, error) {
 		}
 		c.conn.Close()
 		c.conn, c.s = nil, nil
-		if fresh || ctx.Err() != nil || errors.Is(err, ErrBadMAC) {
-			return Report{}, err
+		if fresh || ctx.Err() != nil || errors.Is(err, wire.ErrBadMAC) {
+			return transport.Report{}, err
 		}
 	}
 }
 
-func (a *tcpAsker) ctxErr(ctx context.Context) error {
+func (a *asker) ctxErr(ctx context.Context) error {
 	if a.ctx.Err() != nil {
 		return tenure.ErrClosed
 	}
 	return fmt.Errorf("no answer in time: %w", ctx.Err())
 }
 
-// handshake authenticates conn to member id as [ObserverID], within the
+// handshake authenticates conn to member id as [wire.ObserverID], within the
 // dial timeout and ctx.
-func (a *tcpAsker) handshake(ctx context.Context, conn net.Conn, id uint64) (*session, error) {
+func (a *asker) handshake(ctx context.Context, conn net.Conn, id uint64) (*session, error) {
 	dl := time.Now().Add(a.dialTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 		dl = d
@@ -121,11 +128,11 @@ func (a *tcpAsker) handshake(ctx context.Context, conn net.Conn, id uint64) (*se
 	conn.SetDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	return dialHandshake(conn, a.gk, ObserverID, id)
+	return dialHandshake(conn, a.gk, wire.ObserverID, id)
 }
 
 // query sends one StatusQuery on c and reads until the matching reply.
-func (a *tcpAsker) query(ctx context.Context, c *askConn) (Report, error) {
+func (a *asker) query(ctx context.Context, c *askConn) (transport.Report, error) {
 	conn := c.conn
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
@@ -135,32 +142,32 @@ func (a *tcpAsker) query(ctx context.Context, c *askConn) (Report, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	nonce := rand.Uint64()
-	q := Message{Type: StatusQuery, From: ObserverID, To: c.id, Incarnation: a.incarnation, Ref: nonce}
-	if _, err := conn.Write(c.s.out.seal(byte(StatusQuery), q)); err != nil {
-		return Report{}, a.ioErr(ctx, err)
+	q := wire.Message{Type: wire.StatusQuery, From: wire.ObserverID, To: c.id, Incarnation: a.incarnation, Ref: nonce}
+	if _, err := conn.Write(c.s.out.Seal(byte(wire.StatusQuery), q)); err != nil {
+		return transport.Report{}, a.ioErr(ctx, err)
 	}
-	buf := make([]byte, MaxFrameLen)
+	buf := make([]byte, wire.MaxFrameLen)
 	for {
 		if _, err := io.ReadFull(conn, buf[:4]); err != nil {
-			return Report{}, a.ioErr(ctx, err)
+			return transport.Report{}, a.ioErr(ctx, err)
 		}
-		size, err := FrameSize(buf[:4])
+		size, err := wire.FrameSize(buf[:4])
 		if err != nil {
-			return Report{}, fmt.Errorf("bad reply: %w", err)
+			return transport.Report{}, fmt.Errorf("bad reply: %w", err)
 		}
 		if _, err := io.ReadFull(conn, buf[4:size]); err != nil {
-			return Report{}, a.ioErr(ctx, err)
+			return transport.Report{}, a.ioErr(ctx, err)
 		}
-		_, m, err := c.s.in.open(buf[:size])
+		_, m, err := c.s.in.Open(buf[:size])
 		switch {
-		case errors.Is(err, ErrBadMAC):
-			return Report{}, fmt.Errorf("the reply failed authentication (is secret-file the members' secret?): %w", err)
+		case errors.Is(err, wire.ErrBadMAC):
+			return transport.Report{}, fmt.Errorf("the reply failed authentication (is secret-file the members' secret?): %w", err)
 		case err != nil:
-			return Report{}, fmt.Errorf("bad reply: %w", err)
-		case m.Type != StatusReply || m.From != c.id || m.To != ObserverID || m.Ref != nonce:
+			return transport.Report{}, fmt.Errorf("bad reply: %w", err)
+		case m.Type != wire.StatusReply || m.From != c.id || m.To != wire.ObserverID || m.Ref != nonce:
 			continue // an answer to an earlier query that timed out
 		}
-		return Report{Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Epoch: m.Epoch,
+		return transport.Report{Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Epoch: m.Epoch,
 			TTL: max(m.TTL, 0), Remaining: max(m.Remaining, 0)}, nil
 	}
 }
@@ -168,7 +175,7 @@ func (a *tcpAsker) query(ctx context.Context, c *askConn) (Report, error) {
 // ioErr explains a failed read or write: the context's end, or a member
 // that hung up, which is what a member does to a query it cannot
 // authenticate.
-func (a *tcpAsker) ioErr(ctx context.Context, err error) error {
+func (a *asker) ioErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return a.ctxErr(ctx)
 	}
@@ -182,8 +189,8 @@ func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// Close implements [Asker]: in-flight queries fail and connections close.
-func (a *tcpAsker) Close() error {
+// Close implements [transport.Asker]: in-flight queries fail and connections close.
+func (a *asker) Close() error {
 	a.cancel()
 	for _, c := range a.conns {
 		c.sem <- struct{}{}
