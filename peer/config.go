@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -59,9 +60,11 @@ type Config struct {
 	Transport transport.Transport
 	// Epochs, if set, replaces the epoch file ([MemEpoch] in tests).
 	Epochs EpochStore
-	// Params holds the URL's other query parameters, for modes (raft) that
-	// have options of their own.
-	Params url.Values
+	// Options are the algorithm's own settings, of the type its package
+	// documents (raft.Options); nil takes its defaults. [ParseURL] fills
+	// them from the URL parameters package peer does not know, through the
+	// algorithm's [ParamParser].
+	Options any
 	// Logger receives structured logs. Default [slog.Default].
 	Logger *slog.Logger
 }
@@ -91,9 +94,9 @@ func (c Config) Validate() error {
 	case !observer && !c.Group.Has(c.ID):
 		return invalidf("Config.ID %d is not a member of the group (%v)", c.ID, c.Group.IDs())
 	case c.Algorithm == "":
-		return invalidf("Config.Algorithm is empty (registered: %v)", Algorithms())
+		return invalidf("Config.Algorithm is empty (registered: %s)", strings.Join(Algorithms(), ", "))
 	case !slices.Contains(Algorithms(), c.Algorithm):
-		return invalidf("Config.Algorithm %q is not registered (registered: %v; import its package)", c.Algorithm, Algorithms())
+		return invalidf("Config.Algorithm %q is not registered (registered: %s; import its package)", c.Algorithm, strings.Join(Algorithms(), ", "))
 	case c.Heartbeat <= 0:
 		return invalidf("Config.Heartbeat (%s) must be positive", c.Heartbeat)
 	case c.Timeout < 2*c.Heartbeat:
@@ -127,8 +130,9 @@ func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
 //
 // Parameters: id (this member), peers (ID=host:port,...), algorithm
 // (default bully), secret-file, state-dir, and optionally heartbeat and
-// timeout (Go durations), no-preempt (1/true), key. Unknown parameters go to
-// Config.Params for modes that define their own. The host and path must be
+// timeout (Go durations), no-preempt (1/true), key. The others are the
+// algorithm's: its [ParamParser] turns them into Config.Options (see
+// [WithParams]); an algorithm without one ignores them. The host and path must be
 // empty.
 //
 // Without id the URL opens a read-only [Observer] of the group (for
@@ -206,11 +210,8 @@ func ParseURL(u *url.URL) (Config, error) {
 	if c.Secret, err = tcp.LoadSecret(get["secret-file"]); err != nil {
 		return Config{}, err
 	}
-	c.Params = url.Values{}
-	for k, v := range q {
-		if !slices.Contains(urlParams, k) {
-			c.Params[k] = v
-		}
+	if c.Options, err = algorithmOptions(c.Algorithm, q); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }
@@ -236,4 +237,22 @@ func (c Config) tcpConfig() tcp.Config {
 // invalidf returns an error wrapping tenure.ErrInvalid.
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: peer: "+format, append([]any{tenure.ErrInvalid}, args...)...)
+}
+
+// algorithmOptions converts the parameters of q that are not peer's into
+// alg's typed options, through the parser alg registered (see
+// [WithParams]); without one, or for an algorithm not registered (which
+// [Config.Validate] reports), they are ignored.
+func algorithmOptions(alg string, q url.Values) (any, error) {
+	parse := lookup(alg).params
+	if parse == nil {
+		return nil, nil
+	}
+	extra := url.Values{}
+	for k, v := range q {
+		if !slices.Contains(urlParams, k) {
+			extra[k] = v
+		}
+	}
+	return parse(extra)
 }

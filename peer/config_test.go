@@ -43,7 +43,7 @@ func TestParseURL(t *testing.T) {
 	}
 	if c.ID != 2 || c.Group.Len() != 2 || c.Algorithm != "ring" || c.Heartbeat.String() != "20ms" ||
 		c.Timeout.String() != "100ms" || !c.NoPreempt || c.Key != "jobs" || c.StateDir != dir ||
-		c.Params.Get("raft-extra") != "x" || string(c.Secret.Bytes()) != testSecret {
+		c.Options != nil || string(c.Secret.Bytes()) != testSecret {
 		t.Fatalf("parsed %+v", c)
 	}
 	if err := c.WithDefaults().Validate(); err != nil {
@@ -125,7 +125,7 @@ func TestAlgorithmsRegistered(t *testing.T) {
 			t.Fatal("registering bully twice did not panic")
 		}
 	}()
-	peer.RegisterAlgorithm("bully", func(peer.Config) (peer.Algorithm, error) { return nil, nil })
+	peer.Register("bully", peer.NodeOpener(func() peer.Algorithm { return nil }))
 }
 
 // TestParseURLObserver: a URL without id configures an observer, which

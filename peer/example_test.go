@@ -9,7 +9,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
-	_ "github.com/tenurehq/tenure/peer/bully"
+	"github.com/tenurehq/tenure/peer/bully"
 	"github.com/tenurehq/tenure/peer/memnet"
 	"github.com/tenurehq/tenure/peer/transport"
 )
@@ -28,7 +28,7 @@ func Example() {
 			Heartbeat: 10 * time.Millisecond, Timeout: 50 * time.Millisecond,
 			Transport: net.Join(id), Epochs: &peer.MemEpoch{},
 			Logger: slog.New(slog.DiscardHandler),
-		})
+		}, bully.New())
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -63,22 +63,19 @@ type handover struct {
 	ready   bool // the lease may be granted
 }
 
-// NewNode starts the node for cfg: it loads the epoch (an error if the
-// epoch file is corrupt), opens the TCP transport unless cfg.Transport is
-// set, and starts the node's goroutine. cfg gets defaults and is validated
-// first. Stop the node with Close.
-func NewNode(cfg Config) (*Node, error) {
+// NewNode starts a node running alg for cfg: it loads the epoch (an
+// error if the epoch file is corrupt), opens the TCP transport unless
+// cfg.Transport is set, and starts the node's goroutine. cfg gets
+// defaults and is validated first; cfg.Algorithm still names the group's
+// algorithm (the TCP group key binds it). [Open] does the same for a
+// registered algorithm. Stop the node with Close.
+func NewNode(cfg Config, alg Algorithm) (*Node, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	newAlg, _ := lookup(cfg.Algorithm)
-	if newAlg == nil {
-		return nil, invalidf("algorithm %q is a mode, not a node algorithm", cfg.Algorithm)
-	}
-	alg, err := newAlg(cfg)
-	if err != nil {
-		return nil, err
+	if alg == nil {
+		return nil, invalidf("NewNode needs an algorithm")
 	}
 	if cfg.Key != "" {
 		if err := tenure.CheckKey(cfg.Key); err != nil {

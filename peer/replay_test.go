@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/bully"
 	"github.com/tenurehq/tenure/peer/tcp"
 	"github.com/tenurehq/tenure/peer/transport"
 	"github.com/tenurehq/tenure/peer/wire"
@@ -300,7 +301,7 @@ func TestPeerReplayExhaustionNoSplit(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Group, cfg.Logger = view, slog.New(slog.DiscardHandler)
-		n, err := peer.NewNode(cfg)
+		n, err := openNode(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +372,7 @@ func TestPeerCrossGroupReplay(t *testing.T) {
 		e.Save(epoch)
 		n, err := peer.NewNode(peer.Config{ID: id, Group: view, Algorithm: "bully", Key: key, Secret: loaded,
 			Heartbeat: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Epochs: e,
-			Logger: slog.New(slog.DiscardHandler)})
+			Logger: slog.New(slog.DiscardHandler)}, bully.New())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/bully"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
 	"github.com/tenurehq/tenure/peer/transport"
 )
@@ -167,7 +168,7 @@ func TestCorruptEpochFileStopsTheNode(t *testing.T) {
 	}
 	g, _ := transport.ParseMembers("1=127.0.0.1:1,2=127.0.0.1:2")
 	_, err := peer.NewNode(peer.Config{ID: 1, Group: g, Algorithm: "bully", StateDir: dir, Secret: testKey(t),
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler)}, bully.New())
 	if !errors.Is(err, peer.ErrCorrupt) {
 		t.Fatalf("NewNode with a corrupt epoch file = %v, want ErrCorrupt", err)
 	}

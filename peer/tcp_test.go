@@ -11,7 +11,7 @@ import (
 
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/peer"
-	_ "github.com/tenurehq/tenure/peer/bully"
+	"github.com/tenurehq/tenure/peer/bully"
 	_ "github.com/tenurehq/tenure/peer/lowest"
 	_ "github.com/tenurehq/tenure/peer/ring"
 	"github.com/tenurehq/tenure/peer/tcp"
@@ -79,7 +79,7 @@ func (g *tcpGroup) start(id uint64) *peer.Node {
 		g.t.Fatal(err)
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	n, err := peer.NewNode(cfg)
+	n, err := openNode(cfg)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 	}
 	wrong, _ := tcp.NewSecret([]byte("not-the-group-secret-but-long-enough-1234"))
 	rogue, err := peer.NewNode(peer.Config{ID: 999, Group: rg, Algorithm: "bully", Heartbeat: 50 * time.Millisecond,
-		Timeout: 300 * time.Millisecond, Secret: wrong, Epochs: &peer.MemEpoch{}, Logger: slog.New(slog.DiscardHandler)})
+		Timeout: 300 * time.Millisecond, Secret: wrong, Epochs: &peer.MemEpoch{}, Logger: slog.New(slog.DiscardHandler)}, bully.New())
 	if err != nil {
 		t.Fatal(err)
 	}

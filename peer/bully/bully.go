@@ -7,11 +7,10 @@ import (
 	"github.com/tenurehq/tenure/peer/wire"
 )
 
-func init() {
-	peer.RegisterAlgorithm("bully", func(cfg peer.Config) (peer.Algorithm, error) {
-		return &bully{suspected: map[uint64]time.Time{}}, nil
-	})
-}
+func init() { peer.Register("bully", peer.NodeOpener(New)) }
+
+// New returns the Bully algorithm for one node (see the package doc).
+func New() peer.Algorithm { return &bully{suspected: map[uint64]time.Time{}} }
 
 type bully struct {
 	graceEnd   time.Time // before it, a starting member listens for a coordinator

@@ -7,11 +7,10 @@ import (
 	"github.com/tenurehq/tenure/peer/wire"
 )
 
-func init() {
-	peer.RegisterAlgorithm("lowest", func(cfg peer.Config) (peer.Algorithm, error) {
-		return &lowest{}, nil
-	})
-}
+func init() { peer.Register("lowest", peer.NodeOpener(New)) }
+
+// New returns the "lowest ID" algorithm for one node (see the package doc).
+func New() peer.Algorithm { return &lowest{} }
 
 type lowest struct {
 	graceEnd time.Time

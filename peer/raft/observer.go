@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -28,10 +27,8 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 	if len(pc.Secret.Bytes()) < MinSecretLen {
 		return nil, invalidf("the secret is %d bytes; at least %d are required", len(pc.Secret.Bytes()), MinSecretLen)
 	}
-	for k := range pc.Params {
-		if !slices.Contains(modeParams, k) {
-			return nil, invalidf("unknown URL parameter %q (raft adds %v to peer's)", k, modeParams)
-		}
+	if _, err := options(pc); err != nil {
+		return nil, err
 	}
 	conf, err := clusterTLS(pc.Secret.Bytes())
 	if err != nil {

@@ -9,11 +9,10 @@ import (
 	"github.com/tenurehq/tenure/peer/wire"
 )
 
-func init() {
-	peer.RegisterAlgorithm("ring", func(cfg peer.Config) (peer.Algorithm, error) {
-		return &ring{suspected: map[uint64]time.Time{}}, nil
-	})
-}
+func init() { peer.Register("ring", peer.NodeOpener(New)) }
+
+// New returns the Ring algorithm for one node (see the package doc).
+func New() peer.Algorithm { return &ring{suspected: map[uint64]time.Time{}} }
 
 type pending struct {
 	to     uint64

@@ -135,10 +135,11 @@ func (c *Cluster) Start(id uint64) error {
 	if c.Configure != nil {
 		c.Configure(&cfg)
 	}
-	n, err := peer.NewNode(cfg)
+	s, err := peer.Open(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
+	n := s.(*peer.Node)
 	c.Nodes[id] = n
 	c.issuedSeen[id] = 0
 	if c.Hist != nil {
