@@ -13,25 +13,24 @@ const minWait = time.Millisecond
 // campaign tries to acquire the lease until it succeeds or ctx is done. It
 // returns the lease and the time the successful request was sent, from
 // which the renew deadline counts. It wakes on a watch event where the store
-// can watch, when the holder's grant is due to expire, and otherwise polls
-// every jittered RetryInterval; store errors back off exponentially up to
-// TTL.
+// watch, when the holder's grant is due to expire, and, while it cannot
+// watch, polls every jittered RetryInterval; store errors back off
+// exponentially up to TTL.
 func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 	c := &e.cfg
 	var watch <-chan Record
 	stopWatch := func() {}
 	defer func() { stopWatch() }()
-	watcher, canWatch := c.Store.(Watcher)
 	failures := 0
 	var known Record // the holder last seen, for EventLeaderChanged
 	for {
 		if err := ctx.Err(); err != nil {
 			return Lease{}, time.Time{}, err
 		}
-		if canWatch && watch == nil && failures == 0 {
+		if watch == nil && failures == 0 {
 			stopWatch()
 			var err error
-			if watch, stopWatch, err = watchWithin(ctx, c.Clock, watcher, c.Key, c.RequestTimeout); err != nil && ctx.Err() == nil {
+			if watch, stopWatch, err = watchWithin(ctx, c.Clock, c.Store, c.Key, c.RequestTimeout); err != nil && ctx.Err() == nil {
 				e.logStoreError("tenure: cannot watch the key; polling instead", err)
 			}
 		}
@@ -73,7 +72,7 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 // heldWait is how long to wait before retrying a key held by r. Without a
 // watch, a candidate polls every jittered RetryInterval. With one, it
 // relies on the watch, which must report releases and expiries (the
-// Watcher contract, checked by the conformance suite), and re-checks only
+// Reader.Watch contract, checked by the conformance suite), and re-checks only
 // as a safety net, watchSafetyTTLs TTLs after the holder's grant is due to
 // expire: an idle candidate then costs the store almost nothing.
 func (e *Elector) heldWait(r Record, watching bool) time.Duration {
@@ -126,13 +125,9 @@ func (e *Elector) noteHolder(known *Record, r Record) {
 	if r.Holder == known.Holder && r.Term == known.Term {
 		return
 	}
-	changed := r.Holder != known.Holder
 	*known = r
-	e.mu.Lock()
-	e.status.Holder, e.status.HolderTerm = r.Holder, r.Term
-	e.mu.Unlock()
-	if changed {
-		e.emit(Event{Kind: EventLeaderChanged, Leader: r.Holder, Term: r.Term})
+	if e.sawHolder(r) {
+		e.emit(Event{Kind: EventLeaderChanged, Holder: r.Holder, Term: r.Term})
 	}
 }
 
@@ -140,7 +135,7 @@ func (e *Elector) noteHolder(known *Record, r Record) {
 // watch whose setup hangs (a stuck stream, an exhausted pool) must not stall
 // a caller that can poll instead. stop ends the watch; call it once done
 // with the channel. On error the channel is nil and stop does nothing.
-func watchWithin(ctx context.Context, clock Clock, w Watcher, key string, timeout time.Duration) (ch <-chan Record, stop context.CancelFunc, err error) {
+func watchWithin(ctx context.Context, clock Clock, w Reader, key string, timeout time.Duration) (ch <-chan Record, stop context.CancelFunc, err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	type result struct {
 		ch  <-chan Record

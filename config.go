@@ -175,6 +175,34 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// DefaultKillGrace is the longest grace [Config.KillGrace] gives by default.
+const DefaultKillGrace = 2 * time.Second
+
+// Margin returns TTL − RenewDeadline: the time between the latest moment a
+// leader context is cancelled and the earliest moment the store may grant
+// the key to another candidate, in which the task must stop.
+func (c Config) Margin() time.Duration { return c.TTL - c.RenewDeadline }
+
+// KillGrace is for a supervisor that stops a task from outside, as `tenure
+// run` stops its command: a polite stop (SIGTERM) when the leader context is
+// cancelled, a forced one (SIGKILL) grace later, which must still come
+// before the store can regrant. It returns grace if 0 < grace <
+// [Config.Margin]; for a zero grace, half the margin but at most
+// [DefaultKillGrace]. Any other grace is an error wrapping [ErrInvalid].
+// Call it on a config with defaults filled in ([Config.WithDefaults]).
+func (c Config) KillGrace(grace time.Duration) (time.Duration, error) {
+	margin := c.Margin()
+	switch {
+	case grace == 0:
+		return min(DefaultKillGrace, margin/2), nil
+	case grace < 0:
+		return 0, invalidf("kill grace %s must not be negative", grace)
+	case grace >= margin:
+		return 0, invalidf("kill grace %s must be shorter than the margin TTL − RenewDeadline (%s)", grace, margin)
+	}
+	return grace, nil
+}
+
 // twoThirds returns ⌊2d/3⌋ without overflowing for any d.
 func twoThirds(d time.Duration) time.Duration { return d/3*2 + d%3*2/3 }
 

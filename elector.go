@@ -48,8 +48,8 @@ func New(cfg Config) (*Elector, error) {
 func (e *Elector) Config() Config { return e.cfg }
 
 // Run campaigns for the key and runs task each time it is elected, until ctx
-// is done; then it cancels a running task, waits for it to return, releases
-// the lease and returns ctx's error.
+// is done or the task asks to stop; then it cancels a running task, waits
+// for it to return, releases the lease and returns.
 //
 // Each term goes like this: once the store grants the lease, task runs with
 // a leader context while the elector renews in the background. When the
@@ -58,40 +58,102 @@ func (e *Elector) Config() Config { return e.cfg }
 // definitively or cannot succeed before [Config.RenewDeadline], or the task
 // stalls, the leader context is cancelled first and the lease released (if
 // still held) once the task returned. Either way Run waits a jittered
-// [Config.RetryInterval] and campaigns again: it is not one-shot.
+// [Config.RetryInterval] and campaigns again: it is not one-shot. While the
+// task keeps failing (it returned an error while still leading, term after
+// term), the wait doubles with each failure, up to [Config.TTL], so a
+// broken task does not churn through terms; any other term ends the
+// backoff.
 //
-// Run blocks until ctx is done. It returns [ErrRunning] if the elector is
-// already running.
+// A task that returns [Last](err) ends Run after its term: Run releases
+// the lease as usual and returns err, the last task's result, without
+// cancelling anything. That is how a task told to shut down (by a signal,
+// say) finishes its work still leading and stops Run.
+//
+// Run blocks until then and otherwise returns ctx's error, or a permanent
+// store error (one matching [ErrInvalid] or [ErrClosed]) met while
+// campaigning. It returns [ErrRunning] if the elector is already running.
 func (e *Elector) Run(ctx context.Context, task Task) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	failures := 0
 	for {
 		lease, start, err := e.campaign(ctx)
 		if err != nil {
 			return err
 		}
-		if _, taskErr, _ := e.lead(ctx, lease, start, task); taskErr != nil && ctx.Err() == nil {
-			e.cfg.Logger.Warn("tenure: leader task failed", "key", e.cfg.Key, "id", e.cfg.Identity,
-				"term", lease.Term, "err", taskErr)
+		_, taskErr, cause := e.lead(ctx, lease, start, task)
+		if result, last := lastResult(taskErr); last {
+			return result
 		}
-		if !sleep(ctx, e.cfg.Clock, e.cfg.jittered(e.cfg.RetryInterval)) {
+		switch {
+		case taskErr == nil || ctx.Err() != nil:
+			failures = 0
+		case cause == nil:
+			failures++
+		default:
+			failures = 0 // it failed because leadership ended
+		}
+		wait := e.retryWait(failures)
+		if taskErr != nil && ctx.Err() == nil {
+			e.cfg.Logger.Warn("tenure: leader task failed", "key", e.cfg.Key, "id", e.cfg.Identity,
+				"term", lease.Term, "err", taskErr, "retry_in", wait)
+		}
+		if !sleep(ctx, e.cfg.Clock, wait) {
 			return ctx.Err()
 		}
 	}
+}
+
+// retryWait is how long Run waits before campaigning again after a term:
+// a jittered RetryInterval, doubled for each of failures consecutive
+// failed terms, up to TTL.
+func (e *Elector) retryWait(failures int) time.Duration {
+	return e.cfg.jittered(min(e.cfg.RetryInterval<<min(failures, 16), e.cfg.TTL))
+}
+
+// Last wraps err, a task's result, to end [Elector.Run] after this term:
+// Run releases the lease and returns err (nil if err is nil) instead of
+// campaigning again. [Elector.Do] returns err itself, as it would without
+// Last. errors.Is and errors.As see through it.
+func Last(err error) error { return &lastError{err} }
+
+type lastError struct{ err error }
+
+func (l *lastError) Error() string {
+	if l.err == nil {
+		return "tenure: last term"
+	}
+	return l.err.Error()
+}
+
+func (l *lastError) Unwrap() error { return l.err }
+
+// lastResult unwraps a task result made by Last; last reports whether it
+// was one.
+func lastResult(taskErr error) (result error, last bool) {
+	var l *lastError
+	if errors.As(taskErr, &l) {
+		return l.err, true
+	}
+	return taskErr, false
 }
 
 // Do campaigns until elected, runs task once as leader, releases the lease and
 // returns: the way to say "the leader runs this once". It returns task's
 // error if the task returned while still leading. If leadership ended first,
 // it returns an error matching the cause ([ErrLost], [ErrRenewDeadline],
-// [ErrStalled] or ctx's error) once the task returned; the task may then
-// have done only part of its work, and the caller decides whether to call Do
-// again.
+// [ErrStalled] or ctx's error) once the task returned, which also wraps the
+// task's own error if it returned one, so errors.As finds the task's result
+// either way; the task may then have done only part of its work, and the
+// caller decides whether to call Do again. A task's [Last] wrapper is
+// removed.
 //
 // Do blocks until then. It returns ctx's error if ctx is done before the
-// elector is elected, and [ErrRunning] if the elector is already running.
+// elector is elected, a permanent store error (matching [ErrInvalid] or
+// [ErrClosed]) met while campaigning, and [ErrRunning] if the elector is
+// already running.
 func (e *Elector) Do(ctx context.Context, task Task) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
@@ -111,13 +173,17 @@ func (e *Elector) Do(ctx context.Context, task Task) error {
 			}
 			continue
 		}
+		taskErr, _ = lastResult(taskErr)
 		return e.doResult(taskErr, cause)
 	}
 }
 
 // doResult is what Do returns once its task ran.
 func (e *Elector) doResult(taskErr, cause error) error {
-	if cause != nil {
+	switch {
+	case cause != nil && taskErr != nil:
+		return fmt.Errorf("tenure: leadership of %q ended before the task returned: %w (the task returned: %w)", e.cfg.Key, cause, taskErr)
+	case cause != nil:
 		return fmt.Errorf("tenure: leadership of %q ended before the task returned: %w", e.cfg.Key, cause)
 	}
 	return taskErr
@@ -132,9 +198,11 @@ func (e *Elector) emit(ev Event) {
 	case EventElected:
 		log.Info("tenure: elected", "key", ev.Key, "id", ev.Identity, "term", ev.Term)
 	case EventLost:
-		log.Info("tenure: leadership ended", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "reason", reason(ev.Err))
+		log.Info("tenure: leadership lost", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "reason", ev.Err.Error())
+	case EventReleased:
+		log.Info("tenure: leadership released", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "err", ev.Err)
 	case EventLeaderChanged:
-		log.Debug("tenure: leader changed", "key", ev.Key, "id", ev.Identity, "leader", ev.Leader, "term", ev.Term)
+		log.Debug("tenure: leader changed", "key", ev.Key, "id", ev.Identity, "holder", ev.Holder, "term", ev.Term)
 	case EventRenewFailed:
 		log.Warn("tenure: renewal failed, retrying", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "err", ev.Err)
 	case EventTaskOverrun:
@@ -146,19 +214,17 @@ func (e *Elector) emit(ev Event) {
 	}
 }
 
-// reason renders a loss cause for logs.
-func reason(err error) string {
-	if err == nil {
-		return "released"
-	}
-	return err.Error()
-}
-
 // logStoreError logs a store error at warning level with the key, the
 // identity and attrs.
 func (e *Elector) logStoreError(msg string, err error, attrs ...any) {
 	e.cfg.Logger.Log(context.Background(), slog.LevelWarn, msg,
 		append([]any{"key", e.cfg.Key, "id", e.cfg.Identity, "err", err}, attrs...)...)
+}
+
+// isLoss reports whether err says leadership was taken away or became
+// doubtful, as opposed to given up by the task or the caller.
+func isLoss(err error) bool {
+	return errors.Is(err, ErrLost) || errors.Is(err, ErrRenewDeadline) || errors.Is(err, ErrStalled)
 }
 
 // isPermanent reports whether a store error will not go away by retrying.

@@ -139,13 +139,13 @@ func TestRunElectsOneAndKeepsItThroughRenewals(t *testing.T) {
 		for _, e := range electors {
 			s := e.Status()
 			if s.Identity != first.id {
-				if s.Leader || s.Holder != first.id || s.HolderTerm != 1 {
+				if s.Leading || s.Holder != first.id || s.HolderTerm != 1 {
 					t.Errorf("follower %s status %+v, want holder %s term 1", s.Identity, s, first.id)
 				}
 				continue
 			}
 			c := e.Config()
-			if !s.Leader || s.Term != 1 || s.Elected != 1 || s.LeaderSince != began {
+			if !s.Leading || s.Term != 1 || s.Elected != 1 || s.Since != began {
 				t.Errorf("leader status %+v, want leader of term 1 since %v", s, began)
 			}
 			if since := time.Since(s.LastRenew); since > time.Duration(float64(c.RenewInterval)*c.Jitter) {
@@ -230,10 +230,6 @@ func (s *spy) Release(ctx context.Context, l tenure.Lease) error {
 	return s.Store.Release(ctx, l)
 }
 
-func (s *spy) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	return s.Store.(tenure.Watcher).Watch(ctx, key)
-}
-
 func TestPartitionCancelsLeaderByRenewDeadline(t *testing.T) {
 	for _, mode := range []faultstore.PartitionMode{faultstore.Hang, faultstore.FailFast} {
 		t.Run(map[faultstore.PartitionMode]string{faultstore.Hang: "hang", faultstore.FailFast: "fail-fast"}[mode], func(t *testing.T) {
@@ -273,39 +269,53 @@ func TestPartitionCancelsLeaderByRenewDeadline(t *testing.T) {
 	}
 }
 
-func TestRenewLostCancelsAtOnceWithoutRelease(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := memory.New(nil)
-		sp := &spy{Store: mem}
-		e := newElector(t, config(sp, "a"))
-		b := newBook()
-		r := start(e, b.task("a", nil))
-		tm := <-b.began
-		time.Sleep(2*ttl + 50*time.Millisecond)
-		// Somebody else ends the grant behind the elector's back.
-		if err := mem.Release(context.Background(), tm.lease); err != nil {
-			t.Fatal(err)
-		}
-		renewsBefore := sp.renews.Load()
-		lostAt := time.Now()
-		<-b.ended
-		if !errors.Is(tm.cause, tenure.ErrLost) {
-			t.Fatalf("cause = %v, want ErrLost", tm.cause)
-		}
-		// Cancelled by the leader's watch of the key, at once: no renewal,
-		// no time passing on the bubble's clock.
-		if got := sp.renews.Load(); got != renewsBefore {
-			t.Fatalf("%d renewals after the loss before cancellation, want none (the watch pushes the loss)", got-renewsBefore)
-		}
-		if d := time.Since(lostAt); d != 0 {
-			t.Fatalf("cancelled %s after the loss, want at once", d)
-		}
-		synctest.Wait()
-		if n := sp.releases.Load(); n != 0 {
-			t.Fatalf("%d Release calls after ErrLost, want none", n)
-		}
-		r.stop()
-	})
+// A grant ended behind the leader's back cancels its task without a
+// Release: at once through the leader's watch of the key, or at the next
+// renewal when the store cannot watch.
+func TestRenewLostCancelsWithoutRelease(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(map[bool]string{true: "watch", false: "poll"}[watch], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testRenewLost(t, watch) })
+		})
+	}
+}
+
+func testRenewLost(t *testing.T, watch bool) {
+	mem := memory.New(nil)
+	sp := &spy{Store: mem}
+	var st tenure.Store = sp
+	if !watch {
+		st = faultstore.PollOnly(sp)
+	}
+	e := newElector(t, config(st, "a"))
+	b := newBook()
+	r := start(e, b.task("a", nil))
+	tm := <-b.began
+	time.Sleep(2*ttl + 50*time.Millisecond)
+	// Somebody else ends the grant behind the elector's back.
+	if err := mem.Release(context.Background(), tm.lease); err != nil {
+		t.Fatal(err)
+	}
+	renewsBefore := sp.renews.Load()
+	lostAt := time.Now()
+	<-b.ended
+	if !errors.Is(tm.cause, tenure.ErrLost) {
+		t.Fatalf("cause = %v, want ErrLost", tm.cause)
+	}
+	renews, took := sp.renews.Load()-renewsBefore, time.Since(lostAt)
+	switch {
+	case watch && (renews != 0 || took != 0):
+		// The watch pushes the loss: no renewal, no time passing on the
+		// bubble's clock.
+		t.Fatalf("cancelled %s and %d renewals after the loss, want at once and none", took, renews)
+	case !watch && renews != 1:
+		t.Fatalf("%d renewals after the loss before cancellation, want 1", renews)
+	}
+	synctest.Wait()
+	if n := sp.releases.Load(); n != 0 {
+		t.Fatalf("%d Release calls after ErrLost, want none", n)
+	}
+	r.stop()
 }
 
 func TestDo(t *testing.T) {
@@ -441,7 +451,7 @@ func TestEventsInOrder(t *testing.T) {
 			s := r.who + ":" + r.kind.String()
 			switch r.kind {
 			case tenure.EventLeaderChanged:
-				s += "(" + r.ev.Leader + ")"
+				s += "(" + r.ev.Holder + ")"
 			case tenure.EventLost:
 				if errors.Is(r.ev.Err, tenure.ErrRenewDeadline) {
 					s += "(deadline)"
@@ -459,7 +469,7 @@ func TestEventsInOrder(t *testing.T) {
 			"b:leader-changed()",
 			"b:elected",
 			"a:leader-changed(b)",
-			"b:lost",
+			"b:released",
 		}
 		if !slices.Equal(seq, want) {
 			t.Fatalf("events:\n  %q\nwant\n  %q", seq, want)

@@ -8,12 +8,12 @@ type EventKind int
 const (
 	// EventElected: this candidate was granted the lease; Term is set.
 	EventElected EventKind = iota + 1
-	// EventLost: this candidate stopped leading; Err says why (nil when the
-	// task returned and the lease was released, else an error matching
-	// [ErrLost], [ErrRenewDeadline], [ErrStalled] or the context's error).
+	// EventLost: leadership was taken from this candidate or became
+	// doubtful, and its task was cancelled; Err says why: an error matching
+	// [ErrLost], [ErrRenewDeadline] or [ErrStalled].
 	EventLost
 	// EventLeaderChanged: the key's holder changed, as seen by a candidate
-	// while campaigning or by an [Observer]; Leader is "" when nobody leads.
+	// while campaigning; Holder is "" when nobody leads.
 	EventLeaderChanged
 	// EventRenewFailed: one renewal failed with a transient error; the
 	// elector retries until the renew deadline. Err is the store's error.
@@ -23,6 +23,10 @@ const (
 	// returns, it may act without holding the lease; fencing is what
 	// protects the resource then.
 	EventTaskOverrun
+	// EventReleased: this candidate gave its term up and released the
+	// lease: its task returned while it led (Err is nil), or the context
+	// of Run or Do ended (Err is the context's error).
+	EventReleased
 )
 
 func (k EventKind) String() string {
@@ -37,17 +41,19 @@ func (k EventKind) String() string {
 		return "renew-failed"
 	case EventTaskOverrun:
 		return "task-overrun"
+	case EventReleased:
+		return "released"
 	}
 	return "unknown"
 }
 
-// Event is one thing that happened to an elector or observer.
+// Event is one thing that happened to an elector.
 type Event struct {
 	Kind     EventKind
 	Time     time.Time
 	Key      string
 	Identity string // this candidate
 	Term     uint64 // the term concerned, if any
-	Leader   string // EventLeaderChanged: the new holder, "" for none
-	Err      error  // EventLost, EventRenewFailed: the reason
+	Holder   string // EventLeaderChanged: the new holder, "" for none
+	Err      error  // EventLost, EventReleased, EventRenewFailed: the reason
 }

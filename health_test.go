@@ -25,12 +25,7 @@ func TestUnhealthyWhenRenewalsAreOverdue(t *testing.T) {
 		b := newBook()
 		r := start(e, b.task("a", nil))
 		<-b.began
-		h := e.HealthHandler()
-		code := func() int {
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-			return w.Code
-		}
+		code := func() int { return probe(e.HealthHandler()) }
 		if c := code(); c != http.StatusOK {
 			t.Fatalf("healthy leader: %d", c)
 		}
@@ -38,7 +33,7 @@ func TestUnhealthyWhenRenewalsAreOverdue(t *testing.T) {
 		last := e.Status().LastRenew
 		overdue := time.Duration(float64(cfg.RenewInterval)*cfg.Jitter) + cfg.RequestTimeout
 		time.Sleep(time.Until(last.Add(overdue + time.Millisecond)))
-		if !e.Status().Leader {
+		if !e.Status().Leading {
 			t.Fatal("no longer leader before the renew deadline")
 		}
 		if err := e.Healthy(); err == nil {
@@ -75,12 +70,7 @@ func TestStalledTaskLoses(t *testing.T) {
 			return nil
 		}))
 		<-b.began
-		h := e.HealthHandler()
-		code := func() int {
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-			return w.Code
-		}
+		code := func() int { return probe(e.HealthHandler()) }
 		time.Sleep(stallAt / 2)
 		if err := e.Healthy(); err != nil || code() != http.StatusOK {
 			t.Fatalf("task making progress: Healthy = %v", err)
@@ -163,4 +153,11 @@ func TestOverrunningTaskBlocksCampaign(t *testing.T) {
 		}
 		r.stop()
 	})
+}
+
+// probe returns the status code h answers a liveness probe with.
+func probe(h http.Handler) int {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	return w.Code
 }

@@ -104,7 +104,11 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 		e.release(ctx, lease)
 	}
 	if t.started {
-		e.emit(Event{Kind: EventLost, Term: lease.Term, Err: cause})
+		kind := EventReleased
+		if isLoss(cause) {
+			kind = EventLost
+		}
+		e.emit(Event{Kind: kind, Term: lease.Term, Err: cause})
 	}
 	return t.started, t.result, cause
 }

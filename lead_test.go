@@ -12,38 +12,6 @@ import (
 	"github.com/tenurehq/tenure/store/memory"
 )
 
-// noWatch hides a store's Watch, as a store without the ability would.
-type noWatch struct{ tenure.Store }
-
-func TestRenewLostCancelsWithoutAWatch(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := memory.New(nil)
-		sp := &spy{Store: mem}
-		e := newElector(t, config(noWatch{sp}, "a"))
-		b := newBook()
-		r := start(e, b.task("a", nil))
-		tm := <-b.began
-		time.Sleep(2*ttl + 50*time.Millisecond)
-		if err := mem.Release(context.Background(), tm.lease); err != nil {
-			t.Fatal(err)
-		}
-		renewsBefore := sp.renews.Load()
-		<-b.ended
-		if !errors.Is(tm.cause, tenure.ErrLost) {
-			t.Fatalf("cause = %v, want ErrLost", tm.cause)
-		}
-		// Without a watch, the first renewal after the loss finds it.
-		if got := sp.renews.Load(); got != renewsBefore+1 {
-			t.Fatalf("%d renewals after the loss before cancellation, want 1", got-renewsBefore)
-		}
-		synctest.Wait()
-		if n := sp.releases.Load(); n != 0 {
-			t.Fatalf("%d Release calls after ErrLost, want none", n)
-		}
-		r.stop()
-	})
-}
-
 // waiting is a store whose grants carry a Wait, as after a grant deleted
 // from outside.
 type waiting struct {
@@ -74,8 +42,8 @@ func TestLeaseWaitDelaysTheTaskAndKeepsRenewing(t *testing.T) {
 		if rec, _ := mem.Get(context.Background(), "job"); rec.Holder != "a" {
 			t.Fatalf("holder = %q, want a (granted at once)", rec.Holder)
 		}
-		if st := e.Status(); st.Leader {
-			t.Fatal("Status().Leader during the grant's Wait")
+		if st := e.Status(); st.Leading {
+			t.Fatal("Status().Leading during the grant's Wait")
 		}
 		tm := <-b.began
 		if d := tm.start.Sub(begun); d != wait {
@@ -84,7 +52,7 @@ func TestLeaseWaitDelaysTheTaskAndKeepsRenewing(t *testing.T) {
 		if n := sp.renews.Load(); n < 3 {
 			t.Fatalf("%d renewals during the Wait, want the grant kept alive (≥ 3)", n)
 		}
-		if st := e.Status(); !st.Leader || st.Term != tm.lease.Term {
+		if st := e.Status(); !st.Leading || st.Term != tm.lease.Term {
 			t.Fatalf("Status() = %+v after the Wait, want leader of term %d", st, tm.lease.Term)
 		}
 		r.stop()

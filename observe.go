@@ -10,19 +10,22 @@ import (
 // route work to the leader and for the `tenure watch` command. The zero
 // value is not usable: set Store and Key.
 type Observer struct {
-	Store Store
+	// Store is where the observer reads: any [Store], or a [Reader] that
+	// cannot grant, such as a peer-mode observer.
+	Store Reader
 	Key   string
-	// Poll is the polling period for stores that cannot watch, and the
-	// retry period after errors. Default 1s.
+	// Poll is how often to read the key while no watch can be set up, and
+	// the retry period after errors. Default 1s.
 	Poll time.Duration
 	// Clock defaults to [SystemClock]; Logger to [slog.Default].
 	Clock  Clock
 	Logger *slog.Logger
 }
 
-// Leader returns who leads now: the key's record, with an empty Holder when
-// nobody does. It is [Store.Get] under a name that says what it is for.
-func (o *Observer) Leader(ctx context.Context) (Record, error) {
+// Current returns who leads now: the key's record, with an empty Holder
+// when nobody does. It is [Reader.Get] under a name that says what it is
+// for.
+func (o *Observer) Current(ctx context.Context) (Record, error) {
 	if err := CheckKey(o.Key); err != nil {
 		return Record{}, err
 	}
@@ -32,10 +35,11 @@ func (o *Observer) Leader(ctx context.Context) (Record, error) {
 // Changes returns a channel that receives the current record, then one
 // record for every change of holder or term that the observer sees,
 // including the change to "nobody leads" when a holder's grant expires
-// without being released (a crashed or stalled leader). It uses the store's
-// watch where there is one and polls otherwise; very short terms between two
-// polls can be missed, never reported out of order. Store errors are logged
-// and retried. The channel is closed when ctx is done. Changes does not block.
+// without being released (a crashed or stalled leader). It follows the
+// store's watch, and polls every Poll while no watch can be set up; very
+// short terms between two polls can be missed, never reported out of
+// order. Store errors are logged and retried. The channel is closed when
+// ctx is done. Changes does not block.
 func (o *Observer) Changes(ctx context.Context) <-chan Record {
 	out := make(chan Record)
 	go o.run(ctx, out)
@@ -54,74 +58,25 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 	if poll <= 0 {
 		poll = time.Second
 	}
-	watcher, canWatch := o.Store.(Watcher)
-	var watch <-chan Record
-	stopWatch := func() {}
-	defer func() { stopWatch() }()
-	var last Record
-	var rewatchAt time.Time // after a watch ended, wait a poll before the next
-	sent := false
+	get := func(ctx context.Context) (Record, error) { return o.Store.Get(ctx, o.Key) }
+	warn := func(msg string, err error) {
+		if err != nil && ctx.Err() == nil {
+			logger.Warn(msg, "key", o.Key, "err", err)
+		}
+	}
+	var d deliverer // shared by every watch: terms never go back
 	for ctx.Err() == nil {
-		if canWatch && watch == nil && !clock.Now().Before(rewatchAt) {
+		ch, stopWatch, err := watchWithin(ctx, clock, o.Store, o.Key, poll)
+		warn("tenure: observer cannot watch; polling", err)
+		if err == nil {
+			warn("tenure: observer cannot read the key", Follow{Get: get, Records: ch, Clock: clock}.follow(ctx, &d, out))
 			stopWatch()
-			var err error
-			if watch, stopWatch, err = watchWithin(ctx, clock, watcher, o.Key, poll); err != nil {
-				if ctx.Err() == nil {
-					logger.Warn("tenure: observer cannot watch; polling", "key", o.Key, "err", err)
-				}
-				rewatchAt = clock.Now().Add(poll)
-			}
 		}
-		r, err := o.Store.Get(ctx, o.Key)
-		if err != nil {
-			if ctx.Err() == nil {
-				logger.Warn("tenure: observer cannot read the key", "key", o.Key, "err", err)
-			}
-			sleep(ctx, clock, poll)
-			continue
-		}
-		if sent && r.Term < last.Term {
-			r = last // older news than what was delivered: terms never go back
-		}
-	follow:
-		for {
-			if !sent || r.Holder != last.Holder || r.Term != last.Term {
-				select {
-				case out <- r:
-				case <-ctx.Done():
-					return
-				}
-				last, sent = r, true
-			}
-			// Wait for a watch delivery, the holder's expiry, or the poll.
-			wait := poll
-			if watch != nil {
-				wait = time.Hour
-			}
-			if r.Held() && r.Remaining > 0 {
-				wait = min(wait, addSat(r.Remaining, minWait))
-			}
-			t := clock.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case nr, open := <-watch:
-				t.Stop()
-				if !open {
-					watch, rewatchAt = nil, clock.Now().Add(poll)
-					break follow // re-read with Get and watch again
-				}
-				if nr.Term < last.Term {
-					// Older news: a watch's first delivery, read when it
-					// was set up, can arrive after a Get that saw a later
-					// term.
-					continue
-				}
-				r = nr
-			case <-t.C():
-				break follow // re-read with Get
-			}
-		}
+		// Between two watches, or after a failed read: read now and at the
+		// holder's expiry, for one Poll.
+		pctx, stop := withDeadline(ctx, clock, clock.Now().Add(poll), context.DeadlineExceeded)
+		warn("tenure: observer cannot read the key", Follow{Get: get, Clock: clock}.follow(pctx, &d, out))
+		<-pctx.Done()
+		stop()
 	}
 }

@@ -13,93 +13,104 @@ import (
 	"github.com/tenurehq/tenure/store/memory"
 )
 
+const observerPoll = 100 * time.Millisecond
+
 func TestObserverChanges(t *testing.T) {
-	const poll = 100 * time.Millisecond
 	for _, watch := range []bool{true, false} {
-		name := map[bool]string{true: "watch", false: "poll"}[watch]
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				mem := memory.New(nil)
-				f := faultstore.New(faultstore.Plan{})
-				var store tenure.Store = faultstore.Wrap(mem, f)
-				lag := time.Duration(0) // how late a change may be seen
-				if !watch {
-					store = faultstore.PollOnly(store)
-					lag = poll
-				}
-				o := &tenure.Observer{Store: store, Key: "job", Poll: poll, Logger: slog.New(slog.DiscardHandler)}
-				ctx, cancel := context.WithCancel(context.Background())
-				ch := o.Changes(ctx)
-				next := func(what string, holder string, term uint64, at time.Time) {
-					t.Helper()
-					r, ok := <-ch
-					if !ok {
-						t.Fatalf("%s: channel closed", what)
-					}
-					if r.Holder != holder || r.Term != term {
-						t.Fatalf("%s: got holder %q term %d, want %q term %d", what, r.Holder, r.Term, holder, term)
-					}
-					if late := time.Since(at); late < 0 || late > lag+time.Millisecond {
-						t.Fatalf("%s: seen %s after it happened, want within %s", what, late, lag)
-					}
-				}
-				bg := context.Background()
-				next("initial record", "", 0, time.Now())
-
-				time.Sleep(time.Second)
-				la, err := mem.Acquire(bg, "job", "a", ttl)
-				if err != nil {
-					t.Fatal(err)
-				}
-				next("acquire", "a", 1, time.Now())
-
-				time.Sleep(ttl / 2)
-				if err := mem.Release(bg, la); err != nil {
-					t.Fatal(err)
-				}
-				next("release", "", 1, time.Now())
-
-				time.Sleep(time.Second)
-				if _, err := mem.Acquire(bg, "job", "b", ttl); err != nil {
-					t.Fatal(err)
-				}
-				expiry := time.Now().Add(ttl)
-				next("acquire by b", "b", 2, time.Now())
-				// b crashes: its grant expires without a release.
-				next("expiry", "", 2, expiry)
-
-				// Store errors are retried: a holder that came and went
-				// during a partition is missed, the one after it is seen.
-				f.Partition(faultstore.FailFast)
-				time.Sleep(3 * poll)
-				if _, err := mem.Acquire(bg, "job", "c", time.Hour); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(3 * poll)
-				f.Heal()
-				healed := time.Now()
-				r := <-ch
-				if r.Holder != "c" || r.Term != 3 || time.Since(healed) > poll+time.Millisecond {
-					t.Fatalf("after the partition: %+v %s after the heal, want holder c term 3 within %s", r, time.Since(healed), poll)
-				}
-
-				lr, err := o.Leader(bg)
-				if err != nil || lr.Holder != "c" {
-					t.Fatalf("Leader = %+v, %v", lr, err)
-				}
-
-				cancel()
-				for r := range ch {
-					t.Fatalf("record after cancel: %+v", r)
-				}
-			})
+		t.Run(map[bool]string{true: "watch", false: "poll"}[watch], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testObserverChanges(t, watch) })
 		})
+	}
+}
+
+// seer reads an observer's changes and checks each one.
+type seer struct {
+	t   *testing.T
+	ch  <-chan tenure.Record
+	lag time.Duration // how late a change may be seen
+}
+
+func (s seer) next(what string, holder string, term uint64, at time.Time) {
+	s.t.Helper()
+	r, ok := <-s.ch
+	if !ok {
+		s.t.Fatalf("%s: channel closed", what)
+	}
+	if r.Holder != holder || r.Term != term {
+		s.t.Fatalf("%s: got holder %q term %d, want %q term %d", what, r.Holder, r.Term, holder, term)
+	}
+	if late := time.Since(at); late < 0 || late > s.lag+time.Millisecond {
+		s.t.Fatalf("%s: seen %s after it happened, want within %s", what, late, s.lag)
+	}
+}
+
+func testObserverChanges(t *testing.T, watch bool) {
+	mem := memory.New(nil)
+	f := faultstore.New(faultstore.Plan{})
+	var store tenure.Store = faultstore.Wrap(mem, f)
+	lag := time.Duration(0)
+	if !watch {
+		store = faultstore.PollOnly(store)
+		lag = observerPoll
+	}
+	o := &tenure.Observer{Store: store, Key: "job", Poll: observerPoll, Logger: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := o.Changes(ctx)
+	s := seer{t, ch, lag}
+	bg := context.Background()
+	s.next("initial record", "", 0, time.Now())
+
+	time.Sleep(time.Second)
+	la, err := mem.Acquire(bg, "job", "a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.next("acquire", "a", 1, time.Now())
+
+	time.Sleep(ttl / 2)
+	if err := mem.Release(bg, la); err != nil {
+		t.Fatal(err)
+	}
+	s.next("release", "", 1, time.Now())
+
+	time.Sleep(time.Second)
+	if _, err := mem.Acquire(bg, "job", "b", ttl); err != nil {
+		t.Fatal(err)
+	}
+	expiry := time.Now().Add(ttl)
+	s.next("acquire by b", "b", 2, time.Now())
+	// b crashes: its grant expires without a release.
+	s.next("expiry", "", 2, expiry)
+
+	// Store errors are retried: a holder that came and went during a
+	// partition is missed, the one after it is seen.
+	f.Partition(faultstore.FailFast)
+	time.Sleep(3 * observerPoll)
+	if _, err := mem.Acquire(bg, "job", "c", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * observerPoll)
+	f.Heal()
+	healed := time.Now()
+	r := <-ch
+	if r.Holder != "c" || r.Term != 3 || time.Since(healed) > observerPoll+time.Millisecond {
+		t.Fatalf("after the partition: %+v %s after the heal, want holder c term 3 within %s", r, time.Since(healed), observerPoll)
+	}
+
+	lr, err := o.Current(bg)
+	if err != nil || lr.Holder != "c" {
+		t.Fatalf("Current = %+v, %v", lr, err)
+	}
+
+	cancel()
+	for r := range ch {
+		t.Fatalf("record after cancel: %+v", r)
 	}
 }
 
 func TestObserverBadKey(t *testing.T) {
 	o := &tenure.Observer{Store: memory.New(nil), Key: ""}
-	if _, err := o.Leader(context.Background()); !errors.Is(err, tenure.ErrInvalid) {
+	if _, err := o.Current(context.Background()); !errors.Is(err, tenure.ErrInvalid) {
 		t.Fatalf("Leader with an empty key = %v, want ErrInvalid", err)
 	}
 }

@@ -3,7 +3,6 @@ package tenure
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -68,6 +67,28 @@ type Record struct {
 // Held reports whether somebody holds the key.
 func (r Record) Held() bool { return r.Holder != "" }
 
+// Reader is the read side of a store: what an [Observer] needs to follow
+// who leads a key without campaigning. Every [Store] is a Reader; so is a
+// peer-mode observer, which can see the group's leader but cannot grant.
+//
+// Both methods are safe for concurrent use and return promptly with ctx's
+// error when ctx is done.
+type Reader interface {
+	// Get returns the key's record. A key never granted has a zero Term and
+	// no Holder; that is not an error.
+	Get(ctx context.Context, key string) (Record, error)
+
+	// Watch returns a channel that receives the key's current record at
+	// once, then a record whenever the holder or term may have changed,
+	// including when a grant expires without being released, so candidates
+	// and observers wake at once instead of polling. Deliveries may
+	// coalesce (the latest record wins) and may repeat. The channel is
+	// closed when ctx is done or the watch fails (a lost connection);
+	// callers re-read with Get and watch again. Watch blocks only while it
+	// sets the watch up. Stores build it on [Follow].
+	Watch(ctx context.Context, key string) (<-chan Record, error)
+}
+
 // Store keeps leases on keys. It is the one thing a backend implements; see
 // package storetest for the conformance suite every store must pass.
 //
@@ -79,6 +100,8 @@ func (r Record) Held() bool { return r.Holder != "" }
 // Expiry is judged by the store's own clock where it has one (the database
 // server's, the etcd lease's), never by the caller's wall clock.
 type Store interface {
+	Reader
+
 	// Acquire grants key to identity for ttl if no live grant exists, with a
 	// term greater than any earlier grant of key. If the key is held it
 	// returns a *[HeldError] (matching [ErrHeld]) carrying the current record;
@@ -97,28 +120,11 @@ type Store interface {
 	// changes nothing.
 	Release(ctx context.Context, l Lease) error
 
-	// Get returns the key's record. A key never granted has a zero Term and
-	// no Holder; that is not an error.
-	Get(ctx context.Context, key string) (Record, error)
-
 	// Close releases the store's resources (connections, files). Leases still
 	// held are not released: they expire, or, where the store can tell that
 	// the holder went away (a local process lock, a ZooKeeper session), end
 	// at once. Calls after Close return [ErrClosed].
 	Close() error
-}
-
-// Watcher is an optional ability of a [Store]: telling a caller when a key's
-// record changes, so candidates and observers wake at once instead of polling.
-// Find it with a type assertion.
-type Watcher interface {
-	// Watch returns a channel that receives the key's current record at once,
-	// then a record whenever the holder or term may have changed, including
-	// when a grant expires without being released. Deliveries may coalesce
-	// (the latest record wins) and may repeat. The channel is closed when ctx
-	// is done or the watch fails (a lost connection); callers re-read with
-	// Get and watch again. Watch itself does not block beyond setting up.
-	Watch(ctx context.Context, key string) (<-chan Record, error)
 }
 
 // CheckAcquire validates the arguments of [Store.Acquire]; every store calls
@@ -161,24 +167,6 @@ func checkName(what, s string, max int) error {
 // lostf returns an error wrapping ErrLost with a formatted reason.
 func lostf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrLost}, args...)...)
-}
-
-// LeaseFiler is an optional ability of a [Store] whose grants are tied to
-// open files, such as the local store's per-grant lock file, which the kernel
-// releases when the holding process dies so a crashed holder's lease ends at
-// once instead of after its TTL.
-//
-// `tenure run` passes these files to the process that supervises its child,
-// so a crash of tenure itself does not end the grant early: it stays held
-// while the supervisor lives, within its TTL, and the supervisor stops the
-// child before the TTL passes. A successor cannot start before the old child
-// is dead.
-type LeaseFiler interface {
-	// LeaseFiles returns the files that stand for l's holder being alive,
-	// or an error matching [ErrLost] if l is not held through this handle.
-	// The caller must not close them; they stay valid until l is released
-	// or the store closed.
-	LeaseFiles(l Lease) ([]*os.File, error)
 }
 
 // Defaulter is an optional ability of a [Store] that knows better defaults

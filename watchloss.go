@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// PollingWatcher is an optional ability of a [Watcher] whose Watch polls the
+// PollingWatcher is an optional ability of a [Store] whose Watch polls the
 // store (Azure Blob Storage, which has no change notification). While it
 // leads, an [Elector] keeps a watch open on other stores so that a grant
 // superseded or deleted behind its back ends its task at once; on a store
@@ -25,15 +25,11 @@ type PollingWatcher interface {
 func (e *Elector) watchLoss(ctx context.Context, l Lease, lost chan<- error, done chan<- struct{}) {
 	defer close(done)
 	c := &e.cfg
-	w, ok := c.Store.(Watcher)
-	if !ok {
-		return
-	}
 	if p, ok := c.Store.(PollingWatcher); ok && p.WatchPolls() {
 		return
 	}
 	for ctx.Err() == nil {
-		ch, stop, err := watchWithin(ctx, c.Clock, w, c.Key, c.RequestTimeout)
+		ch, stop, err := watchWithin(ctx, c.Clock, c.Store, c.Key, c.RequestTimeout)
 		if err == nil {
 			why := superseding(ctx, l, ch)
 			stop()

@@ -1,6 +1,8 @@
 // Package faultstore wraps a [tenure.Store] and injects faults into the calls
 // that pass through it, so electors can be tested against a store that is
-// slow, flaky, partitioned away or paused, deterministically.
+// slow, flaky, partitioned away or paused, deterministically. It is part of
+// tenure's public testing kit, with package storetest: use it to test your
+// own leader tasks against a misbehaving store.
 //
 // A [Faults] value holds the fault plan: per-call probabilities ([Rates]) of
 // a failure before the call reaches the store (not applied), a failure after
@@ -24,8 +26,8 @@
 //     seeded [Rates.Latency] keeps calls that start at one virtual instant
 //     from reaching the store at one instant, so their order follows the
 //     seed rather than the scheduler.
-//   - [Wrap] returns a [tenure.Watcher] exactly when the inner store is one.
-//     A partition ends open watches (the channel is closed, as when a
+//   - [Wrap] keeps every ability of the inner store (its defaults, TTL
+//     range, whether its watch polls). A partition ends open watches (the channel is closed, as when a
 //     connection drops) and fails new ones; a pause holds deliveries back
 //     until Resume.
 //   - An injected error wraps [ErrInjected] and never [tenure.ErrLost],

@@ -18,7 +18,7 @@ var ErrInjected = errors.New("faultstore: injected fault")
 // Op names a store operation, for [Rates.Ops].
 type Op uint8
 
-// The operations of [tenure.Store] and [tenure.Watcher].
+// The operations of [tenure.Store] and [tenure.Reader].
 const (
 	OpAcquire Op = 1 << iota
 	OpRenew

@@ -166,25 +166,40 @@ func TestPauseResume(t *testing.T) {
 	})
 }
 
-func TestWatchAbilityFollowsInner(t *testing.T) {
+func TestWrapKeepsAbilities(t *testing.T) {
 	mem := memory.New(nil)
 	f := faultstore.New(faultstore.Plan{})
-	if _, ok := faultstore.Wrap(mem, f).(tenure.Watcher); !ok {
-		t.Error("wrapping a watcher hid Watch")
+	if lo, hi := tenure.TTLBounds(faultstore.Wrap(mem, f)); lo != tenure.MinTTL || hi != tenure.MaxTTL {
+		t.Errorf("wrapped memory store: TTL bounds %s..%s, want the defaults", lo, hi)
 	}
-	if _, ok := faultstore.Wrap(faultstore.PollOnly(mem), f).(tenure.Watcher); ok {
-		t.Error("wrapping a polling-only store added Watch")
+	inner := ranged{mem}
+	w := faultstore.Wrap(inner, f)
+	if lo, hi := tenure.TTLBounds(w); lo != 2*time.Second || hi != time.Minute {
+		t.Errorf("wrapped ranged store: TTL bounds %s..%s, want 2s..1m", lo, hi)
 	}
-	if _, ok := faultstore.PollOnly(mem).(tenure.Watcher); ok {
-		t.Error("PollOnly kept Watch")
+	if id, ttl := w.(tenure.Defaulter).Defaults(); id != "me" || ttl != 3*time.Second {
+		t.Errorf("wrapped store's defaults %q %s, want \"me\" 3s", id, ttl)
+	}
+	if !w.(tenure.PollingWatcher).WatchPolls() {
+		t.Error("wrapping a polling watcher hid it")
+	}
+	if _, err := faultstore.Wrap(faultstore.PollOnly(mem), f).Watch(t.Context(), "k"); !errors.Is(err, faultstore.ErrNoWatch) {
+		t.Errorf("wrapped PollOnly store's Watch: %v, want ErrNoWatch", err)
 	}
 }
+
+// ranged is a store with every optional ability.
+type ranged struct{ tenure.Store }
+
+func (ranged) TTLRange() (lo, hi time.Duration)               { return 2 * time.Second, time.Minute }
+func (ranged) Defaults() (identity string, ttl time.Duration) { return "me", 3 * time.Second }
+func (ranged) WatchPolls() bool                               { return true }
 
 func TestPartitionCutsWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New(nil)
 		f := faultstore.New(faultstore.Plan{})
-		s := faultstore.Wrap(mem, f).(tenure.Watcher)
+		s := faultstore.Wrap(mem, f)
 		ch, err := s.Watch(t.Context(), "k")
 		if err != nil {
 			t.Fatal(err)

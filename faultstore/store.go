@@ -15,26 +15,11 @@ type Store struct {
 	faults *Faults
 }
 
-// watchStore is a Store whose inner store can watch.
-type watchStore struct {
-	*Store
-	watcher tenure.Watcher
-}
+var _ tenure.Store = (*Store)(nil)
 
-var (
-	_ tenure.Store   = (*Store)(nil)
-	_ tenure.Watcher = (*watchStore)(nil)
-)
-
-// Wrap returns inner behind f. The result is a [tenure.Watcher] exactly when
-// inner is one, so an elector finds the same abilities it would find on
-// inner.
+// Wrap returns inner behind f.
 func Wrap(inner tenure.Store, f *Faults) tenure.Store {
-	s := &Store{inner: inner, faults: f}
-	if w, ok := inner.(tenure.Watcher); ok {
-		return &watchStore{Store: s, watcher: w}
-	}
-	return s
+	return &Store{inner: inner, faults: f}
 }
 
 // Acquire implements [tenure.Store].
@@ -76,14 +61,14 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 // Close implements [tenure.Store]; it closes the inner store, without faults.
 func (s *Store) Close() error { return s.inner.Close() }
 
-// Watch implements [tenure.Watcher]. Setting up the watch goes through the
+// Watch implements [tenure.Reader]. Setting up the watch goes through the
 // plan like any call; afterwards a partition closes the channel and a pause
 // holds deliveries until Resume.
-func (s *watchStore) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	innerCtx, cancel := context.WithCancel(ctx)
 	var in <-chan tenure.Record
 	err := s.faults.call(ctx, OpWatch, func() (err error) {
-		in, err = s.watcher.Watch(innerCtx, key)
+		in, err = s.inner.Watch(innerCtx, key)
 		return err
 	})
 	if err != nil {
@@ -97,7 +82,7 @@ func (s *watchStore) Watch(ctx context.Context, key string) (<-chan tenure.Recor
 
 // forward copies deliveries from in to out until ctx is done, in closes, or
 // a partition begins.
-func (s *watchStore) forward(ctx context.Context, cancel context.CancelFunc, in <-chan tenure.Record, out chan<- tenure.Record) {
+func (s *Store) forward(ctx context.Context, cancel context.CancelFunc, in <-chan tenure.Record, out chan<- tenure.Record) {
 	defer close(out)
 	defer cancel()
 	f := s.faults
@@ -132,19 +117,49 @@ func (s *watchStore) forward(ctx context.Context, cancel context.CancelFunc, in 
 	}
 }
 
-// PollOnly returns s without its optional abilities: only the methods of
-// [tenure.Store], so callers that look for [tenure.Watcher] poll instead.
+// ErrNoWatch is the error of Watch on a store made by [PollOnly].
+var ErrNoWatch = fmt.Errorf("%w: watch disabled by faultstore.PollOnly", tenure.ErrUnavailable)
+
+// PollOnly returns s with a Watch that always fails with [ErrNoWatch], so
+// electors and observers on it poll, as they do while a store cannot watch.
 func PollOnly(s tenure.Store) tenure.Store { return pollOnly{s} }
 
-type pollOnly struct{ s tenure.Store }
+type pollOnly struct{ tenure.Store }
 
-func (p pollOnly) Acquire(ctx context.Context, key, id string, ttl time.Duration) (tenure.Lease, error) {
-	return p.s.Acquire(ctx, key, id, ttl)
+func (pollOnly) Watch(context.Context, string) (<-chan tenure.Record, error) {
+	return nil, ErrNoWatch
 }
-func (p pollOnly) Renew(ctx context.Context, l tenure.Lease) error   { return p.s.Renew(ctx, l) }
-func (p pollOnly) Release(ctx context.Context, l tenure.Lease) error { return p.s.Release(ctx, l) }
-func (p pollOnly) Get(ctx context.Context, key string) (tenure.Record, error) {
-	return p.s.Get(ctx, key)
+func (p pollOnly) String() string { return fmt.Sprintf("PollOnly(%T)", p.Store) }
+
+// A wrapper never drops an ability of the store it wraps: Store answers
+// each optional interface of package tenure with the inner store's answer,
+// or with the answer that means "no preference" when the inner store lacks
+// it, which is what a caller assumes of a store without the ability.
+var (
+	_ tenure.Defaulter      = (*Store)(nil)
+	_ tenure.TTLRanger      = (*Store)(nil)
+	_ tenure.PollingWatcher = (*Store)(nil)
+)
+
+// Defaults implements [tenure.Defaulter] with the inner store's defaults.
+func (s *Store) Defaults() (identity string, ttl time.Duration) {
+	if d, ok := s.inner.(tenure.Defaulter); ok {
+		return d.Defaults()
+	}
+	return "", 0
 }
-func (p pollOnly) Close() error   { return p.s.Close() }
-func (p pollOnly) String() string { return fmt.Sprintf("PollOnly(%T)", p.s) }
+
+// TTLRange implements [tenure.TTLRanger] with the inner store's range.
+func (s *Store) TTLRange() (lo, hi time.Duration) {
+	if r, ok := s.inner.(tenure.TTLRanger); ok {
+		return r.TTLRange()
+	}
+	return 0, 0
+}
+
+// WatchPolls implements [tenure.PollingWatcher] with the inner store's
+// answer.
+func (s *Store) WatchPolls() bool {
+	p, ok := s.inner.(tenure.PollingWatcher)
+	return ok && p.WatchPolls()
+}

@@ -4,7 +4,7 @@
 // peer/lowest, peer/bully, peer/ring), and a registry for complete modes
 // such as peer/raft.
 //
-// A member's [Node] is a [tenure.Store] and [tenure.Watcher] for one logical
+// A member's [Node] is a [tenure.Store] and [tenure.Reader] for one logical
 // key, so the same [tenure.Elector], Observer, health checks and `tenure run`
 // work unchanged:
 //

@@ -70,8 +70,8 @@ func TestElectorOnTCP(t *testing.T) {
 	// Every elector sees member 3 as the holder, and only it leads.
 	for id, m := range members {
 		s := m.el.Status()
-		if s.Leader != (id == "3") {
-			t.Fatalf("elector %s: Leader=%t", id, s.Leader)
+		if s.Leading != (id == "3") {
+			t.Fatalf("elector %s: Leading=%t", id, s.Leading)
 		}
 	}
 

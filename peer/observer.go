@@ -21,7 +21,7 @@ import (
 var ErrObserver = fmt.Errorf("%w: peer: an observer (no id in the URL) cannot campaign; add id=N", tenure.ErrInvalid)
 
 // Observer is a read-only view of a peer group: a [tenure.Store] and
-// [tenure.Watcher] that reports the coordinator the members agree on
+// [tenure.Reader] that reports the coordinator the members agree on
 // without being a member. It never joins elections, sends no heartbeats
 // and is never counted as alive by a member; it only asks members, with a
 // status query authenticated by the group's secret, whom they follow.
@@ -38,8 +38,7 @@ type Observer struct {
 }
 
 var (
-	_ tenure.Store   = (*Observer)(nil)
-	_ tenure.Watcher = (*Observer)(nil)
+	_ tenure.Store = (*Observer)(nil)
 )
 
 // NewObserver returns an observer of cfg.Group (cfg.ID must be

@@ -47,7 +47,7 @@ func ExampleObserver() {
 	defer observer.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	watch, err := observer.(tenure.Watcher).Watch(ctx, "job")
+	watch, err := observer.Watch(ctx, "job")
 	if err != nil {
 		fmt.Println(err)
 		return

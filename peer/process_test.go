@@ -31,7 +31,7 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
-	w, err := st.(tenure.Watcher).Watch(ctx, "job")
+	w, err := st.Watch(ctx, "job")
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(2)

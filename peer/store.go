@@ -24,8 +24,7 @@ var ErrElecting = fmt.Errorf("peer: election in progress, no coordinator known y
 var ErrHandover = fmt.Errorf("peer: elected, waiting for the previous coordinator to step down (%w)", tenure.ErrUnavailable)
 
 var (
-	_ tenure.Store   = (*Node)(nil)
-	_ tenure.Watcher = (*Node)(nil)
+	_ tenure.Store = (*Node)(nil)
 )
 
 // bind checks key against the node's key, binding the node to it on first
@@ -203,7 +202,7 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	return n.recordLocked(time.Now()), nil
 }
 
-// Watch implements [tenure.Watcher]: the current record at once, then one
+// Watch implements [tenure.Reader]: the current record at once, then one
 // whenever the coordinator or its epoch changes, including to "none" when it
 // is suspected or when this node stops being coordinator (so a leading
 // elector's watch cancels its task at once), and once more, unchanged, when

@@ -104,7 +104,7 @@ func startFollower(b *testing.B, o BenchOptions, key string) *follower {
 		Store: f.store, Key: key, Identity: "follower", TTL: o.TTL,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnEvent: func(ev tenure.Event) {
-			if ev.Kind == tenure.EventLeaderChanged && ev.Leader != "" {
+			if ev.Kind == tenure.EventLeaderChanged && ev.Holder != "" {
 				f.seenOnce.Do(func() { close(f.waiting) })
 			}
 		},

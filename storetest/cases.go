@@ -337,13 +337,9 @@ func (s *suite) contextCancelled(t *testing.T) {
 
 func (s *suite) watch(t *testing.T) {
 	a, b := s.open(t), s.open(t)
-	w, ok := a.(tenure.Watcher)
-	if !ok {
-		t.Skip("store does not implement tenure.Watcher")
-	}
 	key, ttl := Key(t), s.o.TTL
 	ctx, cancel := context.WithCancel(ctxFor(t))
-	ch, err := w.Watch(ctx, key)
+	ch, err := a.Watch(ctx, key)
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
 	}

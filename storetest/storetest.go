@@ -1,6 +1,8 @@
 // Package storetest is the conformance suite of [tenure.Store]. Every store's
 // tests call [Run] against the real backend; a store that passes can be used
-// by the elector with the guarantees the tenure package documents.
+// by the elector with the guarantees the tenure package documents. It is
+// part of tenure's public testing kit, with package faultstore: a store
+// written outside this module runs the same suite.
 //
 // It imports package testing, so import it only from _test.go files.
 package storetest

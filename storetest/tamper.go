@@ -18,18 +18,13 @@ func (s *suite) tamperOr(t *testing.T, need func(*Tamper) bool, what string) *Ta
 	return s.o.Tamper
 }
 
-// watchSuperseded watches key on st, if st watches, and returns a func that
-// waits for a delivery showing l superseded; the func is a no-op when st
-// cannot watch.
+// watchSuperseded watches l's key on st and returns a func that waits for a
+// delivery showing l superseded.
 func (s *suite) watchSuperseded(t *testing.T, st tenure.Store, l tenure.Lease) func() {
 	t.Helper()
-	w, ok := st.(tenure.Watcher)
-	if !ok {
-		return func() {}
-	}
 	ctx, cancel := context.WithCancel(ctxFor(t))
 	t.Cleanup(cancel)
-	ch, err := w.Watch(ctx, l.Key)
+	ch, err := st.Watch(ctx, l.Key)
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
 	}

@@ -98,8 +98,7 @@ type crashable struct {
 }
 
 var (
-	_ tenure.Store   = (*crashable)(nil)
-	_ tenure.Watcher = (*crashable)(nil)
+	_ tenure.Store = (*crashable)(nil)
 )
 
 func (c *crashable) call() error {
@@ -141,12 +140,8 @@ func (c *crashable) Get(ctx context.Context, key string) (tenure.Record, error) 
 }
 
 func (c *crashable) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	w, ok := c.Store.(tenure.Watcher)
-	if !ok {
-		return nil, errors.New("compare: store cannot watch")
-	}
 	if err := c.call(); err != nil {
 		return nil, err
 	}
-	return w.Watch(ctx, key)
+	return c.Store.Watch(ctx, key)
 }

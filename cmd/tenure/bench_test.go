@@ -327,7 +327,7 @@ func BenchmarkElectorIdleHeap(b *testing.B) {
 	<-elected
 	time.Sleep(3 * time.Second) // several renewals: steady state
 	heap1, g1 := read()
-	if !el.Status().Leader {
+	if !el.Status().Leading {
 		b.Fatal("the elector lost leadership while idle")
 	}
 	cancel()

@@ -35,7 +35,7 @@
 // started while tenure campaigns and waits on its control socket (fd 3, a
 // SOCK_SEQPACKET socket pair); once elected, tenure sends it the term, the
 // deadlines and, as SCM_RIGHTS, the store's lease files (see
-// [tenure.LeaseFiler]), which it holds open, away from CMD, while it lives.
+// `tenure run`'s lease-file ability), which it holds open, away from CMD, while it lives.
 // After every successful renewal tenure sends it the CLOCK_MONOTONIC
 // instants at which the leader context will be cancelled and by which the
 // group must be dead; the supervisor enforces them by itself. (Starting the

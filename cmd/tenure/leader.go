@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +15,16 @@ import (
 
 	"github.com/tenurehq/tenure"
 )
+
+// leaseFiler is a store whose grants are tied to open files (the local
+// store's liveness files). `tenure run` hands them to the supervisor, so
+// the grant lives while the supervisor does, and a crash of tenure alone
+// does not end it before CMD is dead. LeaseFiles returns the files that
+// stand for l's holder being alive, or an error matching [tenure.ErrLost];
+// the caller must not close them.
+type leaseFiler interface {
+	LeaseFiles(l tenure.Lease) ([]*os.File, error)
+}
 
 // supervisor is a started `tenure __supervise` process and tenure's end of
 // its control channel.
@@ -57,125 +69,222 @@ func (s *supervisor) dismiss() {
 	<-s.done
 }
 
-// prepare makes sure a supervisor is standing by for the next term, so
-// that winning does not wait for one to start. A failure is not fatal here:
-// the task tries again and reports it.
+// exited reports whether the supervisor is gone (killed by someone while
+// standing by).
+func (s *supervisor) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// prepare starts a standby supervisor for the next term in the
+// background, unless one is standing by already, so that winning does not
+// wait for one to start. A failure is not fatal here: the task tries again
+// and reports it.
 func (r *runner) prepare() {
-	if r.standby != nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending {
 		return
 	}
-	s, err := r.spawnSupervisor()
-	if err != nil {
-		r.logger.Warn("tenure: cannot start a standby supervisor; will retry once elected", "err", err)
-		return
+	r.pending = true
+	go func() {
+		s, err := r.spawnSupervisor()
+		if err != nil {
+			r.logger.Warn("tenure: cannot start a standby supervisor; will retry once elected", "err", err)
+		}
+		r.standby <- s
+	}()
+}
+
+// takeStandby returns the standby supervisor, waiting for it if it is
+// still starting, or nil if there is none.
+func (r *runner) takeStandby() *supervisor {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = false
+	r.mu.Unlock()
+	if !pending {
+		return nil
 	}
-	r.standby = s
+	return <-r.standby
+}
+
+// supervisorForTerm returns the standby supervisor if it is alive, else a
+// new one.
+func (r *runner) supervisorForTerm() (*supervisor, error) {
+	s := r.takeStandby()
+	if s != nil && s.exited() {
+		s.conn.Close()
+		s = nil
+	}
+	if s == nil {
+		return r.spawnSupervisor()
+	}
+	return s, nil
+}
+
+// putBack makes s, which never started CMD, the standby again.
+func (r *runner) putBack(s *supervisor) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = true
+	r.standby <- s
 }
 
 // dismissStandby ends the standby supervisor, if any.
 func (r *runner) dismissStandby() {
-	if r.standby != nil {
-		r.standby.dismiss()
-		r.standby = nil
+	if s := r.takeStandby(); s != nil {
+		s.dismiss()
 	}
 }
+
+// errNotStarted is a task's result when leadership ended, or tenure was
+// told to stop, before CMD started.
+var errNotStarted = errors.New("tenure: the command was not started")
+
+// cmdExit is a task's result once CMD ran, unless it exited 0 while
+// leading: its exit code, and lost, the reason leadership ended while CMD
+// ran (CMD was stopped for it), if it did.
+type cmdExit struct {
+	code int
+	lost error
+}
+
+func (e *cmdExit) Error() string {
+	if e.lost != nil {
+		return fmt.Sprintf("the command was stopped (exit code %d): %v", e.code, e.lost)
+	}
+	return fmt.Sprintf("the command exited with code %d", e.code)
+}
+
+func (e *cmdExit) Unwrap() error { return e.lost }
 
 // task is the elector's leader task: it has the standby supervisor run CMD
 // for one term and returns when the supervisor has exited. When the leader
 // context is cancelled it stops CMD's group (SIGTERM, then SIGKILL after the
 // grace period) and still waits for the supervisor, so the elector releases
-// the lease only once CMD is gone.
+// the lease only once CMD is gone. After a signal to tenure its result is
+// the last ([tenure.Last]): the elector's loop ends with it.
 func (r *runner) task(ctx context.Context) error {
 	term, _ := tenure.TermFrom(ctx)
-	lease := term.Lease()
-	var leaseFiles []*os.File
-	if lf, ok := r.store.(tenure.LeaseFiler); ok {
-		files, err := lf.LeaseFiles(lease)
-		if err != nil {
-			return fmt.Errorf("lease files of term %d: %w", lease.Term, err)
-		}
-		leaseFiles = files
-	}
-	sup := r.standby
-	r.standby = nil
-	if sup != nil {
-		select {
-		case <-sup.done: // died while standing by (killed by someone)
-			sup.conn.Close()
-			sup = nil
-		default:
-		}
-	}
-	if sup == nil {
-		var err error
-		if sup, err = r.spawnSupervisor(); err != nil {
-			return err
-		}
-	}
-	feed := &deadlineFeed{grace: r.opts.grace, c: sup.conn}
-	defer sup.conn.Close()
-
-	pg := sup.cmd.Process.Pid
-	r.mu.Lock()
-	if r.stopping || ctx.Err() != nil {
-		r.mu.Unlock()
-		sup.dismiss()
-		return nil
-	}
-	// The supervisor starts CMD on this message, with the elector's own
-	// deadline for this term (set at the acquisition, or later by a
-	// renewal), and follows it as renewals move it.
-	err := feed.start(lease.Term, term.Deadline(), leaseFiles)
-	if err == nil {
-		r.pg = pg
-	}
-	r.mu.Unlock()
+	sup, err := r.supervisorForTerm()
 	if err != nil {
-		_ = syscall.Kill(-pg, syscall.SIGKILL)
-		<-sup.done
-		return err
+		return r.result(err)
 	}
+	feed, err := r.startCmd(ctx, term, sup)
+	if err != nil {
+		return r.result(err)
+	}
+	defer sup.conn.Close()
 	stopFollowing := followRenewals(term, feed)
 	defer stopFollowing()
-	log := r.logger.With("key", lease.Key, "id", lease.Identity, "term", lease.Term)
+	pg := sup.cmd.Process.Pid
+	log := r.logger.With("key", r.opts.key, "id", r.opts.id, "term", term.Lease().Term)
 	log.Info("tenure: command started", "cmd", r.opts.path, "pgid", pg)
 
-	select {
-	case <-sup.done:
-	case <-ctx.Done():
-		log.Info("tenure: stopping the command", "why", context.Cause(ctx).Error(), "grace", r.opts.grace)
-		_ = syscall.Kill(-pg, syscall.SIGTERM)
-		t := time.NewTimer(r.opts.grace)
-		select {
-		case <-sup.done:
-		case <-t.C:
-			log.Warn("tenure: the command outlived --grace; killing its process group", "grace", r.opts.grace)
-			_ = syscall.Kill(-pg, syscall.SIGKILL)
-			<-sup.done
-		}
-		t.Stop()
-	}
-	code := exitCode(sup.cmd.ProcessState)
+	lost := r.await(ctx, sup, log)
 	r.mu.Lock()
-	r.pg, r.code = 0, code
+	r.pg = 0
 	r.mu.Unlock()
 	// Whatever CMD left behind in its group goes too (normally nothing: the
 	// supervisor saw to it), before the elector may release the lease.
 	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
 		waitGroupGone(pg, r.opts.grace)
 	}
+	return r.result(r.outcome(term, exitCode(sup.cmd.ProcessState), lost, log))
+}
+
+// outcome logs how CMD's run ended and returns the task's result for it.
+func (r *runner) outcome(term *tenure.Term, code int, lost error, log *slog.Logger) error {
 	switch {
 	case code == exitNotStarted || code == exitCannotExec:
 		log.Warn("tenure: the supervisor could not run the command", "code", code)
-	case ctx.Err() == nil && !time.Now().Before(feed.deadline()):
+	case lost == nil && !time.Now().Before(term.Deadline()):
 		// tenure itself was late (frozen, starved): the supervisor stopped
 		// CMD at the deadline, before the elector noticed.
 		log.Warn("tenure: the supervisor stopped the command at the renew deadline", "code", code)
-		return fmt.Errorf("%w (the supervisor stopped the command; exit code %d)", tenure.ErrRenewDeadline, code)
-	default:
+		lost = fmt.Errorf("%w (the supervisor stopped the command; exit code %d)", tenure.ErrRenewDeadline, code)
+	case lost == nil:
 		log.Info("tenure: command exited", "code", code)
 	}
-	return nil
+	if lost != nil && r.signalled() == 0 {
+		log.Warn("tenure: leadership lost while the command ran; it was stopped", "err", lost)
+	}
+	if code == 0 && lost == nil {
+		return nil
+	}
+	return &cmdExit{code: code, lost: lost}
+}
+
+// result is the task's result err, marked as the last after a signal.
+func (r *runner) result(err error) error {
+	if r.signalled() != 0 {
+		return tenure.Last(err)
+	}
+	return err
+}
+
+// startCmd has sup start CMD for term, unless tenure is stopping or
+// leadership already ended (errNotStarted; sup stands by again). From then
+// on, signals to tenure are forwarded to CMD's group.
+func (r *runner) startCmd(ctx context.Context, term *tenure.Term, sup *supervisor) (*deadlineFeed, error) {
+	lease := term.Lease()
+	var leaseFiles []*os.File
+	if lf, ok := r.store.(leaseFiler); ok {
+		files, err := lf.LeaseFiles(lease)
+		if err != nil {
+			r.putBack(sup)
+			return nil, fmt.Errorf("lease files of term %d: %w", lease.Term, err)
+		}
+		leaseFiles = files
+	}
+	feed := &deadlineFeed{grace: r.opts.grace, c: sup.conn}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sig != 0 || ctx.Err() != nil {
+		r.pending = true
+		r.standby <- sup
+		return nil, errNotStarted
+	}
+	// The supervisor starts CMD on this message, with the elector's own
+	// deadline for this term (set at the acquisition, or later by a
+	// renewal), and follows it as renewals move it.
+	if err := feed.start(lease.Term, term.Deadline(), leaseFiles); err != nil {
+		_ = syscall.Kill(-sup.cmd.Process.Pid, syscall.SIGKILL)
+		<-sup.done
+		return nil, err
+	}
+	r.pg = sup.cmd.Process.Pid
+	return feed, nil
+}
+
+// await waits for the supervisor to exit. If the leader context is
+// cancelled first it stops CMD's group (SIGTERM, then SIGKILL after the
+// grace period) and returns the cause.
+func (r *runner) await(ctx context.Context, sup *supervisor, log *slog.Logger) (lost error) {
+	select {
+	case <-sup.done:
+		return nil
+	case <-ctx.Done():
+	}
+	pg := sup.cmd.Process.Pid
+	lost = context.Cause(ctx)
+	log.Info("tenure: stopping the command", "why", lost.Error(), "grace", r.opts.grace)
+	_ = syscall.Kill(-pg, syscall.SIGTERM)
+	t := time.NewTimer(r.opts.grace)
+	defer t.Stop()
+	select {
+	case <-sup.done:
+	case <-t.C:
+		log.Warn("tenure: the command outlived --grace; killing its process group", "grace", r.opts.grace)
+		_ = syscall.Kill(-pg, syscall.SIGKILL)
+		<-sup.done
+	}
+	return lost
 }
 
 // followRenewals passes every deadline the elector sets for term on to
@@ -205,9 +314,16 @@ func followRenewals(term *tenure.Term, feed *deadlineFeed) (stop func()) {
 // with a growing period, as nothing signals it. In the normal course it
 // returns at once: the supervisor killed and reaped CMD already.
 func waitGroupGone(pg int, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for d := 100 * time.Microsecond; groupAlive(pg) && time.Now().Before(deadline); d = min(2*d, 10*time.Millisecond) {
-		time.Sleep(d)
+	giveUp := time.NewTimer(limit)
+	defer giveUp.Stop()
+	for d := 100 * time.Microsecond; groupAlive(pg); d = min(2*d, 10*time.Millisecond) {
+		poll := time.NewTimer(d)
+		select {
+		case <-giveUp.C:
+			poll.Stop()
+			return
+		case <-poll.C:
+		}
 	}
 }
 

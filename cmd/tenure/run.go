@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -46,7 +45,6 @@ type runOpts struct {
 	store          storeSource
 	key, id        string
 	ttl, grace     time.Duration
-	renewDeadline  time.Duration
 	restart, quiet bool
 	// Which of --id, --ttl and --grace were given; the others take the
 	// store's defaults (tenure.Defaulter) or ours.
@@ -108,8 +106,8 @@ func (o *runOpts) validate(cmdline []string) error {
 	return nil
 }
 
-// timing checks the identity and TTL and derives the renew deadline and
-// the grace period from them.
+// timing checks the identity and TTL and takes the grace period from the
+// elector's configuration for them.
 func (o *runOpts) timing() error {
 	if err := checkTTL(o.ttl, o.opened); err != nil {
 		return err
@@ -117,18 +115,20 @@ func (o *runOpts) timing() error {
 	if err := tenure.CheckAcquire(o.key, o.id, o.ttl); err != nil {
 		return fmt.Errorf("--id: %w", err)
 	}
-	o.renewDeadline = tenure.Config{TTL: o.ttl}.WithDefaults().RenewDeadline
-	margin := o.ttl - o.renewDeadline
 	if o.grace < 0 {
 		return usageErrorf("--grace %s must not be negative", o.grace)
 	}
-	if !o.graceSet {
-		o.grace = min(2*time.Second, margin/2)
+	cfg := tenure.Config{TTL: o.ttl}.WithDefaults()
+	var given time.Duration
+	if o.graceSet {
+		given = o.grace
 	}
-	if o.grace >= margin { // not renewDeadline+grace >= ttl: a huge --grace would overflow
+	grace, err := cfg.KillGrace(given)
+	if err != nil {
 		return usageErrorf("--grace %s is too long for --ttl %s: the renew deadline (%s, 2/3 of --ttl) plus --grace must be shorter than --ttl, so CMD is dead before the lease can lapse; use a --grace under %s or a longer --ttl",
-			o.grace, o.ttl, o.renewDeadline, margin)
+			o.grace, o.ttl, cfg.RenewDeadline, cfg.Margin())
 	}
+	o.grace = grace
 	return nil
 }
 
@@ -195,13 +195,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer store.Close()
 
-	r := &runner{opts: o, self: self, store: store, logger: logger, stdout: stdout, stderr: stderr}
+	r := newRunner(o, self, store, logger, stdout, stderr)
 	el, err := tenure.New(tenure.Config{
 		Store:    electorStore(store),
 		Key:      o.key,
 		Identity: o.id,
 		TTL:      o.ttl,
 		Logger:   logger,
+		OnEvent:  r.onEvent,
 	})
 	if err != nil {
 		return fail(stderr, err)
@@ -211,14 +212,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stopStats := debugStats(stderr)
 		defer stopStats()
 	}
-	return r.loop(ctx, sigs)
+	return r.run(ctx, sigs)
 }
 
 // electorStore is what the elector of `tenure run` uses of the opened
 // store: the store itself. Tests replace it to inject store failures.
 var electorStore = func(s tenure.Store) tenure.Store { return s }
 
-// runner runs CMD under an elector.
+// runner runs CMD under an elector: with --restart through [tenure.Elector.Run],
+// else through [tenure.Elector.Do]. The elector owns the timeline (when to
+// campaign, back off, stop); the runner only starts and stops CMD.
 type runner struct {
 	opts    runOpts
 	self    string
@@ -227,123 +230,97 @@ type runner struct {
 	logger  *slog.Logger
 	stdout  io.Writer
 	stderr  io.Writer
+	standby chan *supervisor // receives the standby supervisor once spawned (nil if that failed)
 
-	mu       sync.Mutex
-	standby  *supervisor // started while campaigning; used by loop and task only
-	pg       int         // the supervisor's process group while it runs
-	stopSig  syscall.Signal
-	stopping bool
-	cancel   context.CancelFunc // of the current campaign
-	code     int                // the last CMD's exit code, -1 if none ran
+	mu      sync.Mutex
+	pending bool               // a standby supervisor was or is being spawned and not yet taken
+	pg      int                // CMD's process group while CMD runs
+	sig     syscall.Signal     // the first signal tenure received; 0 if none
+	cancel  context.CancelFunc // ends campaigning
+}
+
+func newRunner(o runOpts, self string, store tenure.Store, logger *slog.Logger, stdout, stderr io.Writer) *runner {
+	return &runner{opts: o, self: self, store: store, logger: logger, stdout: stdout, stderr: stderr,
+		standby: make(chan *supervisor, 1)}
 }
 
 // stop handles a signal to tenure: it is forwarded to CMD's group while CMD
-// runs; otherwise campaigning ends. Either way tenure exits once CMD is done.
+// runs (the task then ends the elector's loop once CMD exited); otherwise
+// campaigning ends. Either way tenure exits once CMD is done.
 func (r *runner) stop(sig syscall.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.stopping {
-		r.stopping, r.stopSig = true, sig
+	if r.sig == 0 {
+		r.sig = sig
 	}
 	if r.pg != 0 {
 		r.logger.Info("tenure: forwarding signal to the command", "signal", sig.String(), "pgid", r.pg)
 		_ = syscall.Kill(-r.pg, sig)
 		return
 	}
-	if r.cancel != nil {
-		r.cancel()
-	}
+	r.cancel()
 }
 
-func (r *runner) isStopping() (bool, syscall.Signal) {
+// signalled returns the first signal tenure received, 0 if none.
+func (r *runner) signalled() syscall.Signal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.stopping, r.stopSig
+	return r.sig
 }
 
-// loop campaigns, runs CMD while leading, and returns the exit code.
-func (r *runner) loop(ctx context.Context, sigs <-chan os.Signal) int {
+// run campaigns, runs CMD while leading, and returns the exit code.
+func (r *runner) run(ctx context.Context, sigs <-chan os.Signal) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	r.cancel = cancel
+	r.mu.Unlock()
 	go func() {
 		for s := range sigs {
 			r.stop(s.(syscall.Signal))
 		}
 	}()
-	cfg := r.elector.Config()
-	failures := 0
+	r.prepare()
 	defer r.dismissStandby()
+	if r.opts.restart {
+		return r.exitCode(ctx, r.elector.Run(ctx, r.task))
+	}
 	for {
-		if stopping, sig := r.isStopping(); stopping {
-			return 128 + int(sig)
+		err := r.elector.Do(ctx, r.task)
+		if !errors.Is(err, errNotStarted) || r.signalled() != 0 || ctx.Err() != nil {
+			return r.exitCode(ctx, err)
 		}
-		r.prepare()
-		campaignCtx, cancel := context.WithCancel(ctx)
-		r.mu.Lock()
-		r.cancel, r.code = cancel, -1
-		if r.stopping {
-			cancel()
-		}
-		r.mu.Unlock()
-		err := r.elector.Do(campaignCtx, r.task)
-		cancel()
-		r.mu.Lock()
-		code := r.code
-		r.mu.Unlock()
-
-		lost := err != nil && (errors.Is(err, tenure.ErrLost) || errors.Is(err, tenure.ErrRenewDeadline) || errors.Is(err, tenure.ErrStalled))
-		if stopping, sig := r.isStopping(); stopping || ctx.Err() != nil {
-			if code >= 0 {
-				return code
-			}
-			if sig != 0 {
-				return 128 + int(sig)
-			}
-			return exitRuntime
-		}
-		switch {
-		case lost && code < 0:
-			// Elected too slowly to start CMD safely: just campaign again.
-			r.logger.Info("tenure: leadership ended before the command could start; campaigning again", "key", r.opts.key, "id", r.opts.id, "err", err)
-			continue
-		case lost:
-			r.logger.Warn("tenure: leadership lost while the command ran; it was stopped", "key", r.opts.key, "id", r.opts.id, "err", err)
-			if !r.opts.restart {
-				return exitRuntime
-			}
-			failures = 0
-		case err != nil:
-			return fail(r.stderr, err)
-		case !r.opts.restart:
-			return code
-		case code != 0:
-			failures++
-		default:
-			failures = 0
-		}
-		// Let another candidate have a go, backing off while CMD fails.
-		wait := jitter(min(cfg.RetryInterval<<min(failures, 16), 30*time.Second))
-		if failures > 0 {
-			r.logger.Info("tenure: command failed; campaigning again after a pause", "code", code, "in", wait.Round(time.Millisecond))
-		}
-		t := time.NewTimer(wait)
-		r.mu.Lock()
-		pauseCtx, cancelPause := context.WithCancel(ctx)
-		r.cancel = cancelPause
-		if r.stopping {
-			cancelPause()
-		}
-		r.mu.Unlock()
-		select {
-		case <-t.C:
-		case <-pauseCtx.Done():
-		}
-		t.Stop()
-		cancelPause()
+		r.logger.Info("tenure: leadership ended before the command could start; campaigning again",
+			"key", r.opts.key, "id", r.opts.id, "err", err)
 	}
 }
 
-// jitter multiplies d by a random factor in [1, 1.2).
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration(float64(d)*0.2*rand.Float64())
+// exitCode is tenure's exit code for the result of the elector's Run or Do.
+func (r *runner) exitCode(ctx context.Context, err error) int {
+	var exit *cmdExit
+	sig := r.signalled()
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit) && exit.lost != nil && sig == 0:
+		return exitRuntime // leadership lost while CMD ran: the task said so
+	case errors.As(err, &exit):
+		return exit.code
+	case sig != 0:
+		return 128 + int(sig)
+	case ctx.Err() != nil:
+		return exitRuntime
+	}
+	return fail(r.stderr, err)
+}
+
+// onEvent is the elector's event hook. Once a term in which CMD ran is over
+// and its lease released, a standby supervisor is started for the next one
+// (with --restart), off the handoff's critical path.
+func (r *runner) onEvent(ev tenure.Event) {
+	if ev.Kind == tenure.EventLost && r.opts.restart && r.signalled() == 0 {
+		r.prepare()
+	}
 }
 
 // lockWriter makes w safe for concurrent writes, unless it is a file, which

@@ -3,7 +3,6 @@ package testserver
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,9 +39,7 @@ type AzuriteServer struct {
 	bin, dir string
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	exit chan struct{} // closed when cmd has exited
-	log  *bytes.Buffer
+	proc *process // while it runs
 }
 
 // ConnectionString returns an Azure Storage connection string for the
@@ -106,7 +103,7 @@ func Azurite(t testing.TB) *AzuriteServer {
 func (s *AzuriteServer) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.proc != nil {
 		return fmt.Errorf("testserver: Azurite on port %d is already running", s.Port)
 	}
 	cmd := exec.Command(s.bin,
@@ -115,37 +112,10 @@ func (s *AzuriteServer) start() error {
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("testserver: start Azurite: %w", err)
-	}
-	exit := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exit) }()
-	s.cmd, s.exit, s.log = cmd, exit, log
 	addr := fmt.Sprintf("127.0.0.1:%d", s.Port)
-	deadline := time.Now().Add(30 * time.Second)
-	for !azuriteServing(addr) {
-		select {
-		case <-exit:
-			s.cmd = nil
-			return fmt.Errorf("testserver: Azurite exited at start-up: %s", log.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stopLocked()
-			return fmt.Errorf("testserver: Azurite did not listen on %s within 30s: %s", addr, log.String())
-		}
-	}
-	return nil
-}
-
-// azuriteServing reports whether addr accepts TCP connections.
-func azuriteServing(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
+	var err error
+	s.proc, err = launch("Azurite", cmd, 30*time.Second, func() bool { return accepts(addr) }, log.String)
+	return err
 }
 
 // Stop stops the server (SIGTERM, so it saves its data; SIGKILL after 10 s).
@@ -157,18 +127,8 @@ func (s *AzuriteServer) Stop() {
 }
 
 func (s *AzuriteServer) stopLocked() {
-	if s.cmd == nil {
-		return
-	}
-	pgid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-s.exit:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.exit
-	}
-	s.cmd = nil
+	s.proc.stop(syscall.SIGTERM, 10*time.Second)
+	s.proc = nil
 }
 
 // Start starts a stopped server again on the same port and data directory.

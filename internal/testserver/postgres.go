@@ -1,7 +1,6 @@
 package testserver
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -39,8 +38,7 @@ type PostgresServer struct {
 	cred                     *syscall.Credential
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	exit chan struct{} // closed when cmd has exited
+	proc *process // while it runs
 }
 
 // URL returns a postgres:// URL for the database "postgres" with the
@@ -149,7 +147,7 @@ func StartPostgres(dir string) (*PostgresServer, error) {
 func (s *PostgresServer) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.proc != nil {
 		return nil
 	}
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -157,44 +155,14 @@ func (s *PostgresServer) Start() error {
 		return err
 	}
 	defer logf.Close()
-	st, _ := logf.Stat()
-	offset := st.Size()
+	ready, output := logSays(s.logPath, logFrom(s.logPath), "ready to accept connections")
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data, "-k", s.sock,
 		"-p", strconv.Itoa(s.Port), "-h", "127.0.0.1", "-F",
 		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("testserver: start postgres: %w", err)
-	}
-	exit := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exit) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(s.logPath)
-		if int64(len(b)) > offset && bytes.Contains(b[offset:], []byte("ready to accept connections")) {
-			break
-		}
-		select {
-		case <-exit:
-			return fmt.Errorf("testserver: postgres exited at start-up; log:\n%s", tail(b, offset))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exit
-			return fmt.Errorf("testserver: postgres not ready within 30s; log:\n%s", tail(b, offset))
-		}
-	}
-	s.cmd, s.exit = cmd, exit
-	return nil
-}
-
-func tail(b []byte, offset int64) []byte {
-	if int64(len(b)) > offset {
-		return b[offset:]
-	}
-	return nil
+	s.proc, err = launch("postgres", cmd, 30*time.Second, ready, output)
+	return err
 }
 
 // Stop shuts the server down ("fast" shutdown: connections are closed, data
@@ -202,17 +170,8 @@ func tail(b []byte, offset int64) []byte {
 func (s *PostgresServer) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return nil
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.exit:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exit
-	}
-	s.cmd = nil
+	s.proc.stop(syscall.SIGINT, 30*time.Second)
+	s.proc = nil
 	return nil
 }
 

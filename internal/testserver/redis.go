@@ -1,11 +1,9 @@
 package testserver
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -35,8 +33,7 @@ type RedisServer struct {
 	extra             []string
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	exit chan struct{}
+	proc *process // while it runs
 }
 
 // URL returns the redis:// URL of database db, with the password.
@@ -75,13 +72,10 @@ func Redis(t testing.TB, persistent bool, extra ...string) *RedisServer {
 func (s *RedisServer) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.proc != nil {
 		return nil
 	}
-	var offset int64
-	if st, err := os.Stat(s.logPath); err == nil {
-		offset = st.Size()
-	}
+	ready, output := logSays(s.logPath, logFrom(s.logPath), "Ready to accept connections")
 	args := []string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--dir", s.dir, "--logfile", s.logPath, "--daemonize", "no",
@@ -94,30 +88,9 @@ func (s *RedisServer) Start() error {
 	}
 	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("testserver: start redis-server: %w", err)
-	}
-	exit := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exit) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(s.logPath)
-		if int64(len(b)) > offset && bytes.Contains(b[offset:], []byte("Ready to accept connections")) {
-			break
-		}
-		select {
-		case <-exit:
-			return fmt.Errorf("testserver: redis-server exited at start-up; log:\n%s", tail(b, offset))
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exit
-			return fmt.Errorf("testserver: redis-server not ready within 20s; log:\n%s", tail(b, offset))
-		}
-	}
-	s.cmd, s.exit = cmd, exit
-	return nil
+	var err error
+	s.proc, err = launch("redis-server", cmd, 20*time.Second, ready, output)
+	return err
 }
 
 // Stop stops the server and waits for it to exit. With kill it is killed
@@ -131,21 +104,12 @@ func (s *RedisServer) Kill() error { return s.stop(true) }
 func (s *RedisServer) stop(kill bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return nil
-	}
 	sig := syscall.SIGTERM
 	if kill {
 		sig = syscall.SIGKILL
 	}
-	_ = s.cmd.Process.Signal(sig)
-	select {
-	case <-s.exit:
-	case <-time.After(20 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exit
-	}
-	s.cmd = nil
+	s.proc.stop(sig, 20*time.Second)
+	s.proc = nil
 	return nil
 }
 

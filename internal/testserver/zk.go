@@ -47,8 +47,7 @@ type ZKServer struct {
 	dir      string
 	java, cp string
 	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	proc     *process // while it runs
 	logPath  string
 }
 
@@ -121,7 +120,7 @@ admin.enableServer=false
 func (s *ZKServer) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.proc != nil {
 		return nil
 	}
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -133,27 +132,9 @@ func (s *ZKServer) Start() error {
 		"-cp", s.cp, "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(s.dir, "zoo.cfg"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start ZooKeeper: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !s.serving() {
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(s.logPath)
-			return fmt.Errorf("ZooKeeper exited during startup: %s", zkTail(log, 2000))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-			return fmt.Errorf("ZooKeeper did not serve on %s within 60s", s.Addr)
-		}
-	}
-	s.cmd, s.exited = cmd, exited
-	return nil
+	output := func() string { log, _ := os.ReadFile(s.logPath); return zkTail(log, 2000) }
+	s.proc, err = launch("ZooKeeper", cmd, 60*time.Second, s.serving, output)
+	return err
 }
 
 // serving reports whether the server serves clients: the "srvr"
@@ -179,17 +160,8 @@ func (s *ZKServer) serving() bool {
 func (s *ZKServer) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return nil
-	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.exited
-	}
-	s.cmd = nil
+	s.proc.stop(syscall.SIGTERM, 10*time.Second)
+	s.proc = nil
 	return nil
 }
 

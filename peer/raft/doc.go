@@ -1,6 +1,6 @@
 // Package raft elects a leader among a static group of peers by quorum,
 // with the raft consensus protocol (github.com/hashicorp/raft), and presents
-// each member as a [tenure.Store] and [tenure.Watcher] for one logical key.
+// each member as a [tenure.Store] and [tenure.Reader] for one logical key.
 // The same [tenure.Elector], Observer, health checks and `tenure run` work
 // on it unchanged; unlike the lowest, bully and ring modes of package peer,
 // a side of a partition without a majority never has a leader.

@@ -60,8 +60,7 @@ type grant struct {
 }
 
 var (
-	_ tenure.Store   = (*Node)(nil)
-	_ tenure.Watcher = (*Node)(nil)
+	_ tenure.Store = (*Node)(nil)
 )
 
 // New starts the raft member cfg.ID and returns it as a store. On first

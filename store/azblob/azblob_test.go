@@ -365,10 +365,9 @@ func testExpiredNotRevived(t *testing.T, srv *testserver.AzuriteServer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, _ := a.(tenure.Watcher)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	ch, err := w.Watch(wctx, "k")
+	ch, err := a.Watch(wctx, "k")
 	if err != nil {
 		t.Fatal(err)
 	}

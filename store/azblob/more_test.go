@@ -158,7 +158,7 @@ func TestServerDown(t *testing.T) {
 			t.Errorf("%s took %s with a 3s context", name, d)
 		}
 	}
-	ch, err := st.(tenure.Watcher).Watch(context.Background(), "k")
+	ch, err := st.Watch(context.Background(), "k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,8 +89,7 @@ type Store struct {
 }
 
 var (
-	_ tenure.Store   = (*Store)(nil)
-	_ tenure.Watcher = (*Store)(nil)
+	_ tenure.Store = (*Store)(nil)
 )
 
 // New returns a store for o. It checks o but does not contact the service

@@ -11,7 +11,7 @@ import (
 // answering closes the watch instead of stalling it.
 const pollTimeout = 5 * time.Second
 
-// Watch implements [tenure.Watcher] by polling: Azure Blob Storage has no
+// Watch implements [tenure.Reader] by polling: Azure Blob Storage has no
 // change notification a lease holder could use. A goroutine reads the blob's
 // properties every poll interval ([Options.PollInterval], default 200 ms)
 // and delivers the record at once, then whenever the holder or term

@@ -12,14 +12,16 @@ import (
 // watchReadTimeout bounds the read a watch makes when it is set up.
 const watchReadTimeout = 5 * time.Second
 
-// Watch implements [tenure.Watcher] with an etcd watch on the key's holder
+// Watch implements [tenure.Reader] with an etcd watch on the key's holder
 // key: every acquisition, release and expiry (etcd deletes the key when the
 // lease ends) is an event, and the record is built from the event itself
 // (with the previous value for a deletion), so a delivery costs etcd no
 // read. A record delivered for an acquisition has the granted TTL as its
-// Remaining. The channel is closed when ctx is done, the store is closed,
-// or etcd cancels the watch (for instance when the member loses its raft
-// leader).
+// Remaining. The records go through [tenure.Follow] as announced ones:
+// etcd reports every expiry, so a watch on a held key costs etcd nothing
+// while the holder renews. The channel is closed when ctx is done, the
+// store is closed, or etcd cancels the watch (for instance when the member
+// loses its raft leader).
 //
 // Watch blocks until the watch is set up and the first record read (at
 // most 5 s, or until ctx is done), so that a release right after it returns
@@ -52,39 +54,59 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		return nil, s.fail(rctx, "watch", key, rctx.Err())
 	}
 	out := make(chan tenure.Record)
-	go s.watch(wctx, cancel, key, r, events, out)
+	go func() {
+		defer cancel()
+		stop := context.AfterFunc(s.bg, cancel) // the watch ends when the store closes
+		defer stop()
+		records := make(chan tenure.Record)
+		go s.decode(wctx, key, s.seen.Record(r), events, records)
+		tenure.Follow{
+			Get:       s.firstThenRead(key, r),
+			Records:   records,
+			Announced: true, // etcd deletes the holder key when its lease ends
+		}.Run(wctx, out)
+	}()
 	return out, nil
 }
 
-func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, key string, r tenure.Record, events clientv3.WatchChan, out chan<- tenure.Record) {
-	defer close(out)
-	defer cancel()
-	go func() { // end the watch when the store closes
-		select {
-		case <-s.bg.Done():
-			cancel()
-		case <-ctx.Done():
+// firstThenRead returns a Get for [tenure.Follow] that answers the first
+// call with r, the record Watch read while setting up, so a watch costs
+// etcd no second read. Later calls read; Follow makes none while the watch
+// stream lives, since every change comes as an event.
+func (s *Store) firstThenRead(key string, r tenure.Record) func(context.Context) (tenure.Record, error) {
+	first := true // Follow calls Get from one goroutine
+	return func(ctx context.Context) (tenure.Record, error) {
+		if first {
+			first = false
+			return s.seen.Record(r), nil
 		}
-	}()
-	var last tenure.Record
-	first := true
+		r, _, err := s.read(ctx, key)
+		return s.seen.Record(r), err
+	}
+}
+
+// decode sends the key's record after each batch of watch events on
+// records, built from the events themselves, and closes records when the
+// etcd watch ends (closed, failed or cancelled) or ctx is done. before is
+// the record the first event applies to.
+func (s *Store) decode(ctx context.Context, key string, before tenure.Record, events clientv3.WatchChan, records chan<- tenure.Record) {
+	defer close(records)
 	for {
-		r = s.seen.Record(r)
-		if first || r.Holder != last.Holder || r.Term != last.Term {
-			select {
-			case out <- r:
-			case <-ctx.Done():
-				return
-			}
-			last, first = r, false
-		}
 		select {
 		case resp, open := <-events:
 			if !open || resp.Err() != nil || resp.Canceled {
 				return
 			}
+			if len(resp.Events) == 0 {
+				continue
+			}
 			for _, ev := range resp.Events {
-				r = eventRecord(key, ev, r)
+				before = s.seen.Record(eventRecord(key, ev, before))
+			}
+			select {
+			case records <- before:
+			case <-ctx.Done():
+				return
 			}
 		case <-ctx.Done():
 			return

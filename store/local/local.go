@@ -42,9 +42,7 @@ type grant struct {
 }
 
 var (
-	_ tenure.Store      = (*Store)(nil)
-	_ tenure.Watcher    = (*Store)(nil)
-	_ tenure.LeaseFiler = (*Store)(nil)
+	_ tenure.Store = (*Store)(nil)
 )
 
 // Open returns a handle on the state directory dir, creating it and its
@@ -126,8 +124,8 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// LeaseFiles implements [tenure.LeaseFiler]: it returns the liveness file of
-// l, whose OFD write lock the kernel holds for as long as any process has
+// LeaseFiles returns the liveness file of l (`tenure run` hands it to the
+// process that supervises its child), whose OFD write lock the kernel holds for as long as any process has
 // the file open. A child process that inherits it (for example through
 // [os/exec.Cmd.ExtraFiles]) shares the lock, because an OFD lock belongs to
 // the open file description: l then stays live, within its TTL, until both this

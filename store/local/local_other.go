@@ -18,9 +18,7 @@ var errUnsupported = errors.New("local: the local store needs Linux (OFD locks, 
 type Store struct{}
 
 var (
-	_ tenure.Store      = (*Store)(nil)
-	_ tenure.Watcher    = (*Store)(nil)
-	_ tenure.LeaseFiler = (*Store)(nil)
+	_ tenure.Store = (*Store)(nil)
 )
 
 // Open fails outside Linux.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -34,16 +35,18 @@ const (
 	probeFor = 2 * time.Second
 )
 
-// Watch implements [tenure.Watcher] with inotify on the state directory.
+// Watch implements [tenure.Reader] with inotify on the state directory.
 // The channel receives the current record at once, then a record whenever
 // the holder or the term changed: on Acquire and Release by any process, at
 // once when a holder process dies (the kernel closes its liveness file),
-// and when a grant's TTL passes without renewal (a timer). Deliveries
-// coalesce: a slow reader gets the latest record. The channel is closed
+// and when a grant's TTL passes without renewal: inotify events wake a
+// [tenure.Follow] loop, which re-reads the record, and which re-reads by
+// itself when a grant is due to end. Deliveries coalesce: a slow reader
+// gets the latest record. The channel is closed
 // when ctx is done, the handle is closed, or the watch fails (the record
 // became unreadable, or the directory was removed); callers then re-read
 // with Get. Watch does not block; each watch costs one inotify descriptor
-// and two goroutines until it ends.
+// and three goroutines until it ends.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -70,8 +73,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		f:    os.NewFile(uintptr(fd), "inotify"),
 		wake: make(chan struct{}, 1),
 		gone: make(chan struct{}),
-		out:  make(chan tenure.Record),
 	}
+	w.prober = time.AfterFunc(time.Hour, w.signal)
+	w.prober.Stop()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -81,8 +85,27 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	s.watches.Add(1)
 	s.mu.Unlock()
 	go w.read()
-	go w.run(ctx)
-	return w.out, nil
+	// Follow runs on a context of its own, cancelled only once the
+	// descriptor is released, so a closed channel means the watch holds
+	// nothing any more.
+	fctx, fstop := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.done:
+		case <-w.gone:
+		case <-fctx.Done():
+		}
+		w.release()
+		fstop()
+	}()
+	out := make(chan tenure.Record)
+	go func() {
+		defer s.watches.Done()
+		defer fstop()
+		tenure.Follow{Get: w.get, Wake: w.wake}.Run(fctx, out)
+	}()
+	return out, nil
 }
 
 type watch struct {
@@ -94,7 +117,59 @@ type watch struct {
 	wake    chan struct{} // a relevant event arrived (coalesced)
 	closing atomic.Uint64 // term whose liveness file was last closed for writing
 	gone    chan struct{} // closed when read returns
-	out     chan tenure.Record
+	once    sync.Once     // release
+
+	// Probing a holder whose liveness file was closed; only get uses
+	// these, from Follow's goroutine.
+	prober     *time.Timer // wakes Follow for the next probe
+	probe      time.Duration
+	probeUntil time.Time
+}
+
+// signal wakes Follow, unless a wake is pending already.
+func (w *watch) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// release stops the watch's reader and frees its descriptor. It returns
+// once both are done; later calls return at once.
+func (w *watch) release() {
+	w.once.Do(func() {
+		w.prober.Stop()
+		w.f.Close() // wakes read
+		<-w.gone
+	})
+}
+
+// get reads the record for [tenure.Follow]. Follow re-reads by itself when
+// a held grant's TTL passes; get adds the probes of a holder whose liveness
+// file was closed: the kernel posts the close before it drops the lock, so
+// the holder may look live for a moment, and get wakes Follow again after
+// a delay growing from probeMin to probeMax, for at most probeFor. A failed
+// read releases the descriptor before Follow closes the channel.
+func (w *watch) get(context.Context) (tenure.Record, error) {
+	r, err := w.s.get(w.key)
+	if err != nil {
+		w.release()
+		return r, err
+	}
+	if !r.Held() || r.Term != w.closing.Load() {
+		w.probe = 0
+		w.prober.Stop()
+		return r, nil
+	}
+	now := time.Now()
+	if w.probe == 0 {
+		w.probe, w.probeUntil = probeMin, now.Add(probeFor)
+	}
+	if now.Before(w.probeUntil) {
+		w.prober.Reset(w.probe)
+		w.probe = min(w.probe*2, probeMax)
+	}
+	return r, nil
 }
 
 // read turns inotify events about the key's files into wake-ups until the
@@ -133,79 +208,10 @@ func (w *watch) read() {
 			}
 		}
 		if relevant {
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
+			w.signal()
 		}
 		if ended {
 			return
 		}
-	}
-}
-
-// run delivers records until ctx is done, the store is closed or the
-// watch fails; then it releases the descriptor and closes out.
-func (w *watch) run(ctx context.Context) {
-	defer w.s.watches.Done()
-	defer close(w.out)
-	defer func() {
-		w.f.Close() // wakes read
-		<-w.gone
-	}()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var (
-		last       tenure.Record
-		first      = true
-		probe      time.Duration // next delay while a closed holder still looks live
-		probeUntil time.Time
-	)
-	for {
-		r, err := w.s.get(w.key)
-		if err != nil {
-			return
-		}
-		if first || r.Holder != last.Holder || r.Term != last.Term {
-			select {
-			case w.out <- r:
-			case <-ctx.Done():
-				return
-			case <-w.s.done:
-				return
-			}
-			last, first = r, false
-		}
-		var wait <-chan time.Time
-		if r.Held() {
-			d := r.Remaining + time.Millisecond // past the expiry, not at it
-			if r.Term == w.closing.Load() {
-				// The holder's file was closed; its lock goes a moment later.
-				if probe == 0 {
-					probe, probeUntil = probeMin, time.Now().Add(probeFor)
-				}
-				if time.Now().Before(probeUntil) {
-					d = min(d, probe)
-					probe = min(probe*2, probeMax)
-				}
-			} else {
-				probe = 0
-			}
-			timer.Reset(d)
-			wait = timer.C
-		} else {
-			probe = 0
-		}
-		select {
-		case <-w.wake:
-		case <-wait:
-		case <-w.gone:
-			return
-		case <-ctx.Done():
-			return
-		case <-w.s.done:
-			return
-		}
-		timer.Stop()
 	}
 }

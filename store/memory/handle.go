@@ -21,10 +21,7 @@ type handle struct {
 	seen   seen.Terms // what this handle saw, as one process would
 }
 
-var (
-	_ tenure.Store   = (*handle)(nil)
-	_ tenure.Watcher = (*handle)(nil)
-)
+var _ tenure.Store = (*handle)(nil)
 
 func (h *handle) ok() error {
 	if h.closed.Load() {

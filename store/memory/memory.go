@@ -50,7 +50,6 @@ type entry struct {
 }
 
 var _ tenure.Store = (*Store)(nil)
-var _ tenure.Watcher = (*Store)(nil)
 
 // New returns an empty store whose leases expire on clock (nil means
 // [tenure.SystemClock]).
@@ -211,7 +210,7 @@ func (s *Store) get(ctx context.Context, key string, sn *seen.Terms) (tenure.Rec
 	return sn.Record(s.recordLocked(key, s.clock.Now())), nil
 }
 
-// Watch implements [tenure.Watcher]. Besides acquisitions and releases, it
+// Watch implements [tenure.Reader]. Besides acquisitions and releases, it
 // reports an expiry when the store's clock passes it.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	return s.watch(ctx, key, &s.seen)
@@ -233,51 +232,22 @@ func (s *Store) watch(ctx context.Context, key string, sn *seen.Terms) (<-chan t
 	s.watchers[key][sig] = struct{}{}
 	s.mu.Unlock()
 
-	out := make(chan tenure.Record)
-	go func() {
-		defer close(out)
-		defer func() {
-			s.mu.Lock()
-			delete(s.watchers[key], sig)
-			s.mu.Unlock()
-		}()
-		var last tenure.Record
-		first := true
-		for {
-			s.mu.Lock()
-			r := sn.Record(s.recordLocked(key, s.clock.Now()))
-			s.mu.Unlock()
-			if first || r.Holder != last.Holder || r.Term != last.Term {
-				select {
-				case out <- r:
-				case <-ctx.Done():
-					return
-				case <-s.done:
-					return
-				}
-				last, first = r, false
-			}
-			var expiry <-chan time.Time
-			var t tenure.Timer
-			if r.Held() {
-				t = s.clock.NewTimer(r.Remaining)
-				expiry = t.C()
-			}
-			select {
-			case <-sig:
-			case <-expiry:
-			case <-ctx.Done():
-			case <-s.done:
-			}
-			if t != nil {
-				t.Stop()
-			}
-			if ctx.Err() != nil || s.isClosed() {
-				return
-			}
+	wctx, cancel := context.WithCancel(ctx)
+	go func() { // the watch ends when the store closes
+		select {
+		case <-s.done:
+		case <-wctx.Done():
 		}
+		cancel()
+		s.mu.Lock()
+		delete(s.watchers[key], sig)
+		s.mu.Unlock()
 	}()
-	return out, nil
+	return tenure.Follow{
+		Get:   func(ctx context.Context) (tenure.Record, error) { return s.get(ctx, key, sn) },
+		Wake:  sig,
+		Clock: s.clock,
+	}.Start(wctx), nil
 }
 
 func (s *Store) notifyLocked(key string) {

@@ -11,19 +11,21 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-// Watch implements [tenure.Watcher]. The store keeps one connection, apart
+// Watch implements [tenure.Reader]. The store keeps one connection, apart
 // from the pool, that LISTENs on the table's channel; Acquire and Release
 // notify it in the transaction that changes the row, so watchers wake when
-// the change commits. A grant that expires without a release sends no
-// notification: the watch re-reads the record when the server said it
-// would expire.
+// the change commits; each notification wakes a [tenure.Follow] loop,
+// which re-reads the row. A grant that expires without a release sends no
+// notification: Follow re-reads the record when the server said it would
+// expire, so a watch on a held key reads the row about once per TTL while
+// the holder renews.
 //
 // Watch blocks until the LISTEN connection is up (at once if another watch
 // made it; else bounded by ctx and the URL's connect_timeout, default 10s),
 // so an unreachable server is reported here. The first delivery is then the
-// current record. The channel is closed when ctx is done, the store is closed, a read fails, or
-// the LISTEN connection is lost (notifications may have been missed); the
-// caller then reads with Get and watches again.
+// current record. The channel is closed when ctx is done, the store is
+// closed, a read fails, or the LISTEN connection is lost (notifications may
+// have been missed); the caller then reads with Get and watches again.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -44,63 +46,26 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		s.listener.remove(sb)
 		return nil, ctx.Err()
 	}
+	// The watch ends when ctx is done or the listener fails the watch
+	// (its connection was lost, or the store closed).
+	wctx, stop := context.WithCancel(ctx)
 	out := make(chan tenure.Record)
 	go func() {
-		defer close(out)
 		defer s.listener.remove(sb)
-		s.follow(ctx, sb, out)
+		defer stop()
+		go func() {
+			select {
+			case <-sb.dead:
+				stop()
+			case <-wctx.Done():
+			}
+		}()
+		tenure.Follow{
+			Get:  func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, sb.key) },
+			Wake: sb.sig,
+		}.Run(wctx, out)
 	}()
 	return out, nil
-}
-
-// follow delivers key's record to out whenever the holder or term changes.
-func (s *Store) follow(ctx context.Context, sb *sub, out chan<- tenure.Record) {
-	var last tenure.Record
-	first := true
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		// Drain a pending signal: the read below covers it.
-		select {
-		case <-sb.sig:
-		default:
-		}
-		r, err := s.Get(ctx, sb.key)
-		if err != nil {
-			return
-		}
-		if first || r.Holder != last.Holder || r.Term != last.Term {
-			select {
-			case out <- r:
-			case <-ctx.Done():
-				return
-			case <-sb.dead:
-				return
-			}
-			last, first = r, false
-		}
-		var expiry <-chan time.Time
-		if r.Held() {
-			// The server's Remaining, plus a millisecond so the re-read
-			// lands after the expiry rather than just before it.
-			timer.Reset(r.Remaining + time.Millisecond)
-			expiry = timer.C
-		}
-		select {
-		case <-sb.sig:
-		case <-expiry:
-		case <-ctx.Done():
-			return
-		case <-sb.dead:
-			return
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-	}
 }
 
 // sub is one watch's registration with the listener.

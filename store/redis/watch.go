@@ -16,12 +16,13 @@ import (
 // the watch PINGs the server to check it is still there.
 const healthInterval = 15 * time.Second
 
-// Watch implements [tenure.Watcher]. Each watch SUBSCRIBEs, on a
+// Watch implements [tenure.Reader]. Each watch SUBSCRIBEs, on a
 // connection of its own, to the key's event channel, where the acquire and
 // release scripts publish, and to the keyspace channel of its lease key,
 // where the server reports the key's expiry if keyspace notifications are
-// on (see the package documentation). Whether or not they are, the watch
-// also re-reads the record when the server said the grant would expire.
+// on (see the package documentation). Each message wakes a [tenure.Follow]
+// loop, which re-reads the record; whether or not keyspace notifications
+// are on, Follow also re-reads when the server said the grant would expire.
 //
 // Watch blocks until the subscription is confirmed (bounded by ctx and the
 // client's dial and read timeouts), so an unreachable server is reported
@@ -72,18 +73,32 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	s.watches.Add(1)
 	s.closeMu.Unlock()
 
+	// The watch ends when ctx is done, the store closes (Close waits for
+	// it) or the subscription dies (receive closes sig, which ends Follow).
+	wctx, stop := context.WithCancel(ctx)
 	sig := make(chan struct{}, 1)
 	dead := make(chan struct{})
-	out := make(chan tenure.Record)
 	go func() {
 		defer close(dead)
+		defer close(sig)
 		receive(ps, sig)
 	}()
+	out := make(chan tenure.Record)
 	go func() {
 		defer s.watches.Done()
-		defer close(out)
 		defer func() { _ = ps.Close(); <-dead }()
-		s.follow(ctx, key, sig, dead, out)
+		defer stop()
+		go func() {
+			select {
+			case <-s.done:
+				stop()
+			case <-wctx.Done():
+			}
+		}()
+		tenure.Follow{
+			Get:  func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, key) },
+			Wake: sig,
+		}.Run(wctx, out)
 	}()
 	return out, nil
 }
@@ -120,64 +135,13 @@ func receive(ps *goredis.PubSub, sig chan<- struct{}) {
 	}
 }
 
-// follow delivers key's record to out whenever the holder or term changes.
-func (s *Store) follow(ctx context.Context, key string, sig <-chan struct{}, dead <-chan struct{}, out chan<- tenure.Record) {
-	var last tenure.Record
-	first := true
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		select {
-		case <-sig: // the read below covers it
-		default:
-		}
-		r, err := s.Get(ctx, key)
-		if err != nil {
-			return
-		}
-		if first || r.Holder != last.Holder || r.Term != last.Term {
-			select {
-			case out <- r:
-			case <-ctx.Done():
-				return
-			case <-dead:
-				return
-			case <-s.done:
-				return
-			}
-			last, first = r, false
-		}
-		var expiry <-chan time.Time
-		if r.Held() {
-			// The server's PTTL, plus a millisecond so the re-read lands
-			// after the expiry rather than just before it.
-			timer.Reset(r.Remaining + time.Millisecond)
-			expiry = timer.C
-		}
-		select {
-		case <-sig:
-		case <-expiry:
-		case <-ctx.Done():
-			return
-		case <-dead:
-			return
-		case <-s.done:
-			return
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-	}
-}
-
 // enableKeyspaceEvents makes the server publish expiries of keys, their
 // deletion and hash writes ("Kghx" in notify-keyspace-events: "x" for an
 // expiry, "g" and "h" for a lease key deleted or rewritten by something
-// other than tenure), adding to whatever is configured, once per store. A server that refuses (managed Redis often disables CONFIG) is not
-// asked again: watches then rely on their expiry timers.
+// other than tenure), adding to whatever is configured, once per store. A
+// server that refuses (managed Redis often disables CONFIG) is not asked
+// again: watches then learn of expiries by Follow's re-read at the
+// grant's end.
 func (s *Store) enableKeyspaceEvents(ctx context.Context) {
 	if !s.keyspace {
 		return

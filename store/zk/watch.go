@@ -13,15 +13,13 @@ import (
 // watchReadTimeout bounds each read a watch makes.
 const watchReadTimeout = 5 * time.Second
 
-// expirySlack is how long after a holder's Remaining a watch re-reads the
-// key if ZooKeeper sent no event.
-const expirySlack = 100 * time.Millisecond
-
-// Watch implements [tenure.Watcher] with a ZooKeeper child watch on the
+// Watch implements [tenure.Reader] with a ZooKeeper child watch on the
 // key node (an existence watch until the node exists): acquisitions,
-// releases and expiries all add or remove its lease child. After each event
-// the watch reads and delivers the record; as a safety net it also re-reads
-// a held key once its Remaining has passed. The channel is closed when ctx
+// releases and expiries all add or remove its lease child, which is
+// ephemeral, so ZooKeeper announces every end of a grant. After each event
+// the watch re-arms and wakes a [tenure.Follow] loop, which reads and
+// delivers the record; since expiries are announced, a watch on a held key
+// makes no reads while the holder renews. The channel is closed when ctx
 // is done, the store is closed, a read fails, or the control session
 // disconnects.
 //
@@ -39,92 +37,101 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	// key, so a caller that goes on to Acquire cannot miss a release.
 	rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
 	defer cancel()
-	armed, down, r, err := s.watchStep(rctx, key, nil)
+	armed, down, err := s.arm(rctx, key)
+	var r tenure.Record
+	if err == nil {
+		r, err = s.read(rctx, key)
+	}
 	if err != nil {
 		return nil, s.fail(rctx, "watch", key, err)
 	}
+	wctx, stop := context.WithCancel(ctx)
+	wake := make(chan struct{}, 1)
+	go s.rearm(wctx, key, armed, down, wake)
+	first := true // Follow calls Get from one goroutine
+	get := func(ctx context.Context) (tenure.Record, error) {
+		if first { // read above, after the watch was armed
+			first = false
+			return r, nil
+		}
+		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
+		defer cancel()
+		return s.read(rctx, key)
+	}
 	out := make(chan tenure.Record)
-	go s.watch(ctx, key, armed, down, r, out)
+	go func() {
+		defer stop()
+		go func() { // the watch ends when the store closes
+			select {
+			case <-s.done:
+				stop()
+			case <-wctx.Done():
+			}
+		}()
+		tenure.Follow{Get: get, Wake: wake, Announced: true}.Run(wctx, out)
+	}()
 	return out, nil
 }
 
-// watchStep sets a ZooKeeper watch on the key unless one is armed, then
-// reads the record. It returns the armed watch and the channel that closes
-// when the control session disconnects.
-func (s *Store) watchStep(ctx context.Context, key string, armed <-chan zk.Event) (<-chan zk.Event, <-chan struct{}, tenure.Record, error) {
-	down, err := s.session(ctx)
-	if err != nil {
-		return nil, nil, tenure.Record{}, err
-	}
-	if armed == nil {
-		// Set the watch before reading, so no change slips between.
-		kp := s.keyPath(key)
-		// A child watch sees grants end and begin; a data watch sees the
-		// key node rewritten (from outside tenure: a grant's own write
-		// comes with its child).
-		armed, err = call(ctx, func() (<-chan zk.Event, error) {
-			_, _, ev, err := s.ctl.ChildrenW(kp)
-			if errors.Is(err, zk.ErrNoNode) {
-				_, _, ev, err = s.ctl.ExistsW(kp)
-				return ev, err
-			}
-			if err != nil {
-				return nil, err
-			}
-			_, _, dev, err := s.ctl.GetW(kp)
-			if err != nil {
-				return ev, nil // the child watch is armed; the next step re-arms both
-			}
-			return either(ev, dev), nil
-		})
-		if err != nil {
-			return nil, nil, tenure.Record{}, err
-		}
-	}
-	r, err := s.read(ctx, key)
-	return armed, down, r, err
-}
-
-func (s *Store) watch(ctx context.Context, key string, armed <-chan zk.Event, down <-chan struct{}, r tenure.Record, out chan<- tenure.Record) {
-	defer close(out)
-	var last tenure.Record
-	first := true
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+// rearm waits for the armed ZooKeeper watch to fire, arms the next one and
+// then wakes Follow, so the read Follow makes comes after the new watch is
+// set and no change slips between. It closes wake, which ends the watch,
+// when the control session disconnects or arming fails, and returns when
+// ctx is done.
+func (s *Store) rearm(ctx context.Context, key string, armed <-chan zk.Event, down <-chan struct{}, wake chan<- struct{}) {
+	defer close(wake)
 	for {
-		if first || r.Holder != last.Holder || r.Term != last.Term {
-			select {
-			case out <- r:
-			case <-ctx.Done():
-				return
-			case <-s.done:
-				return
-			}
-			last, first = r, false
-		}
-		timer.Stop()
-		if r.Held() {
-			timer.Reset(r.Remaining + expirySlack)
-		}
 		select {
 		case <-armed:
-			armed = nil
-		case <-timer.C:
 		case <-down:
 			return
 		case <-ctx.Done():
 			return
-		case <-s.done:
-			return
 		}
 		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
 		var err error
-		armed, down, r, err = s.watchStep(rctx, key, armed)
+		armed, down, err = s.arm(rctx, key)
 		cancel()
 		if err != nil {
 			return
 		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// arm sets a ZooKeeper watch on the key. It returns the armed watch and
+// the channel that closes when the control session disconnects.
+func (s *Store) arm(ctx context.Context, key string) (<-chan zk.Event, <-chan struct{}, error) {
+	down, err := s.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	kp := s.keyPath(key)
+	// A child watch sees grants end and begin; a data watch sees the key
+	// node rewritten (from outside tenure: a grant's own write comes with
+	// its child).
+	armed, err := call(ctx, func() (<-chan zk.Event, error) {
+		_, _, ev, err := s.ctl.ChildrenW(kp)
+		if errors.Is(err, zk.ErrNoNode) {
+			_, _, ev, err = s.ctl.ExistsW(kp)
+			return ev, err
+		}
+		if err != nil {
+			return nil, err
+		}
+		_, _, dev, err := s.ctl.GetW(kp)
+		if err != nil {
+			return ev, nil // the child watch is armed; the next one re-arms both
+		}
+		return either(ev, dev), nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return armed, down, nil
 }
 
 // either returns a channel that receives the first event of a or b. The

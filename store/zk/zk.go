@@ -55,8 +55,7 @@ type Store struct {
 }
 
 var (
-	_ tenure.Store   = (*Store)(nil)
-	_ tenure.Watcher = (*Store)(nil)
+	_ tenure.Store = (*Store)(nil)
 )
 
 func init() {

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/sim"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/memnet"
 	"github.com/tenurehq/tenure/peer/transport"
 	"github.com/tenurehq/tenure/peer/wire"
-	"github.com/tenurehq/tenure/sim"
 )
 
 // Cluster is a group of nodes on one memnet network. Not safe for concurrent

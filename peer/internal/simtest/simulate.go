@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/peer/memnet"
-	"github.com/tenurehq/tenure/sim"
+	"github.com/tenurehq/tenure/internal/sim"
 )
 
 // Expect returns the coordinator an algorithm must settle on among the live

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/stats"
 )
 
 // defaultSeeds is the number of seeds of a plain `go test ./sim` run.
@@ -21,42 +23,14 @@ const defaultSeeds = 5000
 // seed N alone and logs its scenario and history.
 func TestSimulation(t *testing.T) {
 	if v := os.Getenv("TENURE_SIM_SEED"); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("TENURE_SIM_SEED=%q: %v", v, err)
-		}
-		synctest.Test(t, func(t *testing.T) {
-			s := Generate(seed)
-			h := Run(s)
-			v, st := Check(s, h)
-			t.Logf("%s%s", s, h)
-			t.Logf("seed=%d: %d leaderships, leader %s after the heal, longest gap after that %s",
-				seed, st.Leaderships, st.Recovery, st.MaxGap)
-			report(t, s, h, v)
-		})
+		replaySeed(t, v)
 		return
 	}
-	n := uint64(defaultSeeds)
-	if v := os.Getenv("TENURE_SIM_SEEDS"); v != "" {
-		k, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || k == 0 {
-			t.Fatalf("TENURE_SIM_SEEDS=%q: want a positive number", v)
-		}
-		n = k
-	}
-	if testing.Short() {
-		n = min(n, 500)
-	}
-
+	n := seedCount(t)
 	var (
 		next, done atomic.Uint64
 		failed     atomic.Int32
-		mu         sync.Mutex
-		worst      Stats
-		worstSeed  [2]uint64
-		leaders    int
-		ends       = map[string]int{}
-		took       []time.Duration // wall time per seed
+		tl         tally
 	)
 	start := time.Now()
 	t.Run("seeds", func(t *testing.T) {
@@ -77,36 +51,98 @@ func TestSimulation(t *testing.T) {
 							failed.Add(1)
 						}
 						report(t, s, h, v)
-						mu.Lock()
-						leaders += st.Leaderships
-						for k, v := range st.Ends {
-							ends[k] += v
-						}
-						if st.Recovery > worst.Recovery {
-							worst.Recovery, worstSeed[0] = st.Recovery, seed
-						}
-						if st.MaxGap > worst.MaxGap {
-							worst.MaxGap, worstSeed[1] = st.MaxGap, seed
-						}
-						mu.Unlock()
+						tl.add(seed, st)
 					})
-					mu.Lock()
-					took = append(took, time.Since(began))
-					mu.Unlock()
+					tl.took(time.Since(began))
 					done.Add(1)
 				}
 			})
 		}
 	})
 	elapsed := time.Since(start)
-	t.Logf("%d seeds in %s (%.0f seeds/s, race detector %v), %d leaderships; slowest recovery after the heal %s (seed %d), longest later gap %s (seed %d), bound %s",
-		done.Load(), elapsed.Round(time.Millisecond), float64(done.Load())/elapsed.Seconds(), raceEnabled,
-		leaders, worst.Recovery, worstSeed[0], worst.MaxGap, worstSeed[1], Generate(0).LivenessBound())
-	t.Logf("leaderships ended by: %v", ends)
-	if len(took) > 0 {
-		slices.Sort(took)
+	t.Logf("%d seeds in %s (%.0f seeds/s, race detector %v)",
+		done.Load(), elapsed.Round(time.Millisecond), float64(done.Load())/elapsed.Seconds(), raceEnabled)
+	tl.log(t)
+}
+
+// replaySeed runs the one seed v names and logs its scenario and history.
+func replaySeed(t *testing.T, v string) {
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("TENURE_SIM_SEED=%q: %v", v, err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := Generate(seed)
+		h := Run(s)
+		v, st := Check(s, h)
+		t.Logf("%s%s", s, h)
+		t.Logf("seed=%d: %d leaderships, leader %s after the heal, longest gap after that %s",
+			seed, st.Leaderships, st.Recovery, st.MaxGap)
+		report(t, s, h, v)
+	})
+}
+
+// seedCount is how many seeds to run: TENURE_SIM_SEEDS, else
+// defaultSeeds, at most 500 with -short.
+func seedCount(t *testing.T) uint64 {
+	n := uint64(defaultSeeds)
+	if v := os.Getenv("TENURE_SIM_SEEDS"); v != "" {
+		k, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || k == 0 {
+			t.Fatalf("TENURE_SIM_SEEDS=%q: want a positive number", v)
+		}
+		n = k
+	}
+	if testing.Short() {
+		n = min(n, 500)
+	}
+	return n
+}
+
+// tally sums the statistics of many seeds; safe for concurrent use.
+type tally struct {
+	mu        sync.Mutex
+	worst     Stats
+	worstSeed [2]uint64
+	leaders   int
+	ends      map[string]int
+	walls     []time.Duration // wall time per seed
+}
+
+func (tl *tally) add(seed uint64, st Stats) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.leaders += st.Leaderships
+	if tl.ends == nil {
+		tl.ends = map[string]int{}
+	}
+	for k, v := range st.Ends {
+		tl.ends[k] += v
+	}
+	if st.Recovery > tl.worst.Recovery {
+		tl.worst.Recovery, tl.worstSeed[0] = st.Recovery, seed
+	}
+	if st.MaxGap > tl.worst.MaxGap {
+		tl.worst.MaxGap, tl.worstSeed[1] = st.MaxGap, seed
+	}
+}
+
+func (tl *tally) took(d time.Duration) {
+	tl.mu.Lock()
+	tl.walls = append(tl.walls, d)
+	tl.mu.Unlock()
+}
+
+func (tl *tally) log(t *testing.T) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	t.Logf("%d leaderships; slowest recovery after the heal %s (seed %d), longest later gap %s (seed %d), bound %s",
+		tl.leaders, tl.worst.Recovery, tl.worstSeed[0], tl.worst.MaxGap, tl.worstSeed[1], Generate(0).LivenessBound())
+	t.Logf("leaderships ended by: %v", tl.ends)
+	if len(tl.walls) > 0 {
 		t.Logf("wall time per seed: median %s, p99 %s, max %s",
-			took[len(took)/2].Round(time.Microsecond), took[len(took)*99/100].Round(time.Microsecond), took[len(took)-1].Round(time.Microsecond))
+			stats.Percentile(tl.walls, 50).Round(time.Microsecond), stats.Percentile(tl.walls, 99).Round(time.Microsecond),
+			slices.Max(tl.walls).Round(time.Microsecond))
 	}
 }
 

@@ -60,10 +60,6 @@ func (d *doubleGrant) Release(ctx context.Context, l tenure.Lease) error {
 	return d.Store.Release(ctx, l)
 }
 
-func (d *doubleGrant) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	return d.Store.(tenure.Watcher).Watch(ctx, key)
-}
-
 // TestCheckerCatchesDoubleGrants plants a store that grants held keys and
 // requires the checker to report overlapping leaders and a repeated term in
 // every seed.

@@ -117,10 +117,10 @@ func (s *Scenario) elector(i int, h *History, shared tenure.Store, outage *fault
 		switch ev.Kind {
 		case tenure.EventElected, tenure.EventRenewFailed, tenure.EventTaskOverrun:
 			h.add(p.ID, ev.Term, "%s", ev.Kind)
-		case tenure.EventLost:
+		case tenure.EventLost, tenure.EventReleased:
 			h.add(p.ID, ev.Term, lostFormat, reason(ev.Err))
 		case tenure.EventLeaderChanged:
-			h.add(p.ID, ev.Term, "sees leader %q", ev.Leader)
+			h.add(p.ID, ev.Term, "sees leader %q", ev.Holder)
 		}
 	}
 	e, err := tenure.New(cfg)
@@ -244,8 +244,8 @@ func modeName(m faultstore.PartitionMode) string {
 	return [...]string{"none", "fail-fast", "hang"}[m]
 }
 
-// lostFormat is the history entry of an EventLost; its argument is the
-// reason.
+// lostFormat is the history entry of an EventLost or EventReleased; its
+// argument is the reason.
 const lostFormat = "lost: %s"
 
 func reason(err error) string {

@@ -1,0 +1,150 @@
+package tenure
+
+import (
+	"context"
+	"time"
+)
+
+// expiryMargin is added to a held record's Remaining before Follow re-reads
+// it, so the read lands after the store's expiry rather than just before.
+const expiryMargin = time.Millisecond
+
+// Follow is the loop behind every [Reader.Watch]: a store supplies how to
+// read the key and what tells it the key may have changed, and Follow does
+// the rest the same way everywhere. It delivers the current record first,
+// then one record per change of holder or term, and never a term older than
+// one it delivered. It re-reads the key:
+//
+//   - whenever Wake receives (a notification, an event the store cannot
+//     decode into a record, a reconnection after which anything may have
+//     been missed);
+//   - when the last held record's Remaining has passed, so that a grant
+//     that expires without being released is reported even by a store that
+//     does not announce expiries;
+//   - every Poll, if Poll is positive (a store that cannot be told of every
+//     change).
+//
+// Records decoded by the store itself (an etcd watch event) go through the
+// same filter without a read.
+//
+// One rule decides when a watch ends: the channel is closed when ctx is
+// done, when Wake or Records is closed, or when Get fails. The caller then
+// reads with Get and watches again, as the [Reader.Watch] contract says.
+type Follow struct {
+	// Get reads the key's current record. Required.
+	Get func(ctx context.Context) (Record, error)
+	// Wake receives when the record may have changed. May be nil.
+	Wake <-chan struct{}
+	// Records receives records the store decoded itself. May be nil.
+	Records <-chan Record
+	// Poll, if positive, is the longest time between two reads.
+	Poll time.Duration
+	// Announced says the store reports every expiry itself, through Wake or
+	// Records (etcd deletes an expired lease's key, ZooKeeper its session's
+	// node): Follow then does not re-read when a grant is due to end, so a
+	// watch costs the store nothing while the holder renews.
+	Announced bool
+	// Clock defaults to [SystemClock].
+	Clock Clock
+}
+
+// Start runs the loop in a goroutine of its own and returns its channel.
+// It does not block; the first record is read in that goroutine.
+func (f Follow) Start(ctx context.Context) <-chan Record {
+	out := make(chan Record)
+	go f.Run(ctx, out)
+	return out
+}
+
+// Run runs the loop in the caller's goroutine, sending on out, and closes
+// out when it returns. It blocks until the watch ends (see [Follow]).
+func (f Follow) Run(ctx context.Context, out chan<- Record) {
+	defer close(out)
+	var d deliverer
+	_ = f.follow(ctx, &d, out)
+}
+
+// deliverer is the filter every watch shares: it remembers what it last
+// delivered so that it sends only changes, and never older news.
+type deliverer struct {
+	last Record
+	sent bool
+}
+
+// offer sends r on out if it changes the holder or term of what was last
+// sent (or nothing was). It reports false if ctx ended first.
+func (d *deliverer) offer(ctx context.Context, out chan<- Record, r Record) bool {
+	if d.sent && (r.Term < d.last.Term || r.Holder == d.last.Holder && r.Term == d.last.Term) {
+		return true
+	}
+	select {
+	case out <- r:
+		d.last, d.sent = r, true
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// follow is Run with the filter's state supplied by the caller, so that an
+// [Observer] keeps it across watches, and without closing out. It returns
+// when the watch ends: Get's error if that ended it, else nil.
+func (f Follow) follow(ctx context.Context, d *deliverer, out chan<- Record) error {
+	clock := f.Clock
+	if clock == nil {
+		clock = SystemClock
+	}
+	timer := clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	read := true
+	var cur Record      // the latest record, delivered or not
+	var curAt time.Time // when cur was read or received
+	for {
+		if read {
+			r, err := f.Get(ctx)
+			if err != nil {
+				return err
+			}
+			cur, curAt = r, clock.Now()
+		}
+		if !d.offer(ctx, out, cur) {
+			return nil
+		}
+		var tick <-chan time.Time
+		if wait, ok := f.nextRead(cur, clock.Now().Sub(curAt)); ok {
+			timer.Reset(wait)
+			tick = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, open := <-f.Wake:
+			if !open {
+				return nil
+			}
+			read = true
+		case r, open := <-f.Records:
+			if !open {
+				return nil
+			}
+			cur, curAt, read = r, clock.Now(), false
+		case <-tick:
+			read = true
+		}
+		timer.Stop()
+	}
+}
+
+// nextRead is how long after now to re-read, given cur read age ago: when
+// its grant is due to end, or at the next poll, whichever comes first.
+// It reports false when only Wake or Records can prompt a read.
+func (f Follow) nextRead(cur Record, age time.Duration) (time.Duration, bool) {
+	wait, ok := f.Poll, f.Poll > 0
+	if cur.Held() && cur.Remaining > 0 && !f.Announced {
+		left := max(addSat(cur.Remaining, expiryMargin)-age, minWait)
+		if !ok || left < wait {
+			wait, ok = left, true
+		}
+	}
+	return wait, ok
+}

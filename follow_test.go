@@ -1,0 +1,135 @@
+package tenure_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// board is a key's record that a test changes by hand, and counts reads of.
+type board struct {
+	mu    sync.Mutex
+	r     tenure.Record
+	reads int
+	err   error
+}
+
+func (b *board) set(r tenure.Record) { b.mu.Lock(); b.r = r; b.mu.Unlock() }
+
+func (b *board) get(context.Context) (tenure.Record, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	return b.r, b.err
+}
+
+func (b *board) count() int { b.mu.Lock(); defer b.mu.Unlock(); return b.reads }
+
+// recv returns the next delivery, failing the test if there is none by the
+// time every goroutine of the bubble is blocked.
+func recv(t *testing.T, ch <-chan tenure.Record) tenure.Record {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			t.Fatal("the watch ended")
+		}
+		return r
+	default:
+		t.Fatal("no delivery")
+	}
+	return tenure.Record{}
+}
+
+func quiet(t *testing.T, ch <-chan tenure.Record) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case r, ok := <-ch:
+		t.Fatalf("unexpected delivery %+v (open %t)", r, ok)
+	default:
+	}
+}
+
+func TestFollowDeliversChangesOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &board{r: tenure.Record{Key: "k", Holder: "a", Term: 2, Remaining: time.Second}}
+		wake := make(chan struct{}, 1)
+		ch := tenure.Follow{Get: b.get, Wake: wake}.Start(t.Context())
+		if r := recv(t, ch); r.Holder != "a" || r.Term != 2 {
+			t.Fatalf("first delivery %+v", r)
+		}
+		wake <- struct{}{} // nothing changed: no delivery
+		quiet(t, ch)
+		b.set(tenure.Record{Key: "k", Term: 1}) // older news: never delivered
+		wake <- struct{}{}
+		quiet(t, ch)
+		b.set(tenure.Record{Key: "k", Holder: "b", Term: 3, Remaining: time.Second})
+		wake <- struct{}{}
+		if r := recv(t, ch); r.Holder != "b" || r.Term != 3 {
+			t.Fatalf("after a change %+v", r)
+		}
+	})
+}
+
+func TestFollowRereadsAtExpiry(t *testing.T) {
+	for _, announced := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			b := &board{r: tenure.Record{Key: "k", Holder: "a", Term: 2, Remaining: time.Second}}
+			ch := tenure.Follow{Get: b.get, Announced: announced}.Start(t.Context())
+			recv(t, ch)
+			b.set(tenure.Record{Key: "k", Term: 2}) // expired, unannounced
+			time.Sleep(time.Second + 2*time.Millisecond)
+			if announced {
+				quiet(t, ch)
+				if n := b.count(); n != 1 {
+					t.Fatalf("announced expiries: %d reads, want 1", n)
+				}
+				return
+			}
+			if r := recv(t, ch); r.Held() || r.Term != 2 {
+				t.Fatalf("after the expiry %+v", r)
+			}
+		})
+	}
+}
+
+func TestFollowPollsAndPassesRecords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &board{r: tenure.Record{Key: "k", Term: 4}}
+		recs := make(chan tenure.Record)
+		ch := tenure.Follow{Get: b.get, Records: recs, Poll: time.Minute}.Start(t.Context())
+		recv(t, ch)
+		recs <- tenure.Record{Key: "k", Holder: "c", Term: 5}
+		if r := recv(t, ch); r.Holder != "c" {
+			t.Fatalf("decoded record not passed on: %+v", r)
+		}
+		b.set(tenure.Record{Key: "k", Term: 5})
+		time.Sleep(time.Minute)
+		if r := recv(t, ch); r.Held() {
+			t.Fatalf("poll missed the release: %+v", r)
+		}
+		close(recs)
+		synctest.Wait()
+		if _, ok := <-ch; ok {
+			t.Fatal("the watch outlived its records channel")
+		}
+	})
+}
+
+func TestFollowEndsOnReadError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &board{err: errors.New("unreachable")}
+		ch := tenure.Follow{Get: b.get}.Start(t.Context())
+		synctest.Wait()
+		if _, ok := <-ch; ok {
+			t.Fatal("a failed read did not end the watch")
+		}
+	})
+}

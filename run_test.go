@@ -1,0 +1,114 @@
+package tenure_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/faultstore"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// TestRunBacksOffWhileTheTaskFails: each term whose task fails while
+// leading doubles the wait before the next campaign, up to the TTL; a term
+// whose task succeeds ends the backoff.
+func TestRunBacksOffWhileTheTaskFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(memory.New(nil), "a")
+		e := newElector(t, cfg)
+		cfg = e.Config()
+		boom := errors.New("boom")
+		const failing = 6
+		var starts []time.Time
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		err := e.Run(ctx, func(ctx context.Context) error {
+			starts = append(starts, time.Now())
+			switch n := len(starts); {
+			case n <= failing:
+				return boom
+			case n == failing+2:
+				return tenure.Last(nil)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Run = %v, want the last task's nil", err)
+		}
+		if len(starts) != failing+2 {
+			t.Fatalf("%d terms, want %d", len(starts), failing+2)
+		}
+		for i := 1; i < len(starts); i++ {
+			// The wait after term i (1-based) follows i consecutive failures,
+			// or none after a success.
+			failures := min(i, failing)
+			if i > failing {
+				failures = 0
+			}
+			lo := min(cfg.RetryInterval<<failures, cfg.TTL)
+			hi := time.Duration(float64(lo) * cfg.Jitter)
+			if gap := starts[i].Sub(starts[i-1]); gap < lo || gap >= hi {
+				t.Errorf("wait after term %d (%d failures in a row) = %s, want in [%s, %s)", i, failures, gap, lo, hi)
+			}
+		}
+	})
+}
+
+// TestRunLastEndsRunWithTheTasksResult: a task that returns Last(err)
+// finishes its term still leading, and Run releases the lease and returns
+// err instead of campaigning again.
+func TestRunLastEndsRunWithTheTasksResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		e := newElector(t, config(mem, "a"))
+		boom := errors.New("boom")
+		runs := 0
+		err := e.Run(context.Background(), func(ctx context.Context) error {
+			runs++
+			time.Sleep(3 * ttl) // across renewals: still leading
+			if ctx.Err() != nil {
+				t.Errorf("leader context done before the task returned: %v", context.Cause(ctx))
+			}
+			return tenure.Last(boom)
+		})
+		if err != boom || runs != 1 {
+			t.Fatalf("Run = %v after %d terms, want boom after 1", err, runs)
+		}
+		if r, _ := mem.Get(context.Background(), "job"); r.Held() {
+			t.Fatalf("lease still held after Run returned: %+v", r)
+		}
+	})
+}
+
+// TestDoReportsTheTasksResult: Do removes Last, and when leadership ended
+// before the task returned its error matches both the cause and the task's
+// own error.
+func TestDoReportsTheTasksResult(t *testing.T) {
+	boom := errors.New("boom")
+	t.Run("Last", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newElector(t, config(memory.New(nil), "a"))
+			err := e.Do(context.Background(), func(context.Context) error { return tenure.Last(boom) })
+			if err != boom {
+				t.Fatalf("Do = %v, want boom itself", err)
+			}
+		})
+	})
+	t.Run("lost first", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := faultstore.New(faultstore.Plan{})
+			e := newElector(t, config(faultstore.Wrap(memory.New(nil), f), "a"))
+			err := e.Do(context.Background(), func(ctx context.Context) error {
+				f.Partition(faultstore.FailFast)
+				<-ctx.Done()
+				return boom
+			})
+			if !errors.Is(err, tenure.ErrRenewDeadline) || !errors.Is(err, boom) {
+				t.Fatalf("Do = %v, want ErrRenewDeadline and the task's boom", err)
+			}
+		})
+	})
+}
