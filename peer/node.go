@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -39,8 +40,8 @@ type Node struct {
 	dead         map[uint64]bool
 	abstains     map[uint64]bool
 	abstainUntil time.Time
-	watchers     map[chan struct{}]struct{}
-	issued       []uint64 // epochs this node was coordinator under, in order
+	watchers     map[chan struct{}]context.CancelFunc // each watch's wake and end
+	issued       []uint64                             // epochs this node was coordinator under, in order
 
 	stop chan struct{}
 	done chan struct{}
@@ -109,7 +110,7 @@ func NewNode(cfg Config, alg Algorithm) (*Node, error) {
 		heard:    map[uint64]time.Time{},
 		dead:     map[uint64]bool{},
 		abstains: map[uint64]bool{},
-		watchers: map[chan struct{}]struct{}{},
+		watchers: map[chan struct{}]context.CancelFunc{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}

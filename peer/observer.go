@@ -31,10 +31,12 @@ type Observer struct {
 	cfg Config
 	ask transport.Asker
 
+	ctx    context.Context // cancelled by Close: ends every watch
+	cancel context.CancelFunc
+
 	mu     sync.Mutex
 	key    string
 	closed bool
-	stop   chan struct{}
 }
 
 var (
@@ -66,7 +68,9 @@ func NewObserver(cfg Config, a transport.Asker) (*Observer, error) {
 		}
 		a = ta
 	}
-	return &Observer{cfg: cfg, ask: a, key: cfg.Key, stop: make(chan struct{})}, nil
+	o := &Observer{cfg: cfg, ask: a, key: cfg.Key}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	return o, nil
 }
 
 // queryTimeout bounds one round of status queries, whatever ctx allows, so
@@ -188,12 +192,12 @@ func compareID(a, b uint64) int {
 }
 
 // Watch returns a channel that receives key's record (see [Observer.Get])
-// at once, then again whenever the coordinator or its epoch changes. It
-// polls the members every Heartbeat, so changes shorter than that can be
-// missed. The channel is closed when ctx is done, the observer is closed,
-// or a round finds no member answering (Get then says why; a
-// [tenure.Observer] retries). The first round runs before Watch returns,
-// and its error is Watch's.
+// at once, then again whenever the coordinator or its epoch changes: it
+// is [tenure.Follow] polling the members every Heartbeat, so changes
+// shorter than that can be missed. The channel is closed when ctx is done,
+// the observer is closed, or a round finds no member answering (Get then
+// says why; a [tenure.Observer] retries). The first round runs before
+// Watch returns, and its error is Watch's.
 func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := o.use(ctx, key); err != nil {
 		return nil, err
@@ -202,39 +206,21 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(o.ctx, cancel)
+	read := false
+	get := func(ctx context.Context) (tenure.Record, error) {
+		if !read { // the round Watch already ran
+			read = true
+			return first, nil
+		}
+		return o.get(ctx, key)
+	}
 	out := make(chan tenure.Record)
 	go func() {
-		defer close(out)
-		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go func() {
-			select {
-			case <-o.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		t := time.NewTicker(o.cfg.Heartbeat)
-		defer t.Stop()
-		r, last, sent := first, tenure.Record{}, false
-		for {
-			if !sent || r.Holder != last.Holder || r.Term != last.Term {
-				select {
-				case out <- r:
-				case <-ctx.Done():
-					return
-				}
-				last, sent = r, true
-			}
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return
-			}
-			if r, err = o.get(ctx, key); err != nil {
-				return
-			}
-		}
+		defer stop()
+		tenure.Follow{Get: get, Poll: o.cfg.Heartbeat}.Run(ctx, out)
 	}()
 	return out, nil
 }
@@ -274,7 +260,7 @@ func (o *Observer) Close() error {
 		return nil
 	}
 	o.closed = true
-	close(o.stop)
+	o.cancel()
 	o.mu.Unlock()
 	if err := o.ask.Close(); err != nil && !errors.Is(err, tenure.ErrClosed) {
 		return err
