@@ -81,45 +81,13 @@ func New(cfg Config) (*Node, error) {
 		}
 	}()
 
-	logs, stable, snaps := cfg.LogStore, cfg.StableStore, cfg.SnapshotStore
-	if logs == nil {
-		if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-			return nil, fmt.Errorf("raft: create %s: %w", cfg.Dir, err)
-		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{
-			Path: filepath.Join(cfg.Dir, "raft.db"),
-			// Another process holding the file fails rather than hangs.
-			BoltOptions: &bbolt.Options{Timeout: time.Second},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("raft: open %s: %w", filepath.Join(cfg.Dir, "raft.db"), err)
-		}
-		n.closer = append(n.closer, bolt)
-		logs, stable = bolt, bolt
-		if snaps, err = hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, cfg.Logger); err != nil {
-			return nil, fmt.Errorf("raft: snapshot store in %s: %w", cfg.Dir, err)
-		}
+	logs, stable, snaps, err := n.openStores()
+	if err != nil {
+		return nil, err
 	}
-
-	trans := cfg.Transport
-	if trans == nil {
-		conf, err := clusterTLS(cfg.Secret)
-		if err != nil {
-			return nil, err
-		}
-		psk, err := preauthKey(cfg.Secret)
-		if err != nil {
-			return nil, err
-		}
-		if n.layer, err = listenTLS(cfg.self().Addr, conf, psk, cfg.Logger); err != nil {
-			return nil, err
-		}
-		trans = hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
-			Stream:  n.layer,
-			MaxPool: 3,
-			Timeout: max(5*cfg.HeartbeatTimeout, time.Second),
-			Logger:  cfg.Logger,
-		})
+	trans, err := n.openTransport()
+	if err != nil {
+		return nil, err
 	}
 	closeTrans := func() {
 		if c, ok := trans.(io.Closer); ok {
@@ -153,6 +121,58 @@ func New(cfg Config) (*Node, error) {
 	}
 	ok = true
 	return n, nil
+}
+
+// openStores returns the configured stores, or opens the on-disk ones in
+// cfg.Dir (closed with the node).
+func (n *Node) openStores() (hraft.LogStore, hraft.StableStore, hraft.SnapshotStore, error) {
+	cfg := n.cfg
+	if cfg.LogStore != nil {
+		return cfg.LogStore, cfg.StableStore, cfg.SnapshotStore, nil
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("raft: create %s: %w", cfg.Dir, err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.Dir, "raft.db"),
+		// Another process holding the file fails rather than hangs.
+		BoltOptions: &bbolt.Options{Timeout: time.Second},
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("raft: open %s: %w", filepath.Join(cfg.Dir, "raft.db"), err)
+	}
+	n.closer = append(n.closer, bolt)
+	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, cfg.Logger)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("raft: snapshot store in %s: %w", cfg.Dir, err)
+	}
+	return bolt, bolt, snaps, nil
+}
+
+// openTransport returns the configured transport, or listens with the
+// authenticated TLS transport on this member's address.
+func (n *Node) openTransport() (hraft.Transport, error) {
+	cfg := n.cfg
+	if cfg.Transport != nil {
+		return cfg.Transport, nil
+	}
+	conf, err := clusterTLS(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	psk, err := preauthKey(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	if n.layer, err = listenTLS(cfg.self().Addr, conf, psk, cfg.Logger); err != nil {
+		return nil, err
+	}
+	return hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
+		Stream:  n.layer,
+		MaxPool: 3,
+		Timeout: max(5*cfg.HeartbeatTimeout, time.Second),
+		Logger:  cfg.Logger,
+	}), nil
 }
 
 // ID is this node's member ID, the identity its elector must use.
