@@ -26,7 +26,7 @@ const (
 // [ParseURL]; [Config.Validate] checks it. Zero durations take defaults
 // ([Config.WithDefaults]).
 type Config struct {
-	// ID is this member's ID; it must be in Group. [ObserverID] (0, no id
+	// ID is this member's ID; it must be in Group. [wire.ObserverID] (0, no id
 	// in the URL) configures an [Observer] instead of a member.
 	ID uint64
 	// Group is the static member list, the same on every member.
@@ -121,7 +121,7 @@ func (c Config) Validate() error {
 }
 
 // IsObserver reports whether c configures an [Observer] (ID is
-// [ObserverID], no id in the URL) rather than a member.
+// [wire.ObserverID], no id in the URL) rather than a member.
 func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
 
 // URL form, registered as the scheme "peer":

@@ -1,8 +1,31 @@
 // Package peer elects a coordinator among a static group of processes that
 // talk to each other directly, with no lease store: the "lowest ID", Bully
 // and Ring strategies of the leader-election pattern (packages
-// peer/lowest, peer/bully, peer/ring), and a registry for complete modes
-// such as peer/raft.
+// peer/lowest, peer/bully, peer/ring), and complete modes such as
+// peer/raft, all behind one algorithm registry.
+//
+// # Layers
+//
+// Data crosses each layer once, in both directions, and each is usable
+// alone in a test:
+//
+//   - peer/wire: the [wire.Message] members exchange and its frame format
+//     (version 3), with fuzzed decoders. No I/O, no state.
+//   - peer/transport: the [transport.Transport] interface a node sends and
+//     receives through (status queries included, with their reply), the
+//     observer's [transport.Asker], and the member list ([transport.Group]).
+//   - peer/tcp (the authenticated TCP transport: handshake, group keys,
+//     secret files) and peer/memnet (in memory, seeded faults) implement
+//     it; the algorithms run unchanged over either.
+//   - this package: the [Algorithm] interface and its registry ([Register],
+//     [Algorithms], [Open], shaped like [tenure.Register]), the [Node] that
+//     runs an algorithm with its failure detector, handover and persisted
+//     epochs ([EpochStore]), the Store adapter (store.go), the [Observer],
+//     and the peer:// URL ([ParseURL]). Algorithm-specific options are
+//     typed ([Config.Options]), converted from the URL by the parser the
+//     algorithm registers ([WithParams]).
+//   - peer/lowest, peer/bully, peer/ring: algorithms run by Node;
+//     peer/raft: a complete mode with its own transport.
 //
 // A member's [Node] is a [tenure.Store] and [tenure.Reader] for one logical
 // key, so the same [tenure.Elector], Observer, health checks and `tenure run`
@@ -19,8 +42,9 @@
 //     returns [tenure.ErrLost] once it stopped being coordinator.
 //   - Release resigns: Resign is sent to all, the node abstains from
 //     elections for Timeout, the others elect someone else.
-//   - Get and Watch report the coordinator this node follows. Watch
-//     delivers a change at once, so a coordinator that learns it is
+//   - Get and Watch report the coordinator this node follows (Watch, built
+//     on [tenure.Follow], names the coordinator on its own node only once
+//     its handover is complete). Watch delivers a change at once, so a coordinator that learns it is
 //     superseded (a higher epoch, another member's claim with precedence)
 //     or steps down pushes the loss: the elector's watch of its own grant
 //     cancels the task at once, not at the next renewal.
@@ -36,7 +60,7 @@
 // only when every other member M has either
 //
 //   - yielded: M answers each claim of a coordinator still waiting (flag
-//     [FlagHandover]) with a [Yield]; it yields to the new epoch only once
+//     [wire.FlagHandover]) with a [wire.Yield]; it yields to the new epoch only once
 //     M's node holds no grant of an older epoch: it is not coordinator under
 //     one, and the lease it last handed out was released by its elector
 //     (Release, even of a superseded lease), or its elector came back to
@@ -103,8 +127,8 @@
 // [ErrObserver] (a [tenure.ErrInvalid]): add id=N to campaign.
 //
 // An observer is never a member: it takes no ID (its queries come from
-// [ObserverID], 0, which no member can have), members answer its queries
-// in their transport and never pass them to the election, so it is never
+// [wire.ObserverID], 0, which no member can have), members' nodes answer
+// its queries in their dispatch and never pass them to the election, so it is never
 // heard as alive, never voted for and never followed; it sends no
 // heartbeats. Without the secret it learns nothing: members close the
 // connection when its handshake proof fails, and answers are authenticated
@@ -169,7 +193,7 @@
 //   - No quorum: a minority side elects its own coordinator.
 //   - The membership is static; changing it means restarting every member
 //     with the new list.
-//   - Every member must run a version with the handover ([Yield]): a new
+//   - Every member must run a version with the handover ([wire.Yield]): a new
 //     coordinator waits for each live member's Yield, which an older
 //     member never sends (it drops the unknown type), so a lowest group
 //     with one older member never grants and a bully or ring group waits
@@ -185,7 +209,7 @@
 //     holder of the secret can claim any member ID. The dialer proves
 //     first, so whoever answers at a member's address receives its proof
 //     and could test guesses of the secret against it offline; a random
-//     secret (see [LoadSecret]) makes that useless.
+//     secret (see [tcp.LoadSecret]) makes that useless.
 //   - The group key binds the URL's key parameter, not the key a node binds
 //     on first use, and member IDs, not addresses: two groups with the same
 //     IDs, algorithm and key parameter (or none) derive the same group key

@@ -14,7 +14,7 @@ import (
 	"github.com/tenurehq/tenure/peer/wire"
 )
 
-// Node is one member running an election [Algorithm] over a [Transport]. It
+// Node is one member running an election [Algorithm] over a [transport.Transport]. It
 // is also the member's [tenure.Store] for one logical key (see store.go and
 // the package doc). Create it with [NewNode] or [Open]; all methods are safe
 // for concurrent use.
@@ -386,7 +386,7 @@ func (n *Node) expireGrant(now time.Time) {
 	}
 }
 
-// yield answers the coordinator this node follows: [Yield] at its epoch
+// yield answers the coordinator this node follows: [wire.Yield] at its epoch
 // if this node holds no older grant, else at the held grant's epoch (not
 // yet). The caller holds mu.
 func (n *Node) yield() {
@@ -472,7 +472,7 @@ func (n *Node) Status() Status {
 		Epoch: n.maxEpoch, Issued: append([]uint64(nil), n.issued...), Granting: n.granting()}
 }
 
-// Transport returns the node's transport (a [*TCP] unless Config.Transport
+// Transport returns the node's transport (a [*tcp.Transport] unless Config.Transport
 // was set), for its counters.
 func (n *Node) Transport() transport.Transport { return n.tr }
 

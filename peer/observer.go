@@ -44,7 +44,7 @@ var (
 )
 
 // NewObserver returns an observer of cfg.Group (cfg.ID must be
-// [ObserverID]; defaults applied, validated). It asks members through a, or,
+// [wire.ObserverID]; defaults applied, validated). It asks members through a, or,
 // if a is nil, with the TCP transport's status query (algorithms lowest,
 // bully, ring; modes such as raft pass their own Asker). It does not
 // contact any member yet.
