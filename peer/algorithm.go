@@ -150,7 +150,11 @@ func Algorithms() []string {
 func NodeOpener(newAlg func() Algorithm) Opener {
 	return func(ctx context.Context, cfg Config) (tenure.Store, error) {
 		if cfg.IsObserver() {
-			return NewObserver(cfg, nil)
+			o, err := NewObserver(cfg, nil)
+			if err != nil {
+				return nil, err
+			}
+			return o.Store(), nil
 		}
 		return NewNode(cfg, newAlg())
 	}

@@ -123,8 +123,10 @@
 // answered reports (Holder its ID, Term its epoch, TTL and Remaining as
 // that member says), Holder "" when none reports one, and an error naming
 // each member and why when none answers. Watch repeats that every
-// Heartbeat and delivers changes. Acquire, Renew and Release fail with
-// [ErrObserver] (a [tenure.ErrInvalid]): add id=N to campaign.
+// Heartbeat and delivers changes. The Observer is a [tenure.Reader];
+// [tenure.Open] returns its Store face ([Observer.Store]), whose Acquire,
+// Renew and Release fail with [ErrObserver] (a [tenure.ErrInvalid]): add
+// id=N to campaign.
 //
 // An observer is never a member: it takes no ID (its queries come from
 // [wire.ObserverID], 0, which no member can have), members' nodes answer

@@ -15,13 +15,13 @@ import (
 	"github.com/tenurehq/tenure/peer/transport"
 )
 
-// ErrObserver is wrapped by the error an [Observer] returns from Acquire,
-// Renew and Release: it wraps [tenure.ErrInvalid], because campaigning
+// ErrObserver is wrapped by the error an [Observer]'s Store face
+// ([Observer.Store]) returns from Acquire, Renew and Release: it wraps [tenure.ErrInvalid], because campaigning
 // needs a member, which an observer is not.
 var ErrObserver = fmt.Errorf("%w: peer: an observer (no id in the URL) cannot campaign; add id=N", tenure.ErrInvalid)
 
-// Observer is a read-only view of a peer group: a [tenure.Store] and
-// [tenure.Reader] that reports the coordinator the members agree on
+// Observer is a read-only view of a peer group: a [tenure.Reader] that
+// reports the coordinator the members agree on
 // without being a member. It never joins elections, sends no heartbeats
 // and is never counted as alive by a member; it only asks members, with a
 // status query authenticated by the group's secret, whom they follow.
@@ -39,9 +39,7 @@ type Observer struct {
 	closed bool
 }
 
-var (
-	_ tenure.Store = (*Observer)(nil)
-)
+var _ tenure.Reader = (*Observer)(nil)
 
 // NewObserver returns an observer of cfg.Group (cfg.ID must be
 // [wire.ObserverID]; defaults applied, validated). It asks members through a, or,
@@ -225,31 +223,6 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 	return out, nil
 }
 
-// Acquire returns an error wrapping [ErrObserver] (and so
-// [tenure.ErrInvalid]): an observer cannot campaign. Bad arguments give
-// their own ErrInvalid error, and a closed observer [tenure.ErrClosed].
-func (o *Observer) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
-		return tenure.Lease{}, err
-	}
-	return tenure.Lease{}, o.refuse()
-}
-
-// Renew returns an error wrapping [ErrObserver]; see [Observer.Acquire].
-func (o *Observer) Renew(ctx context.Context, l tenure.Lease) error { return o.refuse() }
-
-// Release returns an error wrapping [ErrObserver]; see [Observer.Acquire].
-func (o *Observer) Release(ctx context.Context, l tenure.Lease) error { return o.refuse() }
-
-func (o *Observer) refuse() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return tenure.ErrClosed
-	}
-	return ErrObserver
-}
-
 // Close closes the observer's connections and ends its watches; later
 // calls return [tenure.ErrClosed]. It is idempotent and does not block on
 // the network.
@@ -266,4 +239,34 @@ func (o *Observer) Close() error {
 		return err
 	}
 	return nil
+}
+
+// Store returns o as a [tenure.Store], for where a store is expected:
+// [tenure.Open] of a peer URL without id. Get, Watch and Close are o's;
+// Acquire, Renew and Release fail with an error wrapping [ErrObserver]
+// (after their own argument checks; [tenure.ErrClosed] once o is closed),
+// since campaigning needs a member. The Observer itself is only a
+// [tenure.Reader].
+func (o *Observer) Store() tenure.Store { return observerStore{o} }
+
+// observerStore is the Store face of an Observer: it refuses every write.
+type observerStore struct{ *Observer }
+
+func (s observerStore) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	return tenure.Lease{}, s.refuse()
+}
+
+func (s observerStore) Renew(context.Context, tenure.Lease) error   { return s.refuse() }
+func (s observerStore) Release(context.Context, tenure.Lease) error { return s.refuse() }
+
+func (s observerStore) refuse() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return tenure.ErrClosed
+	}
+	return ErrObserver
 }

@@ -22,18 +22,17 @@ func (g *tcpGroup) observerURL(secretFile string) string {
 		g.group, g.alg, secretFile)
 }
 
-func openObserver(t testing.TB, raw string) *peer.Observer {
+func openObserver(t testing.TB, raw string) tenure.Store {
 	t.Helper()
 	st, err := tenure.Open(context.Background(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	o, ok := st.(*peer.Observer)
-	if !ok {
-		t.Fatalf("a peer URL without id opened a %T, want *peer.Observer", st)
+	if _, member := st.(*peer.Node); member {
+		t.Fatal("a peer URL without id opened a member's node, want an observer")
 	}
-	return o
+	return st
 }
 
 // nextHolder reads w until a record names want (any holder if want is "")

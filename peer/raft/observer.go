@@ -49,7 +49,7 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 		a.Close()
 		return nil, err
 	}
-	return o, nil
+	return o.Store(), nil
 }
 
 // tlsAsker is the raft [peer.Asker]: one persistent status connection per

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/transport"
 )
 
@@ -66,10 +65,10 @@ func TestObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	o, ok := s.(*peer.Observer)
-	if !ok {
-		t.Fatalf("a raft peer URL without id opened a %T, want *peer.Observer", s)
+	if _, member := s.(*Node); member {
+		t.Fatal("a raft peer URL without id opened a member's node, want an observer")
 	}
+	o := s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	term := c.nodes[li].Raft().CurrentTerm()
