@@ -73,6 +73,22 @@ type Env interface {
 	Logf(format string, args ...any)
 }
 
+// Suspicions are the members an algorithm believes dead (bully and ring
+// skip them): each for Timeout after it was suspected, or until it is
+// heard from (Clear), so a member that recovered is tried again even if
+// it stayed silent. The zero value is not usable: make the map. It is
+// used from the Algorithm's methods only, like the Algorithm.
+type Suspicions map[uint64]time.Time
+
+// Suspect marks id dead for Timeout.
+func (s Suspicions) Suspect(env Env, id uint64) { s[id] = env.Now().Add(env.Config().Timeout) }
+
+// Suspected reports whether id is marked dead.
+func (s Suspicions) Suspected(env Env, id uint64) bool { return env.Now().Before(s[id]) }
+
+// Clear forgets the suspicion of id: it was heard from.
+func (s Suspicions) Clear(id uint64) { delete(s, id) }
+
 // Opener opens one member (or, when cfg.IsObserver(), an observer) of a
 // group running a registered algorithm; it is to algorithm names what
 // [tenure.Opener] is to URL schemes. ctx bounds only the opening. The

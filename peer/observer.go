@@ -34,9 +34,9 @@ type Observer struct {
 	ctx    context.Context // cancelled by Close: ends every watch
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	key    string
-	closed bool
+	closeOnce sync.Once
+	mu        sync.Mutex // guards key
+	key       string
 }
 
 var _ tenure.Reader = (*Observer)(nil)
@@ -84,11 +84,11 @@ func (o *Observer) use(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
+	if o.ctx.Err() != nil {
 		return tenure.ErrClosed
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.key == "" {
 		o.key = key
 	}
@@ -226,19 +226,14 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 // Close closes the observer's connections and ends its watches; later
 // calls return [tenure.ErrClosed]. It is idempotent and does not block on
 // the network.
-func (o *Observer) Close() error {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		return nil
-	}
-	o.closed = true
-	o.cancel()
-	o.mu.Unlock()
-	if err := o.ask.Close(); err != nil && !errors.Is(err, tenure.ErrClosed) {
-		return err
-	}
-	return nil
+func (o *Observer) Close() (err error) {
+	o.closeOnce.Do(func() {
+		o.cancel()
+		if e := o.ask.Close(); !errors.Is(e, tenure.ErrClosed) {
+			err = e
+		}
+	})
+	return err
 }
 
 // Store returns o as a [tenure.Store], for where a store is expected:
@@ -263,9 +258,7 @@ func (s observerStore) Renew(context.Context, tenure.Lease) error   { return s.r
 func (s observerStore) Release(context.Context, tenure.Lease) error { return s.refuse() }
 
 func (s observerStore) refuse() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if s.ctx.Err() != nil {
 		return tenure.ErrClosed
 	}
 	return ErrObserver

@@ -27,9 +27,12 @@ var (
 	_ tenure.Store = (*Node)(nil)
 )
 
-// bind checks key against the node's key, binding the node to it on first
-// use. The caller holds mu.
-func (n *Node) bind(key string) error {
+// enter checks ctx and that the node is open, then key against the
+// node's key, binding the node to it on first use. The caller holds mu.
+func (n *Node) enter(ctx context.Context, key string) error {
+	if err := n.usable(ctx); err != nil {
+		return err
+	}
 	if n.key == "" {
 		n.key = key
 		return nil
@@ -89,10 +92,7 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.usable(ctx); err != nil {
-		return tenure.Lease{}, err
-	}
-	if err := n.bind(key); err != nil {
+	if err := n.enter(ctx, key); err != nil {
 		return tenure.Lease{}, err
 	}
 	now := time.Now()
@@ -193,10 +193,7 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.usable(ctx); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := n.bind(key); err != nil {
+	if err := n.enter(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	return n.recordLocked(time.Now()), nil
@@ -222,11 +219,7 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	ctx, cancel := context.WithCancel(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.usable(ctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := n.bind(key); err != nil {
+	if err := n.enter(ctx, key); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -281,17 +274,24 @@ func (n *Node) endWatches() {
 // watches end and later calls return [tenure.ErrClosed]. Close waits for the
 // node's goroutine; it is idempotent.
 func (n *Node) Close() error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return nil
+	if n.leave() {
+		<-n.done
+		return n.tr.Close()
 	}
-	n.closed = true
-	close(n.stop)
-	n.endWatches()
-	n.mu.Unlock()
-	<-n.done
-	return n.tr.Close()
+	return nil
+}
+
+// leave marks the node closed, stops its goroutine and ends its watches.
+// It reports false if the node had already left.
+func (n *Node) leave() (first bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if first = !n.closed; first {
+		n.closed = true
+		close(n.stop)
+		n.endWatches()
+	}
+	return first
 }
 
 // Defaults implements [tenure.Defaulter]: the node campaigns as its own

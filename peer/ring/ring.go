@@ -12,7 +12,7 @@ import (
 func init() { peer.Register("ring", peer.NodeOpener(New)) }
 
 // New returns the Ring algorithm for one node (see the package doc).
-func New() peer.Algorithm { return &ring{suspected: map[uint64]time.Time{}} }
+func New() peer.Algorithm { return &ring{suspected: peer.Suspicions{}} }
 
 type pending struct {
 	to     uint64
@@ -26,7 +26,7 @@ type ring struct {
 	electStart  time.Time
 	ref         uint64
 	pending     map[uint64]pending // by Ref
-	suspected   map[uint64]time.Time
+	suspected   peer.Suspicions
 }
 
 // ackWait is how long a ring message waits for its Ack.
@@ -50,7 +50,7 @@ func (r *ring) successor(env peer.Env) uint64 {
 	i := env.Group().Index(env.Self())
 	for k := 1; k < len(ids); k++ {
 		id := ids[(i+k)%len(ids)]
-		if !r.isSuspected(env, id) {
+		if !r.suspected.Suspected(env, id) {
 			return id
 		}
 	}
@@ -75,7 +75,7 @@ func (r *ring) forward(env peer.Env, m wire.Message) {
 		m.Ref = r.ref
 		m.Hops++
 		if err := env.Send(to, m); err != nil {
-			r.suspect(env, to)
+			r.suspected.Suspect(env, to)
 			continue
 		}
 		r.pending[m.Ref] = pending{to: to, msg: m, sentAt: env.Now()}
@@ -105,7 +105,7 @@ func (r *ring) Tick(env peer.Env) {
 	for _, ref := range slices.Sorted(maps.Keys(r.pending)) {
 		if p := r.pending[ref]; now.Sub(p.sentAt) >= ackWait(env) {
 			delete(r.pending, ref)
-			r.suspect(env, p.to)
+			r.suspected.Suspect(env, p.to)
 			env.Logf("ring: no ack from %d, skipping it", p.to)
 			r.forward(env, p.msg)
 		}
@@ -124,7 +124,7 @@ func (r *ring) Tick(env peer.Env) {
 }
 
 func (r *ring) Receive(env peer.Env, m wire.Message) {
-	delete(r.suspected, m.From)
+	r.suspected.Clear(m.From)
 	switch m.Type {
 	case wire.Ack:
 		delete(r.pending, m.Ref)
@@ -178,19 +178,9 @@ func (r *ring) handleRing(env peer.Env, m wire.Message) {
 
 func (r *ring) LeaderLost(env peer.Env, id uint64) {
 	if id != env.Self() {
-		r.suspect(env, id)
+		r.suspected.Suspect(env, id)
 	}
 	if !r.participant && !env.Now().Before(r.graceEnd) {
 		r.initiate(env)
 	}
-}
-
-// suspect marks id dead for Timeout, or until it is heard from: a member
-// that recovered is tried again even if it stayed silent.
-func (r *ring) suspect(env peer.Env, id uint64) {
-	r.suspected[id] = env.Now().Add(env.Config().Timeout)
-}
-
-func (r *ring) isSuspected(env peer.Env, id uint64) bool {
-	return env.Now().Before(r.suspected[id])
 }

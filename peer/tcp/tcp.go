@@ -135,10 +135,11 @@ type Transport struct {
 	wg          sync.WaitGroup
 	c           counters
 
-	mu      sync.Mutex
-	closed  bool
-	conns   map[net.Conn]*inbound
-	members map[uint64]net.Conn // the authenticated inbound connection of each member
+	closeOnce sync.Once
+	mu        sync.Mutex
+	closed    bool
+	conns     map[net.Conn]*inbound
+	members   map[uint64]net.Conn // the authenticated inbound connection of each member
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -238,24 +239,28 @@ func (t *Transport) Send(m wire.Message) error {
 	}
 }
 
-// Close implements [transport.Transport]: it closes the listener and every connection
-// and waits for the transport's goroutines.
+// Close implements [transport.Transport]: it closes the listener and every
+// connection and waits for the transport's goroutines. It is idempotent.
 func (t *Transport) Close() error {
+	t.closeOnce.Do(func() {
+		t.shut()
+		t.wg.Wait()
+		close(t.recv)
+	})
+	return nil
+}
+
+// shut marks the transport closed and closes its listener and
+// connections, so its goroutines end.
+func (t *Transport) shut() {
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil
-	}
+	defer t.mu.Unlock()
 	t.closed = true
 	t.cancel()
 	t.ln.Close()
 	for c := range t.conns {
 		c.Close()
 	}
-	t.mu.Unlock()
-	t.wg.Wait()
-	close(t.recv)
-	return nil
 }
 
 // outConn is the connection to one member and its writer goroutine.
