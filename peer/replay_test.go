@@ -165,11 +165,9 @@ func counter(st tcp.Stats, name string) uint64 {
 	return f.Uint()
 }
 
-// TestTCPReplayAfterRestart records member 2's frames to member 1, restarts
-// member 1, and replays them: nothing is delivered (the recorded handshake
-// does not answer the new connection's challenge), and the refusal is
-// counted.
-func TestTCPReplayAfterRestart(t *testing.T) {
+// recordedLink starts the transports of members 1 and 2 of a bully group,
+// member 2 reaching 1 through a recorder.
+func recordedLink(t *testing.T) (*tcpGroup, *recorder, *tcp.Transport, *tcp.Transport) {
 	g := newTCPGroup(t, "bully", 2)
 	secret := testKey(t)
 	discard := slog.New(slog.DiscardHandler)
@@ -182,6 +180,16 @@ func TestTCPReplayAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, rec, t1, t2
+}
+
+// TestTCPReplayAfterRestart records member 2's frames to member 1, restarts
+// member 1, and replays them: nothing is delivered (the recorded handshake
+// does not answer the new connection's challenge), and the refusal is
+// counted.
+func TestTCPReplayAfterRestart(t *testing.T) {
+	g, rec, t1, t2 := recordedLink(t)
+	secret, discard := testKey(t), slog.New(slog.DiscardHandler)
 	defer t2.Close()
 	for i := uint64(1); i <= 3; i++ {
 		if err := t2.Send(wire.Message{Type: wire.Coordinator, To: 1, Leader: 2, LeaderEpoch: 41, Ref: i}); err != nil {
@@ -197,7 +205,7 @@ func TestTCPReplayAfterRestart(t *testing.T) {
 		}
 	}
 	t1.Close()
-	t1, err = tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard})
+	t1, err := tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,18 +232,8 @@ func TestTCPReplayAfterRestart(t *testing.T) {
 // every connection open (enough to fill every inbound slot). Member 2,
 // the real one, must still get in.
 func TestTCPReplayExhaustion(t *testing.T) {
-	g := newTCPGroup(t, "bully", 2)
-	secret := testKey(t)
-	discard := slog.New(slog.DiscardHandler)
-	rec := newRecorder(t, g.group.Addr(1))
-	t1, err := tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t2, err := tcp.Listen(tcp.Config{Self: 2, Group: withAddr(t, g.group, 1, rec.addr()), Secret: secret, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, rec, t1, t2 := recordedLink(t)
+	secret, discard := testKey(t), slog.New(slog.DiscardHandler)
 	slots := 4 * g.group.Len()
 	for i := uint64(1); i <= uint64(2*slots); i++ {
 		if err := t2.Send(wire.Message{Type: wire.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 3, Ref: i}); err != nil {
@@ -249,7 +247,8 @@ func TestTCPReplayExhaustion(t *testing.T) {
 	}
 	t2.Close()
 	t1.Close()
-	if t1, err = tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard}); err != nil {
+	t1, err := tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer t1.Close()

@@ -57,11 +57,7 @@ func acquireGranted(t *testing.T, n *peer.Node) tenure.Lease {
 // virtual time.
 func TestNodeStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := simtest.New(simtest.Options{Algorithm: "bully", Size: 3, Seed: 1})
-		defer c.Close()
-		if err := c.StartAll(); err != nil {
-			t.Fatal(err)
-		}
+		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: 3, Seed: 1})
 		watch, l3, epoch := checkFirstGrant(t, c)
 		checkReleaseAndTakeover(t, c, watch, l3, epoch)
 		checkClose(t, c, watch)

@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/bully"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
 	_ "github.com/tenurehq/tenure/peer/lowest"
 	_ "github.com/tenurehq/tenure/peer/ring"
 	"github.com/tenurehq/tenure/peer/tcp"
@@ -30,27 +29,13 @@ type tcpGroup struct {
 	nodes  map[uint64]*peer.Node
 }
 
-func writeSecret(t testing.TB, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "peer.secret")
-	if err := os.WriteFile(p, []byte(content+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+var writeSecret = peertest.WriteSecret
 
-const testSecret = "0123456789abcdef0123456789abcdef-test-secret"
+const testSecret = peertest.Secret
 
 func newTCPGroup(t testing.TB, alg string, n int) *tcpGroup {
 	t.Helper()
-	var ms []transport.Member
-	for i := 1; i <= n; i++ {
-		ms = append(ms, transport.Member{ID: uint64(i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
-	}
-	g, err := transport.NewGroup(ms)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := peertest.Group(t, n)
 	tg := &tcpGroup{t: t, alg: alg, group: g, secret: writeSecret(t, testSecret), dir: t.TempDir(), nodes: map[uint64]*peer.Node{}}
 	t.Cleanup(func() {
 		for _, n := range tg.nodes {

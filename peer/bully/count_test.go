@@ -20,15 +20,11 @@ func TestMessagesBestCase(t *testing.T) {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				initiator := uint64(n - 1)
-				c := simtest.New(simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
+				c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
 					if cfg.ID != initiator {
 						cfg.Timeout = time.Hour // only the initiator notices the crash
 					}
 				}})
-				defer c.Close()
-				if err := c.StartAll(); err != nil {
-					t.Fatal(err)
-				}
 				old, leader, st, took, err := c.Failover(time.Hour)
 				if err != nil {
 					t.Fatal(err)
@@ -54,15 +50,11 @@ func TestMessagesWorstCase(t *testing.T) {
 	for _, n := range simtest.BenchSizes {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := simtest.New(simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
+				c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
 					if cfg.ID != 1 {
 						cfg.Timeout = time.Hour
 					}
 				}})
-				defer c.Close()
-				if err := c.StartAll(); err != nil {
-					t.Fatal(err)
-				}
 				_, leader, st, _, err := c.Failover(time.Hour)
 				if err != nil {
 					t.Fatal(err)

@@ -17,11 +17,7 @@ func TestMessagesAfterCrash(t *testing.T) {
 	for _, n := range simtest.BenchSizes {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := simtest.New(simtest.Options{Algorithm: "lowest", Size: n, Seed: 1})
-				defer c.Close()
-				if err := c.StartAll(); err != nil {
-					t.Fatal(err)
-				}
+				c := simtest.Start(t, simtest.Options{Algorithm: "lowest", Size: n, Seed: 1})
 				old, leader, st, took, err := c.Failover(time.Minute)
 				if err != nil {
 					t.Fatal(err)

@@ -32,11 +32,7 @@ func TestMessagesSingleInitiator(t *testing.T) {
 		for i := 1; i <= n; i++ {
 			t.Run(fmt.Sprintf("n=%d/i=%d", n, i), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					c := simtest.New(simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
-					defer c.Close()
-					if err := c.StartAll(); err != nil {
-						t.Fatal(err)
-					}
+					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
 					leader, _, err := c.AwaitAgreement(time.Minute)
 					if err != nil {
 						t.Fatal(err)
@@ -67,11 +63,7 @@ func TestMessagesAfterCrash(t *testing.T) {
 		for _, i := range slices.Compact([]int{1, n / 2, n - 1}) {
 			t.Run(fmt.Sprintf("n=%d/i=%d", n, i), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					c := simtest.New(simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
-					defer c.Close()
-					if err := c.StartAll(); err != nil {
-						t.Fatal(err)
-					}
+					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
 					_, leader, st, took, err := c.Failover(time.Hour)
 					if err != nil {
 						t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
 	"github.com/tenurehq/tenure/peer/tcp"
 )
 
@@ -104,13 +105,6 @@ func TestLoadSecretNotARegularFile(t *testing.T) {
 	}
 }
 
-const testSecret = "0123456789abcdef0123456789abcdef-test-secret"
+const testSecret = peertest.Secret
 
-func writeSecret(t testing.TB, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "peer.secret")
-	if err := os.WriteFile(p, []byte(content+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+var writeSecret = peertest.WriteSecret

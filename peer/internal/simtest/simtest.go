@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -350,4 +351,17 @@ func (c *Cluster) Failover(bound time.Duration) (old, leader uint64, stats memne
 	c.Net.ResetStats()
 	leader, took, err = c.AwaitAgreement(bound)
 	return old, leader, c.Net.Stats(), took, err
+}
+
+// Start is New then StartAll for a test: it fails t if a member cannot
+// start, and closes the cluster when t ends (inside a synctest bubble, as
+// t's cleanups run there).
+func Start(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	c := New(o)
+	t.Cleanup(c.Close)
+	if err := c.StartAll(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
