@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,10 +90,7 @@ func (o *Observer) use(ctx context.Context, key string) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.key == "" {
-		o.key = key
-	}
-	if key != o.key {
+	if o.key = cmp.Or(o.key, key); key != o.key {
 		return invalidf("this peer observer follows key %q, not %q (one group per key)", o.key, key)
 	}
 	return nil

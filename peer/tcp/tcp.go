@@ -81,31 +81,27 @@ type counters struct {
 	queueFull, dialFailures, rejected, authTimeouts, idleClosed, superseded, queries atomic.Uint64
 }
 
-// count counts the error that ended a connection's handshake or frame.
+// count counts the error that ended a connection's handshake or frame
+// under its reason. A timeout is counted by the caller, which knows which
+// deadline it was.
 func (c *counters) count(err error) {
-	var ne net.Error
-	switch {
-	case errors.Is(err, wire.ErrBadMAC):
-		c.badMAC.Add(1)
-	case errors.Is(err, wire.ErrFrameTooLarge):
-		c.oversized.Add(1)
-	case errors.Is(err, wire.ErrOtherGroup):
-		c.otherGroup.Add(1)
-	case errors.Is(err, wire.ErrStale):
-		c.stale.Add(1)
-	case errors.Is(err, wire.ErrReplayed):
-		c.replayed.Add(1)
-	case errors.Is(err, wire.ErrMalformed):
-		c.malformed.Add(1)
-	case errors.Is(err, errMisaddressed):
-		c.misaddressed.Add(1)
-	case errors.As(err, &ne) && ne.Timeout():
-		// counted by the caller, which knows which deadline it was
+	for _, r := range []struct {
+		err error
+		n   *atomic.Uint64
+	}{
+		{wire.ErrBadMAC, &c.badMAC}, {wire.ErrFrameTooLarge, &c.oversized}, {wire.ErrOtherGroup, &c.otherGroup},
+		{wire.ErrStale, &c.stale}, {wire.ErrReplayed, &c.replayed}, {wire.ErrMalformed, &c.malformed},
+		{errMisaddressed, &c.misaddressed},
+	} {
+		if errors.Is(err, r.err) {
+			r.n.Add(1)
+			return
+		}
 	}
 }
 
-// Transport is the authenticated TCP [transport.Transport]. Each member keeps one outgoing
-// connection per other member, dialled on demand, and accepts connections
+// Transport is the authenticated TCP [transport.Transport]. Each member
+// keeps one outgoing connection per other member, dialled on demand, and accepts connections
 // from anyone; every connection starts with a handshake that proves both
 // ends hold the group key and binds fresh nonces of both into every later
 // frame's MAC (see dialHandshake), and only frames that authenticate on
