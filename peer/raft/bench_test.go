@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer/internal/peertest"
 )
 
@@ -65,10 +64,5 @@ func BenchmarkFailover(b *testing.B) {
 func BenchmarkObserverGet(b *testing.B) {
 	c, urls := openPeerCluster(b, 3)
 	li := c.awaitLeader(30*tcpHB, -1)
-	o, err := tenure.Open(context.Background(), observerURL(b, urls[0], ""))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer o.Close()
-	peertest.BenchGet(b, o, "k", c.members[li].ID)
+	peertest.BenchGet(b, openTestObserver(b, observerURL(b, urls[0], "")), "k", c.members[li].ID)
 }

@@ -22,25 +22,11 @@ func awaitLeader(t testing.TB, c *cluster, bound time.Duration, not ...int) int 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	changed := make(chan struct{}, 1)
+	var nodes []*Node
 	for i := range c.ids {
-		n := c.node(i)
-		if n == nil {
-			continue
-		}
-		w, err := n.Watch(ctx, "k")
-		if err != nil {
-			t.Fatalf("watch on member %d: %v", i, err)
-		}
-		go func() {
-			for range w {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-		}()
+		nodes = append(nodes, c.node(i))
 	}
+	changed := watchAll(ctx, t, nodes)
 	for {
 		for _, l := range c.leaders() {
 			if slices.Contains(not, l) {
@@ -190,12 +176,7 @@ func TestPartitionedLeaderLosesLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 5, testHB)
 		ctx := context.Background()
-		li := awaitLeader(t, c, 20*testHB)
-		old := c.node(li)
-		l, err := old.Acquire(ctx, "k", c.ids[li], testHB)
-		if err != nil {
-			t.Fatal(err)
-		}
+		li, old, l := leaderLease(t, c)
 		g := []int{0, 0, 0, 0, 0}
 		g[li], g[(li+1)%5] = 1, 1 // the leader and one follower: a minority of 2
 		c.partition(g)
@@ -345,12 +326,7 @@ func TestNoSecondGrantInATerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 3, testHB)
 		ctx := context.Background()
-		li := awaitLeader(t, c, 20*testHB)
-		n := c.node(li)
-		l, err := n.Acquire(ctx, "k", c.ids[li], testHB)
-		if err != nil {
-			t.Fatal(err)
-		}
+		li, n, l := leaderLease(t, c)
 		c.isolate(li)
 		synctest.Wait()
 		rctx, cancel := context.WithTimeout(ctx, testHB/20)
@@ -358,7 +334,7 @@ func TestNoSecondGrantInATerm(t *testing.T) {
 			t.Log("Release reported a handover although cut off") // raft may answer before the timeout; the grant is ended either way
 		}
 		cancel()
-		_, err = n.Acquire(ctx, "k", c.ids[li], testHB)
+		_, err := n.Acquire(ctx, "k", c.ids[li], testHB)
 		switch {
 		case err == nil:
 			t.Fatal("granted the key twice")
@@ -370,4 +346,16 @@ func TestNoSecondGrantInATerm(t *testing.T) {
 			t.Fatalf("Renew after Release: got %v, want ErrLost", err)
 		}
 	})
+}
+
+// leaderLease waits for c's leader and acquires "k" on it.
+func leaderLease(t *testing.T, c *cluster) (int, *Node, tenure.Lease) {
+	t.Helper()
+	li := awaitLeader(t, c, 20*testHB)
+	n := c.node(li)
+	l, err := n.Acquire(context.Background(), "k", c.ids[li], testHB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return li, n, l
 }

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tenurehq/tenure/peer/internal/peertest"
 	"github.com/tenurehq/tenure/peer/transport"
 	"github.com/tenurehq/tenure/peer/wire"
 )
 
-const internalSecret = "0123456789abcdef0123456789abcdef-test-secret"
+const internalSecret = peertest.Secret
 
 func testGroupKey(t testing.TB, key string) groupKey {
 	t.Helper()
@@ -17,10 +18,7 @@ func testGroupKey(t testing.TB, key string) groupKey {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := transport.NewGroup([]transport.Member{{ID: 1}, {ID: 2}, {ID: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, _ := transport.ParseMembers("1=,2=,3=")
 	gk, err := deriveGroupKey(s, key, "bully", g)
 	if err != nil {
 		t.Fatal(err)

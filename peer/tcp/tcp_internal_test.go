@@ -323,12 +323,35 @@ func TestTCPObserversCannotLockOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	memberGetsIn(t, g, tr1, others)
+}
+
+// TestTCPIdleStrangersCannotLockOut fills every inbound slot with idle
+// connections that never authenticate; a member still gets through, since
+// the oldest stranger is evicted for it.
+func TestTCPIdleStrangersCannotLockOut(t *testing.T) {
+	g, _ := wireGroup(t, 2)
+	tr1 := wireListen(t, g, 1, nil)
+	for range tr1.maxInbound() {
+		c, err := net.Dial("tcp", g.Addr(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	memberGetsIn(t, g, tr1, serveQueries(t, tr1, wire.Message{}))
+}
+
+// memberGetsIn checks that member 2 reaches tr1 (member 1), whose inbound
+// slots were all taken, by evicting one of the connections.
+func memberGetsIn(t *testing.T, g transport.Group, tr1 *Transport, received <-chan wire.Message) {
+	t.Helper()
 	tr2 := wireListen(t, g, 2, nil)
 	if err := tr2.Send(wire.Message{Type: wire.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case m := <-others:
+	case m := <-received:
 		if m.From != 2 {
 			t.Fatalf("got %v", m)
 		}
@@ -336,7 +359,7 @@ func TestTCPObserversCannotLockOut(t *testing.T) {
 		t.Fatalf("the member's frame never arrived: %+v", tr1.Stats())
 	}
 	if st := tr1.Stats(); st.Rejected == 0 {
-		t.Fatalf("no observer was evicted: %+v", st)
+		t.Fatalf("no connection was evicted for the member: %+v", st)
 	}
 }
 
