@@ -48,12 +48,12 @@ type Node struct {
 	closing  bool
 	inflight sync.WaitGroup
 
-	mu     sync.Mutex
-	key    string           // the one key served: Config.Key or the first used
-	grants map[string]grant // by key
+	mu    sync.Mutex
+	key   string // the one key served: Config.Key or the first used
+	grant grant  // the last grant of key
 }
 
-// grant is this node's last grant of a key.
+// grant is this node's last grant of its key.
 type grant struct {
 	term uint64
 	held bool // false once released or found lost
@@ -73,7 +73,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, key: cfg.Key, done: make(chan struct{}), grants: map[string]grant{}}
+	n := &Node{cfg: cfg, key: cfg.Key, done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -218,7 +218,7 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 	}
 	term := n.raft.CurrentTerm()
 	n.mu.Lock()
-	g := n.grants[key]
+	g := n.grant
 	n.mu.Unlock()
 	switch {
 	case g.held && g.term == term:
@@ -235,11 +235,11 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if g := n.grants[key]; g.term >= term {
+	if n.grant.term >= term {
 		// A concurrent Acquire won this term.
 		return tenure.Lease{}, &tenure.HeldError{Record: tenure.Record{Key: key, Holder: n.cfg.ID, Term: term}}
 	}
-	n.grants[key] = grant{term: term, held: true}
+	n.grant = grant{term: term, held: true}
 	return tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl}, nil
 }
 
@@ -275,12 +275,12 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 		return err
 	}
 	n.mu.Lock()
-	g := n.grants[l.Key]
+	g := n.grant
 	if !g.held || g.term != l.Term {
 		n.mu.Unlock()
 		return lostf(l, "released concurrently")
 	}
-	n.grants[l.Key] = grant{term: l.Term}
+	n.grant = grant{term: l.Term}
 	n.mu.Unlock()
 	return n.transfer(ctx)
 }
@@ -356,9 +356,9 @@ func (n *Node) current(l tenure.Lease) error {
 		return lostf(l, "it belongs to %q, not this node %q", l.Identity, n.cfg.ID)
 	}
 	n.mu.Lock()
-	g := n.grants[l.Key]
+	g, key := n.grant, n.key
 	n.mu.Unlock()
-	if !g.held || g.term != l.Term {
+	if l.Key != key || !g.held || g.term != l.Term {
 		return lostf(l, "it is not this node's current grant")
 	}
 	if n.raft.State() != hraft.Leader || n.raft.CurrentTerm() != l.Term {
@@ -389,8 +389,8 @@ func (n *Node) checkKey(key string) error {
 // drop forgets l after its term's leadership ended.
 func (n *Node) drop(l tenure.Lease) {
 	n.mu.Lock()
-	if g := n.grants[l.Key]; g.term == l.Term {
-		n.grants[l.Key] = grant{term: l.Term}
+	if n.grant.term == l.Term {
+		n.grant = grant{term: l.Term}
 	}
 	n.mu.Unlock()
 }
