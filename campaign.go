@@ -38,9 +38,12 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 		rctx, cancel := e.requestContext(ctx, time.Time{})
 		lease, err := c.Store.Acquire(rctx, c.Key, c.Identity, c.TTL)
 		cancel()
+		took := c.Clock.Now().Sub(start)
 		if err == nil {
+			e.emit(Event{Kind: EventAcquired, Term: lease.Term, Took: took})
 			return lease, start, nil
 		}
+		e.emit(Event{Kind: EventAcquireFailed, Err: err, Took: took})
 		var wait time.Duration
 		var held *HeldError
 		switch {

@@ -448,6 +448,10 @@ func TestEventsInOrder(t *testing.T) {
 		defer mu.Unlock()
 		var seq []string
 		for _, r := range log {
+			switch r.kind {
+			case tenure.EventAcquired, tenure.EventAcquireFailed, tenure.EventRenewed:
+				continue // per request; counted in TestRequestEvents
+			}
 			s := r.who + ":" + r.kind.String()
 			switch r.kind {
 			case tenure.EventLeaderChanged:
@@ -497,5 +501,38 @@ func TestHangingWatchDoesNotBlockCampaign(t *testing.T) {
 			t.Fatal("not elected within 10 TTLs of a free key: stuck setting up a watch")
 		}
 		r.stop()
+	})
+}
+
+// TestRequestEvents: every Acquire and every successful renewal is an
+// event with its round trip, so metrics need not wrap the store.
+func TestRequestEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		var mu sync.Mutex
+		count := map[tenure.EventKind]int{}
+		on := func(ev tenure.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			count[ev.Kind]++
+			if ev.Kind == tenure.EventAcquireFailed && !errors.Is(ev.Err, tenure.ErrHeld) {
+				t.Errorf("acquire failed with %v, want ErrHeld", ev.Err)
+			}
+		}
+		ca, cb := config(mem, "a"), config(mem, "b")
+		ca.OnEvent, cb.OnEvent = on, on
+		b := newBook()
+		ra := start(newElector(t, ca), b.task("a", nil))
+		<-b.began
+		rb := start(newElector(t, cb), b.task("b", nil))
+		time.Sleep(ttl)
+		ra.stop()
+		rb.stop()
+		mu.Lock()
+		defer mu.Unlock()
+		// a renews every TTL/3 (jittered up to 1.2×) for one TTL.
+		if count[tenure.EventAcquired] != 1 || count[tenure.EventAcquireFailed] < 1 || count[tenure.EventRenewed] < 2 {
+			t.Fatalf("events %v: want a's grant, b's refusals and a's renewals", count)
+		}
 	})
 }

@@ -23,6 +23,16 @@ const (
 	// returns, it may act without holding the lease; fencing is what
 	// protects the resource then.
 	EventTaskOverrun
+	// EventAcquired: an Acquire of the key was granted; Took is its
+	// round trip. EventElected follows once the grant's Wait is over.
+	EventAcquired
+	// EventAcquireFailed: an Acquire of the key granted nothing; Err is a
+	// *[HeldError] when somebody holds the key, else the store's error.
+	// Took is the round trip.
+	EventAcquireFailed
+	// EventRenewed: a renewal succeeded in time and moved the renew
+	// deadline; Took is its round trip.
+	EventRenewed
 	// EventReleased: this candidate gave its term up and released the
 	// lease: its task returned while it led (Err is nil), or the context
 	// of Run or Do ended (Err is the context's error).
@@ -43,6 +53,12 @@ func (k EventKind) String() string {
 		return "task-overrun"
 	case EventReleased:
 		return "released"
+	case EventAcquired:
+		return "acquired"
+	case EventAcquireFailed:
+		return "acquire-failed"
+	case EventRenewed:
+		return "renewed"
 	}
 	return "unknown"
 }
@@ -55,5 +71,8 @@ type Event struct {
 	Identity string // this candidate
 	Term     uint64 // the term concerned, if any
 	Holder   string // EventLeaderChanged: the new holder, "" for none
-	Err      error  // EventLost, EventReleased, EventRenewFailed: the reason
+	Err      error  // EventLost, EventReleased, EventRenewFailed, EventAcquireFailed: the reason
+	// Took is the round trip of the store request an EventAcquired,
+	// EventAcquireFailed or EventRenewed reports.
+	Took time.Duration
 }

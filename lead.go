@@ -196,6 +196,7 @@ func (t *holding) renewed(r renewResult) error {
 		if t.started {
 			e.renewed(r.sent, now, t.deadline)
 		}
+		e.emit(Event{Kind: EventRenewed, Term: t.handle.lease.Term, Took: now.Sub(r.sent)})
 	case r.err == nil:
 		return fmt.Errorf("%w (the renewal succeeded too late)", ErrRenewDeadline)
 	case errors.Is(r.err, ErrLost):

@@ -203,3 +203,34 @@ func positive(name string, d time.Duration) error {
 	}
 	return nil
 }
+
+// keyCmdOpts is the command line of a subcommand that reads one key:
+// tenure status and tenure watch.
+type keyCmdOpts struct {
+	store storeSource
+	key   string
+	json  bool
+}
+
+// parseKeyCmd parses and checks the command line of subcommand name,
+// which takes the store flags, --key and --json (described by jsonUsage).
+func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.Writer) (o keyCmdOpts, code int, done bool) {
+	fs := newFlagSet(name)
+	sf := addStoreFlags(fs)
+	fs.StringVar(&o.key, "key", "", "the lease `KEY` (required)")
+	fs.BoolVar(&o.json, "json", false, jsonUsage)
+	if code, done := parseFlags(fs, args, help, stdout, stderr); done {
+		return o, code, true
+	}
+	err := noArgs(fs)
+	if err == nil {
+		err = checkKeyFlag(o.key)
+	}
+	if err == nil {
+		o.store, err = sf.resolve(os.Getenv)
+	}
+	if err != nil {
+		return o, fail(stderr, err), true
+	}
+	return o, 0, false
+}

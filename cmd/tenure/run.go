@@ -314,11 +314,13 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 	return fail(r.stderr, err)
 }
 
-// onEvent is the elector's event hook. Once a term in which CMD ran is over
-// and its lease released, a standby supervisor is started for the next one
-// (with --restart), off the handoff's critical path.
+// onEvent is the elector's event hook. Once this candidate campaigns again
+// and sees who leads (or that nobody does), a standby supervisor is
+// started for its next term, unless one stands by already. Not sooner:
+// starting one (a whole tenure process) right after a release would take
+// CPU from the next leader's start on the same machine.
 func (r *runner) onEvent(ev tenure.Event) {
-	if ev.Kind == tenure.EventLost && r.opts.restart && r.signalled() == 0 {
+	if ev.Kind == tenure.EventLeaderChanged && ev.Holder != r.opts.id && r.signalled() == 0 {
 		r.prepare()
 	}
 }

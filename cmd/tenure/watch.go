@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -27,31 +26,18 @@ Flags:
 
 // watchCmd is `tenure watch`.
 func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("watch")
-	sf := addStoreFlags(fs)
-	key := fs.String("key", "", "the lease `KEY` (required)")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	if code, done := parseFlags(fs, args, watchHelp, stdout, stderr); done {
+	o, code, done := parseKeyCmd("watch", watchHelp, "print one JSON object per line", args, stdout, stderr)
+	if done {
 		return code
-	}
-	if err := noArgs(fs); err != nil {
-		return fail(stderr, err)
-	}
-	if err := checkKeyFlag(*key); err != nil {
-		return fail(stderr, err)
-	}
-	src, err := sf.resolve(os.Getenv)
-	if err != nil {
-		return fail(stderr, err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(peer.WithLogger(openCtx, quietLogger(stderr)), src)
+	store, err := openStore(peer.WithLogger(openCtx, quietLogger(stderr)), o.store)
 	if err == nil {
-		if _, err = store.Get(openCtx, *key); err != nil {
+		if _, err = store.Get(openCtx, o.key); err != nil {
 			store.Close()
-			err = fmt.Errorf("cannot read key %q: %w", *key, err)
+			err = fmt.Errorf("cannot read key %q: %w", o.key, err)
 		}
 	}
 	cancel()
@@ -59,11 +45,11 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	defer store.Close()
-	obs := &tenure.Observer{Store: store, Key: *key, Logger: quietLogger(stderr)}
+	obs := &tenure.Observer{Store: store, Key: o.key, Logger: quietLogger(stderr)}
 	enc := json.NewEncoder(stdout)
 	for rec := range obs.Changes(ctx) {
 		now := time.Now()
-		if *asJSON {
+		if o.json {
 			j := toJSON(rec)
 			j.Time = now.Format(time.RFC3339Nano)
 			_ = enc.Encode(j)

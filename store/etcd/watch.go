@@ -23,9 +23,10 @@ const watchReadTimeout = 5 * time.Second
 // store is closed, or etcd cancels the watch (for instance when the member
 // loses its raft leader).
 //
-// Watch blocks until the watch is set up and the first record read (at
-// most 5 s, or until ctx is done), so that a release right after it returns
-// is delivered; it fails if the store cannot be reached.
+// Watch blocks until it has read the record and etcd has created a watch
+// from the revision of that read (at most 5 s, or until ctx is done), so
+// no change after the first record can be missed; it fails if etcd cannot
+// be reached.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -33,8 +34,8 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	// Set up before returning: once Watch returns, etcd watches the key,
-	// so a caller that goes on to Acquire cannot miss a release.
+	// Read, then watch from the next revision: a caller that goes on to
+	// Acquire cannot miss a release.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	rctx, rcancel := context.WithTimeout(wctx, watchReadTimeout)
 	defer rcancel()

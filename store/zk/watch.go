@@ -23,9 +23,10 @@ const watchReadTimeout = 5 * time.Second
 // is done, the store is closed, a read fails, or the control session
 // disconnects.
 //
-// Watch blocks until the watch is set up and the first record read (at
-// most 5 s, or until ctx is done), so that a release right after it returns
-// is delivered; it fails if the store cannot be reached.
+// Watch blocks until ZooKeeper has armed the watch and the record has been
+// read after it (at most 5 s, or until ctx is done), so no change after the
+// first record can be missed; it fails without a connected, authenticated
+// control session.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -33,8 +34,8 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	// Set up before returning: once Watch returns, ZooKeeper watches the
-	// key, so a caller that goes on to Acquire cannot miss a release.
+	// Arm, then read: a caller that goes on to Acquire cannot miss a
+	// release.
 	rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
 	defer cancel()
 	armed, down, err := s.arm(rctx, key)

@@ -1,0 +1,142 @@
+package httpview
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// browser starts headless Chromium for t and returns a context to drive
+// it with chromedp, bounded by timeout.
+func browser(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		testserver.Missing(t, "chromium", "apt-get install chromium")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.DisableGPU,
+	)
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() { cancelTimeout(); cancelBrowser(); cancelAlloc() })
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`1`)); err != nil { // start the browser
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	return ctx
+}
+
+// realCandidate is an elector on the system clock, with its view, whose
+// task runs until resign is closed; started reports each term's start.
+type realCandidate struct {
+	view    *Handler
+	resign  chan struct{}
+	started chan struct{}
+}
+
+func startReal(t *testing.T, store tenure.Store, id string) *realCandidate {
+	t.Helper()
+	c := &realCandidate{resign: make(chan struct{}), started: make(chan struct{}, 1)}
+	cfg := tenure.Config{Store: store, Key: key, Identity: id, TTL: 2 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)}
+	view, err := New(Options{Key: key, Store: store, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnEvent = view.OnEvent(nil)
+	e, err := tenure.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.SetElector(e); err != nil {
+		t.Fatal(err)
+	}
+	c.view = view
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { _ = view.Run(ctx); done <- struct{}{} }()
+	go func() {
+		_ = e.Run(ctx, func(ctx context.Context) error {
+			c.started <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-c.resign:
+			}
+			return nil
+		})
+		done <- struct{}{}
+	}()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	return c
+}
+
+// TestPageInBrowser loads the live page in headless Chromium, checks that
+// it shows the leader, moves leadership and checks that the page redraws
+// from /events alone, without a reload.
+func TestPageInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	store := memory.New(nil)
+	a := startReal(t, store.Handle(), "a")
+	<-a.started // a leads before b campaigns
+	b := startReal(t, store.Handle(), "b")
+	srv := httptest.NewServer(b.view) // the follower's page
+	t.Cleanup(srv.Close)
+	ctx := browser(t, 60*time.Second) // closed before srv: its /events stream ends first
+
+	text := func(id string) string { return `document.getElementById("` + id + `").textContent` }
+	const bars = `document.querySelectorAll("#timeline rect.term").length`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Poll[chromedp.Void](text("status")+` === "live" && `+text("leader")+` === "a"`),
+	); err != nil {
+		t.Fatalf("the page never showed a leading: %v", err)
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`({key: `+text("key")+`, bars: `+bars+`})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := shown["bars"].(float64)
+	if shown["key"] != key || before < 1 {
+		t.Fatalf("page shows %v, want key %q and at least 1 timeline bar", shown, key)
+	}
+
+	close(a.resign) // a's task returns, a releases, b takes over
+	<-b.started
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](text("leader")+` === "b" && `+bars+` > `+strconv.Itoa(int(before))),
+	); err != nil {
+		t.Fatalf("the page did not redraw when leadership moved to b: %v", err)
+	}
+	shown, err = chromedp.Run(ctx, chromedp.Evaluate[map[string]any](
+		`({leader: `+text("leader")+`, term: `+text("term")+`, self: `+text("self")+`, bars: `+bars+`})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown["leader"] != "b" || shown["term"] != "2" || shown["self"] != "(this process)" || shown["bars"].(float64) <= before {
+		t.Errorf("after the move the page shows %v (had %v bars), want b in term 2, this process, more bars", shown, before)
+	}
+}

@@ -1,0 +1,71 @@
+// Package httpview serves the leadership of one key over HTTP, for
+// operators, probes, dashboards and programs: a JSON view, liveness and
+// readiness probes, a Server-Sent Events stream of leadership changes and
+// a live web page, all from one [http.Handler] that a program mounts.
+//
+// A candidate mounts it with its elector; an observer that never
+// campaigns (`tenure watch`) mounts it without one, so one dashboard can
+// serve a whole group:
+//
+//	view, err := httpview.New(httpview.Options{Key: cfg.Key, Store: cfg.Store})
+//	cfg.OnEvent = view.OnEvent(cfg.OnEvent) // keeps an existing OnEvent
+//	elector, err := tenure.New(cfg)
+//	err = view.SetElector(elector) // skip for an observer
+//	go view.Run(ctx)               // follow the store
+//	http.Handle("/", view)
+//
+// # Routes
+//
+//   - GET / with Accept: application/json (or no Accept header): the
+//     [Leader] document, {"name", "key", "term", "is_self", "since",
+//     "renew_time", "lease_duration", "transitions", "value", ...}. Name
+//     keeps the leader-elector sidecar convention ({"name": ...}).
+//   - GET / with Accept: text/html: a live page showing the key, who
+//     leads, the term, for how long, the candidates seen and a timeline of
+//     recent leadership changes that redraws on every /events event.
+//     Everything it needs is embedded in the binary; it loads nothing from
+//     elsewhere.
+//   - /healthz: liveness. With an elector, 200 while
+//     [tenure.Elector.Healthy] returns nil and 503 with the reason when a
+//     leader stopped renewing or its task stalled and overran; without
+//     one, 200 while a read of the key succeeds.
+//   - /readyz: 200 only on a healthy leader, 503 on followers and
+//     observers; /readyz?standbyok makes healthy followers 200 too.
+//   - /events: text/event-stream. The current view at once, then one
+//     event named "leader" per leadership change (a new term with a
+//     holder, or the key becoming free), each with the JSON view as data.
+//   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
+//     promtenure provides Prometheus metrics to put there.
+//
+// # Guarantees and non-guarantees
+//
+// The view learns of changes from the store's watch ([Handler.Run]) and,
+// faster, from the elector's events ([Handler.OnEvent]); both go through
+// the same rule (terms never go back), so each change is shown and
+// published once, in term order. Terms shorter than the store's watch
+// delivery can be missed, as by any [tenure.Observer]. Times are on the
+// view's clock (the elector's); renew_time is known only to the leader
+// itself and is null elsewhere.
+//
+// Nothing here blocks the elector: OnEvent takes a short lock and hands
+// events to /events clients without waiting; a client more than a few
+// events behind is disconnected and, being an EventSource, reconnects and
+// gets the current view. Disconnected clients are forgotten at once.
+// Responses never contain a store's address or credentials: an
+// observer's failed health check says only that the key could not be
+// read.
+//
+// # Alerting
+//
+// With promtenure's metrics scraped from every candidate, alert when the
+// group does not have exactly one leader for a minute:
+//
+//	groups:
+//	- name: tenure
+//	  rules:
+//	  - alert: LeaderElectionNotExactlyOneLeader
+//	    expr: sum(leader_election_master_status{name="K"}) != 1
+//	    for: 1m
+//	    annotations:
+//	      summary: 'key K has {{ $value }} leaders (want exactly 1)'
+package httpview

@@ -1,0 +1,95 @@
+package httpview
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// clientBuffer is how many events an /events client may fall behind
+// before it is disconnected (it reconnects and gets the current view).
+const clientBuffer = 16
+
+// keepAlive is how often an idle /events stream sends a comment, so
+// proxies do not close it.
+const keepAlive = 30 * time.Second
+
+// client is one /events stream. Its channel is closed when the publisher
+// drops it for falling behind.
+type client struct{ ch chan []byte }
+
+// broadcastLocked hands data to every client without waiting: a client
+// whose buffer is full is dropped. Called with h.mu held.
+func (h *Handler) broadcastLocked(data []byte) {
+	for c := range h.clients {
+		select {
+		case c.ch <- data:
+		default:
+			delete(h.clients, c)
+			close(c.ch)
+		}
+	}
+}
+
+// subscribe registers a client and returns it with the current view, so
+// no change falls between the two.
+func (h *Handler) subscribe() (*client, []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := &client{ch: make(chan []byte, clientBuffer)}
+	h.clients[c] = struct{}{}
+	data, _ := json.Marshal(h.leaderLocked())
+	return c, data
+}
+
+func (h *Handler) unsubscribe(c *client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clients, c) // closed by broadcastLocked only
+}
+
+// clients returns how many /events streams are open.
+func (h *Handler) clientCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
+}
+
+// serveEvents streams Server-Sent Events: the current view at once, then
+// one "leader" event per leadership change, each with the JSON view as
+// data. It returns when the client goes away or falls behind.
+func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	c, data := h.subscribe()
+	defer h.unsubscribe(c)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(data []byte) bool {
+		if _, err := fmt.Fprintf(w, "event: leader\ndata: %s\n\n", data); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send(data) {
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case data, ok := <-c.ch:
+			if !ok || !send(data) {
+				return
+			}
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package httpview
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// stream is the client side of one /events request served in a goroutine.
+type stream struct {
+	cancel context.CancelFunc
+	lines  *bufio.Scanner
+	done   chan struct{}
+}
+
+func openEvents(t *testing.T, h http.Handler) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	s := &stream{cancel: cancel, lines: bufio.NewScanner(pr), done: make(chan struct{})}
+	w := &pipeWriter{header: http.Header{}, w: pw}
+	go func() {
+		defer close(s.done)
+		defer pw.Close()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/events", nil).WithContext(ctx))
+	}()
+	t.Cleanup(func() { cancel(); pr.Close(); <-s.done })
+	return s
+}
+
+// next returns the next event's name and data.
+func (s *stream) next(t *testing.T) (string, Leader) {
+	t.Helper()
+	var name string
+	for s.lines.Scan() {
+		line := s.lines.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			var l Leader
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &l); err != nil {
+				t.Fatalf("event data: %v", err)
+			}
+			return name, l
+		}
+	}
+	t.Fatalf("stream ended: %v", s.lines.Err())
+	return "", Leader{}
+}
+
+// pipeWriter is a flushable ResponseWriter writing into a pipe.
+type pipeWriter struct {
+	header http.Header
+	w      io.Writer
+}
+
+func (p *pipeWriter) Header() http.Header         { return p.header }
+func (p *pipeWriter) WriteHeader(int)             {}
+func (p *pipeWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *pipeWriter) Flush()                      {}
+
+func TestEventsOnePerLeadershipChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		a := newCandidate(t, store.Handle(), "a")
+		synctest.Wait()
+		b := newCandidate(t, store.Handle(), "b")
+		synctest.Wait()
+
+		s := openEvents(t, b.view)
+		if name, l := s.next(t); name != "leader" || l.Name != "a" {
+			t.Fatalf("first event = %s %+v, want the current view with a leading", name, l)
+		}
+		close(a.resign)
+		want := []string{"", "b"} // a released, then b elected
+		for _, w := range want {
+			if _, l := s.next(t); l.Name != w {
+				t.Fatalf("event: leader %q (term %d), want %q", l.Name, l.Term, w)
+			}
+		}
+		// Renewals are not changes: an hour of b's leadership sends nothing.
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		b.view.see("c", 9, time.Second, time.Now())
+		if _, l := s.next(t); l.Name != "c" || l.Term != 9 {
+			t.Fatalf("event after an hour = %+v, want only the next change (c, term 9)", l)
+		}
+	})
+}
+
+func TestSlowAndGoneClientsNeverBlockTheElector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New(Options{Key: key, Store: memory.New(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := openEvents(t, h) // never read past the first event
+		synctest.Wait()
+		if n := h.clientCount(); n != 1 {
+			t.Fatalf("%d clients, want 1", n)
+		}
+		onEvent := h.OnEvent(nil)
+		for term := uint64(1); term <= 10*clientBuffer; term++ {
+			// Returns although nobody reads: the test would hang otherwise.
+			onEvent(tenure.Event{Kind: tenure.EventLeaderChanged, Key: key, Holder: "x", Term: term, Time: time.Now()})
+		}
+		synctest.Wait()
+		if n := h.clientCount(); n != 0 {
+			t.Errorf("%d clients after one fell far behind, want it dropped", n)
+		}
+		s.cancel()
+
+		// A client that disconnects is forgotten at once.
+		s2 := openEvents(t, h)
+		s2.next(t)
+		if n := h.clientCount(); n != 1 {
+			t.Fatalf("%d clients, want 1", n)
+		}
+		s2.cancel()
+		synctest.Wait()
+		if n := h.clientCount(); n != 0 {
+			t.Errorf("%d clients after the only one disconnected, want 0", n)
+		}
+	})
+}
+
+// When Run's context ends, open streams end too, so a server's Shutdown
+// does not wait for browsers.
+func TestRunEndsStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New(Options{Key: key, Store: memory.New(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error)
+		go func() { ran <- h.Run(ctx) }()
+		s := openEvents(t, h)
+		s.next(t)
+		cancel()
+		if err := <-ran; err != context.Canceled {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+		<-s.done // the handler returned although the client is still there
+	})
+}

@@ -1,0 +1,114 @@
+package httpview
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+//go:embed page.html
+var pageFS embed.FS
+
+// readTimeout bounds the store read of an observer's /healthz.
+const readTimeout = 2 * time.Second
+
+// ServeHTTP serves the routes listed in the package doc. Paths are
+// relative to where the handler is mounted; mount it under a prefix with
+// [http.StripPrefix].
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case "":
+		h.serveRoot(w, r)
+	case "/healthz":
+		h.serveHealth(w, r)
+	case "/readyz":
+		h.serveReady(w, r)
+	case "/events":
+		h.serveEvents(w, r)
+	case "/metrics":
+		if h.opts.Metrics == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.opts.Metrics.ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// serveRoot serves the page to browsers (Accept: text/html) and the JSON
+// view to everyone else, so clients that send no Accept header get JSON.
+func (h *Handler) serveRoot(w http.ResponseWriter, r *http.Request) {
+	w.Header().Add("Vary", "Accept")
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		page, _ := pageFS.ReadFile("page.html")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(page)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.Current())
+}
+
+// health is the body of /healthz and /readyz.
+type health struct {
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	Key    string `json:"key"`
+	Leader bool   `json:"leader"`
+}
+
+// healthy is the liveness check: the elector's, or for an observer a
+// store read. The store's error is not shown: it may name the store.
+func (h *Handler) healthy(ctx context.Context) error {
+	if e := h.candidate(); e != nil {
+		return e.Healthy()
+	}
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	if _, err := h.opts.Store.Get(ctx, h.opts.Key); err != nil {
+		h.logger.Debug("httpview: health check cannot read the key", "key", h.opts.Key)
+		return fmt.Errorf("httpview: cannot read key %q from the store", h.opts.Key)
+	}
+	return nil
+}
+
+func (h *Handler) leading() bool {
+	e := h.candidate()
+	return e != nil && e.Status().Leading
+}
+
+func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
+	body := health{OK: true, Key: h.opts.Key, Leader: h.leading()}
+	code := http.StatusOK
+	if err := h.healthy(r.Context()); err != nil {
+		body.OK, body.Error, code = false, err.Error(), http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, body)
+}
+
+// serveReady answers 200 on a healthy leader, 503 elsewhere; with
+// ?standbyok a healthy follower or observer answers 200 too.
+func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
+	body := health{OK: true, Key: h.opts.Key, Leader: h.leading()}
+	_, standbyOK := r.URL.Query()["standbyok"]
+	code := http.StatusOK
+	switch err := h.healthy(r.Context()); {
+	case err != nil:
+		body.OK, body.Error, code = false, err.Error(), http.StatusServiceUnavailable
+	case !body.Leader && !standbyOK:
+		body.OK, body.Error, code = false, "not the leader (add ?standbyok to accept followers)", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

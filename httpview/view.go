@@ -1,0 +1,295 @@
+package httpview
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/leadership"
+)
+
+// Options configures a [Handler]. Key and Store are required.
+type Options struct {
+	// Key is the key whose leadership is shown.
+	Key string
+	// Store is where the view reads the key: any [tenure.Store], or a
+	// [tenure.Reader] such as a peer-mode observer. It is never written.
+	Store tenure.Reader
+	// Elector, if set, is this process's candidate for Key (or see
+	// [Handler.SetElector]): the view then
+	// reports is_self, answers /healthz with [tenure.Elector.Healthy] and
+	// /readyz by whether it leads. Nil for a pure observer, which never
+	// leads and is healthy while it can read Store.
+	Elector *tenure.Elector
+	// Metrics, if set, is served at /metrics (for example promhttp's
+	// handler of a registry holding a promtenure collector). Without it
+	// /metrics is 404: this package does not depend on a metrics library.
+	Metrics http.Handler
+	// History is how many leadership changes the view keeps for the
+	// timeline; default 100.
+	History int
+	// Clock is the time source of the observer and of the times shown;
+	// default the clock of Options.Elector, else [tenure.SystemClock].
+	Clock tenure.Clock
+	// Logger defaults to [slog.Default]; it never receives store URLs.
+	Logger *slog.Logger
+}
+
+// Change is one entry of the leadership timeline: a term with a holder
+// (Name), or a vacancy (Name ""), from Since until the next entry.
+type Change struct {
+	Name  string    `json:"name"`
+	Term  uint64    `json:"term"`
+	Since time.Time `json:"since"`
+}
+
+// Leader is the JSON document served at / for Accept: application/json and
+// sent as the data of every /events event. Name keeps the field of the
+// leader-elector sidecar convention ({"name": ...}), so its clients work.
+type Leader struct {
+	// Name is the leader's identity, "" when nobody leads.
+	Name string `json:"name"`
+	Key  string `json:"key"`
+	// Term is the current term, or the last one when nobody leads.
+	Term uint64 `json:"term"`
+	// IsSelf reports whether this process's elector is the leader.
+	IsSelf bool `json:"is_self"`
+	// Since is when the current leader's term began: the elector's own
+	// record for its own term, else when this view first saw the term.
+	// Null when nobody leads.
+	Since *time.Time `json:"since"`
+	// RenewTime is when the leader last renewed. Only the leader knows it
+	// exactly, so it is set only when IsSelf; null elsewhere.
+	RenewTime *time.Time `json:"renew_time"`
+	// LeaseDuration is the lease's TTL in seconds; 0 when unknown.
+	LeaseDuration float64 `json:"lease_duration"`
+	// Transitions counts new leadership terms seen since this view
+	// started, not counting the first leader it found.
+	Transitions uint64 `json:"transitions"`
+	// Value is the value the leader published; "" until tenure has
+	// published values.
+	Value string `json:"value"`
+	// Identity is this process's candidate identity; "" for an observer.
+	Identity string `json:"identity"`
+	// Candidates are the identities seen leading, plus this process's
+	// own, sorted.
+	Candidates []string `json:"candidates"`
+	// History is the recent timeline, oldest first; its last entry is the
+	// current state.
+	History []Change `json:"history"`
+	// Now is the view's clock when the document was made, so a page can
+	// show "for how long" without trusting the browser's clock.
+	Now time.Time `json:"now"`
+}
+
+// state is what the view knows, guarded by Handler.mu.
+type state struct {
+	track      leadership.Tracker
+	since      time.Time
+	ttl        time.Duration
+	history    []Change
+	candidates map[string]bool
+}
+
+// apply records one sighting of (holder, term, ttl) at time at, and reports
+// whether leadership changed. Called with h.mu held.
+func (h *Handler) apply(holder string, term uint64, ttl time.Duration, at time.Time) bool {
+	s := &h.st
+	if h.elector != nil && holder == h.identity {
+		ttl = h.elector.Config().TTL
+	}
+	switch s.track.Apply(holder, term) {
+	case leadership.Same:
+		return false
+	case leadership.NewLeader:
+		s.candidates[holder] = true
+		s.ttl = ttl
+	}
+	s.since = at
+	s.history = append(s.history, Change{Name: holder, Term: term, Since: at})
+	if over := len(s.history) - h.opts.History; over > 0 {
+		s.history = slices.Delete(s.history, 0, over)
+	}
+	return true
+}
+
+// leaderLocked builds the JSON view. Called with h.mu held.
+func (h *Handler) leaderLocked() Leader {
+	s := &h.st
+	l := Leader{
+		Name:        s.track.Holder,
+		Key:         h.opts.Key,
+		Term:        s.track.Term,
+		Transitions: s.track.Transitions,
+		Identity:    h.identity,
+		History:     slices.Clone(s.history),
+		Now:         h.clock.Now(),
+	}
+	if l.History == nil {
+		l.History = []Change{}
+	}
+	for c := range s.candidates {
+		l.Candidates = append(l.Candidates, c)
+	}
+	slices.Sort(l.Candidates)
+	if l.Name == "" {
+		return l
+	}
+	since := s.since
+	l.Since = &since
+	l.LeaseDuration = s.ttl.Seconds()
+	if h.elector != nil {
+		if st := h.elector.Status(); st.Leading && st.Term == l.Term {
+			l.IsSelf = true
+			since, renew := st.Since, st.LastRenew
+			l.Since, l.RenewTime = &since, &renew
+		}
+	}
+	return l
+}
+
+// Current returns the view as served at / in JSON. It never blocks on the
+// store.
+func (h *Handler) Current() Leader {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.leaderLocked()
+}
+
+// OnEvent returns a function to put in [tenure.Config.OnEvent] so the view
+// learns of the elector's elections and step-downs at once, without
+// waiting for the store's watch. It calls next (if not nil) after updating
+// the view, so an existing OnEvent keeps working. The returned function
+// never blocks: it updates the view under a short lock and hands events to
+// /events clients without waiting for them.
+func (h *Handler) OnEvent(next func(tenure.Event)) func(tenure.Event) {
+	return func(ev tenure.Event) {
+		if ev.Key == h.opts.Key || ev.Key == "" {
+			switch ev.Kind {
+			case tenure.EventElected:
+				h.see(ev.Identity, ev.Term, 0, ev.Time)
+			case tenure.EventLost, tenure.EventReleased:
+				h.see("", ev.Term, 0, ev.Time)
+			case tenure.EventLeaderChanged:
+				h.see(ev.Holder, ev.Term, 0, ev.Time)
+			}
+		}
+		if next != nil {
+			next(ev)
+		}
+	}
+}
+
+// see applies one sighting and, if leadership changed, publishes the new
+// view to /events clients.
+func (h *Handler) see(holder string, term uint64, ttl time.Duration, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.apply(holder, term, ttl, at) {
+		return
+	}
+	data, err := json.Marshal(h.leaderLocked())
+	if err != nil {
+		return // a Leader always marshals
+	}
+	h.broadcastLocked(data)
+}
+
+// Run follows the key in Store with a [tenure.Observer] and updates the
+// view at every change of holder or term, until ctx is done; then it ends
+// the open /events streams (so an [http.Server.Shutdown] need not wait for
+// them) and returns ctx's error. Call it once, in its own goroutine, for
+// the life of the handler: without it the view learns only from OnEvent.
+// Store errors are logged by the observer and retried.
+func (h *Handler) Run(ctx context.Context) error {
+	obs := tenure.Observer{Store: h.opts.Store, Key: h.opts.Key, Clock: h.clock, Logger: h.logger}
+	for r := range obs.Changes(ctx) {
+		h.see(r.Holder, r.Term, r.TTL, h.clock.Now())
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		delete(h.clients, c)
+		close(c.ch)
+	}
+	return ctx.Err()
+}
+
+// New returns a handler for opts. It returns an error wrapping
+// [tenure.ErrInvalid] if Key is invalid or Store is nil. It does not
+// contact the store; call [Handler.Run] to follow it.
+func New(opts Options) (*Handler, error) {
+	if err := tenure.CheckKey(opts.Key); err != nil {
+		return nil, err
+	}
+	if opts.Store == nil {
+		return nil, fmt.Errorf("%w: httpview: Options.Store is nil", tenure.ErrInvalid)
+	}
+	if opts.History <= 0 {
+		opts.History = 100
+	}
+	h := &Handler{opts: opts, clock: opts.Clock, logger: opts.Logger, clients: map[*client]struct{}{}}
+	h.st.candidates = map[string]bool{}
+	if opts.Elector != nil {
+		if err := h.SetElector(opts.Elector); err != nil {
+			return nil, err
+		}
+	}
+	if h.clock == nil {
+		h.clock = tenure.SystemClock
+	}
+	if h.logger == nil {
+		h.logger = slog.Default()
+	}
+	return h, nil
+}
+
+// SetElector makes e this process's candidate, as [Options.Elector] does,
+// for programs that create the view first to put [Handler.OnEvent] in the
+// elector's config. Call it once, before [Handler.Run] and before the
+// handler serves. It returns an error wrapping [tenure.ErrInvalid] if e
+// campaigns for another key, or if the view already has an elector.
+func (h *Handler) SetElector(e *tenure.Elector) error {
+	cfg := e.Config()
+	if cfg.Key != h.opts.Key {
+		return fmt.Errorf("%w: httpview: the elector campaigns for key %q, not %q", tenure.ErrInvalid, cfg.Key, h.opts.Key)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.elector != nil {
+		return fmt.Errorf("%w: httpview: the view already has an elector", tenure.ErrInvalid)
+	}
+	h.elector, h.identity = e, cfg.Identity
+	h.st.candidates[cfg.Identity] = true
+	if h.clock == nil {
+		h.clock = cfg.Clock
+	}
+	return nil
+}
+
+// candidate returns this process's elector, nil for an observer.
+func (h *Handler) candidate() *tenure.Elector {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.elector
+}
+
+// Handler serves the leader view of one key; see the package doc for its
+// routes. Create it with [New]. Safe for concurrent use.
+type Handler struct {
+	opts   Options
+	clock  tenure.Clock
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	elector  *tenure.Elector // nil for an observer
+	identity string          // the elector's
+	st       state
+	clients  map[*client]struct{}
+}

@@ -1,0 +1,221 @@
+package httpview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+const key = "job"
+
+// candidate is one elector with its view, running inside a synctest bubble.
+type candidate struct {
+	e      *tenure.Elector
+	view   *Handler
+	resign chan struct{} // closing it makes the current task return
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+func newCandidate(t *testing.T, store tenure.Store, id string) *candidate {
+	t.Helper()
+	c := &candidate{resign: make(chan struct{}), done: make(chan struct{})}
+	cfg := tenure.Config{
+		Store: store, Key: key, Identity: id, TTL: time.Second,
+		Logger: slog.New(slog.DiscardHandler),
+		Rand:   rand.New(rand.NewPCG(1, uint64(len(id)))),
+	}
+	// Wired as a program would: the view first, its OnEvent in the
+	// elector's config, then the elector.
+	view, err := New(Options{Key: key, Store: store, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnEvent = view.OnEvent(cfg.OnEvent)
+	if c.e, err = tenure.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.SetElector(c.e); err != nil {
+		t.Fatal(err)
+	}
+	c.view = view
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	go func() { _ = view.Run(ctx) }()
+	go func() {
+		defer close(c.done)
+		_ = c.e.Run(ctx, func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+			case <-c.resign:
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-c.done })
+	return c
+}
+
+func get(t *testing.T, h http.Handler, target, accept string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func leaderOf(t *testing.T, h http.Handler) Leader {
+	t.Helper()
+	w := get(t, h, "/", "application/json")
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET / = %d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	var l Leader
+	if err := json.Unmarshal(w.Body.Bytes(), &l); err != nil {
+		t.Fatalf("GET /: %v in %s", err, w.Body)
+	}
+	return l
+}
+
+func TestViewFollowsLeadership(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		a := newCandidate(t, store.Handle(), "a")
+		synctest.Wait() // a is elected: nobody else campaigns yet
+		b := newCandidate(t, store.Handle(), "b")
+		synctest.Wait()
+
+		la, lb := leaderOf(t, a.view), leaderOf(t, b.view)
+		if la.Name != "a" || !la.IsSelf || la.Term != 1 || la.RenewTime == nil || la.LeaseDuration != 1 || la.Since == nil {
+			t.Errorf("a's view = %+v, want a leading itself in term 1 with a renew time and a 1s lease", la)
+		}
+		if lb.Name != "a" || lb.IsSelf || lb.RenewTime != nil || lb.Identity != "b" {
+			t.Errorf("b's view = %+v, want a leading, not self, no renew time", lb)
+		}
+		if got := strings.Join(lb.Candidates, ","); got != "a,b" {
+			t.Errorf("b's candidates = %s, want a,b", got)
+		}
+
+		for _, p := range []struct {
+			h      http.Handler
+			target string
+			want   int
+		}{
+			{a.view, "/healthz", 200}, {b.view, "/healthz", 200},
+			{a.view, "/readyz", 200}, {b.view, "/readyz", 503},
+			{a.view, "/readyz?standbyok", 200}, {b.view, "/readyz?standbyok", 200},
+			{a.view, "/metrics", 404}, {a.view, "/nope", 404},
+		} {
+			if w := get(t, p.h, p.target, ""); w.Code != p.want {
+				t.Errorf("GET %s = %d %s, want %d", p.target, w.Code, w.Body, p.want)
+			}
+		}
+
+		close(a.resign) // a's task returns: a releases, b takes over
+		synctest.Wait()
+		la, lb = leaderOf(t, a.view), leaderOf(t, b.view)
+		for _, l := range []Leader{la, lb} {
+			if l.Name != "b" || l.Term != 2 || l.Transitions != 1 {
+				t.Errorf("%s's view = %+v, want b leading term 2 after 1 transition", l.Identity, l)
+			}
+		}
+		if !lb.IsSelf || la.IsSelf {
+			t.Errorf("is_self: a %v, b %v; want false, true", la.IsSelf, lb.IsSelf)
+		}
+		var names []string
+		for _, c := range lb.History {
+			names = append(names, c.Name+"@"+string(rune('0'+c.Term)))
+		}
+		if got := strings.Join(names, " "); got != "a@1 @1 b@2" {
+			t.Errorf("b's history = %s, want a@1 @1 b@2", got)
+		}
+		if w := get(t, a.view, "/readyz", ""); w.Code != 503 {
+			t.Errorf("a's /readyz after stepping down = %d, want 503", w.Code)
+		}
+	})
+}
+
+func TestPageIsServedToBrowsers(t *testing.T) {
+	h, err := New(Options{Key: key, Store: memory.New(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := get(t, h, "/", "text/html,application/xhtml+xml;q=0.9")
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") || !strings.Contains(w.Body.String(), `new EventSource("events")`) {
+		t.Fatalf("GET / as a browser = %q, %.80s", w.Header().Get("Content-Type"), w.Body)
+	}
+	for _, remote := range []string{"http://", "https://", "//cdn"} {
+		if strings.Contains(w.Body.String(), "src=\""+remote) || strings.Contains(w.Body.String(), "href=\""+remote) {
+			t.Errorf("the page loads something from elsewhere (%s)", remote)
+		}
+	}
+	if l := leaderOf(t, h); l.Name != "" || l.Since != nil || l.Key != key || l.History == nil {
+		t.Errorf("view of a never-granted key = %+v", l)
+	}
+	if w := get(t, h, "/", ""); !strings.HasPrefix(w.Body.String(), `{"name":""`) {
+		t.Errorf("GET / without Accept = %.60s, want the JSON view", w.Body)
+	}
+}
+
+// failingReader is a store whose reads fail with an error naming its URL.
+type failingReader struct{}
+
+func (failingReader) Get(context.Context, string) (tenure.Record, error) {
+	return tenure.Record{}, errors.New("dial redis://admin:hunter2@db.internal:6379: connection refused")
+}
+
+func (failingReader) Watch(context.Context, string) (<-chan tenure.Record, error) {
+	return nil, errors.New("no watch")
+}
+
+func TestObserverHealthNeverShowsTheStore(t *testing.T) {
+	h, err := New(Options{Key: key, Store: failingReader{}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"/healthz", "/readyz?standbyok"} {
+		w := get(t, h, target, "")
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("GET %s with an unreadable store = %d, want 503", target, w.Code)
+		}
+		if s := w.Body.String(); strings.Contains(s, "hunter2") || strings.Contains(s, "db.internal") {
+			t.Errorf("GET %s shows the store: %s", target, s)
+		}
+	}
+	ok, _ := New(Options{Key: key, Store: memory.New(nil)})
+	if w := get(t, ok, "/healthz", ""); w.Code != 200 {
+		t.Errorf("observer /healthz with a readable store = %d", w.Code)
+	}
+	if w := get(t, ok, "/readyz", ""); w.Code != 503 {
+		t.Errorf("observer /readyz without standbyok = %d, want 503: an observer never leads", w.Code)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for name, o := range map[string]Options{
+		"no key":   {Store: memory.New(nil)},
+		"no store": {Key: key},
+	} {
+		if _, err := New(o); !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("%s: New = %v, want ErrInvalid", name, err)
+		}
+	}
+	e, _ := tenure.New(tenure.Config{Store: memory.New(nil), Key: "other", Identity: "a"})
+	if _, err := New(Options{Key: key, Store: memory.New(nil), Elector: e}); !errors.Is(err, tenure.ErrInvalid) {
+		t.Errorf("elector of another key: New = %v, want ErrInvalid", err)
+	}
+}

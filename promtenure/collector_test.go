@@ -1,0 +1,180 @@
+package promtenure
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+const key = "job"
+
+// scrape returns the registry's text exposition.
+func scrape(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	w := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return w.Body.String()
+}
+
+// has fails unless the exposition has each line.
+func has(t *testing.T, who, text string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(text, "\n"+l+"\n") {
+			t.Errorf("%s: no line %q in\n%s", who, l, text)
+		}
+	}
+}
+
+type candidate struct {
+	reg    *prometheus.Registry
+	resign chan struct{}
+}
+
+func newCandidate(t *testing.T, store tenure.Store, id string) *candidate {
+	c := &candidate{reg: prometheus.NewRegistry(), resign: make(chan struct{})}
+	m := New(key)
+	c.reg.MustRegister(m)
+	cfg := tenure.Config{
+		Store: store, Key: key, Identity: id, TTL: time.Second,
+		Logger: slog.New(slog.DiscardHandler), Rand: rand.New(rand.NewPCG(1, uint64(len(id)))),
+	}
+	cfg.OnEvent = m.OnEvent(cfg.OnEvent)
+	e, err := tenure.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.Run(ctx, func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+			case <-c.resign:
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return c
+}
+
+func TestLeaderAndFollowerMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		a := newCandidate(t, store.Handle(), "a")
+		synctest.Wait()
+		b := newCandidate(t, store.Handle(), "b")
+		synctest.Wait()
+		time.Sleep(10 * time.Second) // a renews; b waits
+		synctest.Wait()
+
+		ma, mb := scrape(t, a.reg), scrape(t, b.reg)
+		has(t, "leader a", ma,
+			`leader_election_master_status{name="job"} 1`,
+			`tenure_is_leader{key="job"} 1`,
+			`tenure_term{key="job"} 1`,
+			`tenure_acquire_attempts_total{key="job"} 1`,
+			`tenure_acquire_failures_total{key="job",reason="held"} 0`,
+			`tenure_leadership_transitions_total{key="job"} 0`,
+			`tenure_task_stalls_total{key="job"} 0`,
+			`tenure_task_overruns_total{key="job"} 0`,
+			`tenure_renew_failures_total{key="job"} 0`,
+		)
+		if !strings.Contains(ma, `tenure_renew_latency_seconds_count{key="job"} `) ||
+			strings.Contains(ma, `tenure_renew_latency_seconds_count{key="job"} 0`) {
+			t.Errorf("leader a observed no renewal latency:\n%s", ma)
+		}
+		has(t, "follower b", mb,
+			`leader_election_master_status{name="job"} 0`,
+			`tenure_is_leader{key="job"} 0`,
+			`tenure_term{key="job"} 1`,
+			`tenure_leadership_lost_total{key="job",reason="lost"} 0`,
+		)
+
+		close(a.resign)
+		synctest.Wait()
+		ma, mb = scrape(t, a.reg), scrape(t, b.reg)
+		has(t, "a after stepping down", ma,
+			`leader_election_master_status{name="job"} 0`,
+			`tenure_leadership_lost_total{key="job",reason="task_returned"} 1`,
+		)
+		has(t, "b after taking over", mb,
+			`leader_election_master_status{name="job"} 1`,
+			`tenure_term{key="job"} 2`,
+			`tenure_leadership_transitions_total{key="job"} 1`,
+		)
+	})
+}
+
+func TestEventReasons(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(key)
+	reg.MustRegister(m)
+	on := m.OnEvent(nil)
+	for _, ev := range []tenure.Event{
+		{Kind: tenure.EventLost, Err: tenure.ErrStalled},
+		{Kind: tenure.EventLost, Err: tenure.ErrRenewDeadline},
+		{Kind: tenure.EventLost, Err: tenure.ErrLost},
+		{Kind: tenure.EventReleased, Err: context.Canceled},
+		{Kind: tenure.EventRenewFailed, Err: errors.New("timeout")},
+		{Kind: tenure.EventTaskOverrun},
+		{Kind: tenure.EventTaskOverrun, Key: "other"}, // another key: not counted
+	} {
+		if ev.Key == "" {
+			ev.Key = key
+		}
+		on(ev)
+	}
+	has(t, "events", scrape(t, reg),
+		`tenure_leadership_lost_total{key="job",reason="stalled"} 1`,
+		`tenure_leadership_lost_total{key="job",reason="renew_deadline"} 1`,
+		`tenure_leadership_lost_total{key="job",reason="lost"} 1`,
+		`tenure_leadership_lost_total{key="job",reason="shutdown"} 1`,
+		`tenure_task_stalls_total{key="job"} 1`,
+		`tenure_task_overruns_total{key="job"} 1`,
+		`tenure_renew_failures_total{key="job"} 1`,
+	)
+}
+
+func TestObserverMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		reg := prometheus.NewRegistry()
+		m := New(key)
+		reg.MustRegister(m)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go m.Run(ctx, store)
+		for _, id := range []string{"a", "b"} {
+			l, err := store.Acquire(ctx, key, id, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			if err := store.Release(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		has(t, "observer", scrape(t, reg),
+			`leader_election_master_status{name="job"} 0`,
+			`tenure_term{key="job"} 2`,
+			`tenure_leadership_transitions_total{key="job"} 1`,
+		)
+	})
+}
