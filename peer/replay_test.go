@@ -156,7 +156,7 @@ func withAddr(t *testing.T, g transport.Group, id uint64, addr string) transport
 	return v
 }
 
-// counter reads a TCPStats field by name, 0 if the field does not exist.
+// counter reads a tcp.Stats field by name, 0 if the field does not exist.
 func counter(st tcp.Stats, name string) uint64 {
 	f := reflect.ValueOf(st).FieldByName(name)
 	if !f.IsValid() {

@@ -184,7 +184,7 @@ func delay(r *rand.Rand, f Faults) time.Duration {
 	return f.MinDelay + time.Duration(r.Int64N(int64(span)+1))
 }
 
-// Endpoint is one member's [peer.Transport] on a Network.
+// Endpoint is one member's [transport.Transport] on a Network.
 type Endpoint struct {
 	net   *Network
 	id    uint64
@@ -196,8 +196,8 @@ type Endpoint struct {
 
 var _ transport.Transport = (*Endpoint)(nil)
 
-// Send implements [peer.Transport]. It returns an error wrapping
-// [peer.ErrUnreachable] when the receiver has no open endpoint (a crashed
+// Send implements [transport.Transport]. It returns an error wrapping
+// [transport.ErrUnreachable] when the receiver has no open endpoint (a crashed
 // member: connection refused), and nil when the message was dropped by a
 // fault or partition.
 func (e *Endpoint) Send(m wire.Message) error {
@@ -212,10 +212,10 @@ func (e *Endpoint) Send(m wire.Message) error {
 	return e.net.send(m)
 }
 
-// Recv implements [peer.Transport].
+// Recv implements [transport.Transport].
 func (e *Endpoint) Recv() <-chan transport.Delivery { return e.inbox }
 
-// Close implements [peer.Transport]; messages in flight to it are lost.
+// Close implements [transport.Transport]; messages in flight to it are lost.
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

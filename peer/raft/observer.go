@@ -52,7 +52,7 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 	return o.Store(), nil
 }
 
-// tlsAsker is the raft [peer.Asker]: one persistent status connection per
+// tlsAsker is the raft [transport.Asker]: one persistent status connection per
 // member, mutual TLS with the cluster's authority.
 type tlsAsker struct {
 	conf   *tls.Config
@@ -72,7 +72,7 @@ type askConn struct {
 	r    *bufio.Reader
 }
 
-// Ask implements [peer.Asker]: Leader is the raft leader's ID as member id
+// Ask implements [transport.Asker]: Leader is the raft leader's ID as member id
 // knows it (0: none), LeaderEpoch and Epoch its current term. A connection
 // the member closed while idle is replaced once.
 func (a *tlsAsker) Ask(ctx context.Context, id uint64) (transport.Report, error) {
@@ -187,7 +187,7 @@ func (a *tlsAsker) ioErr(ctx context.Context, err error) error {
 	return err
 }
 
-// Close implements [peer.Asker]: in-flight requests fail, connections close.
+// Close implements [transport.Asker]: in-flight requests fail, connections close.
 func (a *tlsAsker) Close() error {
 	a.cancel()
 	for _, c := range a.conns {

@@ -140,7 +140,7 @@ type Transport struct {
 
 var _ transport.Transport = (*Transport)(nil)
 
-// ListenTCP starts the transport: it listens on Group.Addr(Self) at once
+// Listen starts the transport: it listens on Group.Addr(Self) at once
 // (so a bad address fails here) and dials members when first sending.
 func Listen(cfg Config) (*Transport, error) {
 	if cfg.Secret.IsZero() {

@@ -15,7 +15,7 @@ import (
 )
 
 // wireGroup is n members on free loopback ports, with the group key that
-// ListenTCP derives for them (no key name, no algorithm).
+// Listen derives for them (no key name, no algorithm).
 func wireGroup(t *testing.T, n int) (transport.Group, groupKey) {
 	t.Helper()
 	g := peertest.Group(t, n)
