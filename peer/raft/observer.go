@@ -39,11 +39,8 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &tlsAsker{conf: conf, psk: psk, conns: map[uint64]*askConn{}}
-	a.ctx, a.cancel = context.WithCancel(context.Background())
-	for _, m := range pc.Group.Members() {
-		a.conns[m.ID] = &askConn{id: m.ID, addr: m.Addr, sem: make(chan struct{}, 1)}
-	}
+	a := &tlsAsker{conf: conf, psk: psk}
+	a.pool = transport.NewPool(pc.Group, a.dial, nil)
 	o, err := peer.NewObserver(pc, a)
 	if err != nil {
 		a.Close()
@@ -55,83 +52,50 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 // tlsAsker is the raft [transport.Asker]: one persistent status connection per
 // member, mutual TLS with the cluster's authority.
 type tlsAsker struct {
-	conf   *tls.Config
-	psk    []byte
-	conns  map[uint64]*askConn
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
+	conf *tls.Config
+	psk  []byte
+	pool *transport.Pool[*askConn]
 }
 
-// askConn is the status connection to one member; sem (capacity 1)
-// serialises its requests and guards conn and r.
+// askConn is the status connection to one member.
 type askConn struct {
-	id   uint64
-	addr string
-	sem  chan struct{}
 	conn *tls.Conn
 	r    *bufio.Reader
 }
+
+func (c *askConn) Close() error { return c.conn.Close() }
 
 // Ask implements [transport.Asker]: Leader is the raft leader's ID as member id
 // knows it (0: none), LeaderEpoch and Epoch its current term. A connection
 // the member closed while idle is replaced once.
 func (a *tlsAsker) Ask(ctx context.Context, id uint64) (transport.Report, error) {
-	c := a.conns[id]
-	if c == nil {
-		return transport.Report{}, invalidf("%d is not a member", id)
+	s, err := transport.Query(ctx, a.pool, id, a.query)
+	if err != nil {
+		return transport.Report{}, err
 	}
-	if a.ctx.Err() != nil {
-		return transport.Report{}, tenure.ErrClosed
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(a.ctx, cancel)()
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return transport.Report{}, a.ctxErr(ctx)
-	}
-	defer func() { <-c.sem }()
-	for {
-		fresh := c.conn == nil
-		if fresh {
-			if err := a.dial(ctx, c); err != nil {
-				return transport.Report{}, err
-			}
-		}
-		s, err := a.query(ctx, c)
-		if err == nil {
-			return report(s)
-		}
-		c.conn.Close()
-		c.conn, c.r = nil, nil
-		if fresh || ctx.Err() != nil {
-			return transport.Report{}, err
-		}
-	}
+	return report(s)
 }
 
-func (a *tlsAsker) dial(ctx context.Context, c *askConn) error {
-	tc, err := dialCluster(ctx, c.addr, a.conf, a.psk)
+func (a *tlsAsker) dial(ctx context.Context, _ uint64, addr string) (*askConn, error) {
+	tc, err := dialCluster(ctx, addr, a.conf, a.psk)
 	if err != nil {
 		if ctx.Err() != nil {
-			return a.ctxErr(ctx)
+			return nil, a.pool.CtxErr(ctx)
 		}
 		var ne *net.OpError
 		if errors.As(err, &ne) && ne.Op == "dial" {
-			return err
+			return nil, err
 		}
 		if errors.Is(err, errPreauth) {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("authentication failed (is secret-file the members' secret?): %w", err)
+		return nil, fmt.Errorf("authentication failed (is secret-file the members' secret?): %w", err)
 	}
 	if p := tc.ConnectionState().NegotiatedProtocol; p != statusProto {
 		tc.Close()
-		return errors.New("the member does not answer status queries (a version without them?)")
+		return nil, errors.New("the member does not answer status queries (a version without them?)")
 	}
-	c.conn, c.r = tc, bufio.NewReaderSize(tc, maxStatusLine)
-	return nil
+	return &askConn{conn: tc, r: bufio.NewReaderSize(tc, maxStatusLine)}, nil
 }
 
 // query sends one request and reads one answer line, bounded by ctx.
@@ -170,16 +134,9 @@ func report(s statusReply) (transport.Report, error) {
 	return r, nil
 }
 
-func (a *tlsAsker) ctxErr(ctx context.Context) error {
-	if a.ctx.Err() != nil {
-		return tenure.ErrClosed
-	}
-	return fmt.Errorf("no answer in time: %w", ctx.Err())
-}
-
 func (a *tlsAsker) ioErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return a.ctxErr(ctx)
+		return a.pool.CtxErr(ctx)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("the member closed the connection without answering")
@@ -188,17 +145,6 @@ func (a *tlsAsker) ioErr(ctx context.Context, err error) error {
 }
 
 // Close implements [transport.Asker]: in-flight requests fail, connections close.
-func (a *tlsAsker) Close() error {
-	a.cancel()
-	for _, c := range a.conns {
-		c.sem <- struct{}{}
-		if c.conn != nil {
-			c.conn.Close()
-			c.conn, c.r = nil, nil
-		}
-		<-c.sem
-	}
-	return nil
-}
+func (a *tlsAsker) Close() error { return a.pool.Close() }
 
 var _ transport.Asker = (*tlsAsker)(nil)

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer/transport"
 	"github.com/tenurehq/tenure/peer/wire"
 )
@@ -26,20 +25,17 @@ type asker struct {
 	gk          groupKey
 	dialTimeout time.Duration
 	incarnation uint64
-	conns       map[uint64]*askConn
-	ctx         context.Context // cancelled by Close
-	cancel      context.CancelFunc
+	pool        *transport.Pool[*askConn]
 }
 
-// askConn is the connection to one member; sem (capacity 1) serialises its
-// queries and guards conn.
+// askConn is an authenticated status connection to one member.
 type askConn struct {
 	id   uint64
-	addr string
-	sem  chan struct{}
 	conn net.Conn
 	s    *session
 }
+
+func (c *askConn) Close() error { return c.conn.Close() }
 
 // NewAsker returns the [transport.Asker] an observer of the group in cfg
 // uses to ask members over TCP: cfg.Secret, Key, Algorithm and Group must
@@ -51,71 +47,37 @@ func NewAsker(cfg Config) (transport.Asker, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &asker{gk: gk, dialTimeout: time.Second, incarnation: rand.Uint64() | 1,
-		conns: map[uint64]*askConn{}, ctx: ctx, cancel: cancel}
-	for _, m := range cfg.Group.Members() {
-		a.conns[m.ID] = &askConn{id: m.ID, addr: m.Addr, sem: make(chan struct{}, 1)}
-	}
+	a := &asker{gk: gk, dialTimeout: time.Second, incarnation: rand.Uint64() | 1}
+	a.pool = transport.NewPool(cfg.Group, a.dial, func(err error) bool { return errors.Is(err, wire.ErrBadMAC) })
 	return a, nil
 }
 
-// Ask implements [transport.Asker]. A connection the member closed while idle is
-// replaced once.
+// Ask implements [transport.Asker] on the asker's pool: a connection the
+// member closed while idle is replaced once, unless the reply failed
+// authentication.
 func (a *asker) Ask(ctx context.Context, id uint64) (transport.Report, error) {
-	c := a.conns[id]
-	if c == nil {
-		return transport.Report{}, invalidf("%d is not a member", id)
-	}
-	if a.ctx.Err() != nil {
-		return transport.Report{}, tenure.ErrClosed
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(a.ctx, cancel)()
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return transport.Report{}, a.ctxErr(ctx)
-	}
-	defer func() { <-c.sem }()
-	for {
-		fresh := c.conn == nil
-		if fresh {
-			d := net.Dialer{Timeout: a.dialTimeout}
-			conn, err := d.DialContext(ctx, "tcp", c.addr)
-			if err != nil {
-				if ctx.Err() != nil {
-					return transport.Report{}, a.ctxErr(ctx)
-				}
-				return transport.Report{}, err
-			}
-			if c.s, err = a.handshake(ctx, conn, c.id); err != nil {
-				conn.Close()
-				if errors.Is(err, wire.ErrBadMAC) {
-					return transport.Report{}, fmt.Errorf("the member failed authentication (is secret-file the members' secret?): %w", err)
-				}
-				return transport.Report{}, a.ioErr(ctx, err)
-			}
-			c.conn = conn
-		}
-		r, err := a.query(ctx, c)
-		if err == nil {
-			return r, nil
-		}
-		c.conn.Close()
-		c.conn, c.s = nil, nil
-		if fresh || ctx.Err() != nil || errors.Is(err, wire.ErrBadMAC) {
-			return transport.Report{}, err
-		}
-	}
+	return transport.Query(ctx, a.pool, id, a.query)
 }
 
-func (a *asker) ctxErr(ctx context.Context) error {
-	if a.ctx.Err() != nil {
-		return tenure.ErrClosed
+// dial connects to member id and authenticates as [wire.ObserverID].
+func (a *asker) dial(ctx context.Context, id uint64, addr string) (*askConn, error) {
+	d := net.Dialer{Timeout: a.dialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, a.pool.CtxErr(ctx)
+		}
+		return nil, err
 	}
-	return fmt.Errorf("no answer in time: %w", ctx.Err())
+	s, err := a.handshake(ctx, conn, id)
+	if err != nil {
+		conn.Close()
+		if errors.Is(err, wire.ErrBadMAC) {
+			return nil, fmt.Errorf("the member failed authentication (is secret-file the members' secret?): %w", err)
+		}
+		return nil, a.ioErr(ctx, err)
+	}
+	return &askConn{id: id, conn: conn, s: s}, nil
 }
 
 // handshake authenticates conn to member id as [wire.ObserverID], within the
@@ -177,7 +139,7 @@ func (a *asker) query(ctx context.Context, c *askConn) (transport.Report, error)
 // authenticate.
 func (a *asker) ioErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return a.ctxErr(ctx)
+		return a.pool.CtxErr(ctx)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
 		return errors.New("the member closed the connection without answering (wrong secret-file, or a member version without status queries)")
@@ -189,16 +151,6 @@ func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// Close implements [transport.Asker]: in-flight queries fail and connections close.
-func (a *asker) Close() error {
-	a.cancel()
-	for _, c := range a.conns {
-		c.sem <- struct{}{}
-		if c.conn != nil {
-			c.conn.Close()
-			c.conn = nil
-		}
-		<-c.sem
-	}
-	return nil
-}
+// Close implements [transport.Asker]: in-flight queries fail and
+// connections close.
+func (a *asker) Close() error { return a.pool.Close() }
