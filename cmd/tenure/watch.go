@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/signal"
 	"syscall"
 	"time"
@@ -21,6 +22,11 @@ until interrupted (SIGINT or SIGTERM; exit code 0). Lines start with the
 local time the change was seen. With --json each line is an object shaped as
 in "tenure status --json" plus "time" (RFC 3339).
 
+With --http ADDR it also serves the leadership view, as "tenure run --http"
+does, without ever campaigning: one dashboard for a whole group. GET /
+(JSON, or a live page in a browser), /healthz, /readyz (503: an observer
+never leads; ?standbyok makes it 200), /events, /metrics.
+
 Flags:
 `
 
@@ -30,10 +36,14 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if done {
 		return code
 	}
+	logger, err := newLogger(stderr, o.logFormat, slog.LevelWarn)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(peer.WithLogger(openCtx, quietLogger(stderr)), o.store)
+	store, err := openStore(peer.WithLogger(openCtx, logger), o.store)
 	if err == nil {
 		if _, err = store.Get(openCtx, o.key); err != nil {
 			store.Close()
@@ -45,7 +55,14 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	defer store.Close()
-	obs := &tenure.Observer{Store: store, Key: o.key, Logger: quietLogger(stderr)}
+	if o.httpAddr != "" {
+		view, err := listenView(o.httpAddr, o.key, store, logger)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		view.serve(ctx, logger)
+	}
+	obs := &tenure.Observer{Store: store, Key: o.key, Logger: logger}
 	enc := json.NewEncoder(stdout)
 	for rec := range obs.Changes(ctx) {
 		now := time.Now()

@@ -45,7 +45,7 @@ func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, erro
 	conn, _, err := zk.Connect(s.servers, ttl,
 		zk.WithLogger(logger{secret: s.secret, timeout: negotiated}),
 		zk.WithEventCallback(g.event),
-		zk.WithDialer(g.gate.dial))
+		zk.WithDialer(cappedDialer(handshakeLimit(ttl), g.gate.dial)))
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}

@@ -49,12 +49,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	wctx, stop := context.WithCancel(ctx)
 	wake := make(chan struct{}, 1)
 	go s.rearm(wctx, key, armed, down, wake)
-	first := true // Follow calls Get from one goroutine
 	get := func(ctx context.Context) (tenure.Record, error) {
-		if first { // read above, after the watch was armed
-			first = false
-			return r, nil
-		}
 		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
 		defer cancel()
 		return s.read(rctx, key)
@@ -62,14 +57,13 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	out := make(chan tenure.Record)
 	go func() {
 		defer stop()
-		go func() { // the watch ends when the store closes
-			select {
-			case <-s.done:
-				stop()
-			case <-wctx.Done():
-			}
-		}()
-		tenure.Follow{Get: get, Wake: wake, Announced: true}.Run(wctx, out)
+		tenure.Follow{
+			Get:       get,
+			Initial:   &r, // read above, after the watch was armed
+			Wake:      wake,
+			Done:      s.done, // the watch ends when the store closes
+			Announced: true,   // lease nodes are ephemeral: ZooKeeper reports their end
+		}.Run(wctx, out)
 	}()
 	return out, nil
 }

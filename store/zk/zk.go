@@ -121,7 +121,8 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 		return nil, err
 	}
 	ctl, _, err := zk.Connect(servers, controlSessionTimeout,
-		zk.WithLogger(logger{secret: s.secret}), zk.WithEventCallback(s.controlEvent))
+		zk.WithLogger(logger{secret: s.secret}), zk.WithEventCallback(s.controlEvent),
+		zk.WithDialer(cappedDialer(handshakeLimit(controlSessionTimeout), netDial)))
 	if err != nil {
 		return nil, fmt.Errorf("zk: connect to %s: %w", s.where, s.scrub(err))
 	}
