@@ -202,23 +202,8 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(o.ctx, cancel)
-	read := false
-	get := func(ctx context.Context) (tenure.Record, error) {
-		if !read { // the round Watch already ran
-			read = true
-			return first, nil
-		}
-		return o.get(ctx, key)
-	}
-	out := make(chan tenure.Record)
-	go func() {
-		defer cancel()
-		defer stop()
-		tenure.Follow{Get: get, Poll: o.cfg.Heartbeat}.Run(ctx, out)
-	}()
-	return out, nil
+	get := func(ctx context.Context) (tenure.Record, error) { return o.get(ctx, key) }
+	return tenure.Follow{Get: get, Initial: &first, Done: o.ctx.Done(), Poll: o.cfg.Heartbeat}.Start(ctx), nil
 }
 
 // Close closes the observer's connections and ends its watches; later
