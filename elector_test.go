@@ -526,8 +526,8 @@ func TestRequestEvents(t *testing.T) {
 		<-b.began
 		rb := start(newElector(t, cb), b.task("b", nil))
 		time.Sleep(ttl)
+		rb.stop() // first, so that b never takes over
 		ra.stop()
-		rb.stop()
 		mu.Lock()
 		defer mu.Unlock()
 		// a renews every TTL/3 (jittered up to 1.2×) for one TTL.

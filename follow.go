@@ -28,11 +28,17 @@ const expiryMargin = time.Millisecond
 // same filter without a read.
 //
 // One rule decides when a watch ends: the channel is closed when ctx is
-// done, when Wake or Records is closed, or when Get fails. The caller then
+// done, when Done, Wake or Records is closed, or when Get fails. The caller then
 // reads with Get and watches again, as the [Reader.Watch] contract says.
 type Follow struct {
 	// Get reads the key's current record. Required.
 	Get func(ctx context.Context) (Record, error)
+	// Initial, if set, is the first record, read by the store while it
+	// set the watch up, so that Follow need not read it again.
+	Initial *Record
+	// Done, if set, ends the watch when it is closed: the store's own
+	// end, such as its Close.
+	Done <-chan struct{}
 	// Wake receives when the record may have changed. May be nil.
 	Wake <-chan struct{}
 	// Records receives records the store decoded itself. May be nil.
@@ -61,6 +67,7 @@ func (f Follow) Start(ctx context.Context) <-chan Record {
 func (f Follow) Run(ctx context.Context, out chan<- Record) {
 	defer close(out)
 	var d deliverer
+	d.done = f.Done
 	_ = f.follow(ctx, &d, out)
 }
 
@@ -69,6 +76,7 @@ func (f Follow) Run(ctx context.Context, out chan<- Record) {
 type deliverer struct {
 	last Record
 	sent bool
+	done <-chan struct{} // Follow.Done
 }
 
 // offer sends r on out if it changes the holder or term of what was last
@@ -83,6 +91,8 @@ func (d *deliverer) offer(ctx context.Context, out chan<- Record, r Record) bool
 		return true
 	case <-ctx.Done():
 		return false
+	case <-d.done:
+		return false
 	}
 }
 
@@ -96,9 +106,12 @@ func (f Follow) follow(ctx context.Context, d *deliverer, out chan<- Record) err
 	}
 	timer := clock.NewTimer(time.Hour)
 	defer timer.Stop()
-	read := true
+	read := f.Initial == nil
 	var cur Record      // the latest record, delivered or not
 	var curAt time.Time // when cur was read or received
+	if !read {
+		cur, curAt = *f.Initial, clock.Now()
+	}
 	for {
 		if read {
 			r, err := f.Get(ctx)
@@ -117,6 +130,8 @@ func (f Follow) follow(ctx context.Context, d *deliverer, out chan<- Record) err
 		}
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-f.Done:
 			return nil
 		case _, open := <-f.Wake:
 			if !open {

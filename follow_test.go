@@ -133,3 +133,20 @@ func TestFollowEndsOnReadError(t *testing.T) {
 		}
 	})
 }
+
+func TestFollowInitialAndDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &board{r: tenure.Record{Key: "k", Term: 9}}
+		done := make(chan struct{})
+		first := tenure.Record{Key: "k", Holder: "a", Term: 8}
+		ch := tenure.Follow{Get: b.get, Initial: &first, Done: done, Wake: make(chan struct{})}.Start(t.Context())
+		if r := recv(t, ch); r.Holder != "a" || b.count() != 0 {
+			t.Fatalf("first delivery %+v after %d reads, want the initial record and no read", r, b.count())
+		}
+		close(done)
+		synctest.Wait()
+		if _, ok := <-ch; ok {
+			t.Fatal("the watch outlived Done")
+		}
+	})
+}

@@ -139,4 +139,13 @@ func TestPageInBrowser(t *testing.T) {
 	if shown["leader"] != "b" || shown["term"] != "2" || shown["self"] != "(this process)" || shown["bars"].(float64) <= before {
 		t.Errorf("after the move the page shows %v (had %v bars), want b in term 2, this process, more bars", shown, before)
 	}
+	if out := os.Getenv("TENURE_SCREENSHOT_OUT"); out != "" { // the README's picture
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
+		if err == nil {
+			err = os.WriteFile(out, png, 0o644)
+		}
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+	}
 }

@@ -210,6 +210,9 @@ func (h *Handler) see(holder string, term uint64, ttl time.Duration, at time.Tim
 func (h *Handler) Run(ctx context.Context) error {
 	obs := tenure.Observer{Store: h.opts.Store, Key: h.opts.Key, Clock: h.clock, Logger: h.logger}
 	for r := range obs.Changes(ctx) {
+		if h.ownsNewer(r) {
+			continue
+		}
 		h.see(r.Holder, r.Term, r.TTL, h.clock.Now())
 	}
 	h.mu.Lock()
@@ -219,6 +222,19 @@ func (h *Handler) Run(ctx context.Context) error {
 		close(c.ch)
 	}
 	return ctx.Err()
+}
+
+// ownsNewer reports whether this process's elector leads r's term or a
+// later one while r says otherwise: r was read before the elector's
+// grant landed (a store may show the new term before its holder), and the
+// elector's own events are the better news.
+func (h *Handler) ownsNewer(r tenure.Record) bool {
+	e := h.candidate()
+	if e == nil || r.Holder == h.identity {
+		return false
+	}
+	st := e.Status()
+	return st.Leading && st.Term >= r.Term
 }
 
 // New returns a handler for opts. It returns an error wrapping

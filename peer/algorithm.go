@@ -3,12 +3,15 @@ package peer
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // Algorithm is an election algorithm run by a [Node]: a state machine driven
@@ -26,7 +29,7 @@ type Algorithm interface {
 	// Tick is called every heartbeat interval.
 	Tick(env Env)
 	// Receive is called for each message after the node's common handling.
-	Receive(env Env, m Message)
+	Receive(env Env, m wire.Message)
 	// LeaderLost is called when the coordinator this node followed was
 	// suspected (silent for Timeout), resigned, or when this node stopped
 	// being coordinator; the algorithm typically starts an election.
@@ -37,12 +40,12 @@ type Algorithm interface {
 // called from within the Algorithm's methods.
 type Env interface {
 	Self() uint64
-	Group() Group
+	Group() transport.Group
 	Now() time.Time
 	Config() Config
 	// Send sends m to member to, filling From, To and Epoch. The error is the
 	// transport's (see [Transport.Send]).
-	Send(to uint64, m Message) error
+	Send(to uint64, m wire.Message) error
 	// Alive reports whether id is this node or was heard from within
 	// Timeout and not marked dead since.
 	Alive(id uint64) bool
@@ -70,75 +73,115 @@ type Env interface {
 	Logf(format string, args ...any)
 }
 
-// NewAlgorithm makes an algorithm instance for one node.
-type NewAlgorithm func(cfg Config) (Algorithm, error)
+// Suspicions are the members an algorithm believes dead (bully and ring
+// skip them): each for Timeout after it was suspected, or until it is
+// heard from (Clear), so a member that recovered is tried again even if
+// it stayed silent. The zero value is not usable: make the map. It is
+// used from the Algorithm's methods only, like the Algorithm.
+type Suspicions map[uint64]time.Time
 
-// OpenMode opens a complete peer-election implementation that does not run
-// on [Node] (raft). It must honour the Store contract described in the
-// package doc; ctx bounds only the opening. When cfg.IsObserver() (no id in
-// the URL) it must open a read-only observer instead of a member, typically
-// [NewObserver] with the mode's own [Asker].
-type OpenMode func(ctx context.Context, cfg Config) (tenure.Store, error)
+// Suspect marks id dead for Timeout.
+func (s Suspicions) Suspect(env Env, id uint64) { s[id] = env.Now().Add(env.Config().Timeout) }
+
+// Suspected reports whether id is marked dead.
+func (s Suspicions) Suspected(env Env, id uint64) bool { return env.Now().Before(s[id]) }
+
+// Clear forgets the suspicion of id: it was heard from.
+func (s Suspicions) Clear(id uint64) { delete(s, id) }
+
+// Opener opens one member (or, when cfg.IsObserver(), an observer) of a
+// group running a registered algorithm; it is to algorithm names what
+// [tenure.Opener] is to URL schemes. ctx bounds only the opening. The
+// store it returns must honour the contract described in the package doc.
+// Algorithms run by [Node] register [NodeOpener]; complete modes that do
+// not run on Node (raft) register their own, which must open a read-only
+// observer for an observer config, typically [NewObserver] with the
+// mode's own [transport.Asker].
+type Opener func(ctx context.Context, cfg Config) (tenure.Store, error)
+
+// ParamParser converts the peer:// URL parameters that package peer does
+// not know (params never holds id, peers, secret-file...) into an
+// algorithm's typed options, which [ParseURL] puts in [Config.Options].
+// An unknown parameter or a bad value gives a one-line error wrapping
+// [tenure.ErrInvalid] that names it; params may be empty.
+type ParamParser func(params url.Values) (options any, err error)
+
+// RegisterOption adds to a [Register]ed algorithm.
+type RegisterOption func(*algorithm)
+
+// WithParams makes [ParseURL] convert the URL's extra parameters with
+// parse. Without it, extra parameters are ignored.
+func WithParams(parse ParamParser) RegisterOption {
+	return func(a *algorithm) { a.params = parse }
+}
+
+// algorithm is a registry entry.
+type algorithm struct {
+	open   Opener
+	params ParamParser
+}
 
 var (
-	algMu sync.RWMutex
-	algs  = map[string]NewAlgorithm{}
-	modes = map[string]OpenMode{}
+	registryMu sync.RWMutex
+	registry   = map[string]algorithm{}
 )
 
-// RegisterAlgorithm makes an algorithm run by [Node] available under name;
-// algorithm packages call it from init. It panics on an empty or duplicate
-// name.
-func RegisterAlgorithm(name string, f NewAlgorithm) {
-	register(name, func() { algs[name] = f }, f == nil)
-}
-
-// RegisterMode makes a complete implementation available under name (see
-// [OpenMode]); it panics on an empty or duplicate name.
-func RegisterMode(name string, f OpenMode) {
-	register(name, func() { modes[name] = f }, f == nil)
-}
-
-func register(name string, add func(), isNil bool) {
-	algMu.Lock()
-	defer algMu.Unlock()
-	if name == "" || isNil {
-		panic("peer: register with an empty name or nil function")
+// Register makes an algorithm available to [Open] (and so to peer:// URLs)
+// under name. Algorithm packages call it from init, so importing one for
+// its side effect is enough to use its name. It panics if name is empty or
+// already registered, as [tenure.Register] does.
+func Register(name string, open Opener, opts ...RegisterOption) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if name == "" || open == nil {
+		panic("peer: Register with an empty name or nil opener")
 	}
-	_, a := algs[name]
-	_, m := modes[name]
-	if a || m {
-		panic("peer: algorithm registered twice: " + name)
+	if _, dup := registry[name]; dup {
+		panic("peer: Register called twice for algorithm " + name)
 	}
-	add()
+	a := algorithm{open: open}
+	for _, o := range opts {
+		o(&a)
+	}
+	registry[name] = a
 }
 
-// Algorithms returns the registered algorithm and mode names, sorted.
+// lookup returns the registry entry of name (zero if none).
+func lookup(name string) algorithm {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return registry[name]
+}
+
+// Algorithms returns the registered algorithm names, sorted.
 func Algorithms() []string {
-	algMu.RLock()
-	defer algMu.RUnlock()
-	var s []string
-	for k := range algs {
-		s = append(s, k)
-	}
-	for k := range modes {
-		s = append(s, k)
-	}
-	slices.Sort(s)
-	return s
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return slices.Sorted(maps.Keys(registry))
 }
 
-func lookup(name string) (NewAlgorithm, OpenMode) {
-	algMu.RLock()
-	defer algMu.RUnlock()
-	return algs[name], modes[name]
+// NodeOpener returns the [Opener] of an algorithm run by [Node]: it opens
+// an [Observer] for an observer config, else a Node running a fresh
+// algorithm from newAlg (one instance per node).
+func NodeOpener(newAlg func() Algorithm) Opener {
+	return func(ctx context.Context, cfg Config) (tenure.Store, error) {
+		if cfg.IsObserver() {
+			o, err := NewObserver(cfg, nil)
+			if err != nil {
+				return nil, err
+			}
+			return o.Store(), nil
+		}
+		return NewNode(cfg, newAlg())
+	}
 }
 
-// Open starts this member's node for cfg (defaults applied, validated) and
-// returns it as a [tenure.Store]: a [*Node] for algorithms, or whatever a
-// registered mode returns. When cfg.ID is [ObserverID] it returns an
-// [*Observer] instead (through the mode for modes). ctx bounds only the
-// opening.
+// Open opens this member's store for cfg (defaults applied, validated)
+// through the opener registered for cfg.Algorithm: a [*Node] for the
+// algorithms run by Node, or whatever a mode returns; an [*Observer] when
+// cfg.ID is [wire.ObserverID]. ctx bounds only the opening. An algorithm
+// nobody registered gives an error wrapping [tenure.ErrInvalid] that lists
+// the registered ones.
 func Open(ctx context.Context, cfg Config) (tenure.Store, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -147,13 +190,7 @@ func Open(ctx context.Context, cfg Config) (tenure.Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if _, mode := lookup(cfg.Algorithm); mode != nil {
-		return mode(ctx, cfg)
-	}
-	if cfg.IsObserver() {
-		return NewObserver(cfg, nil)
-	}
-	return NewNode(cfg)
+	return lookup(cfg.Algorithm).open(ctx, cfg)
 }
 
 // loggerKey is the context key of [WithLogger].

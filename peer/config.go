@@ -6,7 +6,13 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // Defaults of a [Config].
@@ -20,11 +26,11 @@ const (
 // [ParseURL]; [Config.Validate] checks it. Zero durations take defaults
 // ([Config.WithDefaults]).
 type Config struct {
-	// ID is this member's ID; it must be in Group. [ObserverID] (0, no id
+	// ID is this member's ID; it must be in Group. [wire.ObserverID] (0, no id
 	// in the URL) configures an [Observer] instead of a member.
 	ID uint64
 	// Group is the static member list, the same on every member.
-	Group Group
+	Group transport.Group
 	// Algorithm names a registered algorithm or mode ("lowest", "bully",
 	// "ring", "raft"...); see [Algorithms].
 	Algorithm string
@@ -46,17 +52,19 @@ type Config struct {
 	Key string
 	// Secret authenticates every frame of the TCP transport. Required
 	// unless Transport is set.
-	Secret Secret
+	Secret tcp.Secret
 	// StateDir holds the epoch file (peer-<ID>.epoch). Required unless
 	// Epochs is set.
 	StateDir string
 	// Transport, if set, replaces the TCP transport (memnet in tests).
-	Transport Transport
+	Transport transport.Transport
 	// Epochs, if set, replaces the epoch file ([MemEpoch] in tests).
 	Epochs EpochStore
-	// Params holds the URL's other query parameters, for modes (raft) that
-	// have options of their own.
-	Params url.Values
+	// Options are the algorithm's own settings, of the type its package
+	// documents (raft.Options); nil takes its defaults. [ParseURL] fills
+	// them from the URL parameters package peer does not know, through the
+	// algorithm's [ParamParser].
+	Options any
 	// Logger receives structured logs. Default [slog.Default].
 	Logger *slog.Logger
 }
@@ -86,9 +94,9 @@ func (c Config) Validate() error {
 	case !observer && !c.Group.Has(c.ID):
 		return invalidf("Config.ID %d is not a member of the group (%v)", c.ID, c.Group.IDs())
 	case c.Algorithm == "":
-		return invalidf("Config.Algorithm is empty (registered: %v)", Algorithms())
+		return invalidf("Config.Algorithm is empty (registered: %s)", strings.Join(Algorithms(), ", "))
 	case !slices.Contains(Algorithms(), c.Algorithm):
-		return invalidf("Config.Algorithm %q is not registered (registered: %v; import its package)", c.Algorithm, Algorithms())
+		return invalidf("Config.Algorithm %q is not registered (registered: %s; import its package)", c.Algorithm, strings.Join(Algorithms(), ", "))
 	case c.Heartbeat <= 0:
 		return invalidf("Config.Heartbeat (%s) must be positive", c.Heartbeat)
 	case c.Timeout < 2*c.Heartbeat:
@@ -113,8 +121,8 @@ func (c Config) Validate() error {
 }
 
 // IsObserver reports whether c configures an [Observer] (ID is
-// [ObserverID], no id in the URL) rather than a member.
-func (c Config) IsObserver() bool { return c.ID == ObserverID }
+// [wire.ObserverID], no id in the URL) rather than a member.
+func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
 
 // URL form, registered as the scheme "peer":
 //
@@ -122,8 +130,9 @@ func (c Config) IsObserver() bool { return c.ID == ObserverID }
 //
 // Parameters: id (this member), peers (ID=host:port,...), algorithm
 // (default bully), secret-file, state-dir, and optionally heartbeat and
-// timeout (Go durations), no-preempt (1/true), key. Unknown parameters go to
-// Config.Params for modes that define their own. The host and path must be
+// timeout (Go durations), no-preempt (1/true), key. The others are the
+// algorithm's: its [ParamParser] turns them into Config.Options (see
+// [WithParams]); an algorithm without one ignores them. The host and path must be
 // empty.
 //
 // Without id the URL opens a read-only [Observer] of the group (for
@@ -168,11 +177,11 @@ func ParseURL(u *url.URL) (Config, error) {
 	var c Config
 	if _, given := q["id"]; given {
 		// An empty id is an error, not an observer: leaving it out is.
-		if c.ID, err = ParseID(get["id"]); err != nil {
+		if c.ID, err = transport.ParseID(get["id"]); err != nil {
 			return Config{}, err
 		}
 	}
-	if c.Group, err = ParseMembers(get["peers"]); err != nil {
+	if c.Group, err = transport.ParseMembers(get["peers"]); err != nil {
 		return Config{}, err
 	}
 	c.Algorithm = get["algorithm"]
@@ -198,14 +207,11 @@ func ParseURL(u *url.URL) (Config, error) {
 	}
 	c.Key = get["key"]
 	c.StateDir = get["state-dir"]
-	if c.Secret, err = LoadSecret(get["secret-file"]); err != nil {
+	if c.Secret, err = tcp.LoadSecret(get["secret-file"]); err != nil {
 		return Config{}, err
 	}
-	c.Params = url.Values{}
-	for k, v := range q {
-		if !slices.Contains(urlParams, k) {
-			c.Params[k] = v
-		}
+	if c.Options, err = algorithmOptions(c.Algorithm, q); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }
@@ -218,4 +224,35 @@ func (c Config) String() string {
 	}
 	return fmt.Sprintf("peer %d of [%v] algorithm=%s heartbeat=%s timeout=%s no-preempt=%t",
 		c.ID, c.Group, c.Algorithm, c.Heartbeat, c.Timeout, c.NoPreempt)
+}
+
+// tcpConfig is the TCP transport's configuration for c: heartbeats or
+// keepalives cross every live link well within a few Timeouts, so a link
+// silent for 4×Timeout (at least 2s) is dead.
+func (c Config) tcpConfig() tcp.Config {
+	return tcp.Config{Self: c.ID, Group: c.Group, Secret: c.Secret, Key: c.Key, Algorithm: c.Algorithm,
+		IdleTimeout: max(4*c.Timeout, 2*time.Second), Logger: c.Logger}
+}
+
+// invalidf returns an error wrapping tenure.ErrInvalid.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: peer: "+format, append([]any{tenure.ErrInvalid}, args...)...)
+}
+
+// algorithmOptions converts the parameters of q that are not peer's into
+// alg's typed options, through the parser alg registered (see
+// [WithParams]); without one, or for an algorithm not registered (which
+// [Config.Validate] reports), they are ignored.
+func algorithmOptions(alg string, q url.Values) (any, error) {
+	parse := lookup(alg).params
+	if parse == nil {
+		return nil, nil
+	}
+	extra := url.Values{}
+	for k, v := range q {
+		if !slices.Contains(urlParams, k) {
+			extra[k] = v
+		}
+	}
+	return parse(extra)
 }

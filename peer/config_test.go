@@ -10,10 +10,13 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 func TestParseMembers(t *testing.T) {
-	g, err := peer.ParseMembers("3=127.0.0.1:7003, 1=127.0.0.1:7001,2=[::1]:7002")
+	g, err := transport.ParseMembers("3=127.0.0.1:7003, 1=127.0.0.1:7001,2=[::1]:7002")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +25,7 @@ func TestParseMembers(t *testing.T) {
 	}
 	for _, bad := range []string{"", "1", "0=127.0.0.1:1", "x=127.0.0.1:1", "1=127.0.0.1:1,1=127.0.0.1:2",
 		"1=127.0.0.1:1,2=127.0.0.1:1", "1=nohostport", "-1=127.0.0.1:1"} {
-		if _, err := peer.ParseMembers(bad); !errors.Is(err, tenure.ErrInvalid) {
+		if _, err := transport.ParseMembers(bad); !errors.Is(err, tenure.ErrInvalid) {
 			t.Errorf("ParseMembers(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -40,7 +43,7 @@ func TestParseURL(t *testing.T) {
 	}
 	if c.ID != 2 || c.Group.Len() != 2 || c.Algorithm != "ring" || c.Heartbeat.String() != "20ms" ||
 		c.Timeout.String() != "100ms" || !c.NoPreempt || c.Key != "jobs" || c.StateDir != dir ||
-		c.Params.Get("raft-extra") != "x" || string(c.Secret.Bytes()) != testSecret {
+		c.Options != nil || string(c.Secret.Bytes()) != testSecret {
 		t.Fatalf("parsed %+v", c)
 	}
 	if err := c.WithDefaults().Validate(); err != nil {
@@ -89,8 +92,8 @@ func TestParseURLErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	g, _ := peer.ParseMembers("1=127.0.0.1:7001,2=127.0.0.1:7002")
-	s, _ := peer.NewSecret([]byte(testSecret))
+	g, _ := transport.ParseMembers("1=127.0.0.1:7001,2=127.0.0.1:7002")
+	s, _ := tcp.NewSecret([]byte(testSecret))
 	ok := peer.Config{ID: 1, Group: g, Algorithm: "bully", Secret: s, StateDir: t.TempDir()}
 	if err := ok.WithDefaults().Validate(); err != nil {
 		t.Fatal(err)
@@ -99,7 +102,7 @@ func TestValidate(t *testing.T) {
 		"not a member":  func(c *peer.Config) { c.ID = 9 },
 		"unknown alg":   func(c *peer.Config) { c.Algorithm = "paxos" },
 		"short timeout": func(c *peer.Config) { c.Timeout = c.Heartbeat },
-		"no secret":     func(c *peer.Config) { c.Secret = peer.Secret{} },
+		"no secret":     func(c *peer.Config) { c.Secret = tcp.Secret{} },
 		"no state dir":  func(c *peer.Config) { c.StateDir = "" },
 	} {
 		c := ok.WithDefaults()
@@ -122,7 +125,7 @@ func TestAlgorithmsRegistered(t *testing.T) {
 			t.Fatal("registering bully twice did not panic")
 		}
 	}()
-	peer.RegisterAlgorithm("bully", func(peer.Config) (peer.Algorithm, error) { return nil, nil })
+	peer.Register("bully", peer.NodeOpener(func() peer.Algorithm { return nil }))
 }
 
 // TestParseURLObserver: a URL without id configures an observer, which
@@ -137,7 +140,7 @@ func TestParseURLObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.IsObserver() || c.ID != peer.ObserverID {
+	if !c.IsObserver() || c.ID != wire.ObserverID {
 		t.Fatalf("ParseURL without id: ID %d, IsObserver %t; want an observer", c.ID, c.IsObserver())
 	}
 	if err := c.WithDefaults().Validate(); err != nil {
@@ -150,7 +153,7 @@ func TestParseURLObserver(t *testing.T) {
 	if _, err := peer.ParseURL(u); !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), "secret") {
 		t.Fatalf("observer URL without a secret: %v, want ErrInvalid naming the secret", err)
 	}
-	noAddr, err := peer.NewGroup([]peer.Member{{ID: 1, Addr: "127.0.0.1:7001"}, {ID: 2}})
+	noAddr, err := transport.NewGroup([]transport.Member{{ID: 1, Addr: "127.0.0.1:7001"}, {ID: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,31 @@
 // Package peer elects a coordinator among a static group of processes that
 // talk to each other directly, with no lease store: the "lowest ID", Bully
 // and Ring strategies of the leader-election pattern (packages
-// peer/lowest, peer/bully, peer/ring), and a registry for complete modes
-// such as peer/raft.
+// peer/lowest, peer/bully, peer/ring), and complete modes such as
+// peer/raft, all behind one algorithm registry.
+//
+// # Layers
+//
+// Data crosses each layer once, in both directions, and each is usable
+// alone in a test:
+//
+//   - peer/wire: the [wire.Message] members exchange and its frame format
+//     (version 3), with fuzzed decoders. No I/O, no state.
+//   - peer/transport: the [transport.Transport] interface a node sends and
+//     receives through (status queries included, with their reply), the
+//     observer's [transport.Asker], and the member list ([transport.Group]).
+//   - peer/tcp (the authenticated TCP transport: handshake, group keys,
+//     secret files) and peer/memnet (in memory, seeded faults) implement
+//     it; the algorithms run unchanged over either.
+//   - this package: the [Algorithm] interface and its registry ([Register],
+//     [Algorithms], [Open], shaped like [tenure.Register]), the [Node] that
+//     runs an algorithm with its failure detector, handover and persisted
+//     epochs ([EpochStore]), the Store adapter (store.go), the [Observer],
+//     and the peer:// URL ([ParseURL]). Algorithm-specific options are
+//     typed ([Config.Options]), converted from the URL by the parser the
+//     algorithm registers ([WithParams]).
+//   - peer/lowest, peer/bully, peer/ring: algorithms run by Node;
+//     peer/raft: a complete mode with its own transport.
 //
 // A member's [Node] is a [tenure.Store] and [tenure.Reader] for one logical
 // key, so the same [tenure.Elector], Observer, health checks and `tenure run`
@@ -19,8 +42,9 @@
 //     returns [tenure.ErrLost] once it stopped being coordinator.
 //   - Release resigns: Resign is sent to all, the node abstains from
 //     elections for Timeout, the others elect someone else.
-//   - Get and Watch report the coordinator this node follows. Watch
-//     delivers a change at once, so a coordinator that learns it is
+//   - Get and Watch report the coordinator this node follows (Watch, built
+//     on [tenure.Follow], names the coordinator on its own node only once
+//     its handover is complete). Watch delivers a change at once, so a coordinator that learns it is
 //     superseded (a higher epoch, another member's claim with precedence)
 //     or steps down pushes the loss: the elector's watch of its own grant
 //     cancels the task at once, not at the next renewal.
@@ -36,7 +60,7 @@
 // only when every other member M has either
 //
 //   - yielded: M answers each claim of a coordinator still waiting (flag
-//     [FlagHandover]) with a [Yield]; it yields to the new epoch only once
+//     [wire.FlagHandover]) with a [wire.Yield]; it yields to the new epoch only once
 //     M's node holds no grant of an older epoch: it is not coordinator under
 //     one, and the lease it last handed out was released by its elector
 //     (Release, even of a superseded lease), or its elector came back to
@@ -99,12 +123,14 @@
 // answered reports (Holder its ID, Term its epoch, TTL and Remaining as
 // that member says), Holder "" when none reports one, and an error naming
 // each member and why when none answers. Watch repeats that every
-// Heartbeat and delivers changes. Acquire, Renew and Release fail with
-// [ErrObserver] (a [tenure.ErrInvalid]): add id=N to campaign.
+// Heartbeat and delivers changes. The Observer is a [tenure.Reader];
+// [tenure.Open] returns its Store face ([Observer.Store]), whose Acquire,
+// Renew and Release fail with [ErrObserver] (a [tenure.ErrInvalid]): add
+// id=N to campaign.
 //
 // An observer is never a member: it takes no ID (its queries come from
-// [ObserverID], 0, which no member can have), members answer its queries
-// in their transport and never pass them to the election, so it is never
+// [wire.ObserverID], 0, which no member can have), members' nodes answer
+// its queries in their dispatch and never pass them to the election, so it is never
 // heard as alive, never voted for and never followed; it sends no
 // heartbeats. Without the secret it learns nothing: members close the
 // connection when its handshake proof fails, and answers are authenticated
@@ -129,54 +155,13 @@
 //
 // # Transport and security
 //
-// The TCP transport ([ListenTCP]) speaks protocol version 3 (see
-// frame.go); members of versions 1 and 2 do not interoperate with it:
-// upgrade every member together.
-//
-//   - Group keys. The transport never uses the secret directly: it derives
-//     a group key from it with HKDF-SHA256 over the URL's key parameter
-//     (empty if not given), the algorithm and the sorted member IDs, so one
-//     secret file shared by two groups or two keys yields unrelated keys,
-//     and frames of one group are refused by the other (counted as
-//     OtherGroup: frames carry a public group tag, a hash of the same
-//     description).
-//   - A handshake on every connection. The dialer sends a fresh 32-byte
-//     random nonce, the acceptor its own, the dialer proves it holds the
-//     group key with an HMAC-SHA256 over both nonces and both IDs, and only
-//     then does the acceptor prove it too (so a stranger who connects
-//     receives one random nonce and nothing derived from the secret). A
-//     connection must complete its handshake within AuthTimeout (2s);
-//     a failed proof closes it (counted as BadMAC).
-//   - Every later frame carries the connection's tag and a sequence number
-//     (1, 2, 3... per direction) under an HMAC-SHA256 session key derived
-//     from the group key and both nonces. A frame recorded on one connection
-//     is therefore useless on any other: after either side restarts, on a
-//     new connection, in another group. Frames that fail authentication,
-//     are malformed, oversized, of another group or connection (Stale), out
-//     of sequence (Replayed), or misaddressed are dropped and counted
-//     ([TCPStats]) and their connection closed.
-//   - Connections. At most one inbound connection per member: the newest
-//     authenticated one wins and the older is closed. Member links carry a
-//     keepalive after a quarter of the idle timeout without traffic, so an
-//     inbound member connection silent for the idle timeout (4×Timeout, at
-//     least 2s) is dead and is closed; observer connections after 30s.
-//     Inbound connections are limited to 4 per member; when all are taken,
-//     the oldest still in its handshake is evicted, or else the oldest
-//     observer connection: neither strangers nor observers can keep
-//     members out. A failed Accept (EMFILE...) is retried with backoff.
-//   - Frames are authenticated, not encrypted: the epochs and IDs they
-//     carry are not secret. A process without the secret can neither join
-//     nor win, nor make a member accept anything it recorded.
-//
-// Secret files ([LoadSecret]) must be readable and writable by their owner
-// only (chmod 600) and hold a random secret: one with less than about 96
-// bits of estimated entropy (one letter repeated, a short pattern, a short
-// alphabet) is refused with an error naming the file and the fix.
-//
-// Observers use the same handshake, as [ObserverID]; their StatusQuery and
-// the member's StatusReply travel as ordinary frames on that connection.
-//
-// Package peer/memnet is an in-memory transport with seeded faults for tests.
+// Members talk over the authenticated TCP transport of package peer/tcp
+// (protocol version 3: a handshake with fresh nonces from both sides,
+// per-group keys derived with HKDF, per-connection MACs with sequence
+// numbers; its package doc states what it protects and what not). Package
+// peer/memnet is an in-memory transport with seeded faults for tests. Both
+// implement [transport.Transport], the one interface a [Node] sends and
+// receives through.
 //
 // # What the algorithms assume (and when to pick raft instead)
 //
@@ -210,7 +195,7 @@
 //   - No quorum: a minority side elects its own coordinator.
 //   - The membership is static; changing it means restarting every member
 //     with the new list.
-//   - Every member must run a version with the handover ([Yield]): a new
+//   - Every member must run a version with the handover ([wire.Yield]): a new
 //     coordinator waits for each live member's Yield, which an older
 //     member never sends (it drops the unknown type), so a lowest group
 //     with one older member never grants and a bully or ring group waits
@@ -226,7 +211,7 @@
 //     holder of the secret can claim any member ID. The dialer proves
 //     first, so whoever answers at a member's address receives its proof
 //     and could test guesses of the secret against it offline; a random
-//     secret (see [LoadSecret]) makes that useless.
+//     secret (see [tcp.LoadSecret]) makes that useless.
 //   - The group key binds the URL's key parameter, not the key a node binds
 //     on first use, and member IDs, not addresses: two groups with the same
 //     IDs, algorithm and key parameter (or none) derive the same group key

@@ -9,8 +9,9 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
-	_ "github.com/tenurehq/tenure/peer/bully"
+	"github.com/tenurehq/tenure/peer/bully"
 	"github.com/tenurehq/tenure/peer/memnet"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // Three Bully members on an in-memory network: the highest ID becomes
@@ -18,7 +19,7 @@ import (
 // production each member opens its node from a peer:// URL with
 // tenure.Open, on TCP.
 func Example() {
-	group, _ := peer.ParseMembers("1=,2=,3=")
+	group, _ := transport.ParseMembers("1=,2=,3=")
 	net := memnet.New(1)
 	nodes := map[uint64]*peer.Node{}
 	for _, id := range group.IDs() {
@@ -27,7 +28,7 @@ func Example() {
 			Heartbeat: 10 * time.Millisecond, Timeout: 50 * time.Millisecond,
 			Transport: net.Join(id), Epochs: &peer.MemEpoch{},
 			Logger: slog.New(slog.DiscardHandler),
-		})
+		}, bully.New())
 		if err != nil {
 			fmt.Println(err)
 			return

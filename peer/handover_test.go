@@ -117,11 +117,7 @@ func TestHandoverWaitsForTheDeposedLease(t *testing.T) {
 // taken to have crashed (the synchrony assumption), so its task ended.
 func TestHandoverAfterACrash(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := simtest.New(simtest.Options{Algorithm: "bully", Size: 3, Seed: 3})
-		defer c.Close()
-		if err := c.StartAll(); err != nil {
-			t.Fatal(err)
-		}
+		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: 3, Seed: 3})
 		if l, _, err := c.AwaitAgreement(time.Minute); err != nil || l != 3 {
 			t.Fatalf("first coordinator %d, %v; want 3", l, err)
 		}
@@ -144,11 +140,7 @@ func TestHandoverAfterACrash(t *testing.T) {
 // elector leading through it cancels its task at once.
 func TestCloseEndsTheCoordinatorsWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := simtest.New(simtest.Options{Algorithm: "bully", Size: 2, Seed: 5})
-		defer c.Close()
-		if err := c.StartAll(); err != nil {
-			t.Fatal(err)
-		}
+		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: 2, Seed: 5})
 		if l, _, err := c.AwaitAgreement(time.Minute); err != nil || l != 2 {
 			t.Fatalf("coordinator %d, %v; want 2", l, err)
 		}

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -8,9 +9,12 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
-// Node is one member running an election [Algorithm] over a [Transport]. It
+// Node is one member running an election [Algorithm] over a [transport.Transport]. It
 // is also the member's [tenure.Store] for one logical key (see store.go and
 // the package doc). Create it with [NewNode] or [Open]; all methods are safe
 // for concurrent use.
@@ -18,7 +22,7 @@ type Node struct {
 	cfg    Config
 	self   uint64
 	alg    Algorithm
-	tr     Transport
+	tr     transport.Transport
 	epochs EpochStore
 	log    *slog.Logger
 
@@ -36,8 +40,8 @@ type Node struct {
 	dead         map[uint64]bool
 	abstains     map[uint64]bool
 	abstainUntil time.Time
-	watchers     map[chan struct{}]struct{}
-	issued       []uint64 // epochs this node was coordinator under, in order
+	watchers     map[chan struct{}]context.CancelFunc // each watch's wake and end
+	issued       []uint64                             // epochs this node was coordinator under, in order
 
 	stop chan struct{}
 	done chan struct{}
@@ -60,22 +64,19 @@ type handover struct {
 	ready   bool // the lease may be granted
 }
 
-// NewNode starts the node for cfg: it loads the epoch (an error if the
-// epoch file is corrupt), opens the TCP transport unless cfg.Transport is
-// set, and starts the node's goroutine. cfg gets defaults and is validated
-// first. Stop the node with Close.
-func NewNode(cfg Config) (*Node, error) {
+// NewNode starts a node running alg for cfg: it loads the epoch (an
+// error if the epoch file is corrupt), opens the TCP transport unless
+// cfg.Transport is set, and starts the node's goroutine. cfg gets
+// defaults and is validated first; cfg.Algorithm still names the group's
+// algorithm (the TCP group key binds it). [Open] does the same for a
+// registered algorithm. Stop the node with Close.
+func NewNode(cfg Config, alg Algorithm) (*Node, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	newAlg, _ := lookup(cfg.Algorithm)
-	if newAlg == nil {
-		return nil, invalidf("algorithm %q is a mode, not a node algorithm", cfg.Algorithm)
-	}
-	alg, err := newAlg(cfg)
-	if err != nil {
-		return nil, err
+	if alg == nil {
+		return nil, invalidf("NewNode needs an algorithm")
 	}
 	if cfg.Key != "" {
 		if err := tenure.CheckKey(cfg.Key); err != nil {
@@ -96,10 +97,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		// Heartbeats or keepalives cross every live link well within a
-		// few Timeouts, so a link silent for longer is dead.
-		t, err := ListenTCP(TCPConfig{Self: cfg.ID, Group: cfg.Group, Secret: cfg.Secret, Key: cfg.Key,
-			Algorithm: cfg.Algorithm, IdleTimeout: max(4*cfg.Timeout, 2*time.Second), Logger: cfg.Logger})
+		t, err := tcp.Listen(cfg.tcpConfig())
 		if err != nil {
 			return nil, err
 		}
@@ -112,12 +110,9 @@ func NewNode(cfg Config) (*Node, error) {
 		heard:    map[uint64]time.Time{},
 		dead:     map[uint64]bool{},
 		abstains: map[uint64]bool{},
-		watchers: map[chan struct{}]struct{}{},
+		watchers: map[chan struct{}]context.CancelFunc{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-	}
-	if t, ok := tr.(*TCP); ok {
-		t.SetReporter(n.report)
 	}
 	n.mu.Lock()
 	n.alg.Start(env{n})
@@ -126,13 +121,23 @@ func NewNode(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// report is the node's answer to an observer's status query: the record
-// Get would return. It does not block on the network.
-func (n *Node) report() Report {
+// answer puts the node's answer to a status query on its reply channel:
+// the coordinator it follows and the record Get would return. A query is
+// never a sign of life and carries no claim, so it touches no election
+// state. It does not block.
+func (n *Node) answer(q transport.Delivery) {
+	if q.Reply == nil {
+		return
+	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	r := n.recordLocked(time.Now())
-	return Report{Leader: n.leader, LeaderEpoch: n.leaderEpoch, Epoch: n.maxEpoch, TTL: r.TTL, Remaining: r.Remaining}
+	reply := wire.Message{Type: wire.StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
+		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining}
+	n.mu.Unlock()
+	select {
+	case q.Reply <- reply:
+	default:
+	}
 }
 
 func (n *Node) run() {
@@ -144,11 +149,11 @@ func (n *Node) run() {
 		select {
 		case <-n.stop:
 			return
-		case m, ok := <-recv:
+		case d, ok := <-recv:
 			if !ok {
 				return
 			}
-			n.handle(m)
+			n.dispatch(d)
 		case <-t.C:
 			n.tick()
 		}
@@ -169,7 +174,7 @@ func (n *Node) tick() {
 	if n.isCoordinator() {
 		for _, id := range n.cfg.Group.IDs() {
 			if id != n.self {
-				n.send(id, Message{Type: Heartbeat, Leader: n.self, LeaderEpoch: n.leaderEpoch})
+				n.send(id, wire.Message{Type: wire.Heartbeat, Leader: n.self, LeaderEpoch: n.leaderEpoch})
 			}
 		}
 	} else if n.leader != 0 && now.Sub(n.leaderHeard) > n.cfg.Timeout {
@@ -190,19 +195,27 @@ func (n *Node) granting() bool {
 	return n.isCoordinator() && n.ho.ready && n.ho.epoch == n.leaderEpoch
 }
 
-// handle processes one received message.
-func (n *Node) handle(m Message) {
+// dispatch routes one delivery: status queries are answered, every other
+// message goes to the election.
+func (n *Node) dispatch(d transport.Delivery) {
+	if d.Type == wire.StatusQuery {
+		n.answer(d)
+		return
+	}
+	n.handle(d.Message)
+}
+
+// handle processes one received election message.
+func (n *Node) handle(m wire.Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	// Status messages are the transport's business (an observer's query is
-	// never a sign of life and carries no claim).
 	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() || m.Type.IsStatus() {
 		return
 	}
 	now := time.Now()
 	n.heard[m.From] = now
 	delete(n.dead, m.From)
-	n.abstains[m.From] = m.Flags&FlagAbstain != 0
+	n.abstains[m.From] = m.Flags&wire.FlagAbstain != 0
 	if m.Epoch > n.maxEpoch {
 		if err := n.raiseEpoch(m.Epoch); err != nil {
 			n.log.Error("peer: cannot persist the epoch; ignoring the message", "id", n.self, "err", err)
@@ -216,27 +229,27 @@ func (n *Node) handle(m Message) {
 		}
 	}
 	switch m.Type {
-	case Heartbeat, Coordinator:
+	case wire.Heartbeat, wire.Coordinator:
 		// A claim by the coordinator itself: follow it unless stale, in
 		// which case tell it so it steps down. A coordinator waiting for
 		// the members to yield gets an answer to each claim.
 		if m.Leader == m.From {
 			if m.LeaderEpoch < n.maxEpoch {
-				n.send(m.From, Message{Type: Reject, Leader: m.From, LeaderEpoch: m.LeaderEpoch})
-			} else if n.adopt(m.From, m.LeaderEpoch) && m.Flags&FlagHandover != 0 {
+				n.send(m.From, wire.Message{Type: wire.Reject, Leader: m.From, LeaderEpoch: m.LeaderEpoch})
+			} else if n.adopt(m.From, m.LeaderEpoch) && m.Flags&wire.FlagHandover != 0 {
 				n.yield()
 			}
 		}
-	case Elected:
-		if m.Flags&FlagHandover != 0 && n.leader == m.Leader && n.leaderEpoch == m.LeaderEpoch {
+	case wire.Elected:
+		if m.Flags&wire.FlagHandover != 0 && n.leader == m.Leader && n.leaderEpoch == m.LeaderEpoch {
 			n.yield()
 		}
-	case Yield:
+	case wire.Yield:
 		if n.isCoordinator() && m.Leader == n.self && m.LeaderEpoch == n.leaderEpoch && n.ho.epoch == n.leaderEpoch {
 			n.ho.yielded[m.From] = true
 			n.checkHandover(now)
 		}
-	case Resign:
+	case wire.Resign:
 		if m.From == n.leader && m.LeaderEpoch == n.leaderEpoch {
 			n.setLeader(0, 0)
 			n.alg.LeaderLost(env{n}, m.From)
@@ -246,14 +259,14 @@ func (n *Node) handle(m Message) {
 }
 
 // send fills the envelope and sends; the caller holds mu.
-func (n *Node) send(to uint64, m Message) error {
+func (n *Node) send(to uint64, m wire.Message) error {
 	m.From, m.To, m.Epoch = n.self, to, n.maxEpoch
 	if n.abstaining(time.Now()) {
-		m.Flags |= FlagAbstain
+		m.Flags |= wire.FlagAbstain
 	}
 	if n.isCoordinator() && !n.ho.ready && m.Leader == n.self &&
-		(m.Type == Heartbeat || m.Type == Coordinator || m.Type == Elected) {
-		m.Flags |= FlagHandover
+		(m.Type == wire.Heartbeat || m.Type == wire.Coordinator || m.Type == wire.Elected) {
+		m.Flags |= wire.FlagHandover
 	}
 	return n.tr.Send(m)
 }
@@ -373,7 +386,7 @@ func (n *Node) expireGrant(now time.Time) {
 	}
 }
 
-// yield answers the coordinator this node follows: [Yield] at its epoch
+// yield answers the coordinator this node follows: [wire.Yield] at its epoch
 // if this node holds no older grant, else at the held grant's epoch (not
 // yet). The caller holds mu.
 func (n *Node) yield() {
@@ -384,7 +397,7 @@ func (n *Node) yield() {
 	if n.holding(e) {
 		e = n.held.epoch
 	}
-	n.send(n.leader, Message{Type: Yield, Leader: n.leader, LeaderEpoch: e})
+	n.send(n.leader, wire.Message{Type: wire.Yield, Leader: n.leader, LeaderEpoch: e})
 }
 
 // adopt follows leader at epoch unless the claim is stale.
@@ -459,9 +472,9 @@ func (n *Node) Status() Status {
 		Epoch: n.maxEpoch, Issued: append([]uint64(nil), n.issued...), Granting: n.granting()}
 }
 
-// Transport returns the node's transport (a [*TCP] unless Config.Transport
+// Transport returns the node's transport (a [*tcp.Transport] unless Config.Transport
 // was set), for its counters.
-func (n *Node) Transport() Transport { return n.tr }
+func (n *Node) Transport() transport.Transport { return n.tr }
 
 // ID returns the node's member ID.
 func (n *Node) ID() uint64 { return n.self }
@@ -473,16 +486,16 @@ func (n *Node) Identity() string { return strconv.FormatUint(n.self, 10) }
 // n.mu held.
 type env struct{ n *Node }
 
-func (e env) Self() uint64                    { return e.n.self }
-func (e env) Group() Group                    { return e.n.cfg.Group }
-func (e env) Now() time.Time                  { return time.Now() }
-func (e env) Config() Config                  { return e.n.cfg }
-func (e env) Send(to uint64, m Message) error { return e.n.send(to, m) }
-func (e env) MarkDead(id uint64)              { e.n.dead[id] = true }
-func (e env) Abstaining() bool                { return e.n.abstaining(time.Now()) }
-func (e env) Abstains(id uint64) bool         { return e.n.abstains[id] }
-func (e env) Leader() (uint64, uint64)        { return e.n.leader, e.n.leaderEpoch }
-func (e env) Elect() (uint64, error)          { return e.n.elect() }
+func (e env) Self() uint64                         { return e.n.self }
+func (e env) Group() transport.Group               { return e.n.cfg.Group }
+func (e env) Now() time.Time                       { return time.Now() }
+func (e env) Config() Config                       { return e.n.cfg }
+func (e env) Send(to uint64, m wire.Message) error { return e.n.send(to, m) }
+func (e env) MarkDead(id uint64)                   { e.n.dead[id] = true }
+func (e env) Abstaining() bool                     { return e.n.abstaining(time.Now()) }
+func (e env) Abstains(id uint64) bool              { return e.n.abstains[id] }
+func (e env) Leader() (uint64, uint64)             { return e.n.leader, e.n.leaderEpoch }
+func (e env) Elect() (uint64, error)               { return e.n.elect() }
 func (e env) Adopt(leader, epoch uint64) bool {
 	before, beforeEpoch := e.n.leader, e.n.leaderEpoch
 	ok := e.n.adopt(leader, epoch)

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,26 +12,17 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
-// ErrObserver is wrapped by the error an [Observer] returns from Acquire,
-// Renew and Release: it wraps [tenure.ErrInvalid], because campaigning
+// ErrObserver is wrapped by the error an [Observer]'s Store face
+// ([Observer.Store]) returns from Acquire, Renew and Release: it wraps [tenure.ErrInvalid], because campaigning
 // needs a member, which an observer is not.
 var ErrObserver = fmt.Errorf("%w: peer: an observer (no id in the URL) cannot campaign; add id=N", tenure.ErrInvalid)
 
-// Asker is how an [Observer] reaches members: it asks one member for its
-// view of the coordinator. Implementations are safe for concurrent use.
-type Asker interface {
-	// Ask returns member id's [Report]. It blocks until the member
-	// answered, the attempt failed, or ctx is done; an answer is always
-	// authenticated as coming from a holder of the group's secret.
-	Ask(ctx context.Context, id uint64) (Report, error)
-	// Close ends the asker's connections; Ask then fails.
-	Close() error
-}
-
-// Observer is a read-only view of a peer group: a [tenure.Store] and
-// [tenure.Reader] that reports the coordinator the members agree on
+// Observer is a read-only view of a peer group: a [tenure.Reader] that
+// reports the coordinator the members agree on
 // without being a member. It never joins elections, sends no heartbeats
 // and is never counted as alive by a member; it only asks members, with a
 // status query authenticated by the group's secret, whom they follow.
@@ -38,24 +30,24 @@ type Asker interface {
 // All methods are safe for concurrent use.
 type Observer struct {
 	cfg Config
-	ask Asker
+	ask transport.Asker
 
-	mu     sync.Mutex
-	key    string
-	closed bool
-	stop   chan struct{}
+	ctx    context.Context // cancelled by Close: ends every watch
+	cancel context.CancelFunc
+
+	closeOnce sync.Once
+	mu        sync.Mutex // guards key
+	key       string
 }
 
-var (
-	_ tenure.Store = (*Observer)(nil)
-)
+var _ tenure.Reader = (*Observer)(nil)
 
 // NewObserver returns an observer of cfg.Group (cfg.ID must be
-// [ObserverID]; defaults applied, validated). It asks members through a, or,
+// [wire.ObserverID]; defaults applied, validated). It asks members through a, or,
 // if a is nil, with the TCP transport's status query (algorithms lowest,
 // bully, ring; modes such as raft pass their own Asker). It does not
 // contact any member yet.
-func NewObserver(cfg Config, a Asker) (*Observer, error) {
+func NewObserver(cfg Config, a transport.Asker) (*Observer, error) {
 	cfg = cfg.WithDefaults()
 	if !cfg.IsObserver() {
 		return nil, invalidf("Config.ID is %d: an observer has none (leave id out of the URL)", cfg.ID)
@@ -69,13 +61,15 @@ func NewObserver(cfg Config, a Asker) (*Observer, error) {
 		}
 	}
 	if a == nil {
-		ta, err := newTCPAsker(cfg)
+		ta, err := tcp.NewAsker(cfg.tcpConfig())
 		if err != nil {
 			return nil, err
 		}
 		a = ta
 	}
-	return &Observer{cfg: cfg, ask: a, key: cfg.Key, stop: make(chan struct{})}, nil
+	o := &Observer{cfg: cfg, ask: a, key: cfg.Key}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	return o, nil
 }
 
 // queryTimeout bounds one round of status queries, whatever ctx allows, so
@@ -91,15 +85,12 @@ func (o *Observer) use(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
+	if o.ctx.Err() != nil {
 		return tenure.ErrClosed
 	}
-	if o.key == "" {
-		o.key = key
-	}
-	if key != o.key {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.key = cmp.Or(o.key, key); key != o.key {
 		return invalidf("this peer observer follows key %q, not %q (one group per key)", o.key, key)
 	}
 	return nil
@@ -122,7 +113,7 @@ func (o *Observer) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 type answer struct {
 	id  uint64
-	r   Report
+	r   transport.Report
 	err error
 }
 
@@ -154,7 +145,7 @@ func (o *Observer) get(parent context.Context, key string) (tenure.Record, error
 		if err := parent.Err(); err != nil {
 			return tenure.Record{}, fmt.Errorf("peer: status query: %w", err)
 		}
-		return tenure.Record{}, fmt.Errorf("%w: no member answered the status query (%s)", ErrUnreachable, strings.Join(msgs, "; "))
+		return tenure.Record{}, fmt.Errorf("%w: no member answered the status query (%s)", transport.ErrUnreachable, strings.Join(msgs, "; "))
 	}
 	return pick(key, got), nil
 }
@@ -197,12 +188,12 @@ func compareID(a, b uint64) int {
 }
 
 // Watch returns a channel that receives key's record (see [Observer.Get])
-// at once, then again whenever the coordinator or its epoch changes. It
-// polls the members every Heartbeat, so changes shorter than that can be
-// missed. The channel is closed when ctx is done, the observer is closed,
-// or a round finds no member answering (Get then says why; a
-// [tenure.Observer] retries). The first round runs before Watch returns,
-// and its error is Watch's.
+// at once, then again whenever the coordinator or its epoch changes: it
+// is [tenure.Follow] polling the members every Heartbeat, so changes
+// shorter than that can be missed. The channel is closed when ctx is done,
+// the observer is closed, or a round finds no member answering (Get then
+// says why; a [tenure.Observer] retries). The first round runs before
+// Watch returns, and its error is Watch's.
 func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := o.use(ctx, key); err != nil {
 		return nil, err
@@ -211,82 +202,47 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan tenure.Record)
-	go func() {
-		defer close(out)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-o.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		t := time.NewTicker(o.cfg.Heartbeat)
-		defer t.Stop()
-		r, last, sent := first, tenure.Record{}, false
-		for {
-			if !sent || r.Holder != last.Holder || r.Term != last.Term {
-				select {
-				case out <- r:
-				case <-ctx.Done():
-					return
-				}
-				last, sent = r, true
-			}
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return
-			}
-			if r, err = o.get(ctx, key); err != nil {
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-// Acquire returns an error wrapping [ErrObserver] (and so
-// [tenure.ErrInvalid]): an observer cannot campaign. Bad arguments give
-// their own ErrInvalid error, and a closed observer [tenure.ErrClosed].
-func (o *Observer) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
-		return tenure.Lease{}, err
-	}
-	return tenure.Lease{}, o.refuse()
-}
-
-// Renew returns an error wrapping [ErrObserver]; see [Observer.Acquire].
-func (o *Observer) Renew(ctx context.Context, l tenure.Lease) error { return o.refuse() }
-
-// Release returns an error wrapping [ErrObserver]; see [Observer.Acquire].
-func (o *Observer) Release(ctx context.Context, l tenure.Lease) error { return o.refuse() }
-
-func (o *Observer) refuse() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return tenure.ErrClosed
-	}
-	return ErrObserver
+	get := func(ctx context.Context) (tenure.Record, error) { return o.get(ctx, key) }
+	return tenure.Follow{Get: get, Initial: &first, Done: o.ctx.Done(), Poll: o.cfg.Heartbeat}.Start(ctx), nil
 }
 
 // Close closes the observer's connections and ends its watches; later
 // calls return [tenure.ErrClosed]. It is idempotent and does not block on
 // the network.
-func (o *Observer) Close() error {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		return nil
+func (o *Observer) Close() (err error) {
+	o.closeOnce.Do(func() {
+		o.cancel()
+		if e := o.ask.Close(); !errors.Is(e, tenure.ErrClosed) {
+			err = e
+		}
+	})
+	return err
+}
+
+// Store returns o as a [tenure.Store], for where a store is expected:
+// [tenure.Open] of a peer URL without id. Get, Watch and Close are o's;
+// Acquire, Renew and Release fail with an error wrapping [ErrObserver]
+// (after their own argument checks; [tenure.ErrClosed] once o is closed),
+// since campaigning needs a member. The Observer itself is only a
+// [tenure.Reader].
+func (o *Observer) Store() tenure.Store { return observerStore{o} }
+
+// observerStore is the Store face of an Observer: it refuses every write.
+type observerStore struct{ *Observer }
+
+func (s observerStore) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
 	}
-	o.closed = true
-	close(o.stop)
-	o.mu.Unlock()
-	if err := o.ask.Close(); err != nil && !errors.Is(err, tenure.ErrClosed) {
-		return err
+	return tenure.Lease{}, s.refuse()
+}
+
+func (s observerStore) Renew(context.Context, tenure.Lease) error   { return s.refuse() }
+func (s observerStore) Release(context.Context, tenure.Lease) error { return s.refuse() }
+
+func (s observerStore) refuse() error {
+	if s.ctx.Err() != nil {
+		return tenure.ErrClosed
 	}
-	return nil
+	return ErrObserver
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // TestPick: the observer's choice among answers follows the documented
@@ -18,25 +19,25 @@ func TestPick(t *testing.T) {
 		got  []answer
 		want tenure.Record
 	}{
-		{"nobody leads", []answer{{id: 1, r: Report{Epoch: 4}}, {id: 2, r: Report{Epoch: 7}}},
+		{"nobody leads", []answer{{id: 1, r: transport.Report{Epoch: 4}}, {id: 2, r: transport.Report{Epoch: 7}}},
 			tenure.Record{Key: "k", Term: 7}},
 		{"split: the higher epoch wins", []answer{
-			{id: 1, r: Report{Leader: 1, LeaderEpoch: 4, Epoch: 4, TTL: 300 * ms, Remaining: 300 * ms}},
-			{id: 3, r: Report{Leader: 3, LeaderEpoch: 6, Epoch: 6, TTL: 300 * ms, Remaining: 300 * ms}},
-			{id: 2, r: Report{Leader: 1, LeaderEpoch: 4, Epoch: 4, TTL: 300 * ms, Remaining: 200 * ms}}},
+			{id: 1, r: transport.Report{Leader: 1, LeaderEpoch: 4, Epoch: 4, TTL: 300 * ms, Remaining: 300 * ms}},
+			{id: 3, r: transport.Report{Leader: 3, LeaderEpoch: 6, Epoch: 6, TTL: 300 * ms, Remaining: 300 * ms}},
+			{id: 2, r: transport.Report{Leader: 1, LeaderEpoch: 4, Epoch: 4, TTL: 300 * ms, Remaining: 200 * ms}}},
 			tenure.Record{Key: "k", Holder: "3", Term: 6, TTL: 300 * ms, Remaining: 300 * ms}},
 		{"a higher epoch without a coordinator does not hide one", []answer{
-			{id: 1, r: Report{Epoch: 9}},
-			{id: 2, r: Report{Leader: 3, LeaderEpoch: 6, Epoch: 6, TTL: 300 * ms, Remaining: 100 * ms}}},
+			{id: 1, r: transport.Report{Epoch: 9}},
+			{id: 2, r: transport.Report{Leader: 3, LeaderEpoch: 6, Epoch: 6, TTL: 300 * ms, Remaining: 100 * ms}}},
 			tenure.Record{Key: "k", Holder: "3", Term: 6, TTL: 300 * ms, Remaining: 100 * ms}},
 		{"tie: the coordinator's own word", []answer{
-			{id: 1, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 50 * ms}},
-			{id: 2, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 300 * ms}},
-			{id: 3, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 20 * ms}}},
+			{id: 1, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 50 * ms}},
+			{id: 2, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 300 * ms}},
+			{id: 3, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 20 * ms}}},
 			tenure.Record{Key: "k", Holder: "2", Term: 5, TTL: 300 * ms, Remaining: 300 * ms}},
 		{"tie without the coordinator: the most cautious", []answer{
-			{id: 1, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 150 * ms}},
-			{id: 3, r: Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 20 * ms}}},
+			{id: 1, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 150 * ms}},
+			{id: 3, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 20 * ms}}},
 			tenure.Record{Key: "k", Holder: "2", Term: 5, TTL: 300 * ms, Remaining: 20 * ms}},
 	} {
 		if got := pick("k", tc.got); got != tc.want {

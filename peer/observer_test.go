@@ -11,6 +11,8 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // observerURL is the URL of an observer of g: g's member URL without id or
@@ -20,18 +22,17 @@ func (g *tcpGroup) observerURL(secretFile string) string {
 		g.group, g.alg, secretFile)
 }
 
-func openObserver(t testing.TB, raw string) *peer.Observer {
+func openObserver(t testing.TB, raw string) tenure.Store {
 	t.Helper()
 	st, err := tenure.Open(context.Background(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	o, ok := st.(*peer.Observer)
-	if !ok {
-		t.Fatalf("a peer URL without id opened a %T, want *peer.Observer", st)
+	if _, member := st.(*peer.Node); member {
+		t.Fatal("a peer URL without id opened a member's node, want an observer")
 	}
-	return o
+	return st
 }
 
 // nextHolder reads w until a record names want (any holder if want is "")
@@ -106,7 +107,7 @@ func TestObserverTCP(t *testing.T) {
 				if s := n.Status(); s.Leader != next {
 					t.Fatalf("member %d follows %d", id, s.Leader)
 				}
-				if st := n.Transport().(*peer.TCP).Stats(); st.Queries == 0 {
+				if st := n.Transport().(*tcp.Transport).Stats(); st.Queries == 0 {
 					t.Fatalf("member %d answered no status query: %+v", id, st)
 				}
 			}
@@ -127,7 +128,7 @@ func TestObserverWrongSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := o.Get(ctx, "job")
-	if err == nil || !errors.Is(err, peer.ErrUnreachable) {
+	if err == nil || !errors.Is(err, transport.ErrUnreachable) {
 		t.Fatalf("Get with the wrong secret = %+v, %v; want an error", r, err)
 	}
 	t.Logf("Get with the wrong secret: %v", err)
@@ -146,7 +147,7 @@ func TestObserverWrongSecret(t *testing.T) {
 		t.Fatal("Watch with the wrong secret succeeded")
 	}
 	for id, n := range g.nodes {
-		if st := n.Transport().(*peer.TCP).Stats(); st.BadMAC == 0 || st.Queries != 0 {
+		if st := n.Transport().(*tcp.Transport).Stats(); st.BadMAC == 0 || st.Queries != 0 {
 			t.Fatalf("member %d: %+v; want the observer's frames failing authentication, none answered", id, st)
 		}
 	}
@@ -160,7 +161,7 @@ func TestObserverUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := o.Get(ctx, "job")
-	if !errors.Is(err, peer.ErrUnreachable) || !strings.Contains(err.Error(), "member 2 at "+g.group.Addr(2)) {
+	if !errors.Is(err, transport.ErrUnreachable) || !strings.Contains(err.Error(), "member 2 at "+g.group.Addr(2)) {
 		t.Fatalf("Get of a group that is down = %v", err)
 	}
 }

@@ -96,32 +96,9 @@ func TestMultiProcess(t *testing.T) {
 			kill(id)
 		}
 	})
-	// await waits until each of members follows leader, above term min,
-	// and returns the term.
 	await := func(leader string, min uint64, members ...uint64) uint64 {
 		t.Helper()
-		seen := map[uint64]uint64{}
-		deadline := time.After(15 * time.Second)
-		for len(seen) < len(members) {
-			select {
-			case r := <-reports:
-				if r.leader == leader && r.term > min {
-					seen[r.member] = r.term
-				} else {
-					delete(seen, r.member)
-				}
-			case <-deadline:
-				t.Fatalf("members %v did not all follow %s above term %d (saw %v)", members, leader, min, seen)
-			}
-		}
-		var term uint64
-		for _, tm := range seen {
-			if term != 0 && tm != term {
-				t.Fatalf("members follow %s at different terms: %v", leader, seen)
-			}
-			term = tm
-		}
-		return term
+		return awaitReports(t, reports, leader, min, members...)
 	}
 	for id := uint64(1); id <= 3; id++ {
 		start(id)
@@ -132,4 +109,32 @@ func TestMultiProcess(t *testing.T) {
 	start(3)
 	t3 := await("3", t2, 1, 2, 3)
 	t.Logf("terms: %d, after SIGKILL of member 3: %d, after its restart: %d", t1, t2, t3)
+}
+
+// awaitReports waits until each of members reports following leader, above
+// term min, and returns the term.
+func awaitReports(t *testing.T, reports <-chan report, leader string, min uint64, members ...uint64) uint64 {
+	t.Helper()
+	seen := map[uint64]uint64{}
+	deadline := time.After(15 * time.Second)
+	for len(seen) < len(members) {
+		select {
+		case r := <-reports:
+			if r.leader == leader && r.term > min {
+				seen[r.member] = r.term
+			} else {
+				delete(seen, r.member)
+			}
+		case <-deadline:
+			t.Fatalf("members %v did not all follow %s above term %d (saw %v)", members, leader, min, seen)
+		}
+	}
+	var term uint64
+	for _, tm := range seen {
+		if term != 0 && tm != term {
+			t.Fatalf("members follow %s at different terms: %v", leader, seen)
+		}
+		term = tm
+	}
+	return term
 }

@@ -14,6 +14,10 @@ import (
 
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/bully"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // These tests replay what an eavesdropper recorded on a member's link.
@@ -137,7 +141,7 @@ func replay(t *testing.T, addr string, b []byte, keep bool) net.Conn {
 
 // withAddr returns g with member id at addr: what a member sees when its
 // link to id runs through an eavesdropper.
-func withAddr(t *testing.T, g peer.Group, id uint64, addr string) peer.Group {
+func withAddr(t *testing.T, g transport.Group, id uint64, addr string) transport.Group {
 	t.Helper()
 	ms := g.Members()
 	for i := range ms {
@@ -145,15 +149,15 @@ func withAddr(t *testing.T, g peer.Group, id uint64, addr string) peer.Group {
 			ms[i].Addr = addr
 		}
 	}
-	v, err := peer.NewGroup(ms)
+	v, err := transport.NewGroup(ms)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
-// counter reads a TCPStats field by name, 0 if the field does not exist.
-func counter(st peer.TCPStats, name string) uint64 {
+// counter reads a tcp.Stats field by name, 0 if the field does not exist.
+func counter(st tcp.Stats, name string) uint64 {
 	f := reflect.ValueOf(st).FieldByName(name)
 	if !f.IsValid() {
 		return 0
@@ -161,26 +165,34 @@ func counter(st peer.TCPStats, name string) uint64 {
 	return f.Uint()
 }
 
+// recordedLink starts the transports of members 1 and 2 of a bully group,
+// member 2 reaching 1 through a recorder.
+func recordedLink(t *testing.T) (*tcpGroup, *recorder, *tcp.Transport, *tcp.Transport) {
+	g := newTCPGroup(t, "bully", 2)
+	secret := testKey(t)
+	discard := slog.New(slog.DiscardHandler)
+	rec := newRecorder(t, g.group.Addr(1))
+	t1, err := tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, err := tcp.Listen(tcp.Config{Self: 2, Group: withAddr(t, g.group, 1, rec.addr()), Secret: secret, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, rec, t1, t2
+}
+
 // TestTCPReplayAfterRestart records member 2's frames to member 1, restarts
 // member 1, and replays them: nothing is delivered (the recorded handshake
 // does not answer the new connection's challenge), and the refusal is
 // counted.
 func TestTCPReplayAfterRestart(t *testing.T) {
-	g := newTCPGroup(t, "bully", 2)
-	secret := testKey(t)
-	discard := slog.New(slog.DiscardHandler)
-	rec := newRecorder(t, g.group.Addr(1))
-	t1, err := peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t2, err := peer.ListenTCP(peer.TCPConfig{Self: 2, Group: withAddr(t, g.group, 1, rec.addr()), Secret: secret, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, rec, t1, t2 := recordedLink(t)
+	secret, discard := testKey(t), slog.New(slog.DiscardHandler)
 	defer t2.Close()
 	for i := uint64(1); i <= 3; i++ {
-		if err := t2.Send(peer.Message{Type: peer.Coordinator, To: 1, Leader: 2, LeaderEpoch: 41, Ref: i}); err != nil {
+		if err := t2.Send(wire.Message{Type: wire.Coordinator, To: 1, Leader: 2, LeaderEpoch: 41, Ref: i}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -193,7 +205,7 @@ func TestTCPReplayAfterRestart(t *testing.T) {
 		}
 	}
 	t1.Close()
-	t1, err = peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret, Logger: discard})
+	t1, err := tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,21 +232,11 @@ func TestTCPReplayAfterRestart(t *testing.T) {
 // every connection open (enough to fill every inbound slot). Member 2,
 // the real one, must still get in.
 func TestTCPReplayExhaustion(t *testing.T) {
-	g := newTCPGroup(t, "bully", 2)
-	secret := testKey(t)
-	discard := slog.New(slog.DiscardHandler)
-	rec := newRecorder(t, g.group.Addr(1))
-	t1, err := peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t2, err := peer.ListenTCP(peer.TCPConfig{Self: 2, Group: withAddr(t, g.group, 1, rec.addr()), Secret: secret, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, rec, t1, t2 := recordedLink(t)
+	secret, discard := testKey(t), slog.New(slog.DiscardHandler)
 	slots := 4 * g.group.Len()
 	for i := uint64(1); i <= uint64(2*slots); i++ {
-		if err := t2.Send(peer.Message{Type: peer.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 3, Ref: i}); err != nil {
+		if err := t2.Send(wire.Message{Type: wire.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 3, Ref: i}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -245,7 +247,8 @@ func TestTCPReplayExhaustion(t *testing.T) {
 	}
 	t2.Close()
 	t1.Close()
-	if t1, err = peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret, Logger: discard}); err != nil {
+	t1, err := tcp.Listen(tcp.Config{Self: 1, Group: g.group, Secret: secret, Logger: discard})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer t1.Close()
@@ -256,7 +259,7 @@ func TestTCPReplayExhaustion(t *testing.T) {
 		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 		c.Read(make([]byte, 1))
 	}
-	t2, err = peer.ListenTCP(peer.TCPConfig{Self: 2, Group: g.group, Secret: secret, Logger: discard})
+	t2, err = tcp.Listen(tcp.Config{Self: 2, Group: g.group, Secret: secret, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +274,7 @@ func TestTCPReplayExhaustion(t *testing.T) {
 				return // the real member got in
 			}
 		case <-tick.C:
-			t2.Send(peer.Message{Type: peer.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 3, Ref: 999})
+			t2.Send(wire.Message{Type: wire.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 3, Ref: 999})
 		case <-deadline:
 			t.Fatalf("the real member 2 was locked out by replayed connections: member 1's transport %+v", t1.Stats())
 		}
@@ -287,7 +290,7 @@ func TestTCPReplayExhaustion(t *testing.T) {
 func TestPeerReplayExhaustionNoSplit(t *testing.T) {
 	g := newTCPGroup(t, "bully", 3)
 	rec := newRecorder(t, g.group.Addr(1))
-	start := func(id uint64, view peer.Group) {
+	start := func(id uint64, view transport.Group) {
 		u, err := urlParse(g.url(id))
 		if err != nil {
 			t.Fatal(err)
@@ -297,7 +300,7 @@ func TestPeerReplayExhaustionNoSplit(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Group, cfg.Logger = view, slog.New(slog.DiscardHandler)
-		n, err := peer.NewNode(cfg)
+		n, err := openNode(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +339,7 @@ func TestPeerReplayExhaustionNoSplit(t *testing.T) {
 		}
 		if len(coords) > 1 {
 			t.Fatalf("two coordinators at once after the replay: %v (member 1's transport: %+v)", coords,
-				g.nodes[1].Transport().(*peer.TCP).Stats())
+				g.nodes[1].Transport().(*tcp.Transport).Stats())
 		}
 	}
 	g.awaitLeader(2, 5*time.Second)
@@ -349,8 +352,8 @@ func TestPeerReplayExhaustionNoSplit(t *testing.T) {
 // another group's.
 func TestPeerCrossGroupReplay(t *testing.T) {
 	secret := writeSecret(t, testSecret)
-	mkGroup := func() peer.Group {
-		g, err := peer.NewGroup([]peer.Member{
+	mkGroup := func() transport.Group {
+		g, err := transport.NewGroup([]transport.Member{
 			{ID: 1, Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))},
 			{ID: 2, Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))},
 		})
@@ -359,16 +362,16 @@ func TestPeerCrossGroupReplay(t *testing.T) {
 		}
 		return g
 	}
-	loaded, err := peer.LoadSecret(secret)
+	loaded, err := tcp.LoadSecret(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := func(key string, id uint64, view peer.Group, epoch uint64) *peer.Node {
+	node := func(key string, id uint64, view transport.Group, epoch uint64) *peer.Node {
 		e := &peer.MemEpoch{}
 		e.Save(epoch)
 		n, err := peer.NewNode(peer.Config{ID: id, Group: view, Algorithm: "bully", Key: key, Secret: loaded,
 			Heartbeat: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Epochs: e,
-			Logger: slog.New(slog.DiscardHandler)})
+			Logger: slog.New(slog.DiscardHandler)}, bully.New())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +407,7 @@ func TestPeerCrossGroupReplay(t *testing.T) {
 		replay(t, b.Addr(1), f, false)
 	}
 	after := b1.Status()
-	st := b1.Transport().(*peer.TCP).Stats()
+	st := b1.Transport().(*tcp.Transport).Stats()
 	if !after.Coordinator || after.LeaderEpoch != before.LeaderEpoch || after.Epoch != before.Epoch || st.Received != 0 {
 		t.Fatalf("group A's frames acted on group B: before %+v, after %+v; B's transport %+v", before, after, st)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // ErrElecting is returned by [Node.Acquire] while no coordinator is known
@@ -26,9 +27,12 @@ var (
 	_ tenure.Store = (*Node)(nil)
 )
 
-// bind checks key against the node's key, binding the node to it on first
-// use. The caller holds mu.
-func (n *Node) bind(key string) error {
+// enter checks ctx and that the node is open, then key against the
+// node's key, binding the node to it on first use. The caller holds mu.
+func (n *Node) enter(ctx context.Context, key string) error {
+	if err := n.usable(ctx); err != nil {
+		return err
+	}
 	if n.key == "" {
 		n.key = key
 		return nil
@@ -88,10 +92,7 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.usable(ctx); err != nil {
-		return tenure.Lease{}, err
-	}
-	if err := n.bind(key); err != nil {
+	if err := n.enter(ctx, key); err != nil {
 		return tenure.Lease{}, err
 	}
 	now := time.Now()
@@ -175,7 +176,7 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 	n.setLeader(0, 0)
 	for _, id := range n.cfg.Group.IDs() {
 		if id != n.self {
-			n.send(id, Message{Type: Resign, Leader: n.self, LeaderEpoch: epoch})
+			n.send(id, wire.Message{Type: wire.Resign, Leader: n.self, LeaderEpoch: epoch})
 		}
 	}
 	n.alg.LeaderLost(env{n}, n.self)
@@ -192,94 +193,79 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.usable(ctx); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := n.bind(key); err != nil {
+	if err := n.enter(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	return n.recordLocked(time.Now()), nil
 }
 
-// Watch implements [tenure.Reader]: the current record at once, then one
-// whenever the coordinator or its epoch changes, including to "none" when it
-// is suspected or when this node stops being coordinator (so a leading
-// elector's watch cancels its task at once), and once more, unchanged, when
-// this node's handover completes (so a waiting elector acquires at once).
-// It ends when ctx is done or the node is closed; a watch whose last
+// Watch implements [tenure.Reader] with [tenure.Follow], woken by every
+// change of the node's view: the current record at once, then one whenever
+// the coordinator or its epoch changes, including to "none" when it is
+// suspected or when this node stops being coordinator (so a leading
+// elector's watch cancels its task at once). On the coordinator's own
+// node the record names it only once its handover is complete (until then
+// Holder is "" at its epoch), so a waiting elector acquires as soon as it
+// can. It ends when ctx is done or the node is closed; a watch whose last
 // record named this node coordinator first delivers the same epoch with
-// no holder when the node closes (it left the group, so its lease is over).
+// no holder when the node closes (it left the group, so its lease is
+// over), and gives up a heartbeat later if nobody reads. Watch does not
+// block.
 func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
 	}
-	sig := make(chan struct{}, 1)
+	wake := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(ctx)
 	n.mu.Lock()
-	if err := n.usable(ctx); err != nil {
-		n.mu.Unlock()
+	defer n.mu.Unlock()
+	if err := n.enter(ctx, key); err != nil {
+		cancel()
 		return nil, err
 	}
-	if err := n.bind(key); err != nil {
+	n.watchers[wake] = cancel
+	context.AfterFunc(ctx, func() {
+		n.mu.Lock()
+		delete(n.watchers, wake)
 		n.mu.Unlock()
-		return nil, err
-	}
-	n.watchers[sig] = struct{}{}
-	n.mu.Unlock()
-	out := make(chan tenure.Record)
-	go func() {
-		defer close(out)
-		defer func() {
-			n.mu.Lock()
-			delete(n.watchers, sig)
-			n.mu.Unlock()
-		}()
-		var last tenure.Record
-		var lastGranting bool
-		first := true
-		for {
-			n.mu.Lock()
-			r := n.recordLocked(time.Now())
-			granting := n.granting()
-			n.mu.Unlock()
-			if first || r.Holder != last.Holder || r.Term != last.Term || granting != lastGranting {
-				select {
-				case out <- r:
-				case <-ctx.Done():
-					return
-				case <-n.stop:
-					n.farewell(ctx, out, last)
-					return
-				}
-				last, lastGranting, first = r, granting, false
-			}
-			select {
-			case <-sig:
-			case <-ctx.Done():
-				return
-			case <-n.stop:
-				n.farewell(ctx, out, last)
-				return
-			}
-		}
-	}()
-	return out, nil
+	})
+	return tenure.Follow{Get: n.watched, Wake: wake, Announced: true}.Start(ctx), nil
 }
 
-// farewell is a watch's last record when the node closes while its last
-// delivery named this node coordinator: the same epoch with no holder, so
-// an elector leading through this node ends its task at once (see
-// [tenure.Superseded]) rather than at its next renewal. It gives up after
-// a heartbeat if nobody reads.
-func (n *Node) farewell(ctx context.Context, out chan<- tenure.Record, last tenure.Record) {
-	if last.Holder != n.Identity() {
-		return
+// watched is the record a watch follows: [Node.Get]'s, except that a
+// coordinator still in its handover names no holder, and that a closed
+// node gives its farewell if it was coordinator (the same epoch, no
+// holder), else [tenure.ErrClosed], which ends the watch.
+func (n *Node) watched(context.Context) (tenure.Record, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed && !n.isCoordinator() {
+		return tenure.Record{}, tenure.ErrClosed
 	}
-	t := time.NewTimer(n.cfg.Heartbeat)
-	defer t.Stop()
-	select {
-	case out <- tenure.Record{Key: last.Key, Term: last.Term}:
-	case <-ctx.Done():
-	case <-t.C:
+	r := n.recordLocked(time.Now())
+	if n.closed || !n.granting() && n.isCoordinator() {
+		r.Holder, r.TTL, r.Remaining = "", 0, 0
+	}
+	return r, nil
+}
+
+// endWatches ends every watch when the node closes. A coordinator's
+// watches are woken once more, so they deliver its farewell (see
+// [Node.Watch]), and given a heartbeat for it to be read; the others end
+// at once. The caller holds mu and has set closed.
+func (n *Node) endWatches() {
+	for w, cancel := range n.watchers {
+		if n.isCoordinator() {
+			select {
+			case w <- struct{}{}:
+			default: // a wake is already queued
+			}
+			time.AfterFunc(n.cfg.Heartbeat, cancel)
+		} else {
+			cancel()
+		}
+		close(w)
+		delete(n.watchers, w)
 	}
 }
 
@@ -288,16 +274,24 @@ func (n *Node) farewell(ctx context.Context, out chan<- tenure.Record, last tenu
 // watches end and later calls return [tenure.ErrClosed]. Close waits for the
 // node's goroutine; it is idempotent.
 func (n *Node) Close() error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return nil
+	if n.leave() {
+		<-n.done
+		return n.tr.Close()
 	}
-	n.closed = true
-	close(n.stop)
-	n.mu.Unlock()
-	<-n.done
-	return n.tr.Close()
+	return nil
+}
+
+// leave marks the node closed, stops its goroutine and ends its watches.
+// It reports false if the node had already left.
+func (n *Node) leave() (first bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if first = !n.closed; first {
+		n.closed = true
+		close(n.stop)
+		n.endWatches()
+	}
+	return first
 }
 
 // Defaults implements [tenure.Defaulter]: the node campaigns as its own

@@ -3,17 +3,17 @@ package peer_test
 import (
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/peer"
-	_ "github.com/tenurehq/tenure/peer/bully"
+	"github.com/tenurehq/tenure/peer/bully"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
 	_ "github.com/tenurehq/tenure/peer/lowest"
 	_ "github.com/tenurehq/tenure/peer/ring"
+	"github.com/tenurehq/tenure/peer/tcp"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // tcpGroup is a group of real nodes on loopback, each with its own state
@@ -21,33 +21,19 @@ import (
 type tcpGroup struct {
 	t      testing.TB
 	alg    string
-	group  peer.Group
+	group  transport.Group
 	secret string // path of the secret file
 	dir    string
 	nodes  map[uint64]*peer.Node
 }
 
-func writeSecret(t testing.TB, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "peer.secret")
-	if err := os.WriteFile(p, []byte(content+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+var writeSecret = peertest.WriteSecret
 
-const testSecret = "0123456789abcdef0123456789abcdef-test-secret"
+const testSecret = peertest.Secret
 
 func newTCPGroup(t testing.TB, alg string, n int) *tcpGroup {
 	t.Helper()
-	var ms []peer.Member
-	for i := 1; i <= n; i++ {
-		ms = append(ms, peer.Member{ID: uint64(i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
-	}
-	g, err := peer.NewGroup(ms)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := peertest.Group(t, n)
 	tg := &tcpGroup{t: t, alg: alg, group: g, secret: writeSecret(t, testSecret), dir: t.TempDir(), nodes: map[uint64]*peer.Node{}}
 	t.Cleanup(func() {
 		for _, n := range tg.nodes {
@@ -76,7 +62,7 @@ func (g *tcpGroup) start(id uint64) *peer.Node {
 		g.t.Fatal(err)
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	n, err := peer.NewNode(cfg)
+	n, err := openNode(cfg)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -165,14 +151,14 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 
 	// The rogue believes it belongs to the group, with the highest ID.
 	ms := g.group.Members()
-	ms = append(ms, peer.Member{ID: 999, Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
-	rg, err := peer.NewGroup(ms)
+	ms = append(ms, transport.Member{ID: 999, Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
+	rg, err := transport.NewGroup(ms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrong, _ := peer.NewSecret([]byte("not-the-group-secret-but-long-enough-1234"))
+	wrong, _ := tcp.NewSecret([]byte("not-the-group-secret-but-long-enough-1234"))
 	rogue, err := peer.NewNode(peer.Config{ID: 999, Group: rg, Algorithm: "bully", Heartbeat: 50 * time.Millisecond,
-		Timeout: 300 * time.Millisecond, Secret: wrong, Epochs: &peer.MemEpoch{}, Logger: slog.New(slog.DiscardHandler)})
+		Timeout: 300 * time.Millisecond, Secret: wrong, Epochs: &peer.MemEpoch{}, Logger: slog.New(slog.DiscardHandler)}, bully.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +173,7 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for id, n := range g.nodes {
-		tr := n.Transport().(*peer.TCP)
+		tr := n.Transport().(*tcp.Transport)
 		// Several rogue connections refused (its group tag, from a group
 		// with member 999, is not the group's; with the right tag its proof
 		// would fail).
@@ -209,47 +195,8 @@ func TestTCPRogueCannotTakeOver(t *testing.T) {
 	}
 }
 
-// TestTCPIdleStrangersCannotLockOut fills every inbound slot with idle
-// connections that never authenticate; a member still gets through, since
-// the oldest stranger is evicted for it.
-func TestTCPIdleStrangersCannotLockOut(t *testing.T) {
-	g := newTCPGroup(t, "bully", 2)
-	secret := testKey(t)
-	tr1, err := peer.ListenTCP(peer.TCPConfig{Self: 1, Group: g.group, Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr1.Close()
-	for range 4 * g.group.Len() {
-		c, err := net.Dial("tcp", g.group.Addr(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	tr2, err := peer.ListenTCP(peer.TCPConfig{Self: 2, Group: g.group, Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr2.Close()
-	if err := tr2.Send(peer.Message{Type: peer.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case m := <-tr1.Recv():
-		if m.From != 2 {
-			t.Fatalf("got %v", m)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("the member's frame never arrived: %+v", tr1.Stats())
-	}
-	if st := tr1.Stats(); st.Rejected == 0 {
-		t.Fatalf("no stranger was evicted: %+v", st)
-	}
-}
-
-func testKey(t testing.TB) peer.Secret {
-	s, err := peer.NewSecret([]byte(testSecret))
+func testKey(t testing.TB) tcp.Secret {
+	s, err := tcp.NewSecret([]byte(testSecret))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -69,7 +70,34 @@ func BenchFailover(b *testing.B, o BenchOptions) FailoverResult {
 	b.ReportMetric(ms(c99), "crash-p99-ms")
 	b.Logf("TTL %s, %d trials each: graceful handoff p50 %.2f ms p99 %.2f ms; crash failover p50 %.1f ms p99 %.1f ms",
 		o.TTL, o.Trials, ms(g50), ms(g99), ms(c50), ms(c99))
+	b.Logf("graceful handoffs, sorted: %v", sorted(res.Graceful))
+	b.Logf("crash failovers, sorted: %v", sorted(res.Crash))
 	return res
+}
+
+// sorted returns a sorted copy of d, rounded to 10 µs for reading.
+func sorted(d []time.Duration) []time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	for i := range s {
+		s[i] = s[i].Round(10 * time.Microsecond)
+	}
+	return s
+}
+
+// OpenURL returns an Open function for [Options] or [BenchOptions] that
+// opens rawURL with [tenure.Open] (so the store's package must be
+// imported, for its URL scheme) and fails t if that fails. The caller of
+// Open closes the store.
+func OpenURL(rawURL string) func(t testing.TB) tenure.Store {
+	return func(t testing.TB) tenure.Store {
+		t.Helper()
+		st, err := tenure.Open(t.Context(), rawURL)
+		if err != nil {
+			t.Fatalf("tenure.Open: %v", err)
+		}
+		return st
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -345,24 +345,12 @@ func (s *suite) watch(t *testing.T) {
 	}
 	next := func(what string, want func(tenure.Record) bool, within time.Duration) tenure.Record {
 		t.Helper()
-		timeout := time.NewTimer(within)
-		defer timeout.Stop()
-		for {
-			select {
-			case r, ok := <-ch:
-				if !ok {
-					t.Fatalf("watch closed while waiting for %s", what)
-				}
-				if r.Key != key {
-					t.Fatalf("watch delivered key %q, want %q", r.Key, key)
-				}
-				if want(r) {
-					return r
-				}
-			case <-timeout.C:
-				t.Fatalf("no watch delivery of %s within %s", what, within)
+		return Await(t, ch, within, what, func(r tenure.Record) bool {
+			if r.Key != key {
+				t.Fatalf("watch delivered key %q, want %q", r.Key, key)
 			}
-		}
+			return want(r)
+		})
 	}
 	next("the initial free record", func(r tenure.Record) bool { return !r.Held() }, s.o.Tolerance)
 	l := mustAcquire(t, b, key, "beta", s.long(10))

@@ -179,3 +179,37 @@ func FuzzOpen(f *testing.F, example string, schemes []string, open func(raw stri
 		NoSecret(t, in, texts...)
 	})
 }
+
+// FailsHiding checks that err, the error of what (say "Open with a wrong
+// password"), is not nil and contains none of secrets.
+func FailsHiding(t testing.TB, what string, err error, secrets ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error", what)
+	}
+	for _, s := range secrets {
+		if strings.Contains(err.Error(), s) {
+			t.Fatalf("%s: error quotes the password: %s", what, err)
+		}
+	}
+}
+
+// OpenOffline adapts a store's Open function for [FuzzOpen]: it calls open
+// with a cancelled context, so that nothing may dial, closes the store
+// open returns, and returns what describe says of it (nil describe: no
+// text) with open's error.
+func OpenOffline[S tenure.Store](open func(context.Context, string) (S, error), describe func(S) []string) func(raw string) ([]string, error) {
+	return func(raw string) ([]string, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // nothing may dial
+		st, err := open(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		if describe == nil {
+			return nil, nil
+		}
+		return describe(st), nil
+	}
+}

@@ -105,10 +105,9 @@ func TestSecretsNotPrinted(t *testing.T) {
 		"azblob://c?endpoint=http%3A%2F%2Fh%2F%3Fsig%3Dhunter2",
 		"file:///tmp/x?token=hunter2",
 	} {
-		var stdout, stderr bytes.Buffer
-		code := runInProcess([]string{"status", "--store", u, "--key", "job"}, &stdout, &stderr)
-		if code != exitUsage || strings.Contains(stderr.String()+stdout.String(), "hunter2") || stderr.Len() == 0 {
-			t.Errorf("status --store %s: code %d, stderr %q: want a usage error without the password", u, code, stderr.String())
+		code, out, stderr := statusOf(u)
+		if code != exitUsage || strings.Contains(out, "hunter2") || stderr == "" {
+			t.Errorf("status --store %s: code %d, stderr %q: want a usage error without the password", u, code, stderr)
 		}
 	}
 	// Stores that open and then fail at run time: a refused connection.
@@ -120,10 +119,9 @@ func TestSecretsNotPrinted(t *testing.T) {
 		"postgres://app:hunter2@127.0.0.1:1/app?connect_timeout=1",
 		"postgres://app@127.0.0.1:1/app?password=hunter2&connect_timeout=1",
 	} {
-		var stdout, stderr bytes.Buffer
-		code := runInProcess([]string{"status", "--store", u, "--key", "job"}, &stdout, &stderr)
-		if code == exitOK || strings.Contains(stderr.String()+stdout.String(), "hunter2") || !strings.Contains(stderr.String(), "xxxxx") {
-			t.Errorf("status --store %s: code %d, stderr %q: want an error naming the redacted store, without the secret", u, code, stderr.String())
+		code, out, stderr := statusOf(u)
+		if code == exitOK || strings.Contains(out, "hunter2") || !strings.Contains(stderr, "xxxxx") {
+			t.Errorf("status --store %s: code %d, stderr %q: want an error naming the redacted store, without the secret", u, code, stderr)
 		}
 	}
 }
@@ -149,4 +147,12 @@ func TestUnreachableRedisOneLine(t *testing.T) {
 	if r.code != exitRuntime || len(lines) != 1 || !strings.HasPrefix(lines[0], "tenure: ") {
 		t.Fatalf("exit %d, stderr %q; want %d and one line of tenure's", r.code, r.stderr, exitRuntime)
 	}
+}
+
+// statusOf runs `tenure status --store u --key job` in process; out is its
+// stdout and stderr together.
+func statusOf(u string) (code int, out, stderr string) {
+	var o, e bytes.Buffer
+	code = runInProcess([]string{"status", "--store", u, "--key", "job"}, &o, &e)
+	return code, o.String() + e.String(), e.String()
 }

@@ -91,21 +91,25 @@ func measureGraceful(b *testing.B, trials int) []time.Duration {
 // measureCrash kills the leading tenure with SIGKILL, then restarts it as a
 // candidate so that three always run.
 func measureCrash(b *testing.B, trials int) []time.Duration {
-	return measureKill(b, trials, syscall.SIGKILL, "crash")
+	return measureKill(b, trials, syscall.SIGKILL, "crash", "")
 }
 
 // measureSigterm stops the leading tenure with SIGTERM, as a rolling deploy
 // does: tenure forwards it to CMD's group, waits for CMD, releases and
 // exits. It is then restarted as a candidate so that three always run.
 func measureSigterm(b *testing.B, trials int) []time.Duration {
-	return measureKill(b, trials, syscall.SIGTERM, "sigterm")
+	return measureKill(b, trials, syscall.SIGTERM, "sigterm", "")
 }
 
 // measureKill sends sig to the leading tenure and measures until the next
-// leader's CMD starts, then restarts the victim as a candidate.
-func measureKill(b *testing.B, trials int, sig syscall.Signal, what string) []time.Duration {
+// leader's CMD starts, then restarts the victim as a candidate. The
+// candidates use the local store, or storeURL if it is not "".
+func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL string) []time.Duration {
 	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "10s", "--restart"}, nil)
 	c.worker = leanWorkerBin
+	if storeURL != "" {
+		c.storeURL = storeURL
+	}
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := c.start(id); err != nil {
 			b.Fatal(err)
@@ -251,12 +255,11 @@ func parseStats(out string) (heap, goroutines int64) {
 
 // statFields returns the fields of /proc/pid/stat after the command name.
 func statFields(b *testing.B, pid int) []string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
+	f, ok := procStat(pid)
+	if !ok {
+		b.Fatalf("cannot read /proc/%d/stat", pid)
 	}
-	s := string(data)
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	return f
 }
 
 // cpuTicks is utime+stime of pid (fields 14 and 15 of /proc/pid/stat).

@@ -164,96 +164,128 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 			return fail(stderr, err)
 		}
 	}
-	store, err := tenure.Open(ctx, c.storeURL)
+	seen, stopObs, err := d.observe(ctx, c, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer store.Close()
-	obsCtx, stopObs := context.WithCancel(ctx)
-	obsDone := make(chan struct{})
-	seen := &termLog{at: map[uint64]int64{}, changed: make(chan struct{})}
-	go func() {
-		defer close(obsDone)
-		obs := &tenure.Observer{Store: store, Key: c.key, Logger: quietLogger(stderr)}
-		for r := range obs.Changes(obsCtx) {
-			if r.Held() {
-				seen.add(r.Term, monoNow())
-			}
-			if r.Held() {
-				d.say(d.paint("1;32", fmt.Sprintf("store: %s leads, term %d", r.Holder, r.Term)))
-			} else {
-				d.say(d.paint("33", "store: no leader"))
-			}
-		}
-	}()
-	defer func() { stopObs(); <-obsDone }()
+	defer stopObs()
 
-	wait := 5*ttl + 5*time.Second
-	first, next, ok := c.events.nextStart(0, wait)
+	s := &demoState{d: d, c: c, seen: seen, wait: 5*ttl + 5*time.Second}
+	first, next, ok := c.events.nextStart(0, s.wait)
 	if !ok || ctx.Err() != nil {
-		return fail(stderr, fmt.Errorf("no leader within %s", wait))
+		return fail(stderr, fmt.Errorf("no leader within %s", s.wait))
 	}
-	leader := first
-	var results []demoResult
-	var frozen *candidate
+	s.leader, s.next = first, next
 	for i, sc := range demoScenarios {
 		if !sleepCtx(ctx, lead) {
 			return fail(stderr, ctx.Err())
 		}
-		d.say(d.paint("1;31", fmt.Sprintf("[%d/%d] %s of the leader, %s", i+1, len(demoScenarios), sc.name, leader.ID)))
-		victim, victimWorker := c.get(leader.ID), leader
-		t0 := monoNow()
-		if err := c.signal(leader.ID, sc.sig); err != nil {
+		d.say(d.paint("1;31", fmt.Sprintf("[%d/%d] %s of the leader, %s", i+1, len(demoScenarios), sc.name, s.leader.ID)))
+		if err := s.failover(sc); err != nil {
 			return fail(stderr, err)
 		}
-		ev, idx, ok := c.events.nextStart(next+1, wait)
-		if !ok {
-			return fail(stderr, fmt.Errorf("no new leader within %s of the %s", wait, sc.name))
-		}
-		res := demoResult{scenario: sc, victim: leader.ID, next: ev.ID, failover: time.Duration(ev.Mono - t0), elected: -1}
-		if at, ok := seen.wait(ev.Term, time.Second); ok {
-			res.elected = time.Duration(at - t0)
-		}
-		results = append(results, res)
-		d.say(d.paint("1", fmt.Sprintf("failover to %s: its worker runs %s after the %s (elected after %s)",
-			ev.ID, fmtDur(res.failover), sc.name[strings.IndexByte(sc.name, '(')+1:len(sc.name)-1], fmtDurOrDash(res.elected))))
-		leader, next = ev, idx
-
-		switch sc.sig {
-		case syscall.SIGSTOP:
-			frozen = victim
-			old := victimWorker
-			if stop, _, ok := c.events.waitFor(0, 0, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == old.PID }); ok && stop.Mono < ev.Mono {
-				d.say(fmt.Sprintf("%s's worker had been stopped by its supervisor %s after the freeze, %s before %s started",
-					victim.ID, fmtDur(time.Duration(stop.Mono-t0)), fmtDur(time.Duration(ev.Mono-stop.Mono)), ev.ID))
-			}
-		default:
-			// Keep the group full: the killed candidate rejoins.
-			select {
-			case <-victim.Done:
-			case <-time.After(wait):
-				return fail(stderr, fmt.Errorf("%s did not exit after %s", victim.ID, sc.name))
-			}
-			if _, err := c.start(victim.ID); err != nil {
-				return fail(stderr, err)
-			}
-			d.say(fmt.Sprintf("%s restarted as a candidate", victim.ID))
-		}
 	}
-	if frozen != nil {
+	if s.frozen != nil {
 		if !sleepCtx(ctx, lead/2) {
 			return fail(stderr, ctx.Err())
 		}
-		_ = frozen.Cmd.Process.Signal(syscall.SIGCONT)
-		d.say(fmt.Sprintf("SIGCONT %s: it finds its lease gone and rejoins as a candidate", frozen.ID))
+		_ = s.frozen.Cmd.Process.Signal(syscall.SIGCONT)
+		d.say(fmt.Sprintf("SIGCONT %s: it finds its lease gone and rejoins as a candidate", s.frozen.ID))
 		if !sleepCtx(ctx, lead/2) {
 			return fail(stderr, ctx.Err())
 		}
 	}
 	stopObs()
-	<-obsDone
 	c.stopAll(5 * time.Second)
-	return d.summary(results, checkHistory(c.events.events()))
+	return d.summary(s.results, checkHistory(c.events.events()))
+}
+
+// observe follows the key in the store, printing each change and
+// recording when each term was first seen held, until stop is called
+// (more than once is fine).
+func (d *demo) observe(ctx context.Context, c *cluster, stderr io.Writer) (seen *termLog, stop func(), err error) {
+	store, err := tenure.Open(ctx, c.storeURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	obsCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	seen = &termLog{at: map[uint64]int64{}, changed: make(chan struct{})}
+	go func() {
+		defer close(done)
+		obs := &tenure.Observer{Store: store, Key: c.key, Logger: quietLogger(stderr)}
+		for r := range obs.Changes(obsCtx) {
+			if !r.Held() {
+				d.say(d.paint("33", "store: no leader"))
+				continue
+			}
+			seen.add(r.Term, monoNow())
+			d.say(d.paint("1;32", fmt.Sprintf("store: %s leads, term %d", r.Holder, r.Term)))
+		}
+	}()
+	var once sync.Once
+	return seen, func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			store.Close()
+		})
+	}, nil
+}
+
+// demoState is the demo's progress through its scenarios.
+type demoState struct {
+	d       *demo
+	c       *cluster
+	seen    *termLog
+	wait    time.Duration
+	leader  workerEvent // the current leader's worker start
+	next    int         // the event index after it
+	results []demoResult
+	frozen  *candidate // the candidate stopped with SIGSTOP, if any
+}
+
+// failover kills the leader as sc says, measures the failover and keeps
+// the group full.
+func (s *demoState) failover(sc demoScenario) error {
+	d, c := s.d, s.c
+	victim, victimWorker := c.get(s.leader.ID), s.leader
+	t0 := monoNow()
+	if err := c.signal(s.leader.ID, sc.sig); err != nil {
+		return err
+	}
+	ev, idx, ok := c.events.nextStart(s.next+1, s.wait)
+	if !ok {
+		return fmt.Errorf("no new leader within %s of the %s", s.wait, sc.name)
+	}
+	res := demoResult{scenario: sc, victim: s.leader.ID, next: ev.ID, failover: time.Duration(ev.Mono - t0), elected: -1}
+	if at, ok := s.seen.wait(ev.Term, time.Second); ok {
+		res.elected = time.Duration(at - t0)
+	}
+	s.results = append(s.results, res)
+	d.say(d.paint("1", fmt.Sprintf("failover to %s: its worker runs %s after the %s (elected after %s)",
+		ev.ID, fmtDur(res.failover), sc.name[strings.IndexByte(sc.name, '(')+1:len(sc.name)-1], fmtDurOrDash(res.elected))))
+	s.leader, s.next = ev, idx
+
+	if sc.sig == syscall.SIGSTOP {
+		s.frozen = victim
+		if stop, _, ok := c.events.waitFor(0, 0, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == victimWorker.PID }); ok && stop.Mono < ev.Mono {
+			d.say(fmt.Sprintf("%s's worker had been stopped by its supervisor %s after the freeze, %s before %s started",
+				victim.ID, fmtDur(time.Duration(stop.Mono-t0)), fmtDur(time.Duration(ev.Mono-stop.Mono)), ev.ID))
+		}
+		return nil
+	}
+	// Keep the group full: the killed candidate rejoins.
+	select {
+	case <-victim.Done:
+	case <-time.After(s.wait):
+		return fmt.Errorf("%s did not exit after %s", victim.ID, sc.name)
+	}
+	if _, err := c.start(victim.ID); err != nil {
+		return err
+	}
+	d.say(fmt.Sprintf("%s restarted as a candidate", victim.ID))
+	return nil
 }
 
 // summary prints the table and the checks; exit 0 if all passed.

@@ -34,8 +34,10 @@
 // leads a new process group and runs CMD in that group. The supervisor is
 // started while tenure campaigns and waits on its control socket (fd 3, a
 // SOCK_SEQPACKET socket pair); once elected, tenure sends it the term, the
-// deadlines and, as SCM_RIGHTS, the store's lease files (see
-// `tenure run`'s lease-file ability), which it holds open, away from CMD, while it lives.
+// deadlines and, as SCM_RIGHTS, the store's lease files (a store with a
+// LeaseFiles method, such as the local store), which it holds open, away
+// from CMD, while it lives; once CMD has exited and its group is killed it
+// reports CMD's exit code back on the socket.
 // After every successful renewal tenure sends it the CLOCK_MONOTONIC
 // instants at which the leader context will be cancelled and by which the
 // group must be dead; the supervisor enforces them by itself. (Starting the
@@ -83,8 +85,12 @@
 // 1 if leadership was lost while CMD ran (without --restart; CMD was
 // stopped) or on a runtime error (the store, starting the supervisor); 2 for
 // a bad command line; 128+n if signal n ended tenure before CMD ran. With
-// --restart tenure campaigns again after CMD exits or leadership is lost,
-// and exits only on a signal.
+// --restart tenure campaigns again after CMD exits or leadership is lost
+// (or the supervisor could not start), and exits only on a signal: it is
+// [tenure.Elector.Run] with CMD as the task, so it waits a jittered
+// retry interval between terms, doubled after each consecutive term in
+// which CMD failed (a non-zero exit while leading), up to the TTL. Without
+// --restart it is [tenure.Elector.Do].
 //
 // Exit codes of tenure status: 0 the key is held, 3 it is free, 1 the store
 // could not be read, 2 bad command line. tenure watch exits 0 on SIGINT or

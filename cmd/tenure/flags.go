@@ -39,8 +39,20 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 	return fail(stderr, usageErrorf("%s: %v", strings.TrimPrefix(fs.Name(), "tenure "), err)), true
 }
 
-// envStore names the environment variable that may hold the store URL.
-const envStore = "TENURE_STORE"
+// The environment variables that stand in for flags not given.
+const (
+	envStore = "TENURE_STORE" // --store
+	envKey   = "TENURE_KEY"   // --key
+	envID    = "TENURE_ID"    // tenure run --id
+)
+
+// orEnv returns flag, or, if it is empty, the environment variable name.
+func orEnv(flag, name string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv(name)
+}
 
 // maxStoreFile bounds what --store-file reads: a URL, not a file's worth.
 const maxStoreFile = 64 << 10
@@ -154,7 +166,7 @@ func openStore(ctx context.Context, src storeSource) (tenure.Store, error) {
 // checkKeyFlag validates the --key flag.
 func checkKeyFlag(key string) error {
 	if key == "" {
-		return usageErrorf("--key is required")
+		return usageErrorf("--key is required (or $" + envKey + ")")
 	}
 	if err := tenure.CheckKey(key); err != nil {
 		return fmt.Errorf("--key: %w", err)
@@ -202,4 +214,42 @@ func positive(name string, d time.Duration) error {
 		return usageErrorf("--%s %s must be positive", name, d)
 	}
 	return nil
+}
+
+// keyCmdOpts is the command line of a subcommand that reads one key:
+// tenure status and tenure watch.
+type keyCmdOpts struct {
+	store     storeSource
+	key       string
+	json      bool
+	httpAddr  string // tenure watch --http
+	logFormat string // tenure watch --log-format
+}
+
+// parseKeyCmd parses and checks the command line of subcommand name,
+// which takes the store flags, --key and --json (described by jsonUsage).
+func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.Writer) (o keyCmdOpts, code int, done bool) {
+	fs := newFlagSet(name)
+	sf := addStoreFlags(fs)
+	fs.StringVar(&o.key, "key", "", "the lease `KEY` (required)")
+	fs.BoolVar(&o.json, "json", false, jsonUsage)
+	if name == "watch" {
+		fs.StringVar(&o.httpAddr, "http", "", httpFlagUsage)
+		fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
+	}
+	if code, done := parseFlags(fs, args, help, stdout, stderr); done {
+		return o, code, true
+	}
+	o.key = orEnv(o.key, envKey)
+	err := noArgs(fs)
+	if err == nil {
+		err = checkKeyFlag(o.key)
+	}
+	if err == nil {
+		o.store, err = sf.resolve(os.Getenv)
+	}
+	if err != nil {
+		return o, fail(stderr, err), true
+	}
+	return o, 0, false
 }

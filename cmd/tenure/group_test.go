@@ -106,25 +106,14 @@ func TestRunFrozenLeaderStubbornCMD(t *testing.T) {
 // childrenOf returns the pids of pid's children, from /proc.
 func childrenOf(t testing.TB, pid int) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var kids []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if !eachProc(func(child int, f []string) bool {
 		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
 			kids = append(kids, child)
 		}
+		return true
+	}) {
+		t.Fatal("cannot read /proc")
 	}
 	return kids
 }

@@ -18,6 +18,9 @@ const (
 	exitRuntime = 1 // something went wrong at run time (store, process)
 	exitUsage   = 2 // bad command line: nothing was done
 	exitFree    = 3 // tenure status: nobody holds the key
+	// tenure run --try or --wait: the key stayed held by another candidate
+	// (75 is sysexits' EX_TEMPFAIL: try again later).
+	exitHeld = 75
 )
 
 func main() {

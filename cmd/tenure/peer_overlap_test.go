@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,10 +17,12 @@ import (
 // of three that a restarted member with precedence takes over from a
 // healthy coordinator: lowest's 1 (always), bully's 3 (unless
 // no-preempt=1); ring never preempts ("").
-var peerAlgorithms = []struct {
+var peerAlgorithms = []peerAlgorithm{{"lowest", "1"}, {"bully", "3"}, {"ring", ""}}
+
+type peerAlgorithm struct {
 	name      string
 	preferred string
-}{{"lowest", "1"}, {"bully", "3"}, {"ring", ""}}
+}
 
 // peerCluster is a cluster of three `tenure run` members 1, 2 and 3 of a
 // peer group running alg on loopback TCP with the default heartbeat
@@ -38,10 +39,7 @@ func peerCluster(t testing.TB, alg string) *cluster {
 	}
 	c.worker = leanWorkerBin
 	dir := t.TempDir()
-	secret := filepath.Join(dir, "peer.secret")
-	if err := os.WriteFile(secret, []byte("a-cli-test-secret-that-is-long-enough-0123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := peerSecret(t, dir)
 	var peers []string
 	for i := 1; i <= 3; i++ {
 		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
@@ -151,12 +149,7 @@ func TestPeerNoOverlapOnLeaderKill(t *testing.T) {
 		t.Run(alg.name, func(t *testing.T) {
 			t.Parallel()
 			c := peerCluster(t, alg.name)
-			m, evs := killLeaders(t, c, rounds, alg.preferred)
-			want := 1 + rounds
-			if alg.preferred != "" {
-				want += rounds
-			}
-			checkWorkers(t, alg.name, evs, want)
+			m := killLeadersChecked(t, c, rounds, alg)
 			t.Logf("%s: crash takeover %v; preemption handover %v", alg.name, m.crash, m.preempt)
 		})
 	}
@@ -184,12 +177,7 @@ func BenchmarkPeerTakeover(b *testing.B) {
 	fmt.Printf("\n  %-8s %-34s %9s %9s %9s %9s\n", "peer", fmt.Sprintf("%d rounds each", rounds), "p50", "p99", "min", "max")
 	for _, alg := range peerAlgorithms {
 		c := peerCluster(b, alg.name)
-		m, evs := killLeaders(b, c, rounds, alg.preferred)
-		want := 1 + rounds
-		if alg.preferred != "" {
-			want += rounds
-		}
-		checkWorkers(b, alg.name, evs, want)
+		m := killLeadersChecked(b, c, rounds, alg)
 		for _, r := range []struct {
 			name string
 			d    []time.Duration
@@ -205,4 +193,18 @@ func BenchmarkPeerTakeover(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// killLeadersChecked runs killLeaders on c and checks the workers' history:
+// one first term, one per crash, and one per preemption for algorithms
+// with a preferred member.
+func killLeadersChecked(tb testing.TB, c *cluster, rounds int, alg peerAlgorithm) takeovers {
+	tb.Helper()
+	m, evs := killLeaders(tb, c, rounds, alg.preferred)
+	want := 1 + rounds
+	if alg.preferred != "" {
+		want += rounds
+	}
+	checkWorkers(tb, alg.name, evs, want)
+	return m
 }

@@ -28,10 +28,7 @@ type peerGroup struct {
 func newPeerGroup(t *testing.T, alg string, n int) *peerGroup {
 	t.Helper()
 	dir := t.TempDir()
-	secret := filepath.Join(dir, "peer.secret")
-	if err := os.WriteFile(secret, []byte("a-cli-test-secret-that-is-long-enough-0123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := peerSecret(t, dir)
 	var peers []string
 	for i := 1; i <= n; i++ {
 		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
@@ -86,19 +83,12 @@ func agreed(t *testing.T, lr *lineReader, want, not string, after uint64) record
 	t.Helper()
 	var prev *recordJSON
 	for {
-		line, ok := lr.next()
-		if !ok {
-			t.Fatalf("tenure watch ended; want a leader other than %q", not)
-		}
-		var r recordJSON
-		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Time == "" || r.Key != "job" {
-			t.Fatalf("watch printed %q (%v)", line, err)
-		}
+		r := lr.record(t, fmt.Sprintf("a leader other than %q", not))
 		if prev != nil && prev.Holder == r.Holder && prev.Term == r.Term {
-			t.Fatalf("watch printed %q twice in a row", line)
+			t.Fatalf("watch printed %+v twice in a row", r)
 		}
 		if r.Held && r.Term < after {
-			t.Fatalf("watch went back to term %d after %d: %q", r.Term, after, line)
+			t.Fatalf("watch went back to term %d after %d: %+v", r.Term, after, r)
 		}
 		if r.Held && r.Holder != not && r.Term > after && (want == "" || r.Holder == want) {
 			return r

@@ -31,9 +31,19 @@ SIGINT, SIGTERM and SIGHUP are forwarded to CMD's group; tenure then waits
 for CMD to exit. When CMD exits, the lease is released and tenure exits with
 CMD's exit code (or, with --restart, campaigns again).
 
+With --try, tenure exits at once with code 75 if another candidate holds
+KEY; with --wait DUR, it gives up with code 75 after campaigning for DUR
+without being elected (for cron-style jobs that should not queue up).
+--http ADDR serves the leadership view: GET / (JSON, or a live page in a
+browser), /healthz, /readyz (200 only while leading; ?standbyok for
+followers), /events (Server-Sent Events), /metrics (Prometheus).
+
+KEY and the identity may also come from $TENURE_KEY and $TENURE_ID.
+
 Exit codes: CMD's own (128+n if killed by signal n); 1 if leadership was lost
 while CMD ran (without --restart) or on a runtime error; 2 for a bad command
-line; 128+n if signal n stopped tenure before CMD ran.
+line; 75 if --try or --wait gave up because KEY stayed held; 128+n if signal
+n stopped tenure before CMD ran.
 
 Flags:
 `
@@ -46,6 +56,10 @@ type runOpts struct {
 	key, id        string
 	ttl, grace     time.Duration
 	restart, quiet bool
+	try            bool          // --try: give up at once if the key is held
+	wait           time.Duration // --wait: give up after campaigning this long
+	httpAddr       string        // --http
+	logFormat      string        // --log-format
 	// Which of --id, --ttl and --grace were given; the others take the
 	// store's defaults (tenure.Defaulter) or ours.
 	idSet, ttlSet, graceSet bool
@@ -65,9 +79,14 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of CMD on loss of leadership (default min(2s, (ttl-renew deadline)/2))")
 	fs.BoolVar(&o.restart, "restart", false, "keep campaigning after CMD exits and run it again on the next win")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
+	fs.BoolVar(&o.try, "try", false, "exit at once with code 75 if another candidate holds KEY")
+	fs.DurationVar(&o.wait, "wait", 0, "give up with code 75 after campaigning for `DUR` without being elected")
+	fs.StringVar(&o.httpAddr, "http", "", httpFlagUsage)
+	fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
 	if code, done := parseFlags(fs, args, runHelp, stdout, stderr); done {
 		return o, code, true
 	}
+	o.key, o.id = orEnv(o.key, envKey), orEnv(o.id, envID)
 	var err error
 	if o.store, err = sf.resolve(os.Getenv); err != nil {
 		return o, fail(stderr, err), true
@@ -95,6 +114,17 @@ func (o *runOpts) validate(cmdline []string) error {
 		}
 	}
 	o.graceSet = o.grace != 0
+	switch {
+	case o.wait < 0:
+		return usageErrorf("--wait %s must not be negative", o.wait)
+	case (o.try || o.wait > 0) && o.restart:
+		return usageErrorf("--try and --wait are for one run of CMD; they cannot be combined with --restart")
+	case o.try && o.wait > 0:
+		return usageErrorf("--try and --wait are both given; use one")
+	}
+	if _, err := newLogger(io.Discard, o.logFormat, slog.LevelInfo); err != nil {
+		return err
+	}
 	if err := o.timing(); err != nil {
 		return err
 	}
@@ -166,7 +196,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The logger and the supervisor's output copier may share a writer.
 	stdout, stderr = lockWriter(stdout), lockWriter(stderr)
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	logger, _ := newLogger(stderr, o.logFormat, slog.LevelInfo) // checked by validate
 	if o.quiet {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -199,18 +229,35 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer store.Close()
 
 	r := newRunner(o, self, store, logger, stdout, stderr)
+	ctx, limit := limitCampaign(ctx, o)
+	onEvent := limit.onEvent(r.onEvent)
+	var view *viewServer
+	if o.httpAddr != "" {
+		if view, err = listenView(o.httpAddr, o.key, store, logger); err != nil {
+			return fail(stderr, err)
+		}
+		onEvent = view.onEvent(onEvent)
+	}
 	el, err := tenure.New(tenure.Config{
 		Store:    electorStore(store),
 		Key:      o.key,
 		Identity: o.id,
 		TTL:      o.ttl,
 		Logger:   logger,
-		OnEvent:  r.onEvent,
+		OnEvent:  onEvent,
 	})
 	if err != nil {
 		return fail(stderr, err)
 	}
 	r.elector = el
+	if view != nil {
+		if err := view.view.SetElector(el); err != nil {
+			return fail(stderr, err)
+		}
+		viewCtx, stopView := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopView()
+		view.serve(viewCtx, logger)
+	}
 	if os.Getenv("TENURE_DEBUG_STATS") != "" {
 		stopStats := debugStats(stderr)
 		defer stopStats()
@@ -305,6 +352,9 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(context.Cause(ctx), errGaveUp) && sig == 0:
+		r.logger.Info("tenure: giving up: the key is held by another candidate", "key", r.opts.key, "id", r.opts.id)
+		return exitHeld
 	case errors.As(err, &exit) && exit.lost != nil && sig == 0:
 		return exitRuntime // leadership lost while CMD ran: the task said so
 	case errors.As(err, &exit):
@@ -317,11 +367,13 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 	return fail(r.stderr, err)
 }
 
-// onEvent is the elector's event hook. Once a term in which CMD ran is over
-// and its lease released, a standby supervisor is started for the next one
-// (with --restart), off the handoff's critical path.
+// onEvent is the elector's event hook. Once this candidate campaigns again
+// and sees who leads (or that nobody does), a standby supervisor is
+// started for its next term, unless one stands by already. Not sooner:
+// starting one (a whole tenure process) right after a release would take
+// CPU from the next leader's start on the same machine.
 func (r *runner) onEvent(ev tenure.Event) {
-	if ev.Kind == tenure.EventLost && r.opts.restart && r.signalled() == 0 {
+	if ev.Kind == tenure.EventLeaderChanged && ev.Holder != r.opts.id && r.signalled() == 0 {
 		r.prepare()
 	}
 }

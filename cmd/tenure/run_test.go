@@ -56,14 +56,7 @@ func TestRunLogs(t *testing.T) {
 // its CMD only after the first CMD exited, never overlapping.
 func TestRunSecondCandidateWaits(t *testing.T) {
 	c := testCluster(t, "job", []string{"--quiet"}, []string{"--exit-after", "400ms"})
-	a, err := c.start("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, i, ok := c.events.nextStart(0, wait)
-	if !ok || first.ID != "a" {
-		t.Fatalf("a's CMD did not start: %+v", first)
-	}
+	a, _, i := startLeader(t, c, "a")
 	b, err := c.start("b")
 	if err != nil {
 		t.Fatal(err)
@@ -95,13 +88,7 @@ func TestRunSecondCandidateWaits(t *testing.T) {
 func TestRunCrashOfLeader(t *testing.T) {
 	const ttl = 10 * time.Second
 	c := testCluster(t, "job", []string{"--quiet", "--ttl", ttl.String()}, nil)
-	if _, err := c.start("a"); err != nil {
-		t.Fatal(err)
-	}
-	first, i, ok := c.events.nextStart(0, wait)
-	if !ok {
-		t.Fatal("no CMD started")
-	}
+	_, first, i := startLeader(t, c, "a")
 	if _, err := c.start("b"); err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +119,7 @@ func TestRunCrashOfLeader(t *testing.T) {
 // resumes, it finds leadership lost and exits 1.
 func TestRunStoppedLeader(t *testing.T) {
 	c := testCluster(t, "job", []string{"--quiet", "--ttl", "1500ms"}, nil)
-	a, err := c.start("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, i, ok := c.events.nextStart(0, wait)
-	if !ok {
-		t.Fatal("no CMD started")
-	}
+	a, first, i := startLeader(t, c, "a")
 	if _, err := c.start("b"); err != nil {
 		t.Fatal(err)
 	}
@@ -174,14 +154,7 @@ func TestRunStoppedLeader(t *testing.T) {
 // without running CMD.
 func TestRunForwardsSignals(t *testing.T) {
 	c := testCluster(t, "job", []string{"--quiet"}, nil)
-	a, err := c.start("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, i, ok := c.events.nextStart(0, wait)
-	if !ok {
-		t.Fatal("no CMD started")
-	}
+	a, first, i := startLeader(t, c, "a")
 	var errB bytes.Buffer
 	c.stderr = &errB
 	b, err := c.start("b")
@@ -251,4 +224,19 @@ func TestRunCommandOutlivesManyDeadlines(t *testing.T) {
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "finished" {
 		t.Fatalf("exit code %d, stdout %q; want 0 and \"finished\" (CMD ran past 6 renew deadlines); stderr: %s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// startLeader starts candidate id of c, alone on its key, and waits for its
+// CMD to start; it returns the candidate, the start event and its index.
+func startLeader(t *testing.T, c *cluster, id string) (*candidate, workerEvent, int) {
+	t.Helper()
+	p, err := c.start(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, i, ok := c.events.nextStart(0, wait)
+	if !ok || ev.ID != id {
+		t.Fatalf("%s's CMD did not start: %+v", id, ev)
+	}
+	return p, ev, i
 }

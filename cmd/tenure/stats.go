@@ -16,6 +16,22 @@ func quietLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// logFormatUsage is the usage of --log-format.
+const logFormatUsage = "log lines as `text` (key=value) or json (one object per line)"
+
+// newLogger returns the logger --log-format asks for, writing level and
+// above to w.
+func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErrorf("--log-format %q: want text or json", format)
+}
+
 // debugStats prints the process's live heap and goroutine count on each
 // SIGUSR1, for measuring the idle cost of an elector without disturbing
 // it in between. It is enabled by the environment variable

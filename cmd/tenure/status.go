@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -64,36 +63,23 @@ func describe(r tenure.Record) string {
 
 // statusCmd is `tenure status`.
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status")
-	sf := addStoreFlags(fs)
-	key := fs.String("key", "", "the lease `KEY` (required)")
-	asJSON := fs.Bool("json", false, "print JSON (see above)")
-	if code, done := parseFlags(fs, args, statusHelp, stdout, stderr); done {
+	o, code, done := parseKeyCmd("status", statusHelp, "print JSON (see above)", args, stdout, stderr)
+	if done {
 		return code
-	}
-	if err := noArgs(fs); err != nil {
-		return fail(stderr, err)
-	}
-	if err := checkKeyFlag(*key); err != nil {
-		return fail(stderr, err)
-	}
-	src, err := sf.resolve(os.Getenv)
-	if err != nil {
-		return fail(stderr, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	store, err := openStore(peer.WithLogger(ctx, quietLogger(stderr)), src)
+	store, err := openStore(peer.WithLogger(ctx, quietLogger(stderr)), o.store)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer store.Close()
-	rec, err := store.Get(ctx, *key)
+	rec, err := store.Get(ctx, o.key)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("cannot read key %q: %w", *key, err))
+		return fail(stderr, fmt.Errorf("cannot read key %q: %w", o.key, err))
 	}
 	checks := storeChecks(ctx, store) // what the store verified of its server (Redis: eviction)
-	if *asJSON {
+	if o.json {
 		j := statusJSON{recordJSON: toJSON(rec), StoreChecks: checks}
 		_ = json.NewEncoder(stdout).Encode(j)
 	} else {

@@ -45,15 +45,7 @@ func TestWatch(t *testing.T) {
 	}
 	next := func(want string) recordJSON {
 		t.Helper()
-		line, ok := out.next()
-		if !ok {
-			t.Fatalf("watch ended; want a line for %s", want)
-		}
-		var r recordJSON
-		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Time == "" || r.Key != "job" {
-			t.Fatalf("watch printed %q (%v); want a JSON record of key job with a time", line, err)
-		}
-		return r
+		return out.record(t, "a line for "+want)
 	}
 	if r := next("the initial state"); r.Held {
 		t.Fatalf("first line %+v: want no leader", r)
@@ -118,3 +110,19 @@ func (lr *lineReader) next() (string, bool) {
 }
 
 func (lr *lineReader) interrupt() int { return lr.stop() }
+
+// record reads the next line of `tenure watch --json` for key job and
+// decodes it, failing t if the output ended (want says what was expected)
+// or the line is not a record of key job with a time.
+func (lr *lineReader) record(t *testing.T, want string) recordJSON {
+	t.Helper()
+	line, ok := lr.next()
+	if !ok {
+		t.Fatalf("watch ended; want %s", want)
+	}
+	var r recordJSON
+	if err := json.Unmarshal([]byte(line), &r); err != nil || r.Time == "" || r.Key != "job" {
+		t.Fatalf("watch printed %q (%v); want a JSON record of key job with a time", line, err)
+	}
+	return r
+}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tenurehq/tenure/store/local"
 )
 
 // With no per-user directory in the environment, the default store is
@@ -38,3 +40,8 @@ func TestDefaultStoreURLEscapes(t *testing.T) {
 		t.Fatalf("status did not use %s: %v (stderr %q)", filepath.Join(state, "tenure"), err, errb.String())
 	}
 }
+
+// The local store ties its grants to open files: tenure run must find its
+// LeaseFiles method, or a crash of tenure alone would end the grant while
+// CMD still runs under the supervisor.
+var _ leaseFiler = (*local.Store)(nil)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"log/slog"
 	"os/signal"
 	"syscall"
 	"time"
@@ -22,36 +22,32 @@ until interrupted (SIGINT or SIGTERM; exit code 0). Lines start with the
 local time the change was seen. With --json each line is an object shaped as
 in "tenure status --json" plus "time" (RFC 3339).
 
+With --http ADDR it also serves the leadership view, as "tenure run --http"
+does, without ever campaigning: one dashboard for a whole group. GET /
+(JSON, or a live page in a browser), /healthz, /readyz (503: an observer
+never leads; ?standbyok makes it 200), /events, /metrics.
+
 Flags:
 `
 
 // watchCmd is `tenure watch`.
 func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("watch")
-	sf := addStoreFlags(fs)
-	key := fs.String("key", "", "the lease `KEY` (required)")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	if code, done := parseFlags(fs, args, watchHelp, stdout, stderr); done {
+	o, code, done := parseKeyCmd("watch", watchHelp, "print one JSON object per line", args, stdout, stderr)
+	if done {
 		return code
 	}
-	if err := noArgs(fs); err != nil {
-		return fail(stderr, err)
-	}
-	if err := checkKeyFlag(*key); err != nil {
-		return fail(stderr, err)
-	}
-	src, err := sf.resolve(os.Getenv)
+	logger, err := newLogger(stderr, o.logFormat, slog.LevelWarn)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(peer.WithLogger(openCtx, quietLogger(stderr)), src)
+	store, err := openStore(peer.WithLogger(openCtx, logger), o.store)
 	if err == nil {
-		if _, err = store.Get(openCtx, *key); err != nil {
+		if _, err = store.Get(openCtx, o.key); err != nil {
 			store.Close()
-			err = fmt.Errorf("cannot read key %q: %w", *key, err)
+			err = fmt.Errorf("cannot read key %q: %w", o.key, err)
 		}
 	}
 	cancel()
@@ -59,11 +55,18 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	defer store.Close()
-	obs := &tenure.Observer{Store: store, Key: *key, Logger: quietLogger(stderr)}
+	if o.httpAddr != "" {
+		view, err := listenView(o.httpAddr, o.key, store, logger)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		view.serve(ctx, logger)
+	}
+	obs := &tenure.Observer{Store: store, Key: o.key, Logger: logger}
 	enc := json.NewEncoder(stdout)
 	for rec := range obs.Changes(ctx) {
 		now := time.Now()
-		if *asJSON {
+		if o.json {
 			j := toJSON(rec)
 			j.Time = now.Format(time.RFC3339Nano)
 			_ = enc.Encode(j)

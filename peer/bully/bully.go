@@ -4,13 +4,13 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
-func init() {
-	peer.RegisterAlgorithm("bully", func(cfg peer.Config) (peer.Algorithm, error) {
-		return &bully{suspected: map[uint64]time.Time{}}, nil
-	})
-}
+func init() { peer.Register("bully", peer.NodeOpener(New)) }
+
+// New returns the Bully algorithm for one node (see the package doc).
+func New() peer.Algorithm { return &bully{suspected: peer.Suspicions{}} }
 
 type bully struct {
 	graceEnd   time.Time // before it, a starting member listens for a coordinator
@@ -18,7 +18,7 @@ type bully struct {
 	electStart time.Time
 	answered   bool
 	answeredAt time.Time
-	suspected  map[uint64]time.Time // higher members believed dead until heard from
+	suspected  peer.Suspicions // higher members believed dead until heard from
 }
 
 // answerWait is how long an election waits for an Answer.
@@ -36,7 +36,7 @@ func (b *bully) Tick(env peer.Env) {
 		// Nobody higher answered: they are dead.
 		for _, id := range env.Group().IDs() {
 			if id > env.Self() {
-				b.suspect(env, id)
+				b.suspected.Suspect(env, id)
 			}
 		}
 		b.becomeCoordinator(env)
@@ -59,9 +59,9 @@ func (b *bully) startElection(env peer.Env) {
 	b.electing, b.answered, b.electStart = true, false, env.Now()
 	sent := 0
 	for _, id := range env.Group().IDs() {
-		if id > env.Self() && !b.isSuspected(env, id) {
-			if env.Send(id, peer.Message{Type: peer.Election}) != nil {
-				b.suspect(env, id) // refused: it is down
+		if id > env.Self() && !b.suspected.Suspected(env, id) {
+			if env.Send(id, wire.Message{Type: wire.Election}) != nil {
+				b.suspected.Suspect(env, id) // refused: it is down
 				continue
 			}
 			sent++
@@ -82,22 +82,22 @@ func (b *bully) becomeCoordinator(env peer.Env) {
 	}
 	for _, id := range env.Group().IDs() {
 		if id < env.Self() {
-			env.Send(id, peer.Message{Type: peer.Coordinator, Leader: env.Self(), LeaderEpoch: epoch})
+			env.Send(id, wire.Message{Type: wire.Coordinator, Leader: env.Self(), LeaderEpoch: epoch})
 		}
 	}
 }
 
-func (b *bully) Receive(env peer.Env, m peer.Message) {
-	delete(b.suspected, m.From)
+func (b *bully) Receive(env peer.Env, m wire.Message) {
+	b.suspected.Clear(m.From)
 	switch m.Type {
-	case peer.Election:
+	case wire.Election:
 		if m.From > env.Self() || env.Abstaining() {
 			return
 		}
-		env.Send(m.From, peer.Message{Type: peer.Answer})
+		env.Send(m.From, wire.Message{Type: wire.Answer})
 		if leader, epoch := env.Leader(); leader == env.Self() {
 			// Already coordinator: tell the asker instead of re-electing.
-			env.Send(m.From, peer.Message{Type: peer.Coordinator, Leader: leader, LeaderEpoch: epoch})
+			env.Send(m.From, wire.Message{Type: wire.Coordinator, Leader: leader, LeaderEpoch: epoch})
 			return
 		}
 		if _, epoch := env.Leader(); epoch > m.Epoch {
@@ -109,11 +109,11 @@ func (b *bully) Receive(env peer.Env, m peer.Message) {
 		if !b.electing {
 			b.startElection(env)
 		}
-	case peer.Answer:
+	case wire.Answer:
 		if b.electing && m.From > env.Self() {
 			b.answered, b.answeredAt = true, env.Now()
 		}
-	case peer.Coordinator, peer.Heartbeat:
+	case wire.Coordinator, wire.Heartbeat:
 		// The node adopted the claim if it was current.
 		if leader, _ := env.Leader(); leader == m.From && leader != 0 {
 			b.electing = false
@@ -123,19 +123,9 @@ func (b *bully) Receive(env peer.Env, m peer.Message) {
 
 func (b *bully) LeaderLost(env peer.Env, id uint64) {
 	if id != env.Self() {
-		b.suspect(env, id)
+		b.suspected.Suspect(env, id)
 	}
 	if !b.electing && !env.Now().Before(b.graceEnd) {
 		b.startElection(env)
 	}
-}
-
-// suspect marks id dead for Timeout, or until it is heard from: a member
-// that recovered is tried again even if it stayed silent.
-func (b *bully) suspect(env peer.Env, id uint64) {
-	b.suspected[id] = env.Now().Add(env.Config().Timeout)
-}
-
-func (b *bully) isSuspected(env peer.Env, id uint64) bool {
-	return env.Now().Before(b.suspected[id])
 }

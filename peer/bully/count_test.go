@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // TestMessagesBestCase checks Garcia-Molina's best case exactly: when the
@@ -19,15 +20,11 @@ func TestMessagesBestCase(t *testing.T) {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				initiator := uint64(n - 1)
-				c := simtest.New(simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
+				c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
 					if cfg.ID != initiator {
 						cfg.Timeout = time.Hour // only the initiator notices the crash
 					}
 				}})
-				defer c.Close()
-				if err := c.StartAll(); err != nil {
-					t.Fatal(err)
-				}
 				old, leader, st, took, err := c.Failover(time.Hour)
 				if err != nil {
 					t.Fatal(err)
@@ -35,7 +32,7 @@ func TestMessagesBestCase(t *testing.T) {
 				if old != uint64(n) || leader != initiator {
 					t.Fatalf("coordinator %d then %d; want %d then %d", old, leader, n, initiator)
 				}
-				if got := st.Total(simtest.ElectionTypes...); got != uint64(n-2) || st.Sent[peer.Coordinator] != uint64(n-2) {
+				if got := st.Total(simtest.ElectionTypes...); got != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
 					t.Fatalf("election took %d messages (%v); theory: n-2 = %d coordinator messages", got, st.Sent, n-2)
 				}
 				t.Logf("n=%d: %d messages, elected after %s", n, n-2, took)
@@ -53,22 +50,18 @@ func TestMessagesWorstCase(t *testing.T) {
 	for _, n := range simtest.BenchSizes {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := simtest.New(simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
+				c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
 					if cfg.ID != 1 {
 						cfg.Timeout = time.Hour
 					}
 				}})
-				defer c.Close()
-				if err := c.StartAll(); err != nil {
-					t.Fatal(err)
-				}
 				_, leader, st, _, err := c.Failover(time.Hour)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got := st.Total(simtest.ElectionTypes...)
 				low := uint64(n - 2)
-				if leader != uint64(n-1) || st.Sent[peer.Answer] < low || got >= uint64(n*n) {
+				if leader != uint64(n-1) || st.Sent[wire.Answer] < low || got >= uint64(n*n) {
 					t.Fatalf("leader %d after %d messages %v; want %d, at least %d answers, fewer than n²=%d messages", leader, got, st.Sent, n-1, low, n*n)
 				}
 				t.Logf("n=%d: %d messages %v", n, got, st.Sent)

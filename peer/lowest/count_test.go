@@ -6,8 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // TestMessagesAfterCrash: when the coordinator (member 1) dies, member 2
@@ -17,16 +17,12 @@ func TestMessagesAfterCrash(t *testing.T) {
 	for _, n := range simtest.BenchSizes {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := simtest.New(simtest.Options{Algorithm: "lowest", Size: n, Seed: 1})
-				defer c.Close()
-				if err := c.StartAll(); err != nil {
-					t.Fatal(err)
-				}
+				c := simtest.Start(t, simtest.Options{Algorithm: "lowest", Size: n, Seed: 1})
 				old, leader, st, took, err := c.Failover(time.Minute)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if old != 1 || leader != 2 || st.Total(simtest.ElectionTypes...) != uint64(n-2) || st.Sent[peer.Coordinator] != uint64(n-2) {
+				if old != 1 || leader != 2 || st.Total(simtest.ElectionTypes...) != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
 					t.Fatalf("coordinator %d then %d after %v; want 1 then 2 after n-2 = %d coordinator messages", old, leader, st.Sent, n-2)
 				}
 				t.Logf("n=%d: %d messages, elected after %s", n, n-2, took)

@@ -4,13 +4,13 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
-func init() {
-	peer.RegisterAlgorithm("lowest", func(cfg peer.Config) (peer.Algorithm, error) {
-		return &lowest{}, nil
-	})
-}
+func init() { peer.Register("lowest", peer.NodeOpener(New)) }
+
+// New returns the "lowest ID" algorithm for one node (see the package doc).
+func New() peer.Algorithm { return &lowest{} }
 
 type lowest struct {
 	graceEnd time.Time
@@ -28,11 +28,11 @@ func (l *lowest) Tick(env peer.Env) {
 		// are alive here.
 		var flags uint8
 		if l.waiting(env) {
-			flags = peer.FlagAbstain
+			flags = wire.FlagAbstain
 		}
 		for _, id := range env.Group().IDs() {
 			if id != self {
-				env.Send(id, peer.Message{Type: peer.Heartbeat, Flags: flags, Leader: leader, LeaderEpoch: epoch})
+				env.Send(id, wire.Message{Type: wire.Heartbeat, Flags: flags, Leader: leader, LeaderEpoch: epoch})
 			}
 		}
 	}
@@ -49,7 +49,7 @@ func (l *lowest) Tick(env peer.Env) {
 		}
 		for _, id := range env.Group().IDs() {
 			if id != self && env.Alive(id) {
-				env.Send(id, peer.Message{Type: peer.Coordinator, Leader: self, LeaderEpoch: e})
+				env.Send(id, wire.Message{Type: wire.Coordinator, Leader: self, LeaderEpoch: e})
 			}
 		}
 	case best != self && leader == self:
@@ -73,6 +73,6 @@ func (l *lowest) best(env peer.Env) uint64 {
 	return 0
 }
 
-func (l *lowest) Receive(env peer.Env, m peer.Message) {}
+func (l *lowest) Receive(env peer.Env, m wire.Message) {}
 
 func (l *lowest) LeaderLost(env peer.Env, id uint64) {}

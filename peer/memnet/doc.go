@@ -1,4 +1,4 @@
-// Package memnet is an in-memory [peer.Transport] for tests, simulations and
+// Package memnet is an in-memory [transport.Transport] for tests, simulations and
 // benchmarks: a Network of endpoints, one per member, that delivers messages
 // after a random delay and can drop, duplicate, reorder (through the random
 // delays) and partition them, deterministically for a seed. It counts every

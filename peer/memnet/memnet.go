@@ -6,7 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // Faults are the network's misbehaviours. The zero value is a perfect
@@ -23,7 +24,7 @@ type Faults struct {
 type Stats struct {
 	// Sent counts Send calls by message type, whatever became of them;
 	// Failed counts those that returned an error (receiver unreachable).
-	Sent, Failed map[peer.Type]uint64
+	Sent, Failed map[wire.Type]uint64
 	// Delivered, Dropped (faults and partitions), Duplicated (extra copies)
 	// and Unreachable (no such live endpoint; Send returned an error).
 	Delivered, Dropped, Duplicated, Unreachable uint64
@@ -31,11 +32,11 @@ type Stats struct {
 
 // DeliveredOf returns how many messages of type t were sent without error
 // (Sent minus Failed).
-func (s Stats) DeliveredOf(t peer.Type) uint64 { return s.Sent[t] - s.Failed[t] }
+func (s Stats) DeliveredOf(t wire.Type) uint64 { return s.Sent[t] - s.Failed[t] }
 
 // Total is the number of messages sent of the given types (all types if
 // none given).
-func (s Stats) Total(types ...peer.Type) uint64 {
+func (s Stats) Total(types ...wire.Type) uint64 {
 	var t uint64
 	if len(types) == 0 {
 		for _, v := range s.Sent {
@@ -63,7 +64,7 @@ type Network struct {
 // New returns a network whose random choices derive from seed.
 func New(seed uint64) *Network {
 	return &Network{seed: seed, eps: map[uint64]*Endpoint{}, links: map[[2]uint64]*rand.Rand{},
-		side: map[uint64]int{}, stats: Stats{Sent: map[peer.Type]uint64{}, Failed: map[peer.Type]uint64{}}}
+		side: map[uint64]int{}, stats: Stats{Sent: map[wire.Type]uint64{}, Failed: map[wire.Type]uint64{}}}
 }
 
 // SetFaults replaces the network's faults; messages in flight keep theirs.
@@ -96,7 +97,7 @@ func (n *Network) Stats() Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s := n.stats
-	s.Sent, s.Failed = map[peer.Type]uint64{}, map[peer.Type]uint64{}
+	s.Sent, s.Failed = map[wire.Type]uint64{}, map[wire.Type]uint64{}
 	for k, v := range n.stats.Sent {
 		s.Sent[k] = v
 	}
@@ -110,7 +111,7 @@ func (n *Network) Stats() Stats {
 func (n *Network) ResetStats() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.stats = Stats{Sent: map[peer.Type]uint64{}, Failed: map[peer.Type]uint64{}}
+	n.stats = Stats{Sent: map[wire.Type]uint64{}, Failed: map[wire.Type]uint64{}}
 }
 
 // Join returns a new endpoint for member id, replacing a closed one (a
@@ -121,7 +122,7 @@ func (n *Network) Join(id uint64) *Endpoint {
 	if ep := n.eps[id]; ep != nil && !ep.isClosed() {
 		panic(fmt.Sprintf("memnet: member %d joined twice", id))
 	}
-	ep := &Endpoint{net: n, id: id, inbox: make(chan peer.Message, 4096)}
+	ep := &Endpoint{net: n, id: id, inbox: make(chan transport.Delivery, 4096)}
 	n.eps[id] = ep
 	return ep
 }
@@ -136,7 +137,7 @@ func (n *Network) link(from, to uint64) *rand.Rand {
 	return r
 }
 
-func (n *Network) send(m peer.Message) error {
+func (n *Network) send(m wire.Message) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.stats.Sent[m.Type]++
@@ -144,7 +145,7 @@ func (n *Network) send(m peer.Message) error {
 	if to == nil || to.isClosed() {
 		n.stats.Unreachable++
 		n.stats.Failed[m.Type]++
-		return fmt.Errorf("%w: member %d is not on the network", peer.ErrUnreachable, m.To)
+		return fmt.Errorf("%w: member %d is not on the network", transport.ErrUnreachable, m.To)
 	}
 	r := n.link(m.From, m.To)
 	f := n.faults
@@ -183,23 +184,23 @@ func delay(r *rand.Rand, f Faults) time.Duration {
 	return f.MinDelay + time.Duration(r.Int64N(int64(span)+1))
 }
 
-// Endpoint is one member's [peer.Transport] on a Network.
+// Endpoint is one member's [transport.Transport] on a Network.
 type Endpoint struct {
 	net   *Network
 	id    uint64
 	mu    sync.Mutex
 	seq   uint64
 	close bool
-	inbox chan peer.Message
+	inbox chan transport.Delivery
 }
 
-var _ peer.Transport = (*Endpoint)(nil)
+var _ transport.Transport = (*Endpoint)(nil)
 
-// Send implements [peer.Transport]. It returns an error wrapping
-// [peer.ErrUnreachable] when the receiver has no open endpoint (a crashed
+// Send implements [transport.Transport]. It returns an error wrapping
+// [transport.ErrUnreachable] when the receiver has no open endpoint (a crashed
 // member: connection refused), and nil when the message was dropped by a
 // fault or partition.
-func (e *Endpoint) Send(m peer.Message) error {
+func (e *Endpoint) Send(m wire.Message) error {
 	e.mu.Lock()
 	if e.close {
 		e.mu.Unlock()
@@ -211,10 +212,10 @@ func (e *Endpoint) Send(m peer.Message) error {
 	return e.net.send(m)
 }
 
-// Recv implements [peer.Transport].
-func (e *Endpoint) Recv() <-chan peer.Message { return e.inbox }
+// Recv implements [transport.Transport].
+func (e *Endpoint) Recv() <-chan transport.Delivery { return e.inbox }
 
-// Close implements [peer.Transport]; messages in flight to it are lost.
+// Close implements [transport.Transport]; messages in flight to it are lost.
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -231,14 +232,14 @@ func (e *Endpoint) isClosed() bool {
 	return e.close
 }
 
-func (e *Endpoint) deliver(m peer.Message) bool {
+func (e *Endpoint) deliver(m wire.Message) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.close {
 		return false
 	}
 	select {
-	case e.inbox <- m:
+	case e.inbox <- transport.Delivery{Message: m}:
 		return true
 	default:
 		return false

@@ -6,8 +6,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/memnet"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // fate sends k messages from 1 to 2 under f and returns which sequence
@@ -20,7 +21,7 @@ func fate(t *testing.T, seed uint64, f memnet.Faults, k int) ([]uint64, memnet.S
 		n.SetFaults(f)
 		a, b := n.Join(1), n.Join(2)
 		for range k {
-			if err := a.Send(peer.Message{Type: peer.Heartbeat, To: 2}); err != nil {
+			if err := a.Send(wire.Message{Type: wire.Heartbeat, To: 2}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -52,7 +53,7 @@ func TestFaultsAreSeededAndCounted(t *testing.T) {
 	for i := 1; i < len(got); i++ {
 		reordered = reordered || got[i] < got[i-1]
 	}
-	if st.Sent[peer.Heartbeat] != 500 || st.Dropped == 0 || st.Duplicated == 0 || !reordered ||
+	if st.Sent[wire.Heartbeat] != 500 || st.Dropped == 0 || st.Duplicated == 0 || !reordered ||
 		st.Delivered != uint64(len(got)) || st.Delivered != 500-st.Dropped+st.Duplicated {
 		t.Fatalf("stats %+v, %d delivered, reordered=%t", st, len(got), reordered)
 	}
@@ -63,8 +64,8 @@ func TestPartitionAndUnreachable(t *testing.T) {
 		n := memnet.New(1)
 		a, b, c := n.Join(1), n.Join(2), n.Join(3)
 		n.Partition([]uint64{1}, []uint64{2, 3})
-		a.Send(peer.Message{Type: peer.Election, To: 2})
-		b.Send(peer.Message{Type: peer.Election, To: 3})
+		a.Send(wire.Message{Type: wire.Election, To: 2})
+		b.Send(wire.Message{Type: wire.Election, To: 3})
 		time.Sleep(time.Millisecond) // past the sub-microsecond delivery jitter
 		synctest.Wait()
 		if len(b.Recv()) != 0 || len(c.Recv()) != 1 {
@@ -72,16 +73,16 @@ func TestPartitionAndUnreachable(t *testing.T) {
 		}
 		n.Heal()
 		c.Close()
-		if err := a.Send(peer.Message{Type: peer.Election, To: 3}); !errors.Is(err, peer.ErrUnreachable) {
+		if err := a.Send(wire.Message{Type: wire.Election, To: 3}); !errors.Is(err, transport.ErrUnreachable) {
 			t.Fatalf("send to a closed endpoint = %v, want ErrUnreachable", err)
 		}
-		a.Send(peer.Message{Type: peer.Election, To: 2})
+		a.Send(wire.Message{Type: wire.Election, To: 2})
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		if m := <-b.Recv(); m.From != 1 {
 			t.Fatalf("got %v", m)
 		}
-		if st := n.Stats(); st.Dropped != 1 || st.Failed[peer.Election] != 1 || st.Unreachable != 1 {
+		if st := n.Stats(); st.Dropped != 1 || st.Failed[wire.Election] != 1 || st.Unreachable != 1 {
 			t.Fatalf("stats %+v", st)
 		}
 		c = n.Join(3) // a restarted member gets a new endpoint

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
 )
 
 // BenchmarkFailover measures, on loopback TCP with the authenticated
@@ -64,29 +64,5 @@ func BenchmarkFailover(b *testing.B) {
 func BenchmarkObserverGet(b *testing.B) {
 	c, urls := openPeerCluster(b, 3)
 	li := c.awaitLeader(30*tcpHB, -1)
-	o, err := tenure.Open(context.Background(), observerURL(b, urls[0], ""))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer o.Close()
-	ctx := context.Background()
-	if _, err := o.Get(ctx, "k"); err != nil { // connect
-		b.Fatal(err)
-	}
-	took := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		r, err := o.Get(ctx, "k")
-		took = append(took, time.Since(start))
-		if err != nil || r.Holder != c.members[li].ID {
-			b.Fatalf("Get = %+v, %v", r, err)
-		}
-	}
-	b.StopTimer()
-	slices.Sort(took)
-	med, p99 := took[len(took)/2], took[min(len(took)-1, len(took)*99/100)]
-	b.ReportMetric(float64(med)/1e3, "median-µs")
-	b.ReportMetric(float64(p99)/1e3, "p99-µs")
-	b.Logf("observer Get of 3 raft members: median %s, p99 %s over %d", med, p99, len(took))
+	peertest.BenchGet(b, openTestObserver(b, observerURL(b, urls[0], "")), "k", c.members[li].ID)
 }

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -180,4 +181,30 @@ func (c *cluster) close() {
 	for i := range c.ids {
 		c.crash(i)
 	}
+}
+
+// watchAll watches key "k" on every running node of nodes (nil: crashed)
+// until ctx is done, and returns a channel that receives (coalesced)
+// whenever any watch delivers.
+func watchAll(ctx context.Context, t testing.TB, nodes []*Node) <-chan struct{} {
+	t.Helper()
+	changed := make(chan struct{}, 1)
+	for i, n := range nodes {
+		if n == nil {
+			continue
+		}
+		w, err := n.Watch(ctx, "k")
+		if err != nil {
+			t.Fatalf("watch on member %d: %v", i, err)
+		}
+		go func() {
+			for range w {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	return changed
 }

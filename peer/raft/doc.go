@@ -113,7 +113,7 @@
 //     the dialer's proof and can test guesses of the secret against it
 //     offline. A random secret makes that useless: secret files are
 //     refused with less than about 96 bits of estimated entropy (see
-//     [peer.LoadSecret]).
+//     [tcp.LoadSecret]).
 //   - Clocks need not agree, but must advance at about the same rate; timers
 //     are local and monotonic.
 //

@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,12 +31,54 @@ import (
 //	peer://?peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=raft&secret-file=/etc/tenure/peer.secret
 const Mode = "raft"
 
-// modeParams are the URL parameters the raft mode adds to peer's.
-var modeParams = []string{"election-timeout", "leader-lease-timeout"}
+// Options are the raft mode's own settings: the [peer.Config.Options] of
+// a raft group. Zero durations take the defaults: ElectionTimeout and the
+// heartbeat timeout are the peer Timeout, LeaderLeaseTimeout is
+// min([DefaultLeaderLeaseTimeout], Timeout). In a peer:// URL they are the
+// parameters election-timeout and leader-lease-timeout (Go durations).
+type Options struct {
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+}
 
-func init() { peer.RegisterMode(Mode, openMode) }
+func init() { peer.Register(Mode, openMode, peer.WithParams(parseParams)) }
 
-// openMode is the [peer.OpenMode] of raft: a member, or an observer when
+// parseParams is the raft mode's [peer.ParamParser]: the one place where
+// URL parameters become [Options].
+func parseParams(q url.Values) (any, error) {
+	var o Options
+	for k, v := range q {
+		var dst *time.Duration
+		switch k {
+		case "election-timeout":
+			dst = &o.ElectionTimeout
+		case "leader-lease-timeout":
+			dst = &o.LeaderLeaseTimeout
+		default:
+			return nil, invalidf("unknown URL parameter %q (raft adds election-timeout and leader-lease-timeout to peer's)", k)
+		}
+		d, err := time.ParseDuration(v[len(v)-1])
+		if len(v) != 1 || err != nil || d <= 0 {
+			return nil, invalidf("parameter %s=%q is not one positive duration", k, v)
+		}
+		*dst = d
+	}
+	return o, nil
+}
+
+// options returns pc's raft options: the zero Options if none were set.
+func options(pc peer.Config) (Options, error) {
+	switch o := pc.Options.(type) {
+	case nil:
+		return Options{}, nil
+	case Options:
+		return o, nil
+	default:
+		return Options{}, invalidf("Config.Options is a %T, not raft.Options", o)
+	}
+}
+
+// openMode is the [peer.Opener] of raft: a member, or an observer when
 // pc has no ID. It does not wait for an election; ctx bounds only the
 // opening.
 func openMode(ctx context.Context, pc peer.Config) (tenure.Store, error) {
@@ -86,22 +129,14 @@ func fromPeer(pc peer.Config) (Config, error) {
 	for _, m := range pc.Group.Members() {
 		cfg.Members = append(cfg.Members, Member{ID: strconv.FormatUint(m.ID, 10), Addr: m.Addr})
 	}
-	for k, v := range pc.Params {
-		var dst *time.Duration
-		switch k {
-		case "election-timeout":
-			dst = &cfg.ElectionTimeout
-		case "leader-lease-timeout":
-			dst = &cfg.LeaderLeaseTimeout
-		default:
-			return Config{}, invalidf("unknown URL parameter %q (raft adds %v to peer's)", k, modeParams)
-		}
-		d, err := time.ParseDuration(v[len(v)-1])
-		if len(v) != 1 || err != nil || d <= 0 {
-			return Config{}, invalidf("parameter %s=%q is not one positive duration", k, v)
-		}
-		*dst = d
+	opts, err := options(pc)
+	if err != nil {
+		return Config{}, err
 	}
+	if opts.ElectionTimeout != 0 {
+		cfg.ElectionTimeout = opts.ElectionTimeout
+	}
+	cfg.LeaderLeaseTimeout = opts.LeaderLeaseTimeout
 	if pc.Logger != nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{
 			Name: "raft", Level: hclog.Warn, DisableTime: true, Output: slogWriter{pc.Logger},

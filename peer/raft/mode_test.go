@@ -14,6 +14,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/peer"
 )
 
 // peerURLs returns the peer:// URL of each of n members on loopback.
@@ -98,5 +99,26 @@ func TestOpenPeerURLInvalid(t *testing.T) {
 				t.Fatalf("error quotes the secret: %v", err)
 			}
 		})
+	}
+}
+
+// TestOptions: the URL's raft parameters arrive as typed Options, which a
+// program may also set itself; options of another type are refused.
+func TestOptions(t *testing.T) {
+	u, _ := url.Parse(peerURLs(t, 3, "&election-timeout=2s&leader-lease-timeout=100ms")[0])
+	pc, err := peer.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pc.Options, (Options{ElectionTimeout: 2 * time.Second, LeaderLeaseTimeout: 100 * time.Millisecond}); got != want {
+		t.Fatalf("ParseURL gave Options %#v, want %#v", got, want)
+	}
+	cfg, err := fromPeer(pc.WithDefaults())
+	if err != nil || cfg.ElectionTimeout != 2*time.Second || cfg.LeaderLeaseTimeout != 100*time.Millisecond || cfg.HeartbeatTimeout != 300*time.Millisecond {
+		t.Fatalf("fromPeer = %+v, %v", cfg, err)
+	}
+	pc.Options = struct{}{}
+	if _, err := fromPeer(pc); !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), "raft.Options") {
+		t.Fatalf("fromPeer with foreign options: %v", err)
 	}
 }

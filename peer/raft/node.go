@@ -48,12 +48,12 @@ type Node struct {
 	closing  bool
 	inflight sync.WaitGroup
 
-	mu     sync.Mutex
-	key    string           // the one key served: Config.Key or the first used
-	grants map[string]grant // by key
+	mu    sync.Mutex
+	key   string // the one key served: Config.Key or the first used
+	grant grant  // the last grant of key
 }
 
-// grant is this node's last grant of a key.
+// grant is this node's last grant of its key.
 type grant struct {
 	term uint64
 	held bool // false once released or found lost
@@ -73,7 +73,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, key: cfg.Key, done: make(chan struct{}), grants: map[string]grant{}}
+	n := &Node{cfg: cfg, key: cfg.Key, done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -81,45 +81,13 @@ func New(cfg Config) (*Node, error) {
 		}
 	}()
 
-	logs, stable, snaps := cfg.LogStore, cfg.StableStore, cfg.SnapshotStore
-	if logs == nil {
-		if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-			return nil, fmt.Errorf("raft: create %s: %w", cfg.Dir, err)
-		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{
-			Path: filepath.Join(cfg.Dir, "raft.db"),
-			// Another process holding the file fails rather than hangs.
-			BoltOptions: &bbolt.Options{Timeout: time.Second},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("raft: open %s: %w", filepath.Join(cfg.Dir, "raft.db"), err)
-		}
-		n.closer = append(n.closer, bolt)
-		logs, stable = bolt, bolt
-		if snaps, err = hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, cfg.Logger); err != nil {
-			return nil, fmt.Errorf("raft: snapshot store in %s: %w", cfg.Dir, err)
-		}
+	logs, stable, snaps, err := n.openStores()
+	if err != nil {
+		return nil, err
 	}
-
-	trans := cfg.Transport
-	if trans == nil {
-		conf, err := clusterTLS(cfg.Secret)
-		if err != nil {
-			return nil, err
-		}
-		psk, err := preauthKey(cfg.Secret)
-		if err != nil {
-			return nil, err
-		}
-		if n.layer, err = listenTLS(cfg.self().Addr, conf, psk, cfg.Logger); err != nil {
-			return nil, err
-		}
-		trans = hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
-			Stream:  n.layer,
-			MaxPool: 3,
-			Timeout: max(5*cfg.HeartbeatTimeout, time.Second),
-			Logger:  cfg.Logger,
-		})
+	trans, err := n.openTransport()
+	if err != nil {
+		return nil, err
 	}
 	closeTrans := func() {
 		if c, ok := trans.(io.Closer); ok {
@@ -153,6 +121,58 @@ func New(cfg Config) (*Node, error) {
 	}
 	ok = true
 	return n, nil
+}
+
+// openStores returns the configured stores, or opens the on-disk ones in
+// cfg.Dir (closed with the node).
+func (n *Node) openStores() (hraft.LogStore, hraft.StableStore, hraft.SnapshotStore, error) {
+	cfg := n.cfg
+	if cfg.LogStore != nil {
+		return cfg.LogStore, cfg.StableStore, cfg.SnapshotStore, nil
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("raft: create %s: %w", cfg.Dir, err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.Dir, "raft.db"),
+		// Another process holding the file fails rather than hangs.
+		BoltOptions: &bbolt.Options{Timeout: time.Second},
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("raft: open %s: %w", filepath.Join(cfg.Dir, "raft.db"), err)
+	}
+	n.closer = append(n.closer, bolt)
+	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, cfg.Logger)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("raft: snapshot store in %s: %w", cfg.Dir, err)
+	}
+	return bolt, bolt, snaps, nil
+}
+
+// openTransport returns the configured transport, or listens with the
+// authenticated TLS transport on this member's address.
+func (n *Node) openTransport() (hraft.Transport, error) {
+	cfg := n.cfg
+	if cfg.Transport != nil {
+		return cfg.Transport, nil
+	}
+	conf, err := clusterTLS(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	psk, err := preauthKey(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	if n.layer, err = listenTLS(cfg.self().Addr, conf, psk, cfg.Logger); err != nil {
+		return nil, err
+	}
+	return hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
+		Stream:  n.layer,
+		MaxPool: 3,
+		Timeout: max(5*cfg.HeartbeatTimeout, time.Second),
+		Logger:  cfg.Logger,
+	}), nil
 }
 
 // ID is this node's member ID, the identity its elector must use.
@@ -198,7 +218,7 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 	}
 	term := n.raft.CurrentTerm()
 	n.mu.Lock()
-	g := n.grants[key]
+	g := n.grant
 	n.mu.Unlock()
 	switch {
 	case g.held && g.term == term:
@@ -215,11 +235,11 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if g := n.grants[key]; g.term >= term {
+	if n.grant.term >= term {
 		// A concurrent Acquire won this term.
 		return tenure.Lease{}, &tenure.HeldError{Record: tenure.Record{Key: key, Holder: n.cfg.ID, Term: term}}
 	}
-	n.grants[key] = grant{term: term, held: true}
+	n.grant = grant{term: term, held: true}
 	return tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl}, nil
 }
 
@@ -255,12 +275,12 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 		return err
 	}
 	n.mu.Lock()
-	g := n.grants[l.Key]
+	g := n.grant
 	if !g.held || g.term != l.Term {
 		n.mu.Unlock()
 		return lostf(l, "released concurrently")
 	}
-	n.grants[l.Key] = grant{term: l.Term}
+	n.grant = grant{term: l.Term}
 	n.mu.Unlock()
 	return n.transfer(ctx)
 }
@@ -336,9 +356,9 @@ func (n *Node) current(l tenure.Lease) error {
 		return lostf(l, "it belongs to %q, not this node %q", l.Identity, n.cfg.ID)
 	}
 	n.mu.Lock()
-	g := n.grants[l.Key]
+	g, key := n.grant, n.key
 	n.mu.Unlock()
-	if !g.held || g.term != l.Term {
+	if l.Key != key || !g.held || g.term != l.Term {
 		return lostf(l, "it is not this node's current grant")
 	}
 	if n.raft.State() != hraft.Leader || n.raft.CurrentTerm() != l.Term {
@@ -369,8 +389,8 @@ func (n *Node) checkKey(key string) error {
 // drop forgets l after its term's leadership ended.
 func (n *Node) drop(l tenure.Lease) {
 	n.mu.Lock()
-	if g := n.grants[l.Key]; g.term == l.Term {
-		n.grants[l.Key] = grant{term: l.Term}
+	if n.grant.term == l.Term {
+		n.grant = grant{term: l.Term}
 	}
 	n.mu.Unlock()
 }

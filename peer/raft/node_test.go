@@ -22,25 +22,11 @@ func awaitLeader(t testing.TB, c *cluster, bound time.Duration, not ...int) int 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	changed := make(chan struct{}, 1)
+	var nodes []*Node
 	for i := range c.ids {
-		n := c.node(i)
-		if n == nil {
-			continue
-		}
-		w, err := n.Watch(ctx, "k")
-		if err != nil {
-			t.Fatalf("watch on member %d: %v", i, err)
-		}
-		go func() {
-			for range w {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-		}()
+		nodes = append(nodes, c.node(i))
 	}
+	changed := watchAll(ctx, t, nodes)
 	for {
 		for _, l := range c.leaders() {
 			if slices.Contains(not, l) {
@@ -61,98 +47,126 @@ func awaitLeader(t testing.TB, c *cluster, bound time.Duration, not ...int) int 
 func TestAcquireRenewRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 3, testHB)
-		ctx := context.Background()
 		li := awaitLeader(t, c, 20*testHB)
-		leader := c.node(li)
-
-		// Followers refuse, naming the leader.
-		for i := range c.ids {
-			if i == li {
-				continue
-			}
-			_, err := c.node(i).Acquire(ctx, "k", c.ids[i], testHB)
-			var held *tenure.HeldError
-			if !errors.As(err, &held) || held.Record.Holder != c.ids[li] {
-				t.Fatalf("follower %d Acquire: got %v, want HeldError naming %s", i, err, c.ids[li])
-			}
-		}
-		// Bad input.
-		if _, err := leader.Acquire(ctx, "k", "someone-else", testHB); !errors.Is(err, tenure.ErrInvalid) {
-			t.Fatalf("Acquire with a foreign identity: got %v, want ErrInvalid", err)
-		}
-		if _, err := leader.Acquire(ctx, "k", c.ids[li], 2*testHB); !errors.Is(err, tenure.ErrInvalid) {
-			t.Fatalf("Acquire with ttl > heartbeat timeout: got %v, want ErrInvalid", err)
-		}
-		if _, err := leader.Acquire(ctx, "", c.ids[li], testHB); !errors.Is(err, tenure.ErrInvalid) {
-			t.Fatalf("Acquire with an empty key: got %v, want ErrInvalid", err)
-		}
-
-		l, err := leader.Acquire(ctx, "k", c.ids[li], testHB)
-		if err != nil {
-			t.Fatalf("leader Acquire: %v", err)
-		}
-		if want := leader.Raft().CurrentTerm(); l.Term != want || l.Term == 0 {
-			t.Fatalf("lease term %d, raft term %d", l.Term, want)
-		}
-		if _, err := leader.Acquire(ctx, "k", c.ids[li], testHB); !errors.Is(err, tenure.ErrHeld) {
-			t.Fatalf("second Acquire on the holder: got %v, want ErrHeld", err)
-		}
-		if err := leader.Renew(ctx, l); err != nil {
-			t.Fatalf("Renew: %v", err)
-		}
-		// A forged lease presented to a follower changes nothing there.
-		fi := (li + 1) % 3
-		forged := tenure.Lease{Key: "k", Identity: c.ids[fi], Term: l.Term, TTL: testHB}
-		if err := c.node(fi).Renew(ctx, forged); !errors.Is(err, tenure.ErrLost) {
-			t.Fatalf("Renew on a follower: got %v, want ErrLost", err)
-		}
-		if err := c.node(fi).Release(ctx, forged); !errors.Is(err, tenure.ErrLost) {
-			t.Fatalf("Release on a follower: got %v, want ErrLost", err)
-		}
-		if r, _ := leader.Get(ctx, "k"); r.Holder != c.ids[li] || r.Term != l.Term {
-			t.Fatalf("Get on the leader: %+v", r)
-		}
-
-		// Release hands leadership over: a new leader in a higher term.
-		if err := leader.Release(ctx, l); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-		if err := leader.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
-			t.Fatalf("Renew after Release: got %v, want ErrLost", err)
-		}
-		if err := leader.Release(ctx, l); !errors.Is(err, tenure.ErrLost) {
-			t.Fatalf("Release after Release: got %v, want ErrLost", err)
-		}
-		ni := awaitLeader(t, c, 20*testHB, li)
-		l2, err := c.node(ni).Acquire(ctx, "k", c.ids[ni], testHB)
-		if err != nil {
-			t.Fatalf("new leader Acquire: %v", err)
-		}
-		if l2.Term <= l.Term {
-			t.Fatalf("new term %d not above old term %d", l2.Term, l.Term)
-		}
-		if err := leader.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
-			t.Fatalf("old holder Renew after takeover: got %v, want ErrLost", err)
-		}
-
-		// After Close every call says so.
-		c.crash(li)
-		if _, err := leader.Acquire(ctx, "k", c.ids[li], testHB); !errors.Is(err, tenure.ErrClosed) {
-			t.Fatalf("Acquire after Close: got %v", err)
-		}
-		if err := leader.Renew(ctx, l); !errors.Is(err, tenure.ErrClosed) {
-			t.Fatalf("Renew after Close: got %v", err)
-		}
-		if _, err := leader.Get(ctx, "k"); !errors.Is(err, tenure.ErrClosed) {
-			t.Fatalf("Get after Close: got %v", err)
-		}
-		if _, err := leader.Watch(ctx, "k"); !errors.Is(err, tenure.ErrClosed) {
-			t.Fatalf("Watch after Close: got %v", err)
-		}
-		if err := leader.Close(); err != nil {
-			t.Fatalf("second Close: %v", err)
-		}
+		checkRefusals(t, c, li)
+		l := checkGrant(t, c, li)
+		checkHandoverOnRelease(t, c, li, l)
+		checkClosed(t, c, li, l)
 	})
+}
+
+// checkRefusals: followers refuse, naming leader li, and bad input is
+// invalid.
+func checkRefusals(t *testing.T, c *cluster, li int) {
+	ctx := context.Background()
+	leader := c.node(li)
+	// Followers refuse, naming the leader.
+	for i := range c.ids {
+		if i == li {
+			continue
+		}
+		_, err := c.node(i).Acquire(ctx, "k", c.ids[i], testHB)
+		var held *tenure.HeldError
+		if !errors.As(err, &held) || held.Record.Holder != c.ids[li] {
+			t.Fatalf("follower %d Acquire: got %v, want HeldError naming %s", i, err, c.ids[li])
+		}
+	}
+	// Bad input.
+	if _, err := leader.Acquire(ctx, "k", "someone-else", testHB); !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("Acquire with a foreign identity: got %v, want ErrInvalid", err)
+	}
+	if _, err := leader.Acquire(ctx, "k", c.ids[li], 2*testHB); !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("Acquire with ttl > heartbeat timeout: got %v, want ErrInvalid", err)
+	}
+	if _, err := leader.Acquire(ctx, "", c.ids[li], testHB); !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("Acquire with an empty key: got %v, want ErrInvalid", err)
+	}
+
+}
+
+// checkGrant: leader li grants once, in its raft term, renews, and a
+// forged lease changes nothing on a follower.
+func checkGrant(t *testing.T, c *cluster, li int) tenure.Lease {
+	ctx := context.Background()
+	leader := c.node(li)
+	l, err := leader.Acquire(ctx, "k", c.ids[li], testHB)
+	if err != nil {
+		t.Fatalf("leader Acquire: %v", err)
+	}
+	if want := leader.Raft().CurrentTerm(); l.Term != want || l.Term == 0 {
+		t.Fatalf("lease term %d, raft term %d", l.Term, want)
+	}
+	if _, err := leader.Acquire(ctx, "k", c.ids[li], testHB); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("second Acquire on the holder: got %v, want ErrHeld", err)
+	}
+	if err := leader.Renew(ctx, l); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	// A forged lease presented to a follower changes nothing there.
+	fi := (li + 1) % 3
+	forged := tenure.Lease{Key: "k", Identity: c.ids[fi], Term: l.Term, TTL: testHB}
+	if err := c.node(fi).Renew(ctx, forged); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Renew on a follower: got %v, want ErrLost", err)
+	}
+	if err := c.node(fi).Release(ctx, forged); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Release on a follower: got %v, want ErrLost", err)
+	}
+	if r, _ := leader.Get(ctx, "k"); r.Holder != c.ids[li] || r.Term != l.Term {
+		t.Fatalf("Get on the leader: %+v", r)
+	}
+
+	return l
+}
+
+// checkHandoverOnRelease: Release hands leadership over: a new leader in
+// a higher term.
+func checkHandoverOnRelease(t *testing.T, c *cluster, li int, l tenure.Lease) {
+	ctx := context.Background()
+	leader := c.node(li)
+	// Release hands leadership over: a new leader in a higher term.
+	if err := leader.Release(ctx, l); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := leader.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Renew after Release: got %v, want ErrLost", err)
+	}
+	if err := leader.Release(ctx, l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Release after Release: got %v, want ErrLost", err)
+	}
+	ni := awaitLeader(t, c, 20*testHB, li)
+	l2, err := c.node(ni).Acquire(ctx, "k", c.ids[ni], testHB)
+	if err != nil {
+		t.Fatalf("new leader Acquire: %v", err)
+	}
+	if l2.Term <= l.Term {
+		t.Fatalf("new term %d not above old term %d", l2.Term, l.Term)
+	}
+	if err := leader.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("old holder Renew after takeover: got %v, want ErrLost", err)
+	}
+
+}
+
+// checkClosed: after Close every call says so.
+func checkClosed(t *testing.T, c *cluster, li int, l tenure.Lease) {
+	ctx := context.Background()
+	leader := c.node(li)
+	c.crash(li)
+	if _, err := leader.Acquire(ctx, "k", c.ids[li], testHB); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Acquire after Close: got %v", err)
+	}
+	if err := leader.Renew(ctx, l); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Renew after Close: got %v", err)
+	}
+	if _, err := leader.Get(ctx, "k"); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Get after Close: got %v", err)
+	}
+	if _, err := leader.Watch(ctx, "k"); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Watch after Close: got %v", err)
+	}
+	if err := leader.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
 }
 
 // A leader cut off into a minority cannot renew or acquire; the majority
@@ -162,12 +176,7 @@ func TestPartitionedLeaderLosesLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 5, testHB)
 		ctx := context.Background()
-		li := awaitLeader(t, c, 20*testHB)
-		old := c.node(li)
-		l, err := old.Acquire(ctx, "k", c.ids[li], testHB)
-		if err != nil {
-			t.Fatal(err)
-		}
+		li, old, l := leaderLease(t, c)
 		g := []int{0, 0, 0, 0, 0}
 		g[li], g[(li+1)%5] = 1, 1 // the leader and one follower: a minority of 2
 		c.partition(g)
@@ -317,12 +326,7 @@ func TestNoSecondGrantInATerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 3, testHB)
 		ctx := context.Background()
-		li := awaitLeader(t, c, 20*testHB)
-		n := c.node(li)
-		l, err := n.Acquire(ctx, "k", c.ids[li], testHB)
-		if err != nil {
-			t.Fatal(err)
-		}
+		li, n, l := leaderLease(t, c)
 		c.isolate(li)
 		synctest.Wait()
 		rctx, cancel := context.WithTimeout(ctx, testHB/20)
@@ -330,7 +334,7 @@ func TestNoSecondGrantInATerm(t *testing.T) {
 			t.Log("Release reported a handover although cut off") // raft may answer before the timeout; the grant is ended either way
 		}
 		cancel()
-		_, err = n.Acquire(ctx, "k", c.ids[li], testHB)
+		_, err := n.Acquire(ctx, "k", c.ids[li], testHB)
 		switch {
 		case err == nil:
 			t.Fatal("granted the key twice")
@@ -342,4 +346,16 @@ func TestNoSecondGrantInATerm(t *testing.T) {
 			t.Fatalf("Renew after Release: got %v, want ErrLost", err)
 		}
 	})
+}
+
+// leaderLease waits for c's leader and acquires "k" on it.
+func leaderLease(t *testing.T, c *cluster) (int, *Node, tenure.Lease) {
+	t.Helper()
+	li := awaitLeader(t, c, 20*testHB)
+	n := c.node(li)
+	l, err := n.Acquire(context.Background(), "k", c.ids[li], testHB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return li, n, l
 }

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"time"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // openObserver is the raft mode's observer (a peer URL without id): a
@@ -27,10 +27,8 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 	if len(pc.Secret.Bytes()) < MinSecretLen {
 		return nil, invalidf("the secret is %d bytes; at least %d are required", len(pc.Secret.Bytes()), MinSecretLen)
 	}
-	for k := range pc.Params {
-		if !slices.Contains(modeParams, k) {
-			return nil, invalidf("unknown URL parameter %q (raft adds %v to peer's)", k, modeParams)
-		}
+	if _, err := options(pc); err != nil {
+		return nil, err
 	}
 	conf, err := clusterTLS(pc.Secret.Bytes())
 	if err != nil {
@@ -41,99 +39,63 @@ func openObserver(pc peer.Config) (tenure.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &tlsAsker{conf: conf, psk: psk, conns: map[uint64]*askConn{}}
-	a.ctx, a.cancel = context.WithCancel(context.Background())
-	for _, m := range pc.Group.Members() {
-		a.conns[m.ID] = &askConn{id: m.ID, addr: m.Addr, sem: make(chan struct{}, 1)}
-	}
+	a := &tlsAsker{conf: conf, psk: psk}
+	a.pool = transport.NewPool(pc.Group, a.dial, nil)
 	o, err := peer.NewObserver(pc, a)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
-	return o, nil
+	return o.Store(), nil
 }
 
-// tlsAsker is the raft [peer.Asker]: one persistent status connection per
+// tlsAsker is the raft [transport.Asker]: one persistent status connection per
 // member, mutual TLS with the cluster's authority.
 type tlsAsker struct {
-	conf   *tls.Config
-	psk    []byte
-	conns  map[uint64]*askConn
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
+	conf *tls.Config
+	psk  []byte
+	pool *transport.Pool[*askConn]
 }
 
-// askConn is the status connection to one member; sem (capacity 1)
-// serialises its requests and guards conn and r.
+// askConn is the status connection to one member.
 type askConn struct {
-	id   uint64
-	addr string
-	sem  chan struct{}
 	conn *tls.Conn
 	r    *bufio.Reader
 }
 
-// Ask implements [peer.Asker]: Leader is the raft leader's ID as member id
+func (c *askConn) Close() error { return c.conn.Close() }
+
+// Ask implements [transport.Asker]: Leader is the raft leader's ID as member id
 // knows it (0: none), LeaderEpoch and Epoch its current term. A connection
 // the member closed while idle is replaced once.
-func (a *tlsAsker) Ask(ctx context.Context, id uint64) (peer.Report, error) {
-	c := a.conns[id]
-	if c == nil {
-		return peer.Report{}, invalidf("%d is not a member", id)
+func (a *tlsAsker) Ask(ctx context.Context, id uint64) (transport.Report, error) {
+	s, err := transport.Query(ctx, a.pool, id, a.query)
+	if err != nil {
+		return transport.Report{}, err
 	}
-	if a.ctx.Err() != nil {
-		return peer.Report{}, tenure.ErrClosed
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(a.ctx, cancel)()
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return peer.Report{}, a.ctxErr(ctx)
-	}
-	defer func() { <-c.sem }()
-	for {
-		fresh := c.conn == nil
-		if fresh {
-			if err := a.dial(ctx, c); err != nil {
-				return peer.Report{}, err
-			}
-		}
-		s, err := a.query(ctx, c)
-		if err == nil {
-			return report(s)
-		}
-		c.conn.Close()
-		c.conn, c.r = nil, nil
-		if fresh || ctx.Err() != nil {
-			return peer.Report{}, err
-		}
-	}
+	return report(s)
 }
 
-func (a *tlsAsker) dial(ctx context.Context, c *askConn) error {
-	tc, err := dialCluster(ctx, c.addr, a.conf, a.psk)
+func (a *tlsAsker) dial(ctx context.Context, _ uint64, addr string) (*askConn, error) {
+	tc, err := dialCluster(ctx, addr, a.conf, a.psk)
 	if err != nil {
 		if ctx.Err() != nil {
-			return a.ctxErr(ctx)
+			return nil, a.pool.CtxErr(ctx)
 		}
 		var ne *net.OpError
 		if errors.As(err, &ne) && ne.Op == "dial" {
-			return err
+			return nil, err
 		}
 		if errors.Is(err, errPreauth) {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("authentication failed (is secret-file the members' secret?): %w", err)
+		return nil, fmt.Errorf("authentication failed (is secret-file the members' secret?): %w", err)
 	}
 	if p := tc.ConnectionState().NegotiatedProtocol; p != statusProto {
 		tc.Close()
-		return errors.New("the member does not answer status queries (a version without them?)")
+		return nil, errors.New("the member does not answer status queries (a version without them?)")
 	}
-	c.conn, c.r = tc, bufio.NewReaderSize(tc, maxStatusLine)
-	return nil
+	return &askConn{conn: tc, r: bufio.NewReaderSize(tc, maxStatusLine)}, nil
 }
 
 // query sends one request and reads one answer line, bounded by ctx.
@@ -158,30 +120,23 @@ func (a *tlsAsker) query(ctx context.Context, c *askConn) (statusReply, error) {
 
 // report turns a member's answer into a peer report. Peer member IDs are
 // decimal, so a leader ID that is not is a bad answer.
-func report(s statusReply) (peer.Report, error) {
-	r := peer.Report{LeaderEpoch: s.Term, Epoch: s.Term}
+func report(s statusReply) (transport.Report, error) {
+	r := transport.Report{LeaderEpoch: s.Term, Epoch: s.Term}
 	if s.Leader == "" {
 		r.LeaderEpoch = 0
 		return r, nil
 	}
-	id, err := peer.ParseID(s.Leader)
+	id, err := transport.ParseID(s.Leader)
 	if err != nil {
-		return peer.Report{}, fmt.Errorf("raft: status answer names leader %q: %w", s.Leader, err)
+		return transport.Report{}, fmt.Errorf("raft: status answer names leader %q: %w", s.Leader, err)
 	}
 	r.Leader = id
 	return r, nil
 }
 
-func (a *tlsAsker) ctxErr(ctx context.Context) error {
-	if a.ctx.Err() != nil {
-		return tenure.ErrClosed
-	}
-	return fmt.Errorf("no answer in time: %w", ctx.Err())
-}
-
 func (a *tlsAsker) ioErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return a.ctxErr(ctx)
+		return a.pool.CtxErr(ctx)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("the member closed the connection without answering")
@@ -189,18 +144,7 @@ func (a *tlsAsker) ioErr(ctx context.Context, err error) error {
 	return err
 }
 
-// Close implements [peer.Asker]: in-flight requests fail, connections close.
-func (a *tlsAsker) Close() error {
-	a.cancel()
-	for _, c := range a.conns {
-		c.sem <- struct{}{}
-		if c.conn != nil {
-			c.conn.Close()
-			c.conn, c.r = nil, nil
-		}
-		<-c.sem
-	}
-	return nil
-}
+// Close implements [transport.Asker]: in-flight requests fail, connections close.
+func (a *tlsAsker) Close() error { return a.pool.Close() }
 
-var _ peer.Asker = (*tlsAsker)(nil)
+var _ transport.Asker = (*tlsAsker)(nil)

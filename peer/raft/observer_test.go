@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // observerURL is member URL u without id and state-dir, with the secret
@@ -54,21 +53,29 @@ func openPeerCluster(t testing.TB, n int) (*tcpCluster, []string) {
 	return c, urls
 }
 
+// openTestObserver opens the observer of raw, a peer URL without id, closed
+// when t ends.
+func openTestObserver(t testing.TB, raw string) tenure.Store {
+	t.Helper()
+	s, err := tenure.Open(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, member := s.(*Node); member {
+		t.Fatal("a raft peer URL without id opened a member's node, want an observer")
+	}
+	return s
+}
+
 // An observer (the peer URL without id) reports the leader and term the
 // members agree on, and its watch delivers the next leader after the first
 // is killed; it is never part of the raft configuration.
 func TestObserver(t *testing.T) {
 	c, urls := openPeerCluster(t, 3)
 	li := c.awaitLeader(30*tcpHB, -1)
-	s, err := tenure.Open(context.Background(), observerURL(t, urls[0], ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	o, ok := s.(*peer.Observer)
-	if !ok {
-		t.Fatalf("a raft peer URL without id opened a %T, want *peer.Observer", s)
-	}
+	s := openTestObserver(t, observerURL(t, urls[0], ""))
+	o := s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	term := c.nodes[li].Raft().CurrentTerm()
@@ -126,20 +133,13 @@ func TestObserver(t *testing.T) {
 func TestObserverWrongSecret(t *testing.T) {
 	c, urls := openPeerCluster(t, 3)
 	c.awaitLeader(30*tcpHB, -1)
-	wrong := filepath.Join(t.TempDir(), "wrong.secret")
-	if err := os.WriteFile(wrong, []byte("not-the-cluster-secret-but-long-enough!!\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := tenure.Open(context.Background(), observerURL(t, urls[0], wrong))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	wrong := peertest.WriteSecret(t, "not-the-cluster-secret-but-long-enough!!")
+	s := openTestObserver(t, observerURL(t, urls[0], wrong))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := s.Get(ctx, "job")
 	t.Logf("Get with the wrong secret: %v", err)
-	if !errors.Is(err, peer.ErrUnreachable) || r != (tenure.Record{}) {
+	if !errors.Is(err, transport.ErrUnreachable) || r != (tenure.Record{}) {
 		t.Fatalf("Get with the wrong secret = %+v, %v; want nothing and an error", r, err)
 	}
 	for _, m := range c.members {
@@ -157,11 +157,7 @@ func TestObserverWrongSecret(t *testing.T) {
 func TestObserverMemberCloses(t *testing.T) {
 	c, urls := openPeerCluster(t, 3)
 	c.awaitLeader(30*tcpHB, -1)
-	s, err := tenure.Open(context.Background(), observerURL(t, urls[0], ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestObserver(t, observerURL(t, urls[0], ""))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := s.Get(ctx, "job"); err != nil {
@@ -170,7 +166,7 @@ func TestObserverMemberCloses(t *testing.T) {
 	for i := range c.nodes {
 		c.stop(i)
 	}
-	if _, err := s.Get(ctx, "job"); !errors.Is(err, peer.ErrUnreachable) {
+	if _, err := s.Get(ctx, "job"); !errors.Is(err, transport.ErrUnreachable) {
 		t.Fatalf("Get with every member closed = %v, want ErrUnreachable", err)
 	}
 }

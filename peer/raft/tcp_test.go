@@ -87,24 +87,7 @@ func (c *tcpCluster) awaitLeader(timeout time.Duration, not int) int {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	changed := make(chan struct{}, 1)
-	for _, n := range c.nodes {
-		if n == nil {
-			continue
-		}
-		w, err := n.Watch(ctx, "k")
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		go func() {
-			for range w {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
+	changed := watchAll(ctx, c.t, c.nodes)
 	for {
 		if l := c.agreed(); l >= 0 && l != not {
 			return l
@@ -219,20 +202,7 @@ func TestTCPOutsiderCannotVote(t *testing.T) {
 // The transport refuses a client with another secret and one that does not
 // speak TLS, and accepts one with the cluster's secret.
 func TestTransportHandshake(t *testing.T) {
-	secret := newSecret(t)
-	conf, err := clusterTLS(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	psk, err := preauthKey(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := listenTLS("127.0.0.1:0", conf, psk, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, member := testLayer(t, newSecret(t), nil, maxHandshakes)
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, err := l.Accept()
@@ -265,7 +235,6 @@ func TestTransportHandshake(t *testing.T) {
 	plain.Read(make([]byte, 64))
 	plain.Close()
 
-	member := &tlsLayer{conf: conf, psk: psk}
 	c, err := member.Dial(hraft.ServerAddress(l.Addr().String()), 5*time.Second)
 	if err != nil {
 		t.Fatalf("member dial: %v", err)

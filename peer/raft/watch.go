@@ -8,11 +8,11 @@ import (
 )
 
 // Watch returns a channel that receives key's record (see [Node.Get]) at
-// once, then again whenever this node sees the raft leader or its own raft
-// state change: a new leader, no leader (an election or a lost quorum), or
-// this node becoming or ceasing to be leader. Deliveries coalesce (the
-// latest record wins) and may repeat. The channel is closed when ctx is done
-// or the node is closed. Watch does not block.
+// once, then again whenever this node sees the raft leader or its raft term
+// change: a new leader, no leader (an election or a lost quorum), or this
+// node becoming or ceasing to be leader. It is [tenure.Follow] woken by
+// raft's leader and state observations. The channel is closed when ctx is
+// done or the node is closed. Watch does not block.
 func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := n.checkKey(key); err != nil {
 		return nil, err
@@ -20,6 +20,7 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	if n.closed.Load() {
 		return nil, tenure.ErrClosed
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	obs := make(chan hraft.Observation, 16)
 	o := hraft.NewObserver(obs, false, func(o *hraft.Observation) bool {
 		switch o.Data.(type) {
@@ -29,16 +30,11 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 		return false
 	})
 	n.raft.RegisterObserver(o)
-	out := make(chan tenure.Record)
+	wake := make(chan struct{}, 1)
 	go func() {
-		defer close(out)
+		defer cancel()
 		defer n.raft.DeregisterObserver(o)
-		pending, last, sent := n.record(key), tenure.Record{}, false
 		for {
-			var send chan<- tenure.Record
-			if !sent || pending != last {
-				send = out
-			}
 			select {
 			case <-ctx.Done():
 				return
@@ -46,12 +42,14 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 				return
 			case <-obs:
 				// Observations can be dropped when the buffer is full, so
-				// read the state rather than the observation.
-				pending = n.record(key)
-			case send <- pending:
-				last, sent = pending, true
+				// they only prompt a read of the state.
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
-	return out, nil
+	get := func(ctx context.Context) (tenure.Record, error) { return n.Get(ctx, key) }
+	return tenure.Follow{Get: get, Wake: wake, Announced: true}.Start(ctx), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // onlyInitiator gives every member but id a timeout of an hour, so id alone
@@ -31,21 +32,17 @@ func TestMessagesSingleInitiator(t *testing.T) {
 		for i := 1; i <= n; i++ {
 			t.Run(fmt.Sprintf("n=%d/i=%d", n, i), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					c := simtest.New(simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
-					defer c.Close()
-					if err := c.StartAll(); err != nil {
-						t.Fatal(err)
-					}
+					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
 					leader, _, err := c.AwaitAgreement(time.Minute)
 					if err != nil {
 						t.Fatal(err)
 					}
 					st := c.Net.Stats()
 					d := n - i
-					el, ed := st.DeliveredOf(peer.Election), st.DeliveredOf(peer.Elected)
-					if leader != uint64(n) || el != uint64(d+n) || ed != uint64(n) || st.Sent[peer.Ack] != el+ed {
+					el, ed := st.DeliveredOf(wire.Election), st.DeliveredOf(wire.Elected)
+					if leader != uint64(n) || el != uint64(d+n) || ed != uint64(n) || st.Sent[wire.Ack] != el+ed {
 						t.Fatalf("leader %d, %d election + %d elected messages, %d acks; theory: leader %d, %d + %d, as many acks",
-							leader, el, ed, st.Sent[peer.Ack], n, d+n, n)
+							leader, el, ed, st.Sent[wire.Ack], n, d+n, n)
 					}
 					if total := el + ed; total < uint64(2*n) || total > uint64(3*n-1) {
 						t.Fatalf("%d messages, outside [2n, 3n-1]", total)
@@ -66,18 +63,14 @@ func TestMessagesAfterCrash(t *testing.T) {
 		for _, i := range slices.Compact([]int{1, n / 2, n - 1}) {
 			t.Run(fmt.Sprintf("n=%d/i=%d", n, i), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					c := simtest.New(simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
-					defer c.Close()
-					if err := c.StartAll(); err != nil {
-						t.Fatal(err)
-					}
+					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
 					_, leader, st, took, err := c.Failover(time.Hour)
 					if err != nil {
 						t.Fatal(err)
 					}
 					m, d := n-1, n-1-i
-					el, ed := st.DeliveredOf(peer.Election), st.DeliveredOf(peer.Elected)
-					failed := st.Failed[peer.Election] + st.Failed[peer.Elected]
+					el, ed := st.DeliveredOf(wire.Election), st.DeliveredOf(wire.Elected)
+					failed := st.Failed[wire.Election] + st.Failed[wire.Elected]
 					if leader != uint64(n-1) || el != uint64(d+m) || ed != uint64(m) || failed > 1 {
 						t.Fatalf("leader %d, %d election + %d elected delivered, %d failed; theory: leader %d, %d + %d, at most 1 failed",
 							leader, el, ed, failed, n-1, d+m, m)

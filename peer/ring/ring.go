@@ -6,17 +6,17 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
-func init() {
-	peer.RegisterAlgorithm("ring", func(cfg peer.Config) (peer.Algorithm, error) {
-		return &ring{suspected: map[uint64]time.Time{}}, nil
-	})
-}
+func init() { peer.Register("ring", peer.NodeOpener(New)) }
+
+// New returns the Ring algorithm for one node (see the package doc).
+func New() peer.Algorithm { return &ring{suspected: peer.Suspicions{}} }
 
 type pending struct {
 	to     uint64
-	msg    peer.Message
+	msg    wire.Message
 	sentAt time.Time
 }
 
@@ -26,7 +26,7 @@ type ring struct {
 	electStart  time.Time
 	ref         uint64
 	pending     map[uint64]pending // by Ref
-	suspected   map[uint64]time.Time
+	suspected   peer.Suspicions
 }
 
 // ackWait is how long a ring message waits for its Ack.
@@ -50,7 +50,7 @@ func (r *ring) successor(env peer.Env) uint64 {
 	i := env.Group().Index(env.Self())
 	for k := 1; k < len(ids); k++ {
 		id := ids[(i+k)%len(ids)]
-		if !r.isSuspected(env, id) {
+		if !r.suspected.Suspected(env, id) {
 			return id
 		}
 	}
@@ -58,12 +58,12 @@ func (r *ring) successor(env peer.Env) uint64 {
 }
 
 // forward sends m to the successor, skipping members that refuse.
-func (r *ring) forward(env peer.Env, m peer.Message) {
+func (r *ring) forward(env peer.Env, m wire.Message) {
 	for {
 		to := r.successor(env)
 		if to == env.Self() {
 			// Alone on the ring: stand alone, unless abstaining.
-			if leader, _ := env.Leader(); m.Type == peer.Election && leader != env.Self() && !env.Abstaining() {
+			if leader, _ := env.Leader(); m.Type == wire.Election && leader != env.Self() && !env.Abstaining() {
 				r.participant = false
 				if _, err := env.Elect(); err != nil {
 					env.Logf("ring: cannot become coordinator: %v", err)
@@ -75,7 +75,7 @@ func (r *ring) forward(env peer.Env, m peer.Message) {
 		m.Ref = r.ref
 		m.Hops++
 		if err := env.Send(to, m); err != nil {
-			r.suspect(env, to)
+			r.suspected.Suspect(env, to)
 			continue
 		}
 		r.pending[m.Ref] = pending{to: to, msg: m, sentAt: env.Now()}
@@ -96,7 +96,7 @@ func (r *ring) initiate(env peer.Env) {
 	}
 	r.participant, r.electStart = true, env.Now()
 	env.Logf("ring: election started")
-	r.forward(env, peer.Message{Type: peer.Election, Candidate: env.Self()})
+	r.forward(env, wire.Message{Type: wire.Election, Candidate: env.Self()})
 }
 
 func (r *ring) Tick(env peer.Env) {
@@ -105,7 +105,7 @@ func (r *ring) Tick(env peer.Env) {
 	for _, ref := range slices.Sorted(maps.Keys(r.pending)) {
 		if p := r.pending[ref]; now.Sub(p.sentAt) >= ackWait(env) {
 			delete(r.pending, ref)
-			r.suspect(env, p.to)
+			r.suspected.Suspect(env, p.to)
 			env.Logf("ring: no ack from %d, skipping it", p.to)
 			r.forward(env, p.msg)
 		}
@@ -123,13 +123,13 @@ func (r *ring) Tick(env peer.Env) {
 	}
 }
 
-func (r *ring) Receive(env peer.Env, m peer.Message) {
-	delete(r.suspected, m.From)
+func (r *ring) Receive(env peer.Env, m wire.Message) {
+	r.suspected.Clear(m.From)
 	switch m.Type {
-	case peer.Ack:
+	case wire.Ack:
 		delete(r.pending, m.Ref)
-	case peer.Election, peer.Elected:
-		env.Send(m.From, peer.Message{Type: peer.Ack, Ref: m.Ref})
+	case wire.Election, wire.Elected:
+		env.Send(m.From, wire.Message{Type: wire.Ack, Ref: m.Ref})
 		if m.Hops > uint64(2*env.Group().Len()) {
 			// Its candidate died or resigned while it travelled (a live
 			// candidate stops it within 2n hops): let it die. Participants
@@ -140,10 +140,10 @@ func (r *ring) Receive(env peer.Env, m peer.Message) {
 	}
 }
 
-func (r *ring) handleRing(env peer.Env, m peer.Message) {
+func (r *ring) handleRing(env peer.Env, m wire.Message) {
 	self := env.Self()
 	switch m.Type {
-	case peer.Election:
+	case wire.Election:
 		own := r.candidate(env)
 		switch {
 		case m.Candidate == self:
@@ -156,15 +156,15 @@ func (r *ring) handleRing(env peer.Env, m peer.Message) {
 				env.Logf("ring: cannot become coordinator: %v", err)
 				return
 			}
-			r.forward(env, peer.Message{Type: peer.Elected, Leader: self, LeaderEpoch: epoch})
+			r.forward(env, wire.Message{Type: wire.Elected, Leader: self, LeaderEpoch: epoch})
 		case m.Candidate > own:
 			r.participant, r.electStart = true, env.Now()
-			r.forward(env, peer.Message{Type: peer.Election, Candidate: m.Candidate, Hops: m.Hops})
+			r.forward(env, wire.Message{Type: wire.Election, Candidate: m.Candidate, Hops: m.Hops})
 		case !r.participant:
 			r.participant, r.electStart = true, env.Now()
-			r.forward(env, peer.Message{Type: peer.Election, Candidate: own})
+			r.forward(env, wire.Message{Type: wire.Election, Candidate: own})
 		}
-	case peer.Elected:
+	case wire.Elected:
 		if m.Leader == self {
 			return // the announcement went round
 		}
@@ -172,25 +172,15 @@ func (r *ring) handleRing(env peer.Env, m peer.Message) {
 			return // stale
 		}
 		r.participant = false
-		r.forward(env, peer.Message{Type: peer.Elected, Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Hops: m.Hops})
+		r.forward(env, wire.Message{Type: wire.Elected, Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Hops: m.Hops})
 	}
 }
 
 func (r *ring) LeaderLost(env peer.Env, id uint64) {
 	if id != env.Self() {
-		r.suspect(env, id)
+		r.suspected.Suspect(env, id)
 	}
 	if !r.participant && !env.Now().Before(r.graceEnd) {
 		r.initiate(env)
 	}
-}
-
-// suspect marks id dead for Timeout, or until it is heard from: a member
-// that recovered is tried again even if it stayed silent.
-func (r *ring) suspect(env peer.Env, id uint64) {
-	r.suspected[id] = env.Now().Add(env.Config().Timeout)
-}
-
-func (r *ring) isSuspected(env peer.Env, id uint64) bool {
-	return env.Now().Before(r.suspected[id])
 }

@@ -71,8 +71,9 @@
 //     bound.
 //   - Azurite, unlike Azure, forgets live leases when it restarts: holders
 //     then get [tenure.ErrLost] on their next renewal. Terms survive.
-//   - No push notifications: [Store.Watch] polls the blob's properties every
-//     poll interval (200 ms by default; one read request each). A graceful
+//   - No push notifications: [Store.Watch] polls the blob's properties a
+//     poll interval after each read (200 ms by default; one read request
+//     each). A graceful
 //     handoff therefore takes up to one poll interval plus six requests
 //     (release and acquisition); the elector needs no shorter RetryInterval.
 //     Without Watch it would poll at its RetryInterval (default TTL/15 = 1 s).

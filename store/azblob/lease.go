@@ -151,6 +151,26 @@ func (s *Store) leaseClient(name string, l tenure.Lease) (*lease.BlobClient, err
 	return lc, nil
 }
 
+// owned reads key l.Key's blob and checks that l is its live grant (see
+// [state.owns]). It returns the blob's name, a lease client with l's lease
+// ID, and the ETag of what it read, for the request that follows to be
+// conditional on it.
+func (s *Store) owned(ctx context.Context, l tenure.Lease) (string, *lease.BlobClient, azcore.ETag, error) {
+	name := blobName(s.prefix, l.Key)
+	lc, err := s.leaseClient(name, l)
+	if err != nil {
+		return "", nil, "", err
+	}
+	st, err := s.props(ctx, name)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if err := st.owns(l); err != nil {
+		return "", nil, "", err
+	}
+	return name, lc, st.etag, nil
+}
+
 // Renew implements [tenure.Store]: it reads the blob's properties, checks
 // that the lease is live and the metadata names l's holder and term, then
 // renews the blob lease with l's lease ID on the condition that the
@@ -173,19 +193,10 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 		ctx, cancel = context.WithTimeout(ctx, l.TTL)
 		defer cancel()
 	}
-	name := blobName(s.prefix, l.Key)
-	lc, err := s.leaseClient(name, l)
+	name, lc, etag, err := s.owned(ctx, l)
 	if err != nil {
 		return err
 	}
-	st, err := s.props(ctx, name)
-	if err != nil {
-		return err
-	}
-	if err := st.owns(l); err != nil {
-		return err
-	}
-	etag := st.etag
 	_, err = lc.RenewLease(ctx, &lease.BlobRenewOptions{
 		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},
 	})
@@ -206,19 +217,10 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	name := blobName(s.prefix, l.Key)
-	lc, err := s.leaseClient(name, l)
+	name, lc, etag, err := s.owned(ctx, l)
 	if err != nil {
 		return err
 	}
-	st, err := s.props(ctx, name)
-	if err != nil {
-		return err
-	}
-	if err := st.owns(l); err != nil {
-		return err
-	}
-	etag := st.etag
 	_, err = s.container.NewBlobClient(name).SetMetadata(ctx, releasedMeta(l.Key, l.Term),
 		&blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{
 			LeaseAccessConditions:    &blob.LeaseAccessConditions{LeaseID: &l.Token},

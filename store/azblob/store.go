@@ -93,8 +93,7 @@ var (
 )
 
 // New returns a store for o. It checks o but does not contact the service
-// (ctx only cancels construction); the
-// first request does, and creates the container if it is missing. Errors
+// (ctx only cancels construction); the first request does, and creates the container if it is missing. Errors
 // about o wrap [tenure.ErrInvalid] and never quote the key or the SAS.
 func New(ctx context.Context, o Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
@@ -140,7 +139,28 @@ func New(ctx context.Context, o Options) (*Store, error) {
 		},
 	}}
 	containerURL := strings.TrimSuffix(su.String(), "/") + "/" + o.Container
+	c, err := newClient(containerURL, o, copts)
+	if err != nil {
+		return nil, err
+	}
+	life, cancel := context.WithCancel(context.Background())
+	return &Store{
+		prefix:    o.Prefix,
+		endpoint:  tenure.Redact(containerURL),
+		container: c,
+		transport: transport,
+		poll:      o.PollInterval,
+		life:      life,
+		cancel:    cancel,
+	}, nil
+}
+
+// newClient returns a client of the container at containerURL with o's
+// credentials. Its errors wrap [tenure.ErrInvalid] and never quote the key
+// or the SAS.
+func newClient(containerURL string, o Options, copts *container.ClientOptions) (*container.Client, error) {
 	var c *container.Client
+	var err error
 	switch {
 	case o.TokenCredential != nil:
 		c, err = container.NewClient(containerURL, o.TokenCredential, copts)
@@ -166,16 +186,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: azblob: cannot create a client for %s: %s", tenure.ErrInvalid, tenure.Redact(containerURL), safeText(err))
 	}
-	life, cancel := context.WithCancel(context.Background())
-	return &Store{
-		prefix:    o.Prefix,
-		endpoint:  tenure.Redact(containerURL),
-		container: c,
-		transport: transport,
-		poll:      o.PollInterval,
-		life:      life,
-		cancel:    cancel,
-	}, nil
+	return c, nil
 }
 
 // check returns ctx's error, or ErrClosed after Close.

@@ -83,41 +83,76 @@ func optionsFromURL(u *url.URL, getenv func(string) string) (Options, error) {
 		return Options{}, invalid("want azblob://CONTAINER/PREFIX")
 	}
 	o := Options{Container: u.Host, Prefix: strings.Trim(u.Path, "/")}
-	q := u.Query()
-	for name, vals := range q {
+	for name, vals := range u.Query() {
 		if len(vals) != 1 {
 			return Options{}, invalid("parameter %q is given %d times", name, len(vals))
 		}
-		v := vals[0]
-		switch name {
-		case "endpoint":
-			o.ServiceURL = v
-		case "poll":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 10*time.Millisecond {
-				return Options{}, invalid("poll=%q is not a duration of at least 10ms", v)
-			}
-			o.PollInterval = d
-		case "retries":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > 10 {
-				return Options{}, invalid("retries=%q is not a number from 0 to 10", v)
-			}
-			o.MaxRetries = n
-			if n == 0 {
-				o.MaxRetries = -1
-			}
-		case "try_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return Options{}, invalid("try_timeout=%q is not a positive duration", v)
-			}
-			o.TryTimeout = d
-		default:
-			return Options{}, invalid("unknown parameter %q (known: endpoint, poll, retries, try_timeout)", name)
+		if msg := o.setParam(name, vals[0]); msg != "" {
+			return Options{}, invalid("%s", msg)
 		}
 	}
+	cs, err := o.setCredentials(u, getenv, invalid)
+	if err != nil {
+		return Options{}, err
+	}
+	if o.ServiceURL == "" {
+		o.ServiceURL = cs.blobEndpoint
+	}
+	if o.ServiceURL == "" {
+		if o.AccountName == "" {
+			return Options{}, invalid("no account name: give it in the URL (azblob://ACCOUNT@CONTAINER), %s or %s",
+				EnvAccount, EnvConnectionString)
+		}
+		proto, suffix := cs.protocol, cs.suffix
+		if proto == "" {
+			proto = "https"
+		}
+		if suffix == "" {
+			suffix = "core.windows.net"
+		}
+		o.ServiceURL = fmt.Sprintf("%s://%s.blob.%s/", proto, o.AccountName, suffix)
+	}
+	return o, nil
+}
 
+// setParam sets the option a URL query parameter names. It returns what
+// is wrong with the parameter, or "".
+func (o *Options) setParam(name, v string) string {
+	switch name {
+	case "endpoint":
+		o.ServiceURL = v
+	case "poll":
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Millisecond {
+			return fmt.Sprintf("poll=%q is not a duration of at least 10ms", v)
+		}
+		o.PollInterval = d
+	case "retries":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 10 {
+			return fmt.Sprintf("retries=%q is not a number from 0 to 10", v)
+		}
+		o.MaxRetries = n
+		if n == 0 {
+			o.MaxRetries = -1
+		}
+	case "try_timeout":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Sprintf("try_timeout=%q is not a positive duration", v)
+		}
+		o.TryTimeout = d
+	default:
+		return fmt.Sprintf("unknown parameter %q (known: endpoint, poll, retries, try_timeout)", name)
+	}
+	return ""
+}
+
+// setCredentials sets the account name, key and SAS from, in this order,
+// the URL's user info, [EnvConnectionString], and [EnvAccount] with
+// [EnvKey] or [EnvSAS]. It returns the connection string it used, if any,
+// for its endpoint fields; invalid makes the error of a bad URL.
+func (o *Options) setCredentials(u *url.URL, getenv func(string) string, invalid func(string, ...any) error) (connString, error) {
 	account, key := "", ""
 	if u.User != nil {
 		account = u.User.Username()
@@ -128,10 +163,10 @@ func optionsFromURL(u *url.URL, getenv func(string) string) (Options, error) {
 		if raw := getenv(EnvConnectionString); raw != "" {
 			var err error
 			if cs, err = parseConnString(raw); err != nil {
-				return Options{}, fmt.Errorf("%w: %s: %v", tenure.ErrInvalid, EnvConnectionString, err)
+				return cs, fmt.Errorf("%w: %s: %v", tenure.ErrInvalid, EnvConnectionString, err)
 			}
 			if account != "" && cs.account != "" && account != cs.account {
-				return Options{}, invalid("account %q differs from the AccountName of %s", account, EnvConnectionString)
+				return cs, invalid("account %q differs from the AccountName of %s", account, EnvConnectionString)
 			}
 			if cs.account != "" {
 				account = cs.account
@@ -149,29 +184,12 @@ func optionsFromURL(u *url.URL, getenv func(string) string) (Options, error) {
 			sas = getenv(EnvSAS)
 		}
 	}
-	o.AccountName, o.AccountKey, o.SAS = account, key, strings.TrimPrefix(sas, "?")
 	if key == "" && sas == "" {
-		return Options{}, invalid("no credentials: set %s, or %s with %s or %s",
+		return cs, invalid("no credentials: set %s, or %s with %s or %s",
 			EnvConnectionString, EnvAccount, EnvKey, EnvSAS)
 	}
-	if o.ServiceURL == "" {
-		o.ServiceURL = cs.blobEndpoint
-	}
-	if o.ServiceURL == "" {
-		if account == "" {
-			return Options{}, invalid("no account name: give it in the URL (azblob://ACCOUNT@CONTAINER), %s or %s",
-				EnvAccount, EnvConnectionString)
-		}
-		proto, suffix := cs.protocol, cs.suffix
-		if proto == "" {
-			proto = "https"
-		}
-		if suffix == "" {
-			suffix = "core.windows.net"
-		}
-		o.ServiceURL = fmt.Sprintf("%s://%s.blob.%s/", proto, account, suffix)
-	}
-	return o, nil
+	o.AccountName, o.AccountKey, o.SAS = account, key, strings.TrimPrefix(sas, "?")
+	return cs, nil
 }
 
 // connString is the part of an Azure Storage connection string this

@@ -12,14 +12,15 @@ import (
 const pollTimeout = 5 * time.Second
 
 // Watch implements [tenure.Reader] by polling: Azure Blob Storage has no
-// change notification a lease holder could use. A goroutine reads the blob's
-// properties every poll interval ([Options.PollInterval], default 200 ms)
-// and delivers the record at once, then whenever the holder or term
-// changes, including when the service reports the lease expired or
-// released. So a change is seen at most one poll interval (plus a request)
-// after it happened, judged by the service, not by any client clock.
+// change notification a lease holder could use. A [tenure.Follow] loop
+// with Poll set to the poll interval ([Options.PollInterval], default
+// 200 ms) reads the blob's properties a poll interval after each read and
+// delivers the record at once, then whenever the holder or term changes,
+// including when the service reports the lease expired or released. So a
+// change is seen at most one poll interval (plus a request) after it
+// happened, judged by the service, not by any client clock.
 //
-// Cost: one GetProperties request per poll interval per watch, for as long
+// Cost: at most one GetProperties request per poll interval per watch, for as long
 // as the watch runs: 5 requests a second at the default (about 432,000 a
 // day, billed as read operations). The elector watches only while it
 // campaigns, not while it leads (the store is a [tenure.PollingWatcher]);
@@ -43,38 +44,23 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	s.watches.Add(1)
 	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.life, cancel)
-	out := make(chan tenure.Record, 1)
+	stop := context.AfterFunc(s.life, cancel) // the watch ends when the store closes
+	name := blobName(s.prefix, key)
+	get := func(ctx context.Context) (tenure.Record, error) {
+		rctx, cancel := context.WithTimeout(ctx, max(pollTimeout, 2*s.poll))
+		defer cancel()
+		st, err := s.props(rctx, name)
+		if err != nil {
+			return tenure.Record{}, err
+		}
+		return s.seen.Record(st.record(key)), nil
+	}
+	out := make(chan tenure.Record)
 	go func() {
 		defer s.watches.Done()
-		defer close(out)
 		defer stop()
 		defer cancel()
-		name := blobName(s.prefix, key)
-		tick := time.NewTicker(s.poll)
-		defer tick.Stop()
-		var last tenure.Record
-		for first := true; ; first = false {
-			rctx, cancel := context.WithTimeout(ctx, max(pollTimeout, 2*s.poll))
-			st, err := s.props(rctx, name)
-			cancel()
-			if err != nil {
-				return
-			}
-			if r := s.seen.Record(st.record(key)); first || r.Holder != last.Holder || r.Term != last.Term {
-				select {
-				case out <- r:
-				case <-ctx.Done():
-					return
-				}
-				last = r
-			}
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			}
-		}
+		tenure.Follow{Get: get, Poll: s.poll}.Run(ctx, out)
 	}()
 	return out, nil
 }

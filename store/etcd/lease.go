@@ -126,9 +126,16 @@ func (s *Store) revoke(id clientv3.LeaseID) {
 	_, _ = s.c.Revoke(ctx, id)
 }
 
-// leaseID returns l's etcd lease, or an error matching ErrLost if l's
-// token is not one.
-func leaseID(l tenure.Lease) (clientv3.LeaseID, error) {
+// leaseOf returns l's etcd lease, after the checks that Renew and Release
+// make first: a valid key and a usable store. The error matches ErrLost if
+// l's token is not an etcd lease.
+func (s *Store) leaseOf(ctx context.Context, l tenure.Lease) (clientv3.LeaseID, error) {
+	if err := tenure.CheckKey(l.Key); err != nil {
+		return 0, err
+	}
+	if err := s.usable(ctx); err != nil {
+		return 0, err
+	}
 	id, err := strconv.ParseInt(l.Token, 16, 64)
 	if err != nil || id == 0 {
 		return 0, fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
@@ -154,13 +161,7 @@ func (s *Store) isGrant(l tenure.Lease, id clientv3.LeaseID) []clientv3.Cmp {
 // or rewritten by something other than tenure, or a forged lease) or the
 // etcd lease ended, Renew returns an error matching [tenure.ErrLost].
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
-	if err := tenure.CheckKey(l.Key); err != nil {
-		return err
-	}
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
-	id, err := leaseID(l)
+	id, err := s.leaseOf(ctx, l)
 	if err != nil {
 		return err
 	}
@@ -195,13 +196,7 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 // nothing any more, so if that fails it simply expires). Watchers see the
 // release after the first request.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	if err := tenure.CheckKey(l.Key); err != nil {
-		return err
-	}
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
-	id, err := leaseID(l)
+	id, err := s.leaseOf(ctx, l)
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,10 @@ const watchReadTimeout = 5 * time.Second
 // store is closed, or etcd cancels the watch (for instance when the member
 // loses its raft leader).
 //
-// Watch blocks until the watch is set up and the first record read (at
-// most 5 s, or until ctx is done), so that a release right after it returns
-// is delivered; it fails if the store cannot be reached.
+// Watch blocks until it has read the record and etcd has created a watch
+// from the revision of that read (at most 5 s, or until ctx is done), so
+// no change after the first record can be missed; it fails if etcd cannot
+// be reached.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -33,8 +34,8 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	// Set up before returning: once Watch returns, etcd watches the key,
-	// so a caller that goes on to Acquire cannot miss a release.
+	// Read, then watch from the next revision: a caller that goes on to
+	// Acquire cannot miss a release.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	rctx, rcancel := context.WithTimeout(wctx, watchReadTimeout)
 	defer rcancel()
@@ -54,35 +55,25 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		return nil, s.fail(rctx, "watch", key, rctx.Err())
 	}
 	out := make(chan tenure.Record)
+	r = s.seen.Record(r)
 	go func() {
 		defer cancel()
-		stop := context.AfterFunc(s.bg, cancel) // the watch ends when the store closes
-		defer stop()
 		records := make(chan tenure.Record)
-		go s.decode(wctx, key, s.seen.Record(r), events, records)
+		go s.decode(wctx, key, r, events, records)
 		tenure.Follow{
-			Get:       s.firstThenRead(key, r),
+			// Follow reads only if the stream ends without closing: every
+			// change comes as an event.
+			Get: func(ctx context.Context) (tenure.Record, error) {
+				r, _, err := s.read(ctx, key)
+				return s.seen.Record(r), err
+			},
+			Initial:   &r, // read above: a watch costs etcd no second read
 			Records:   records,
-			Announced: true, // etcd deletes the holder key when its lease ends
+			Done:      s.bg.Done(), // the watch ends when the store closes
+			Announced: true,        // etcd deletes the holder key when its lease ends
 		}.Run(wctx, out)
 	}()
 	return out, nil
-}
-
-// firstThenRead returns a Get for [tenure.Follow] that answers the first
-// call with r, the record Watch read while setting up, so a watch costs
-// etcd no second read. Later calls read; Follow makes none while the watch
-// stream lives, since every change comes as an event.
-func (s *Store) firstThenRead(key string, r tenure.Record) func(context.Context) (tenure.Record, error) {
-	first := true // Follow calls Get from one goroutine
-	return func(ctx context.Context) (tenure.Record, error) {
-		if first {
-			first = false
-			return s.seen.Record(r), nil
-		}
-		r, _, err := s.read(ctx, key)
-		return s.seen.Record(r), err
-	}
 }
 
 // decode sends the key's record after each batch of watch events on

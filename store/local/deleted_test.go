@@ -22,6 +22,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/local"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // removeKeyFiles deletes every file of key in dir, the record first, as an
@@ -55,18 +56,13 @@ func TestGrantDeletedFromOutside(t *testing.T) {
 	const key, ttl = "deleted", time.Minute
 	c, term := acquiringChild(t, dir, key, ttl)
 	s := open(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := s.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitRecord(t, ch, 5*time.Second, "the child's grant", func(r tenure.Record) bool { return r.Holder == "child" })
+	ch := watch(t, s, key)
+	storetest.Await(t, ch, 5*time.Second, "the child's grant", func(r tenure.Record) bool { return r.Holder == "child" })
 
 	removeKeyFiles(t, dir, key)
 	// A leader's watch ends leadership on its own term with no holder; the
 	// old store reported term 0, which says nothing about the grant.
-	awaitRecord(t, ch, 5*time.Second, "the deletion", func(r tenure.Record) bool { return r.Term == term && !r.Held() })
+	storetest.Await(t, ch, 5*time.Second, "the deletion", func(r tenure.Record) bool { return r.Term == term && !r.Held() })
 	if got := mustGetRecord(t, s, key); got.Term != term || got.Held() {
 		t.Fatalf("Get after the deletion = %+v, want free with term %d", got, term)
 	}
@@ -120,10 +116,7 @@ func TestEverythingDeletedTermsStillGrow(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	const key = "wiped"
-	var last tenure.Lease
-	for range 3 {
-		last = grantAndRelease(t, s, key)
-	}
+	last := grantAndReleaseThrice(t, s, key)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -182,13 +175,8 @@ func TestLivenessFileReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := s.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitRecord(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	ch := watch(t, s, key)
+	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	holder := keyFile(dir, key, ".holder."+strconv.FormatUint(l.Term, 10))
 	if err := os.Remove(holder); err != nil {
 		t.Fatal(err)
@@ -204,7 +192,7 @@ func TestLivenessFileReplaced(t *testing.T) {
 	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &unix.Flock_t{Type: unix.F_WRLCK}); err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the replacement", func(r tenure.Record) bool { return !r.Held() })
+	storetest.Await(t, ch, 5*time.Second, "the replacement", func(r tenure.Record) bool { return !r.Held() })
 	err = s.Renew(context.Background(), l)
 	if !errors.Is(err, tenure.ErrLost) || !strings.Contains(err.Error(), holder) {
 		t.Fatalf("Renew with a replaced liveness file: %v, want ErrLost naming %s", err, holder)

@@ -47,30 +47,9 @@ func openDir(path string, group bool) (*dirHandle, error) {
 		name := rest[0]
 		rest = rest[1:]
 		last := len(rest) == 0
-		var st unix.Stat_t
-		err := unix.Fstatat(cur, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		if err == unix.ENOENT {
-			mode := uint32(0o700)
-			if group {
-				mode = 0o755
-				if last {
-					mode = 0o2770
-				}
-			}
-			err = unix.Mkdirat(cur, name, mode)
-			if err != nil && err != unix.EEXIST {
-				return nil, fail("create %s: %v", name, err)
-			}
-			if err == nil && last && group {
-				// The umask may have cleared bits the group needs.
-				if err := unix.Fchmodat(cur, name, mode, 0); err != nil {
-					return nil, fail("chmod %s: %v", name, err)
-				}
-			}
-			err = unix.Fstatat(cur, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		}
+		st, err := statOrCreate(cur, name, group, last)
 		if err != nil {
-			return nil, fail("%s: %v", name, err)
+			return nil, fail("%v", err)
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			if st.Uid != 0 && st.Uid != euid {
@@ -122,6 +101,42 @@ func openDir(path string, group bool) (*dirHandle, error) {
 	}
 	// path was "/" or ended in a link to it.
 	return nil, fail("the root directory cannot be a state directory")
+}
+
+// statOrCreate stats name in the directory cur without following a link,
+// creating it as a directory first if it is missing: private, or for a
+// group store traversable by all and, if it is the state directory itself
+// (last), shared with the group.
+func statOrCreate(cur int, name string, group, last bool) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(cur, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err != unix.ENOENT {
+		if err != nil {
+			return st, fmt.Errorf("%s: %v", name, err)
+		}
+		return st, nil
+	}
+	mode := uint32(0o700)
+	if group {
+		mode = 0o755
+		if last {
+			mode = 0o2770
+		}
+	}
+	err = unix.Mkdirat(cur, name, mode)
+	if err != nil && err != unix.EEXIST {
+		return st, fmt.Errorf("create %s: %v", name, err)
+	}
+	if err == nil && last && group {
+		// The umask may have cleared bits the group needs.
+		if err := unix.Fchmodat(cur, name, mode, 0); err != nil {
+			return st, fmt.Errorf("chmod %s: %v", name, err)
+		}
+	}
+	if err := unix.Fstatat(cur, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return st, fmt.Errorf("%s: %v", name, err)
+	}
+	return st, nil
 }
 
 // openDirAt opens (creating it if needed) the subdirectory name of d, with

@@ -68,8 +68,10 @@
 //     has not passed, it was made during the current boot, and its liveness
 //     file is locked.
 //   - Terms strictly increase per key, across process restarts and
-//     reboots: an Acquire's .terms record and record are fsynced (files
-//     and directories) before Acquire returns. A new term is one above the
+//     reboots: an Acquire's .terms record is fsynced (file and directory)
+//     before Acquire returns. The record itself is not: it never lowers
+//     the high-water mark, and one fewer fsync pair shortens every
+//     handoff by milliseconds. A new term is one above the
 //     highest of the key's record, its .terms record and every term this
 //     process has seen for the key, so deleting the key's files, or even
 //     .terms, from outside does not restart terms in a process that saw
@@ -115,14 +117,18 @@
 //     grant (see above) but does not restart its terms.
 //   - A user who can write the directory (its owner, root, or any member of
 //     a shared group) can take and break every lease in it.
-//   - Renew and Release are not fsynced: after a power loss a released key
-//     may still name its last holder, but that grant belongs to an earlier
-//     boot and is dead.
+//   - Renew and Release are not fsynced, nor is the record an Acquire
+//     writes (only its .terms record is): after a power loss a key's record
+//     may be an older one, naming a holder whose grant belongs to an
+//     earlier boot and is dead, and terms still go on from the .terms
+//     record. A power loss right after .terms was deleted from outside
+//     can lose the high-water mark with it.
 //   - A process that stops while holding a mutation lock (SIGSTOP in the
 //     middle of a call) blocks other calls on that key, which then fail
 //     with their context's error, until it resumes or dies.
-//   - Watch timers run on the Go runtime's monotonic clock, which does not
-//     count system suspend: after a resume an expiry may be delivered late,
+//   - A watch's re-read when a grant is due to end ([tenure.Follow]'s timer)
+//     runs on the Go runtime's monotonic clock, which does not count system
+//     suspend: after a resume an expiry may be delivered late,
 //     though Get and Acquire judge it correctly.
 //   - NAME.state.tmp.* files left by a crash in the middle of a write are
 //     never read and may be removed.

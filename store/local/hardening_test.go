@@ -316,14 +316,7 @@ func TestOtherUserCannotDepose(t *testing.T) {
 	}
 	// A directory nobody may enter and list, as a private state directory
 	// of a careless but not negligent user (0755) would be.
-	base, err := os.MkdirTemp("", "tenure-local-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := openTempDir(t)
 	dir := filepath.Join(base, "state")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -123,8 +123,8 @@ func record(key string, st state, live bool, now int64) tenure.Record {
 
 // Acquire implements [tenure.Store]. It blocks while another call holds the
 // key's mutation lock (a few file operations), until ctx is done. The new
-// record is fsynced before Acquire returns, so the term survives a crash or
-// a power loss. The grant lasts until its TTL passes without Renew, until
+// term's .terms record is fsynced before Acquire returns, so the term
+// survives a crash or a power loss. The grant lasts until its TTL passes without Renew, until
 // Release, or until the liveness file is closed by every process holding
 // it (Close, or the death of the process and of any child it was passed to
 // with [Store.LeaseFiles]).
@@ -177,31 +177,11 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			return fmt.Errorf("local: key %q has used up its terms", key)
 		}
 		term := last + 1
-		hf, err := s.createHolder(kf, term)
-		if err != nil {
-			return err
-		}
-		token, err := newToken()
-		next := state{
+		token, err := s.writeGrant(kf, state{
 			Key: key, Holder: identity, Term: term, TTL: int64(ttl),
-			Expires: now + int64(ttl), BootID: s.bootID, Token: token,
-		}
-		// .terms first: a crash between the two writes leaves a term
-		// high-water mark above the record, never below.
-		if err == nil {
-			err = writeState(s.t, kf.term, next, true)
-		}
-		if err == nil {
-			err = writeState(s.d, kf.state, next, true)
-		}
-		if err == nil {
-			s.seeState(key, next)
-			err = s.addGrant(token, &grant{key: key, term: term, f: hf, name: holderName(kf, term)})
-		}
+			Expires: now + int64(ttl), BootID: s.bootID,
+		})
 		if err != nil {
-			// Whatever was written, the grant is dead without its file.
-			hf.Close()
-			_ = s.d.remove(holderName(kf, term))
 			return err
 		}
 		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait}
@@ -217,6 +197,40 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		_ = s.d.remove(name)
 	}
 	return lease, nil
+}
+
+// writeGrant writes the grant next (without its Token, which it draws and
+// returns): its liveness file, then .terms, then the key's record, and
+// registers it with the handle. On error the grant is dead: its liveness
+// file is closed and removed, whatever was written.
+func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
+	hf, err := s.createHolder(kf, next.Term)
+	if err != nil {
+		return "", err
+	}
+	next.Token, err = newToken()
+	// .terms first, and only .terms fsynced: it alone carries the term
+	// high-water mark across a power loss (the next term is one above the
+	// highest of both, so a record that lost its last write cannot lower
+	// it), and each fsync costs every handoff milliseconds. A crash
+	// between the two writes leaves the high-water mark above the record,
+	// never below.
+	if err == nil {
+		err = writeState(s.t, kf.term, next, true)
+	}
+	if err == nil {
+		err = writeState(s.d, kf.state, next, false)
+	}
+	if err == nil {
+		s.seeState(next.Key, next)
+		err = s.addGrant(next.Token, &grant{key: next.Key, term: next.Term, f: hf, name: holderName(kf, next.Term)})
+	}
+	if err != nil {
+		hf.Close()
+		_ = s.d.remove(holderName(kf, next.Term))
+		return "", err
+	}
+	return next.Token, nil
 }
 
 func newToken() (string, error) {
@@ -282,18 +296,7 @@ func (s *Store) settle(kf keyFiles, l tenure.Lease, err error) {
 // fsync: after a power loss the grant is dead anyway (another boot).
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	received := boottime()
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	if err := tenure.CheckKey(l.Key); err != nil {
-		return fmt.Errorf("%w: %w", tenure.ErrLost, err)
-	}
-	var kf keyFiles
-	err := s.mutate(ctx, l.Key, func(f keyFiles, st state, ok bool) error {
-		kf = f
-		if err := s.current(kf, l, st, ok, received); err != nil {
-			return err
-		}
+	kf, err := s.mutateGrant(ctx, l, received, func(kf keyFiles, st state) error {
 		st.Expires = received + st.TTL
 		return writeState(s.d, kf.state, st, false)
 	})
@@ -301,16 +304,15 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	return err
 }
 
-// Release implements [tenure.Store]: it records the key as free (keeping
-// the term) and, if l was acquired through this handle, closes and removes
-// its liveness file. It may be called through any handle.
-func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	received := boottime()
+// mutateGrant runs fn under the key's lock (see mutate) with the key's
+// record, if l is its current grant as of received; else it returns the
+// error of [Store.current]. It returns the key's files, for settle.
+func (s *Store) mutateGrant(ctx context.Context, l tenure.Lease, received int64, fn func(kf keyFiles, st state) error) (keyFiles, error) {
 	if err := s.begin(ctx); err != nil {
-		return err
+		return keyFiles{}, err
 	}
 	if err := tenure.CheckKey(l.Key); err != nil {
-		return fmt.Errorf("%w: %w", tenure.ErrLost, err)
+		return keyFiles{}, fmt.Errorf("%w: %w", tenure.ErrLost, err)
 	}
 	var kf keyFiles
 	err := s.mutate(ctx, l.Key, func(f keyFiles, st state, ok bool) error {
@@ -318,6 +320,16 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 		if err := s.current(kf, l, st, ok, received); err != nil {
 			return err
 		}
+		return fn(kf, st)
+	})
+	return kf, err
+}
+
+// Release implements [tenure.Store]: it records the key as free (keeping
+// the term) and, if l was acquired through this handle, closes and removes
+// its liveness file. It may be called through any handle.
+func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	kf, err := s.mutateGrant(ctx, l, boottime(), func(kf keyFiles, st state) error {
 		st.Holder, st.Token, st.TTL, st.Expires = "", "", 0, 0
 		// .terms (and this process) learn of the release, so a later
 		// Acquire after the key's files are deleted knows this grant

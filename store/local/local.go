@@ -41,6 +41,9 @@ type grant struct {
 	name string // of f in the state directory
 }
 
+// Store also has LeaseFiles, which `tenure run` uses (declaring the
+// interface itself, as its only consumer; its tests assert that *Store
+// has it).
 var (
 	_ tenure.Store = (*Store)(nil)
 )
@@ -124,9 +127,9 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// LeaseFiles returns the liveness file of l (`tenure run` hands it to the
-// process that supervises its child), whose OFD write lock the kernel holds for as long as any process has
-// the file open. A child process that inherits it (for example through
+// LeaseFiles returns the liveness file of l, whose OFD write lock the
+// kernel holds for as long as any process has the file open. A child
+// process that inherits it (for example through
 // [os/exec.Cmd.ExtraFiles]) shares the lock, because an OFD lock belongs to
 // the open file description: l then stays live, within its TTL, until both this
 // process and the child have exited or closed it. The files stay owned by

@@ -17,6 +17,9 @@ var errUnsupported = errors.New("local: the local store needs Linux (OFD locks, 
 // Store is a handle on a state directory; outside Linux it cannot be opened.
 type Store struct{}
 
+// Store also has LeaseFiles, which `tenure run` uses (declaring the
+// interface itself, as its only consumer; its tests assert that *Store
+// has it).
 var (
 	_ tenure.Store = (*Store)(nil)
 )

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/local"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // The helper process: the test binary re-executed with helperEnv set runs
@@ -182,26 +183,6 @@ func acquiringChild(t *testing.T, dir, key string, ttl time.Duration) (*child, u
 	return c, term
 }
 
-// awaitRecord waits for a delivery on ch satisfying want.
-func awaitRecord(t *testing.T, ch <-chan tenure.Record, within time.Duration, what string, want func(tenure.Record) bool) tenure.Record {
-	t.Helper()
-	timeout := time.NewTimer(within)
-	defer timeout.Stop()
-	for {
-		select {
-		case r, ok := <-ch:
-			if !ok {
-				t.Fatalf("watch closed while waiting for %s", what)
-			}
-			if want(r) {
-				return r
-			}
-		case <-timeout.C:
-			t.Fatalf("no delivery of %s within %s", what, within)
-		}
-	}
-}
-
 func free(r tenure.Record) bool { return !r.Held() }
 
 // A holder process killed with SIGKILL loses its grant at once: a watcher
@@ -221,7 +202,7 @@ func TestCrashTakeover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := awaitRecord(t, ch, 5*time.Second, "the child's grant", func(r tenure.Record) bool { return r.Holder == "child" })
+		r := storetest.Await(t, ch, 5*time.Second, "the child's grant", func(r tenure.Record) bool { return r.Holder == "child" })
 		if r.Term != term {
 			t.Fatalf("watch says term %d, child acquired %d", r.Term, term)
 		}
@@ -232,7 +213,7 @@ func TestCrashTakeover(t *testing.T) {
 		if err := c.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		awaitRecord(t, ch, 5*time.Second, "the child's death", free)
+		storetest.Await(t, ch, 5*time.Second, "the child's death", free)
 		l, err := s.Acquire(context.Background(), key, "parent", ttl)
 		if err != nil {
 			t.Fatalf("Acquire after the holder died: %v", err)
@@ -272,17 +253,12 @@ func TestStalledHolderLosesByTTL(t *testing.T) {
 	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := s.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitRecord(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "child" && r.Term == term })
+	ch := watch(t, s, key)
+	storetest.Await(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "child" && r.Term == term })
 	if _, err := s.Acquire(context.Background(), key, "parent", ttl); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("Acquire while the stopped holder's TTL runs: %v, want ErrHeld", err)
 	}
-	awaitRecord(t, ch, ttl+2*time.Second, "the expiry", free)
+	storetest.Await(t, ch, ttl+2*time.Second, "the expiry", free)
 	freed := time.Now()
 	// 1% allowed for the difference between CLOCK_BOOTTIME and Go's clock.
 	if early := sent.Add(ttl - ttl/100).Sub(freed); early > 0 {
@@ -327,13 +303,8 @@ func TestLeaseFilesOutliveHandle(t *testing.T) {
 	if got := c.line(); got != "holding" {
 		t.Fatalf("helper said %q", got)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := b.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitRecord(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	ch := watch(t, b, key)
+	storetest.Await(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	a.Close() // closes the parent's descriptor; the child's keeps the lock
 	if _, err := b.Acquire(context.Background(), key, "beta", time.Minute); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("Acquire while the child holds the inherited file: %v, want ErrHeld", err)
@@ -341,7 +312,7 @@ func TestLeaseFilesOutliveHandle(t *testing.T) {
 	if err := c.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the end of the grant once the child died", free)
+	storetest.Await(t, ch, 5*time.Second, "the end of the grant once the child died", free)
 	l2, err := b.Acquire(context.Background(), key, "beta", time.Minute)
 	if err != nil || l2.Term <= l.Term {
 		t.Fatalf("Acquire after the child died = %+v, %v; want a term above %d", l2, err, l.Term)

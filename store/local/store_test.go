@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/local"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // statePath returns the one record file in dir.
@@ -41,6 +42,54 @@ func grantAndRelease(t *testing.T, s *local.Store, key string) tenure.Lease {
 	return l
 }
 
+// watch watches key on s until the test ends.
+func watch(t *testing.T, s *local.Store, key string) <-chan tenure.Record {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// grantAndReleaseThrice grants and releases key three times and returns
+// the last grant.
+func grantAndReleaseThrice(t *testing.T, s *local.Store, key string) tenure.Lease {
+	t.Helper()
+	grantAndRelease(t, s, key)
+	grantAndRelease(t, s, key)
+	return grantAndRelease(t, s, key)
+}
+
+// openTempDir returns a new directory in the system's temporary directory
+// (not t.TempDir, whose parent only its owner may enter) that every user
+// may enter and list, removed when the test ends.
+func openTempDir(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "tenure-local-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// acquireNext acquires the free key on s as "beta" and checks that the
+// grant's term is the one after prev; how says in what state the key was.
+func acquireNext(t *testing.T, s *local.Store, key string, prev uint64, how string) tenure.Lease {
+	t.Helper()
+	l, err := s.Acquire(context.Background(), key, "beta", time.Minute)
+	if err != nil || l.Term != prev+1 {
+		t.Fatalf("Acquire %s = %+v, %v; want term %d", how, l, err, prev+1)
+	}
+	return l
+}
+
 // Terms never go backwards: a damaged record is an error naming the file,
 // never a key that restarts at term 1.
 func TestCorruptStateIsAnError(t *testing.T) {
@@ -48,10 +97,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	const key = "precious"
-	var last tenure.Lease
-	for range 3 {
-		last = grantAndRelease(t, s, key)
-	}
+	last := grantAndReleaseThrice(t, s, key)
 	path := statePath(t, dir)
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -81,10 +127,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Acquire(context.Background(), key, "beta", time.Minute)
-	if err != nil || l.Term != last.Term+1 {
-		t.Fatalf("Acquire after repair = %+v, %v; want term %d", l, err, last.Term+1)
-	}
+	acquireNext(t, s, key, last.Term, "after repair")
 }
 
 // A crash in the middle of writing a record leaves its temporary file,
@@ -101,10 +144,7 @@ func TestLeftoverTempFileIsHarmless(t *testing.T) {
 	if r, err := s.Get(context.Background(), key); err != nil || r.Term != l.Term || r.Held() {
 		t.Fatalf("Get with a leftover temp file = %+v, %v", r, err)
 	}
-	l2, err := s.Acquire(context.Background(), key, "beta", time.Minute)
-	if err != nil || l2.Term != l.Term+1 {
-		t.Fatalf("Acquire with a leftover temp file = %+v, %v; want term %d", l2, err, l.Term+1)
-	}
+	acquireNext(t, s, key, l.Term, "with a leftover temp file")
 }
 
 // A stale liveness file of the next term, left by an acquisition that
@@ -119,10 +159,7 @@ func TestStaleHolderFileIsReplaced(t *testing.T) {
 	if err := os.WriteFile(next, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := s.Acquire(context.Background(), key, "beta", time.Minute)
-	if err != nil || l2.Term != l.Term+1 {
-		t.Fatalf("Acquire over a stale holder file = %+v, %v", l2, err)
-	}
+	acquireNext(t, s, key, l.Term, "over a stale holder file")
 }
 
 // Release wakes a watcher through inotify, not through the expiry timer:
@@ -132,23 +169,18 @@ func TestReleaseWakesWatcher(t *testing.T) {
 	dir := t.TempDir()
 	a, b := open(t, dir), open(t, dir)
 	const key = "wake"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := b.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitRecord(t, ch, 5*time.Second, "the initial record", free)
+	ch := watch(t, b, key)
+	storetest.Await(t, ch, 5*time.Second, "the initial record", free)
 	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the acquisition", func(r tenure.Record) bool { return r.Holder == "alpha" && r.Term == l.Term })
+	storetest.Await(t, ch, 5*time.Second, "the acquisition", func(r tenure.Record) bool { return r.Holder == "alpha" && r.Term == l.Term })
 	released := time.Now()
 	if err := a.Release(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 10*time.Second, "the release", func(r tenure.Record) bool { return !r.Held() && r.Term == l.Term })
+	storetest.Await(t, ch, 10*time.Second, "the release", func(r tenure.Record) bool { return !r.Held() && r.Term == l.Term })
 	t.Logf("Release → watch delivery: %s", time.Since(released))
 }
 
@@ -163,13 +195,8 @@ func TestCloseEndsGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := b.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitRecord(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	ch := watch(t, b, key)
+	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	aw, err := a.Watch(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +206,7 @@ func TestCloseEndsGrants(t *testing.T) {
 	}
 	for range aw { // Close ends a's watch even with a background context
 	}
-	awaitRecord(t, ch, 5*time.Second, "the end of the closed handle's grant", free)
+	storetest.Await(t, ch, 5*time.Second, "the end of the closed handle's grant", free)
 	if err := b.Renew(context.Background(), l); !errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("Renew of a closed handle's grant through another handle: %v, want ErrLost", err)
 	}
@@ -301,14 +328,7 @@ func TestOpenErrors(t *testing.T) {
 func TestOpenUnusableDir(t *testing.T) {
 	t.Parallel()
 	// Not t.TempDir, whose parent only its owner may enter.
-	base, err := os.MkdirTemp("", "tenure-local-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := openTempDir(t)
 	locked := filepath.Join(base, "locked")
 	if err := os.Mkdir(locked, 0o700); err != nil {
 		t.Fatal(err)
@@ -456,14 +476,14 @@ func TestExpiredGrantsCloseTheirFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitRecord(t, ch, 5*time.Second, "the initial record", free)
+	storetest.Await(t, ch, 5*time.Second, "the initial record", free)
 	l, err := s.Acquire(ctx, key, "alpha", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fds := countFDs(t)
 	for range 10 {
-		awaitRecord(t, ch, 5*time.Second, "the expiry", free)
+		storetest.Await(t, ch, 5*time.Second, "the expiry", free)
 		next, err := s.Acquire(ctx, key, "alpha", ttl)
 		if err != nil {
 			t.Fatal(err)

@@ -232,22 +232,21 @@ func (s *Store) watch(ctx context.Context, key string, sn *seen.Terms) (<-chan t
 	s.watchers[key][sig] = struct{}{}
 	s.mu.Unlock()
 
-	wctx, cancel := context.WithCancel(ctx)
-	go func() { // the watch ends when the store closes
-		select {
-		case <-s.done:
-		case <-wctx.Done():
-		}
-		cancel()
-		s.mu.Lock()
-		delete(s.watchers[key], sig)
-		s.mu.Unlock()
+	out := make(chan tenure.Record)
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.watchers[key], sig)
+			s.mu.Unlock()
+		}()
+		tenure.Follow{
+			Get:   func(ctx context.Context) (tenure.Record, error) { return s.get(ctx, key, sn) },
+			Wake:  sig,
+			Done:  s.done, // the watch ends when the store closes
+			Clock: s.clock,
+		}.Run(ctx, out)
 	}()
-	return tenure.Follow{
-		Get:   func(ctx context.Context) (tenure.Record, error) { return s.get(ctx, key, sn) },
-		Wake:  sig,
-		Clock: s.clock,
-	}.Start(wctx), nil
+	return out, nil
 }
 
 func (s *Store) notifyLocked(key string) {

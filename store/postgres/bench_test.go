@@ -1,38 +1,13 @@
 package postgres_test
 
 import (
-	"slices"
 	"testing"
-	"time"
 
-	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/storetest"
 )
 
 // BenchmarkFailover measures graceful handoff and crash failover through
 // real electors. Run it with -run '^$' -bench Failover -benchtime 1x.
 func BenchmarkFailover(b *testing.B) {
-	s := server(b)
-	res := storetest.BenchFailover(b, storetest.BenchOptions{
-		Open: func(t testing.TB) tenure.Store {
-			st, err := tenure.Open(ctxFor(t), s.URL()+"&tenure_table=bench")
-			if err != nil {
-				t.Fatalf("tenure.Open: %v", err)
-			}
-			return st
-		},
-		TTL:    2 * time.Second,
-		Trials: 20,
-	})
-	b.Logf("graceful samples: %v", sorted(res.Graceful))
-	b.Logf("crash samples: %v", sorted(res.Crash))
-}
-
-func sorted(d []time.Duration) []time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	for i := range s {
-		s[i] = s[i].Round(100 * time.Microsecond)
-	}
-	return s
+	storetest.BenchFailover(b, storetest.BenchOptions{Open: storetest.OpenURL(server(b).URL() + "&tenure_table=bench")})
 }

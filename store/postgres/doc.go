@@ -47,7 +47,10 @@
 //     transaction that grants, releases or (through the trigger) changes a
 //     row from outside, so it arrives when the change
 //     commits, typically within a millisecond or two. An expiry without a
-//     release is delivered when the server-reported remaining time runs out.
+//     release is delivered when the server-reported remaining time runs out:
+//     the watch re-reads the row then, the rule of [tenure.Follow] for every
+//     store whose expiries are not announced, so a watch on a held key reads
+//     it about once per TTL while the holder renews.
 //   - Every call is bounded by its context; no call retries on its own
 //     except once when the pool hands out a connection that turns out dead
 //     before anything was sent (as after a server restart). The pool

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -189,28 +188,14 @@ func TestTablesAreSeparate(t *testing.T) {
 }
 
 func TestBadURLs(t *testing.T) {
-	ctx := ctxFor(t)
-	for _, u := range []string{
+	storetest.InvalidURLs(t, "hunter2", func(ctx context.Context, u string) (tenure.Store, error) { return postgres.Open(ctx, u) },
 		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=Bad-Name",
 		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=1abc",
-		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=" + strings.Repeat("a", 64),
+		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table="+strings.Repeat("a", 64),
 		"postgres://u:hunter2-secret@127.0.0.1:1/db?tenure_table=a&tenure_table=b",
 		"postgres://u:hunter2-secret@127.0.0.1:1/db?sslmode=bogus",
 		"mysql://u:hunter2-secret@127.0.0.1:1/db",
-	} {
-		st, err := postgres.Open(ctx, u)
-		if err == nil {
-			_ = st.Close()
-			t.Errorf("Open(%s) succeeded", tenure.Redact(u))
-			continue
-		}
-		if !errors.Is(err, tenure.ErrInvalid) {
-			t.Errorf("Open(%s): %v, want ErrInvalid", tenure.Redact(u), err)
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("error quotes the password: %v", err)
-		}
-	}
+	)
 }
 
 // No error, whatever went wrong, quotes the password of the URL.
@@ -238,44 +223,9 @@ func TestServerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	_, err = st.Acquire(ctxFor(t), "k", "alpha", time.Second)
-	if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), fmt.Sprint(port)) {
-		t.Fatalf("Acquire with the server down: %v, want an error naming the address and not the password", err)
-	}
-	t.Logf("server down: %v", err)
-	if _, err := st.Watch(ctxFor(t), "k"); err == nil || strings.Contains(err.Error(), pw) {
-		t.Fatalf("Watch with the server down: %v, want an error without the password", err)
-	} else {
-		t.Logf("Watch with the server down: %v", err)
-	}
+	storetest.Unreachable(t, st, fmt.Sprint(port), pw)
 
-	// A black hole: accepts, never answers.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var conns []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	hole := fmt.Sprintf("postgres://tenure:%s@%s/postgres?sslmode=disable", pw, l.Addr())
+	hole := fmt.Sprintf("postgres://tenure:%s@%s/postgres?sslmode=disable", pw, storetest.Unresponsive(t))
 	st2, err := postgres.Open(ctxFor(t), hole)
 	if err != nil {
 		t.Fatal(err)
@@ -299,27 +249,8 @@ func TestRecoversAfterRestart(t *testing.T) {
 	st := openTable(t, "restart")
 	other := openTable(t, "restart")
 	key := randomName("k")
-	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := st.Watch(ctxFor(t), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := <-ch; r.Holder != "alpha" {
-		t.Fatalf("first watch delivery %+v", r)
-	}
-
-	if err := s.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Get(ctxFor(t), key); err == nil {
-		t.Fatal("Get succeeded with the server stopped")
-	}
-	// The LISTEN connection is gone: the watch must say so by closing.
-	for range ch {
-	}
+	// The LISTEN connection goes with the server: the watch closes.
+	l := storetest.Outage(t, st, key, s.Stop)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +258,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if err := st.Renew(ctxFor(t), l); err != nil {
 		t.Fatalf("Renew after the server came back: %v", err)
 	}
-	ch, err = other.Watch(ctxFor(t), key)
+	ch, err := other.Watch(ctxFor(t), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,14 +268,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if err := st.Release(ctxFor(t), l); err != nil {
 		t.Fatalf("Release after restart: %v", err)
 	}
-	select {
-	case r := <-ch:
-		if r.Held() || r.Term != l.Term {
-			t.Fatalf("watch after release: %+v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no watch delivery of the release after the restart")
-	}
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the release after the restart")
 }
 
 // Watches of many keys share one LISTEN connection; each hears only its

@@ -30,13 +30,15 @@
 //     (everysec can lose the last second, RDB snapshots more).
 //   - Watch wakes on pub/sub: the acquire and release scripts PUBLISH on the
 //     key's channel, so watchers hear of a change within a round trip. An
-//     expiry is delivered when the server-reported PTTL runs out, and also
-//     through keyspace notifications: at the first Watch the store adds
-//     "Kghx" to the server's notify-keyspace-events (keeping what is set),
-//     so that a lease key deleted or rewritten by something other than
-//     tenure also wakes watchers at once; where
-//     CONFIG is not allowed, or the URL sets tenure_keyspace_events=false,
-//     the timer alone does it.
+//     expiry is delivered through keyspace notifications: at the first
+//     Watch the store adds "Kghx" to the server's notify-keyspace-events
+//     (keeping what is set), so that an expiry, or a lease key deleted or
+//     rewritten by something other than tenure, wakes watchers at once.
+//     Whether or not they are on (CONFIG may not be allowed, or the URL may
+//     set tenure_keyspace_events=false), a watch also re-reads the key when
+//     the server-reported PTTL runs out, the rule of [tenure.Follow] for
+//     every store whose expiries are not announced: about one read per TTL
+//     while a holder renews.
 //   - Every call is bounded by its context (go-redis's own dial, read and
 //     write timeouts apply too); failed commands are not retried unless the
 //     URL sets max_retries. go-redis reconnects by itself, so a store keeps

@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -140,14 +138,7 @@ func TestWatchWakesOnKeyspaceExpiry(t *testing.T) {
 	if err := client(t, srv).PExpire(ctxFor(t), st.Prefix()+":{"+key+"}:lease", 50*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-ch:
-		if r.Held() || r.Term != l.Term {
-			t.Fatalf("delivery after expiry: %+v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the expiry was not delivered")
-	}
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the expiry")
 }
 
 // The term counter outlives lease keys: after an expiry the next grant
@@ -208,27 +199,14 @@ func TestNamespaces(t *testing.T) {
 }
 
 func TestBadURLs(t *testing.T) {
-	for _, u := range []string{
+	storetest.InvalidURLs(t, "hunter2", func(ctx context.Context, u string) (tenure.Store, error) { return redis.Open(ctx, u) },
 		"redis://:hunter2-secret@127.0.0.1:1/0?tenure_prefix=",
 		"redis://:hunter2-secret@127.0.0.1:1/0?tenure_prefix=a%20b",
 		"redis://:hunter2-secret@127.0.0.1:1/0?tenure_keyspace_events=maybe",
 		"redis://:hunter2-secret@127.0.0.1:1/x",
 		"redis://:hunter2-secret@127.0.0.1:1/0?no_such_option=1",
 		"postgres://:hunter2-secret@127.0.0.1:1/0",
-	} {
-		st, err := redis.Open(ctxFor(t), u)
-		if err == nil {
-			_ = st.Close()
-			t.Errorf("Open(%s) succeeded", tenure.Redact(u))
-			continue
-		}
-		if !errors.Is(err, tenure.ErrInvalid) {
-			t.Errorf("Open(%s): %v, want ErrInvalid", tenure.Redact(u), err)
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("error quotes the password: %v", err)
-		}
-	}
+	)
 }
 
 // No error, whatever went wrong, quotes the password of the URL.
@@ -250,41 +228,9 @@ func TestServerDown(t *testing.T) {
 	const pw = "Sup3r-s3cret-pw"
 	port := testserver.FreePort(t)
 	st := open(t, fmt.Sprintf("redis://:%s@127.0.0.1:%d/0", pw, port))
-	_, err := st.Acquire(ctxFor(t), "k", "alpha", time.Second)
-	if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), fmt.Sprint(port)) {
-		t.Fatalf("Acquire with the server down: %v, want an error naming the address and not the password", err)
-	}
-	t.Logf("server down: %v", err)
-	if _, err := st.Watch(ctxFor(t), "k"); err == nil || strings.Contains(err.Error(), pw) {
-		t.Fatalf("Watch with the server down: %v", err)
-	}
+	storetest.Unreachable(t, st, fmt.Sprint(port), pw)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	hole := open(t, fmt.Sprintf("redis://:%s@%s/0", pw, l.Addr()))
+	hole := open(t, fmt.Sprintf("redis://:%s@%s/0", pw, storetest.Unresponsive(t)))
 	for _, cancelled := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		if cancelled { // no deadline: cancellation alone must end the call
@@ -307,25 +253,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	srv := testserver.Redis(t, true)
 	st := open(t, srv.URL(0))
 	key := randomKey()
-	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := st.Watch(ctxFor(t), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := <-ch; r.Holder != "alpha" {
-		t.Fatalf("first watch delivery %+v", r)
-	}
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Get(ctxFor(t), key); err == nil {
-		t.Fatal("Get succeeded with the server down")
-	}
-	for range ch { // the watch's connection is gone
-	}
+	l := storetest.Outage(t, st, key, srv.Kill)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +266,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if r.Holder != "alpha" || r.Term != l.Term {
 		t.Fatalf("record after a crash with appendfsync always: %+v", r)
 	}
-	ch, err = st.Watch(ctxFor(t), key)
+	ch, err := st.Watch(ctxFor(t), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,14 +274,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 	if err := st.Release(ctxFor(t), l); err != nil {
 		t.Fatalf("Release after restart: %v", err)
 	}
-	select {
-	case r := <-ch:
-		if r.Held() || r.Term != l.Term {
-			t.Fatalf("watch after release: %+v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no watch delivery of the release after the restart")
-	}
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the release after the restart")
 	l2, err := st.Acquire(ctxFor(t), key, "beta", time.Minute)
 	if err != nil || l2.Term != l.Term+1 {
 		t.Fatalf("Acquire after restart: %+v, %v; want term %d", l2, err, l.Term+1)
@@ -408,14 +329,7 @@ func TestWatchWithoutConfigCommand(t *testing.T) {
 	if r := <-ch; r.Holder != "alpha" || r.Term != l.Term {
 		t.Fatalf("delivery of the grant: %+v", r)
 	}
-	select {
-	case r := <-ch:
-		if r.Held() || r.Term != l.Term {
-			t.Fatalf("delivery after expiry: %+v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the expiry was not delivered")
-	}
+	storetest.AwaitEnd(t, ch, l, 5*time.Second, "the expiry")
 }
 
 // Both schemes are registered; rediss:// selects TLS, which a plain

@@ -61,7 +61,9 @@
 //     client reconnects by itself and later calls succeed once it is back.
 //   - Watch uses ZooKeeper child watches on the key node, so candidates and
 //     observers wake within a round trip of an acquisition, release or
-//     expiry.
+//     expiry. Lease nodes are ephemeral, so ZooKeeper announces every end of
+//     a grant and a watch on a held key makes no reads while the holder
+//     renews.
 //
 // # Non-guarantees
 //

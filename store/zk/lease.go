@@ -140,19 +140,42 @@ func (s *Store) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 	return nil
 }
 
+// held returns the grant l names, after the checks that Renew and Release
+// make first: a valid key, a usable store, a grant this Store made.
+func (s *Store) held(ctx context.Context, l tenure.Lease) (*grant, error) {
+	if err := tenure.CheckKey(l.Key); err != nil {
+		return nil, err
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	return s.lookup(l)
+}
+
+// failGrant is the error of a request about grant g that failed with err:
+// one matching [tenure.ErrLost] if g has ended meanwhile (its session was
+// lost, say), else the store's error for op.
+func (s *Store) failGrant(ctx context.Context, op string, g *grant, l tenure.Lease, err error) error {
+	if why := g.lost(); why != "" {
+		return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
+	}
+	return s.fail(ctx, op, l.Key, err)
+}
+
+// superseded ends grant g, which ZooKeeper shows is no longer the key's,
+// and returns the error matching [tenure.ErrLost] that says so.
+func superseded(g *grant, l tenure.Lease) error {
+	g.endWhy("it was superseded", false)
+	return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
+}
+
 // Renew implements [tenure.Store]. The grant's session is kept alive by
 // the client; Renew checks, over that session, that the lease node is
 // still this grant's, and restarts the TTL after which the store ends the
 // grant itself. It returns an error matching [tenure.ErrLost] at once if
 // the session has been disconnected since the last call.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
-	if err := tenure.CheckKey(l.Key); err != nil {
-		return err
-	}
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
-	g, err := s.lookup(l)
+	g, err := s.held(ctx, l)
 	if err != nil {
 		return err
 	}
@@ -166,16 +189,12 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 		return result{ok, st}, err
 	})
 	if err != nil {
-		if why := g.lost(); why != "" {
-			return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
-		}
-		return s.fail(ctx, "renew", l.Key, err)
+		return s.failGrant(ctx, "renew", g, l, err)
 	}
 	// The zxid too: a key node deleted and created again from outside
 	// starts counting versions afresh.
 	if !r.exists || r.st == nil || r.st.Version != g.version || uint64(r.st.Mzxid) != g.term || r.st.NumChildren == 0 {
-		g.endWhy("it was superseded", false)
-		return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
+		return superseded(g, l)
 	}
 	if !g.extend(sent) {
 		return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, g.lost())
@@ -188,13 +207,7 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 // its version is still this grant's and deletes the lease node and the
 // grant's marker; the grant's session is then closed.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	if err := tenure.CheckKey(l.Key); err != nil {
-		return err
-	}
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
-	g, err := s.lookup(l)
+	g, err := s.held(ctx, l)
 	if err != nil {
 		return err
 	}
@@ -206,13 +219,9 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	})
 	switch {
 	case err != nil:
-		if why := g.lost(); why != "" {
-			return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
-		}
-		return s.fail(ctx, "release", l.Key, err)
+		return s.failGrant(ctx, "release", g, l, err)
 	case st == nil || uint64(st.Mzxid) != g.term:
-		g.endWhy("it was superseded", false)
-		return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
+		return superseded(g, l)
 	}
 	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
 		return g.conn.Multi(
@@ -225,13 +234,9 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 		g.end(false)
 		return nil
 	case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode):
-		g.endWhy("it was superseded", false)
-		return fmt.Errorf("%w: key %q term %d was superseded or has expired", tenure.ErrLost, l.Key, l.Term)
+		return superseded(g, l)
 	default:
-		if why := g.lost(); why != "" {
-			return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, why)
-		}
-		return s.fail(ctx, "release", l.Key, err)
+		return s.failGrant(ctx, "release", g, l, err)
 	}
 }
 

@@ -45,7 +45,7 @@ func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, erro
 	conn, _, err := zk.Connect(s.servers, ttl,
 		zk.WithLogger(logger{secret: s.secret, timeout: negotiated}),
 		zk.WithEventCallback(g.event),
-		zk.WithDialer(g.gate.dial))
+		zk.WithDialer(cappedDialer(handshakeLimit(ttl), g.gate.dial)))
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -219,10 +219,8 @@ func (g *grant) event(ev zk.Event) {
 func (g *grant) start(sent time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	select {
-	case <-g.ended:
+	if g.hasEnded() {
 		return false
-	default:
 	}
 	g.token = fmt.Sprintf("%x.%x", g.sessionID, g.term)
 	s := g.s
@@ -241,15 +239,23 @@ func (g *grant) start(sent time.Time) bool {
 	return true
 }
 
+// hasEnded reports whether the grant has ended.
+func (g *grant) hasEnded() bool {
+	select {
+	case <-g.ended:
+		return true
+	default:
+		return false
+	}
+}
+
 // extend moves the grant's expiry to sent+ttl; it reports false if the
 // grant has ended.
 func (g *grant) extend(sent time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	select {
-	case <-g.ended:
+	if g.hasEnded() {
 		return false
-	default:
 	}
 	g.expiry.Reset(time.Until(sent.Add(g.ttl)))
 	return true

@@ -23,9 +23,10 @@ const watchReadTimeout = 5 * time.Second
 // is done, the store is closed, a read fails, or the control session
 // disconnects.
 //
-// Watch blocks until the watch is set up and the first record read (at
-// most 5 s, or until ctx is done), so that a release right after it returns
-// is delivered; it fails if the store cannot be reached.
+// Watch blocks until ZooKeeper has armed the watch and the record has been
+// read after it (at most 5 s, or until ctx is done), so no change after the
+// first record can be missed; it fails without a connected, authenticated
+// control session.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return nil, err
@@ -33,8 +34,8 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	// Set up before returning: once Watch returns, ZooKeeper watches the
-	// key, so a caller that goes on to Acquire cannot miss a release.
+	// Arm, then read: a caller that goes on to Acquire cannot miss a
+	// release.
 	rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
 	defer cancel()
 	armed, down, err := s.arm(rctx, key)
@@ -48,12 +49,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	wctx, stop := context.WithCancel(ctx)
 	wake := make(chan struct{}, 1)
 	go s.rearm(wctx, key, armed, down, wake)
-	first := true // Follow calls Get from one goroutine
 	get := func(ctx context.Context) (tenure.Record, error) {
-		if first { // read above, after the watch was armed
-			first = false
-			return r, nil
-		}
 		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
 		defer cancel()
 		return s.read(rctx, key)
@@ -61,14 +57,13 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	out := make(chan tenure.Record)
 	go func() {
 		defer stop()
-		go func() { // the watch ends when the store closes
-			select {
-			case <-s.done:
-				stop()
-			case <-wctx.Done():
-			}
-		}()
-		tenure.Follow{Get: get, Wake: wake, Announced: true}.Run(wctx, out)
+		tenure.Follow{
+			Get:       get,
+			Initial:   &r, // read above, after the watch was armed
+			Wake:      wake,
+			Done:      s.done, // the watch ends when the store closes
+			Announced: true,   // lease nodes are ephemeral: ZooKeeper reports their end
+		}.Run(wctx, out)
 	}()
 	return out, nil
 }

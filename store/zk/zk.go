@@ -121,7 +121,8 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 		return nil, err
 	}
 	ctl, _, err := zk.Connect(servers, controlSessionTimeout,
-		zk.WithLogger(logger{secret: s.secret}), zk.WithEventCallback(s.controlEvent))
+		zk.WithLogger(logger{secret: s.secret}), zk.WithEventCallback(s.controlEvent),
+		zk.WithDialer(cappedDialer(handshakeLimit(controlSessionTimeout), netDial)))
 	if err != nil {
 		return nil, fmt.Errorf("zk: connect to %s: %w", s.where, s.scrub(err))
 	}
@@ -139,11 +140,8 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 // it, since the store's nodes are readable by its user only.
 func (s *Store) authenticate() {
 	for {
-		s.mu.Lock()
-		up := s.up
-		s.mu.Unlock()
 		select {
-		case <-up:
+		case <-s.connected():
 		case <-s.done:
 			return
 		}
@@ -324,14 +322,20 @@ func waitSession(ctx context.Context, conn *zk.Conn, ready <-chan struct{}) erro
 	}
 }
 
+// connected returns the channel that is closed once the control session
+// is connected (the current one: it is replaced when the session
+// disconnects).
+func (s *Store) connected() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.up
+}
+
 // session waits until the control session is connected, bounded by ctx,
 // and returns the channel that is closed when it disconnects.
 func (s *Store) session(ctx context.Context) (<-chan struct{}, error) {
-	s.mu.Lock()
-	up := s.up
-	s.mu.Unlock()
 	select {
-	case <-up:
+	case <-s.connected():
 	case <-s.done:
 		return nil, tenure.ErrClosed
 	case <-ctx.Done():

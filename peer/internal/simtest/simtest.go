@@ -12,19 +12,22 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/sim"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/memnet"
-	"github.com/tenurehq/tenure/internal/sim"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // Cluster is a group of nodes on one memnet network. Not safe for concurrent
 // use (the test's goroutine drives it).
 type Cluster struct {
 	Net    *memnet.Network
-	Group  peer.Group
+	Group  transport.Group
 	Nodes  map[uint64]*peer.Node // nil while crashed
 	Epochs map[uint64]*peer.MemEpoch
 	// Configure, if set, adjusts each node's config before it starts.
@@ -74,11 +77,11 @@ type member struct {
 
 // New makes a cluster of members 1..Size without starting them.
 func New(o Options) *Cluster {
-	var ms []peer.Member
+	var ms []transport.Member
 	for i := 1; i <= o.Size; i++ {
-		ms = append(ms, peer.Member{ID: uint64(i)})
+		ms = append(ms, transport.Member{ID: uint64(i)})
 	}
-	g, err := peer.NewGroup(ms)
+	g, err := transport.NewGroup(ms)
 	if err != nil {
 		panic(err)
 	}
@@ -133,10 +136,11 @@ func (c *Cluster) Start(id uint64) error {
 	if c.Configure != nil {
 		c.Configure(&cfg)
 	}
-	n, err := peer.NewNode(cfg)
+	s, err := peer.Open(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
+	n := s.(*peer.Node)
 	c.Nodes[id] = n
 	c.issuedSeen[id] = 0
 	if c.Hist != nil {
@@ -333,7 +337,7 @@ func (c *Cluster) AwaitAgreement(bound time.Duration) (leader uint64, took time.
 
 // ElectionTypes are the message types of elections proper (not heartbeats,
 // acks, rejections or resignations).
-var ElectionTypes = []peer.Type{peer.Election, peer.Answer, peer.Coordinator, peer.Elected}
+var ElectionTypes = []wire.Type{wire.Election, wire.Answer, wire.Coordinator, wire.Elected}
 
 // Failover waits for agreement, crashes the coordinator, and measures the
 // election that follows: the network's counters from the crash until all
@@ -347,4 +351,17 @@ func (c *Cluster) Failover(bound time.Duration) (old, leader uint64, stats memne
 	c.Net.ResetStats()
 	leader, took, err = c.AwaitAgreement(bound)
 	return old, leader, c.Net.Stats(), took, err
+}
+
+// Start is New then StartAll for a test: it fails t if a member cannot
+// start, and closes the cluster when t ends (inside a synctest bubble, as
+// t's cleanups run there).
+func Start(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	c := New(o)
+	t.Cleanup(c.Close)
+	if err := c.StartAll(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

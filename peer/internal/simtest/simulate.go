@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurehq/tenure/peer/memnet"
 	"github.com/tenurehq/tenure/internal/sim"
+	"github.com/tenurehq/tenure/peer/memnet"
 )
 
 // Expect returns the coordinator an algorithm must settle on among the live
@@ -109,12 +109,11 @@ func simulate(alg string, seed uint64, expect Expect, tally *tally) (took time.D
 	n := 3 + r.IntN(5)
 	noPreempt := r.IntN(3) == 0
 	partitions := r.IntN(2) == 0
-	o := Options{Algorithm: alg, Size: n, Seed: seed, NoPreempt: noPreempt, Electors: true}
-	c := New(o)
-	partitioned := false
+	c := New(Options{Algorithm: alg, Size: n, Seed: seed, NoPreempt: noPreempt, Electors: true})
+	s := &seedRun{c: c, r: r, ids: c.Group.IDs(), partitions: partitions}
 	defer func() {
 		c.Close()
-		if err != nil || partitioned {
+		if err != nil || s.partitioned {
 			return
 		}
 		tally.checked++
@@ -124,91 +123,113 @@ func simulate(alg string, seed uint64, expect Expect, tally *tally) (took time.D
 		}
 	}()
 	// The member with precedence: the one the algorithm prefers.
-	ids := c.Group.IDs()
-	first := expect(ids, false)
-	if first == 0 {
-		first = ids[len(ids)-1]
+	if s.first = expect(s.ids, false); s.first == 0 {
+		s.first = s.ids[len(s.ids)-1]
 	}
 	desc = fmt.Sprintf("n=%d no-preempt=%t partitions=%t", n, noPreempt, partitions)
 	if err := c.StartAll(); err != nil {
 		return 0, desc, err
 	}
-	hb, to := c.heartbeat, c.timeout
 	end := time.Now().Add(2*time.Second + time.Duration(r.Int64N(int64(4*time.Second))))
-	step := func(d time.Duration) error {
-		stop := time.Now().Add(d)
-		for time.Now().Before(stop) {
-			time.Sleep(min(hb/2, time.Until(stop)))
-			if err := c.Check(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for time.Now().Before(end) {
 		// Odd nanoseconds keep fault times apart from timer ticks.
-		if err := step(time.Duration(100+r.IntN(500))*time.Millisecond + time.Duration(r.IntN(1000)+1)); err != nil {
+		if err := s.step(time.Duration(100+r.IntN(500))*time.Millisecond + time.Duration(r.IntN(1000)+1)); err != nil {
 			return 0, desc, err
 		}
-		id := ids[r.IntN(len(ids))]
-		switch r.IntN(8) {
-		case 0:
-			if len(c.Live()) > 1 {
-				c.Crash(id)
-			}
-		case 1:
-			if err := c.Start(id); err != nil {
-				return 0, desc, err
-			}
-		case 2:
-			if !partitions {
-				continue
-			}
-			partitioned = true
-			var a, b []uint64
-			for _, id := range ids {
-				if r.IntN(2) == 0 {
-					a = append(a, id)
-				} else {
-					b = append(b, id)
-				}
-			}
-			c.Net.Partition(a, b)
-		case 3:
-			c.Net.Heal()
-		case 4:
-			c.Net.SetFaults(randomFaults(r))
-		case 5:
-			resign(c)
-		case 6:
-			if l, _, ok := c.Agreed(); ok && len(c.Live()) > 1 {
-				c.Crash(l)
-			}
-		case 7:
-			// The member with precedence crashes, or recovers.
-			if c.Nodes[first] != nil && len(c.Live()) > 1 {
-				c.Crash(first)
-			} else if err := c.Start(first); err != nil {
-				return 0, desc, err
-			}
+		if err := s.fault(); err != nil {
+			return 0, desc, err
 		}
 	}
 	// Faults stop: heal, keep delays within the synchrony bound.
 	c.Net.Heal()
 	c.Net.SetFaults(memnet.Faults{MaxDelay: 20 * time.Millisecond})
+	took, err = s.settle(func() uint64 { return expect(c.Live(), noPreempt) }, Bound(n, c.heartbeat, c.timeout))
+	return took, desc, err
+}
+
+// seedRun is the state of one seed's simulation.
+type seedRun struct {
+	c           *Cluster
+	r           *rand.Rand
+	ids         []uint64
+	first       uint64 // the member with precedence
+	partitions  bool   // whether this seed may partition the network
+	partitioned bool   // whether it did
+}
+
+// step lets d pass, checking the invariants every half heartbeat.
+func (s *seedRun) step(d time.Duration) error {
+	stop := time.Now().Add(d)
+	for time.Now().Before(stop) {
+		time.Sleep(min(s.c.heartbeat/2, time.Until(stop)))
+		if err := s.c.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fault injects one random fault, or ends one.
+func (s *seedRun) fault() error {
+	c, r := s.c, s.r
+	id := s.ids[r.IntN(len(s.ids))]
+	switch r.IntN(8) {
+	case 0:
+		if len(c.Live()) > 1 {
+			c.Crash(id)
+		}
+	case 1:
+		return c.Start(id)
+	case 2:
+		if !s.partitions {
+			return nil
+		}
+		s.partitioned = true
+		var a, b []uint64
+		for _, id := range s.ids {
+			if r.IntN(2) == 0 {
+				a = append(a, id)
+			} else {
+				b = append(b, id)
+			}
+		}
+		c.Net.Partition(a, b)
+	case 3:
+		c.Net.Heal()
+	case 4:
+		c.Net.SetFaults(randomFaults(r))
+	case 5:
+		resign(c)
+	case 6:
+		if l, _, ok := c.Agreed(); ok && len(c.Live()) > 1 {
+			c.Crash(l)
+		}
+	case 7:
+		// The member with precedence crashes, or recovers.
+		if c.Nodes[s.first] != nil && len(c.Live()) > 1 {
+			c.Crash(s.first)
+		} else {
+			return c.Start(s.first)
+		}
+	}
+	return nil
+}
+
+// settle waits, once faults stopped, for agreement on the coordinator
+// want returns, reached within bound and then lasting (unchanged) for two
+// timeouts, and returns how long it took to reach.
+func (s *seedRun) settle(want func() uint64, bound time.Duration) (time.Duration, error) {
+	c := s.c
 	stopped := time.Now()
-	bound := Bound(n, hb, to)
-	// Agreement on the expected coordinator must be reached within bound
-	// and then last (unchanged) for hold.
-	hold := 2 * to
+	hold := 2 * c.timeout
 	var since time.Time // when the current agreement began, zero if none
 	var leader, epoch uint64
 	for {
 		if err := c.Check(); err != nil {
-			return 0, desc, err
+			return 0, err
 		}
 		l, e, ok := c.Agreed()
-		if want := expect(c.Live(), noPreempt); ok && want != 0 && want != l {
+		if w := want(); ok && w != 0 && w != l {
 			ok = false
 		}
 		switch {
@@ -217,13 +238,13 @@ func simulate(alg string, seed uint64, expect Expect, tally *tally) (took time.D
 		case since.IsZero() || l != leader || e != epoch:
 			since, leader, epoch = time.Now(), l, e
 		case time.Since(since) >= hold:
-			return since.Sub(stopped), desc, nil
+			return since.Sub(stopped), nil
 		}
 		if (since.IsZero() && time.Since(stopped) > bound) || since.Sub(stopped) > bound {
-			return 0, desc, fmt.Errorf("no lasting agreement on the expected coordinator (%d) within %s after faults stopped:\n%s",
-				expect(c.Live(), noPreempt), bound, c.Describe())
+			return 0, fmt.Errorf("no lasting agreement on the expected coordinator (%d) within %s after faults stopped:\n%s",
+				want(), bound, c.Describe())
 		}
-		time.Sleep(hb / 4)
+		time.Sleep(c.heartbeat / 4)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +32,17 @@ type leaseFiler interface {
 type supervisor struct {
 	cmd  *exec.Cmd
 	conn *net.UnixConn
-	done chan struct{} // closed once it exited and was reaped
+	done chan struct{} // closed once CMD is gone: the supervisor reported it, or exited
+	once sync.Once
+	code int // CMD's exit code (the supervisor's if it never ran CMD), once done
+}
+
+// finish records CMD's exit code and closes done, the first time.
+func (s *supervisor) finish(code int) {
+	s.once.Do(func() {
+		s.code = code
+		close(s.done)
+	})
 }
 
 // spawnSupervisor starts a supervisor for CMD, in a new process group. It
@@ -58,7 +69,12 @@ func (r *runner) spawnSupervisor() (*supervisor, error) {
 	s := &supervisor{cmd: cmd, conn: conn, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
-		close(s.done)
+		s.finish(exitCode(cmd.ProcessState))
+	}()
+	go func() {
+		if code, ok := recvExit(conn); ok {
+			s.finish(code)
+		}
 	}()
 	return s, nil
 }
@@ -195,7 +211,7 @@ func (r *runner) task(ctx context.Context) error {
 	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
 		waitGroupGone(pg, r.opts.grace)
 	}
-	return r.result(r.outcome(term, exitCode(sup.cmd.ProcessState), lost, log))
+	return r.result(r.outcome(term, sup.code, lost, log))
 }
 
 // outcome logs how CMD's run ended and returns the task's result for it.
@@ -333,29 +349,47 @@ func groupAlive(pg int) bool {
 	if syscall.Kill(-pg, 0) == syscall.ESRCH {
 		return false
 	}
+	alive := false
+	if !eachProc(func(_ int, f []string) bool {
+		alive = len(f) >= 3 && f[2] == strconv.Itoa(pg) && f[0] != "Z"
+		return !alive
+	}) {
+		return true // /proc unreadable: assume the worst
+	}
+	return alive
+}
+
+// eachProc calls fn with the pid and the /proc/PID/stat fields after the
+// command name (state, ppid, pgrp, ...) of every process, until fn returns
+// false. It returns false if /proc cannot be read.
+func eachProc(fn func(pid int, stat []string) bool) bool {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return true
+		return false
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) >= 3 && f[2] == strconv.Itoa(pg) && f[0] != "Z" && pid > 0 {
-			return true
+		if f, ok := procStat(pid); ok && !fn(pid, f) {
+			break
 		}
 	}
-	return false
+	return true
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name,
+// which may hold spaces and parentheses.
+func procStat(pid int) ([]string, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(s[i+1:]), true
 }

@@ -25,6 +25,11 @@ import (
 // a frozen tenure cannot stretch them. End of file means tenure is gone (or,
 // before the first message, that it stopped campaigning).
 //
+// The supervisor answers once, when CMD has exited and the rest of its
+// group was killed: an 8-byte message, CMD's exit code as a little-endian
+// int64 (see sendExit). tenure can then release the lease without waiting
+// for the supervisor process itself to exit and be reaped.
+//
 // A socket rather than a pipe, so that the supervisor can be started while
 // tenure campaigns and still receive the lease files once elected: starting
 // it (a fresh tenure process, with every linked store's package init) is
@@ -79,6 +84,27 @@ func recvControl(c *net.UnixConn) (deadlineMsg, []int, error) {
 		killAt: int64(binary.LittleEndian.Uint64(b[8:])),
 		term:   binary.LittleEndian.Uint64(b[16:]),
 	}, fds, nil
+}
+
+const exitMsgLen = 8
+
+// sendExit reports CMD's exit code to tenure. Errors (tenure is gone) are
+// ignored.
+func sendExit(c *net.UnixConn, code int) {
+	var b [exitMsgLen]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(int64(code)))
+	_, _ = c.Write(b[:])
+}
+
+// recvExit waits for the supervisor's report of CMD's exit code; ok is
+// false if the channel closed without one.
+func recvExit(c *net.UnixConn) (code int, ok bool) {
+	var b [exitMsgLen + 1]byte
+	n, err := c.Read(b[:])
+	if err != nil || n != exitMsgLen {
+		return 0, false
+	}
+	return int(int64(binary.LittleEndian.Uint64(b[:]))), true
 }
 
 // controlPair returns the two ends of a new control channel: tenure's, and

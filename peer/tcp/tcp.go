@@ -1,4 +1,4 @@
-package peer
+package tcp
 
 import (
 	"context"
@@ -11,13 +11,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
-// TCPConfig configures [ListenTCP].
-type TCPConfig struct {
+// Config configures [Listen].
+type Config struct {
 	// Self is this member; it listens on Group.Addr(Self).
 	Self  uint64
-	Group Group
+	Group transport.Group
 	// Secret is the group's shared secret; required. The transport never
 	// uses it directly: it derives the group key from it (HKDF-SHA256)
 	// over Key, Algorithm and the member IDs, so every member must agree
@@ -42,9 +45,9 @@ type TCPConfig struct {
 	Logger   *slog.Logger
 }
 
-// TCPStats counts what a TCP transport did. Every frame or connection
+// Stats counts what a TCP transport did. Every frame or connection
 // that is dropped is counted under the reason.
-type TCPStats struct {
+type Stats struct {
 	Sent, Received uint64
 	// BadMAC: failed authentication: a handshake proof or a frame MAC that
 	// does not verify (a wrong secret, or a handshake recorded on another
@@ -69,40 +72,36 @@ type TCPStats struct {
 	// newer one.
 	QueueFull, DialFailures, Rejected, AuthTimeouts, IdleClosed, Superseded uint64
 	// Queries: status queries answered (a reply written; see
-	// [TCP.SetReporter]). They are also counted in Received.
+	// [transport.Delivery]). They are also counted in Received.
 	Queries uint64
 }
 
-type tcpCounters struct {
+type counters struct {
 	sent, received, badMAC, malformed, oversized, otherGroup, stale, replayed, misaddressed,
 	queueFull, dialFailures, rejected, authTimeouts, idleClosed, superseded, queries atomic.Uint64
 }
 
-// count counts the error that ended a connection's handshake or frame.
-func (c *tcpCounters) count(err error) {
-	var ne net.Error
-	switch {
-	case errors.Is(err, ErrBadMAC):
-		c.badMAC.Add(1)
-	case errors.Is(err, ErrFrameTooLarge):
-		c.oversized.Add(1)
-	case errors.Is(err, ErrOtherGroup):
-		c.otherGroup.Add(1)
-	case errors.Is(err, ErrStale):
-		c.stale.Add(1)
-	case errors.Is(err, ErrReplayed):
-		c.replayed.Add(1)
-	case errors.Is(err, ErrMalformed):
-		c.malformed.Add(1)
-	case errors.Is(err, errMisaddressed):
-		c.misaddressed.Add(1)
-	case errors.As(err, &ne) && ne.Timeout():
-		// counted by the caller, which knows which deadline it was
+// count counts the error that ended a connection's handshake or frame
+// under its reason. A timeout is counted by the caller, which knows which
+// deadline it was.
+func (c *counters) count(err error) {
+	for _, r := range []struct {
+		err error
+		n   *atomic.Uint64
+	}{
+		{wire.ErrBadMAC, &c.badMAC}, {wire.ErrFrameTooLarge, &c.oversized}, {wire.ErrOtherGroup, &c.otherGroup},
+		{wire.ErrStale, &c.stale}, {wire.ErrReplayed, &c.replayed}, {wire.ErrMalformed, &c.malformed},
+		{errMisaddressed, &c.misaddressed},
+	} {
+		if errors.Is(err, r.err) {
+			r.n.Add(1)
+			return
+		}
 	}
 }
 
-// TCP is the authenticated TCP [Transport]. Each member keeps one outgoing
-// connection per other member, dialled on demand, and accepts connections
+// Transport is the authenticated TCP [transport.Transport]. Each member
+// keeps one outgoing connection per other member, dialled on demand, and accepts connections
 // from anyone; every connection starts with a handshake that proves both
 // ends hold the group key and binds fresh nonces of both into every later
 // frame's MAC (see dialHandshake), and only frames that authenticate on
@@ -116,34 +115,34 @@ func (c *tcpCounters) count(err error) {
 // is evicted, or else the oldest observer connection, so neither strangers
 // nor observers can keep members out.
 //
-// A TCP transport also answers an [Observer]'s StatusQuery frames itself,
-// on the connection they came in on, with what its reporter says (see
-// [TCP.SetReporter]); queries never reach Recv, so an observer is never
-// heard as a member.
-type TCP struct {
-	cfg         TCPConfig
+// An observer's StatusQuery frames reach Recv like every message, with
+// a reply channel; the transport writes the member's answer back on the
+// connection the query came in on. An observer can send nothing else, so
+// it is never heard as a member.
+type Transport struct {
+	cfg         Config
 	gk          groupKey
 	ln          net.Listener
 	incarnation uint64
-	recv        chan Message
+	recv        chan transport.Delivery
 	peers       map[uint64]*outConn
 	ctx         context.Context
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
-	c           tcpCounters
-	reporter    atomic.Pointer[func() Report]
+	c           counters
 
-	mu      sync.Mutex
-	closed  bool
-	conns   map[net.Conn]*inbound
-	members map[uint64]net.Conn // the authenticated inbound connection of each member
+	closeOnce sync.Once
+	mu        sync.Mutex
+	closed    bool
+	conns     map[net.Conn]*inbound
+	members   map[uint64]net.Conn // the authenticated inbound connection of each member
 }
 
-var _ Transport = (*TCP)(nil)
+var _ transport.Transport = (*Transport)(nil)
 
-// ListenTCP starts the transport: it listens on Group.Addr(Self) at once
+// Listen starts the transport: it listens on Group.Addr(Self) at once
 // (so a bad address fails here) and dials members when first sending.
-func ListenTCP(cfg TCPConfig) (*TCP, error) {
+func Listen(cfg Config) (*Transport, error) {
 	if cfg.Secret.IsZero() {
 		return nil, invalidf("the TCP transport needs the shared secret")
 	}
@@ -178,12 +177,12 @@ func ListenTCP(cfg TCPConfig) (*TCP, error) {
 		return nil, fmt.Errorf("peer: member %d listening on %s: %w", cfg.Self, addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &TCP{cfg: cfg, gk: gk, ln: ln, incarnation: rand.Uint64() | 1, recv: make(chan Message, 1024),
+	t := &Transport{cfg: cfg, gk: gk, ln: ln, incarnation: rand.Uint64() | 1, recv: make(chan transport.Delivery, 1024),
 		peers: map[uint64]*outConn{}, ctx: ctx, cancel: cancel,
 		conns: map[net.Conn]*inbound{}, members: map[uint64]net.Conn{}}
 	for _, m := range cfg.Group.Members() {
 		if m.ID != cfg.Self {
-			t.peers[m.ID] = &outConn{t: t, id: m.ID, addr: m.Addr, q: make(chan Message, cfg.QueueLen)}
+			t.peers[m.ID] = &outConn{t: t, id: m.ID, addr: m.Addr, q: make(chan wire.Message, cfg.QueueLen)}
 		}
 	}
 	for _, p := range t.peers {
@@ -194,12 +193,12 @@ func ListenTCP(cfg TCPConfig) (*TCP, error) {
 }
 
 // Addr is the address the transport listens on.
-func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
+func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
 
 // Stats returns the transport's counters.
-func (t *TCP) Stats() TCPStats {
+func (t *Transport) Stats() Stats {
 	c := &t.c
-	return TCPStats{Sent: c.sent.Load(), Received: c.received.Load(), BadMAC: c.badMAC.Load(),
+	return Stats{Sent: c.sent.Load(), Received: c.received.Load(), BadMAC: c.badMAC.Load(),
 		Malformed: c.malformed.Load(), Oversized: c.oversized.Load(), OtherGroup: c.otherGroup.Load(),
 		Stale: c.stale.Load(), Replayed: c.replayed.Load(), Misaddressed: c.misaddressed.Load(),
 		QueueFull: c.queueFull.Load(), DialFailures: c.dialFailures.Load(), Rejected: c.rejected.Load(),
@@ -207,37 +206,24 @@ func (t *TCP) Stats() TCPStats {
 		Queries: c.queries.Load()}
 }
 
-// Report is a member's answer to a status query: the coordinator it follows
-// (Leader 0: none) and that coordinator's epoch, the highest epoch it
-// knows, and its record's TTL and Remaining (see [Node.Get]).
-type Report struct {
-	Leader, LeaderEpoch, Epoch uint64
-	TTL, Remaining             time.Duration
-}
+// Recv implements [transport.Transport]. A member's node must read it: status
+// queries arrive here too, and are answered only through their Reply.
+func (t *Transport) Recv() <-chan transport.Delivery { return t.recv }
 
-// SetReporter makes the transport answer status queries with f's result; f
-// is called from the connection's reader goroutine, must be safe for
-// concurrent use and must not block. Until it is set, queries are dropped
-// unanswered. [NewNode] sets it to the node's view.
-func (t *TCP) SetReporter(f func() Report) { t.reporter.Store(&f) }
-
-// Recv implements [Transport].
-func (t *TCP) Recv() <-chan Message { return t.recv }
-
-// Send implements [Transport]: it queues m for m.To's connection, where
+// Send implements [transport.Transport]: it queues m for m.To's connection, where
 // it is signed with that connection's session key. It returns an error
-// wrapping [ErrUnreachable] while the last attempt to reach m.To failed
+// wrapping [transport.ErrUnreachable] while the last attempt to reach m.To failed
 // recently (the message is not queued).
-func (t *TCP) Send(m Message) error {
+func (t *Transport) Send(m wire.Message) error {
 	p := t.peers[m.To]
 	if p == nil {
-		return fmt.Errorf("%w: %d is not a member", ErrUnreachable, m.To)
+		return fmt.Errorf("%w: %d is not a member", transport.ErrUnreachable, m.To)
 	}
 	if t.ctx.Err() != nil {
 		return fmt.Errorf("peer: transport closed")
 	}
 	if until := p.downUntil.Load(); until != 0 && time.Now().UnixNano() < until {
-		return fmt.Errorf("%w: member %d at %s did not accept a connection", ErrUnreachable, m.To, p.addr)
+		return fmt.Errorf("%w: member %d at %s did not accept a connection", transport.ErrUnreachable, m.To, p.addr)
 	}
 	m.From, m.Incarnation = t.cfg.Self, t.incarnation
 	select {
@@ -249,32 +235,36 @@ func (t *TCP) Send(m Message) error {
 	}
 }
 
-// Close implements [Transport]: it closes the listener and every connection
-// and waits for the transport's goroutines.
-func (t *TCP) Close() error {
+// Close implements [transport.Transport]: it closes the listener and every
+// connection and waits for the transport's goroutines. It is idempotent.
+func (t *Transport) Close() error {
+	t.closeOnce.Do(func() {
+		t.shut()
+		t.wg.Wait()
+		close(t.recv)
+	})
+	return nil
+}
+
+// shut marks the transport closed and closes its listener and
+// connections, so its goroutines end.
+func (t *Transport) shut() {
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil
-	}
+	defer t.mu.Unlock()
 	t.closed = true
 	t.cancel()
 	t.ln.Close()
 	for c := range t.conns {
 		c.Close()
 	}
-	t.mu.Unlock()
-	t.wg.Wait()
-	close(t.recv)
-	return nil
 }
 
 // outConn is the connection to one member and its writer goroutine.
 type outConn struct {
-	t         *TCP
+	t         *Transport
 	id        uint64
 	addr      string
-	q         chan Message
+	q         chan wire.Message
 	downUntil atomic.Int64 // unix nanoseconds; Send refuses until then
 }
 
@@ -340,7 +330,7 @@ func (p *outConn) run() {
 	defer keepalive.Stop()
 	backoff := 50 * time.Millisecond
 	for {
-		var m Message
+		var m wire.Message
 		kind := byte(0)
 		var dead <-chan struct{}
 		if l != nil {
@@ -360,7 +350,7 @@ func (p *outConn) run() {
 			if l == nil {
 				continue
 			}
-			kind, m = kindKeepalive, Message{From: t.cfg.Self, To: p.id}
+			kind, m = wire.KindKeepalive, wire.Message{From: t.cfg.Self, To: p.id}
 		}
 		if l != nil {
 			select {
@@ -371,7 +361,7 @@ func (p *outConn) run() {
 			}
 		}
 		if l == nil {
-			if kind == kindKeepalive {
+			if kind == wire.KindKeepalive {
 				continue
 			}
 			nl, err := p.dial()
@@ -385,21 +375,21 @@ func (p *outConn) run() {
 			p.downUntil.Store(0)
 		}
 		l.c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
-		if _, err := l.c.Write(l.s.out.seal(kind, m)); err != nil {
+		if _, err := l.c.Write(l.s.out.Seal(kind, m)); err != nil {
 			l.c.Close()
 			l = nil
 			p.downUntil.Store(time.Now().Add(backoff).UnixNano())
 			continue
 		}
 		keepalive.Reset(t.cfg.IdleTimeout / 4)
-		if kind != kindKeepalive {
+		if kind != wire.KindKeepalive {
 			t.c.sent.Add(1)
 		}
 	}
 }
 
 // maxInbound bounds open inbound connections: a few per member.
-func (t *TCP) maxInbound() int { return 4 * t.cfg.Group.Len() }
+func (t *Transport) maxInbound() int { return 4 * t.cfg.Group.Len() }
 
 // inbound is the state of one accepted connection.
 type inbound struct {
@@ -412,7 +402,7 @@ type inbound struct {
 // strangers cannot keep members out by filling every slot; failing that,
 // the oldest observer connection, so observers cannot keep members out
 // either. Members hold at most one connection each, fewer than the slots.
-func (t *TCP) evictLocked() {
+func (t *Transport) evictLocked() {
 	var oldest net.Conn
 	var at time.Time
 	for _, pass := range []func(*inbound) bool{
@@ -435,7 +425,7 @@ func (t *TCP) evictLocked() {
 	}
 }
 
-func (t *TCP) accept() {
+func (t *Transport) accept() {
 	backoff := 5 * time.Millisecond
 	for {
 		c, err := t.ln.Accept()
@@ -482,24 +472,47 @@ const frameReadTimeout = 5 * time.Second
 // queries may stay silent before it is closed.
 const observerIdle = 30 * time.Second
 
-// read authenticates one inbound connection, then receives its frames
-// until it fails, goes idle or a frame is bad, and closes it: a sender
-// that cannot authenticate does not get to keep a connection. Status
-// queries are answered on the connection.
-func (t *TCP) read(c net.Conn) {
-	var s *session
-	defer func() {
-		t.mu.Lock()
-		delete(t.conns, c)
-		if s != nil && t.members[s.peer] == c {
-			delete(t.members, s.peer)
+// read serves one accepted connection: it authenticates it ([Transport.admit]),
+// then repeats three steps per frame until the connection fails, goes
+// idle or carries a bad frame: framing ([Transport.nextFrame]), authentication
+// and replay checking ([Transport.authenticate]), and dispatch to the member
+// ([Transport.dispatch]). It closes the connection at the end: a sender that
+// cannot authenticate does not get to keep one.
+func (t *Transport) read(c net.Conn) {
+	s := t.admit(c)
+	defer t.forget(c, s)
+	if s == nil {
+		return
+	}
+	idle := t.cfg.IdleTimeout
+	if s.peer == wire.ObserverID {
+		idle = max(idle, observerIdle)
+	}
+	buf := make([]byte, wire.MaxFrameLen)
+	for {
+		b, err := t.nextFrame(c, buf, idle)
+		if err != nil {
+			return
 		}
-		t.mu.Unlock()
-		c.Close()
-	}()
+		m, ok, err := t.authenticate(s, b)
+		if err != nil {
+			t.c.count(err)
+			return
+		}
+		if ok && !t.dispatch(c, s, m) {
+			return
+		}
+	}
+}
+
+// admit runs the acceptor's handshake on c within AuthTimeout and
+// registers the connection: a member's newest authenticated connection
+// replaces its older one. It returns nil, having counted why, if the
+// handshake failed or c was evicted meanwhile.
+func (t *Transport) admit(c net.Conn) *session {
 	c.SetDeadline(time.Now().Add(t.cfg.AuthTimeout))
 	s, err := acceptHandshake(c, t.gk, t.cfg.Self, func(from uint64) bool {
-		return from == ObserverID || (from != t.cfg.Self && t.cfg.Group.Has(from))
+		return from == wire.ObserverID || (from != t.cfg.Self && t.cfg.Group.Has(from))
 	})
 	if err != nil {
 		var ne net.Error
@@ -507,17 +520,15 @@ func (t *TCP) read(c net.Conn) {
 			t.c.authTimeouts.Add(1)
 		}
 		t.c.count(err)
-		s = nil
-		return
+		return nil
 	}
 	c.SetWriteDeadline(time.Time{})
-	member := s.peer != ObserverID
+	member := s.peer != wire.ObserverID
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	in := t.conns[c]
 	if in == nil { // evicted or closing meanwhile
-		t.mu.Unlock()
-		s = nil
-		return
+		return nil
 	}
 	in.authed, in.member = true, member
 	if member {
@@ -528,71 +539,100 @@ func (t *TCP) read(c net.Conn) {
 		}
 		t.members[s.peer] = c
 	}
-	t.mu.Unlock()
-	idle := t.cfg.IdleTimeout
-	if !member {
-		idle = max(idle, observerIdle)
-	}
-	buf := make([]byte, MaxFrameLen)
-	for {
-		c.SetReadDeadline(time.Now().Add(idle))
-		if _, err := io.ReadFull(c, buf[:4]); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				t.c.idleClosed.Add(1)
-			}
-			return
-		}
-		size, err := FrameSize(buf[:4])
-		if err != nil {
-			t.c.count(err)
-			return
-		}
-		c.SetReadDeadline(time.Now().Add(frameReadTimeout))
-		if _, err := io.ReadFull(c, buf[4:size]); err != nil {
-			return
-		}
-		kind, m, err := s.in.open(buf[:size])
-		switch {
-		case err != nil:
-			t.c.count(err)
-			return
-		case kind == kindKeepalive:
-			continue
-		case m.From != s.peer || m.To != t.cfg.Self:
-			t.c.misaddressed.Add(1)
-			return
-		case m.Type == StatusQuery:
-			if !t.answer(c, s, m) {
-				return
-			}
-			continue
-		case m.Type == StatusReply || !member:
-			t.c.misaddressed.Add(1) // members never ask; observers never vote
-			continue
-		}
-		select {
-		case t.recv <- m:
-			t.c.received.Add(1)
-		default:
-			t.c.queueFull.Add(1)
-		}
-	}
+	return s
 }
 
-// answer writes the reply to status query q on c. It reports false if the
-// connection failed. Without a reporter the query is dropped.
-func (t *TCP) answer(c net.Conn, s *session, q Message) bool {
-	t.c.received.Add(1)
-	f := t.reporter.Load()
-	if f == nil {
+// forget closes c and removes it from the transport's books.
+func (t *Transport) forget(c net.Conn, s *session) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	if s != nil && t.members[s.peer] == c {
+		delete(t.members, s.peer)
+	}
+	t.mu.Unlock()
+	c.Close()
+}
+
+// nextFrame reads one whole frame from c into buf: the length prefix
+// within idle (a connection silent that long is dead: counted as
+// IdleClosed), then the rest within frameReadTimeout.
+func (t *Transport) nextFrame(c net.Conn, buf []byte, idle time.Duration) ([]byte, error) {
+	c.SetReadDeadline(time.Now().Add(idle))
+	if _, err := io.ReadFull(c, buf[:4]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.c.idleClosed.Add(1)
+		}
+		return nil, err
+	}
+	size, err := wire.FrameSize(buf[:4])
+	if err != nil {
+		t.c.count(err)
+		return nil, err
+	}
+	c.SetReadDeadline(time.Now().Add(frameReadTimeout))
+	if _, err := io.ReadFull(c, buf[4:size]); err != nil {
+		return nil, err
+	}
+	return buf[:size], nil
+}
+
+// authenticate opens frame b on session s: MAC, connection tag and
+// sequence number (replays), then the addresses, which must be the
+// connection's. ok is false for a keepalive, which carries nothing. An
+// error ends the connection.
+func (t *Transport) authenticate(s *session, b []byte) (m wire.Message, ok bool, err error) {
+	kind, m, err := s.in.Open(b)
+	switch {
+	case err != nil:
+		return wire.Message{}, false, err
+	case kind == wire.KindKeepalive:
+		return wire.Message{}, false, nil
+	case m.From != s.peer || m.To != t.cfg.Self:
+		return wire.Message{}, false, fmt.Errorf("%w: frame %d->%d on %d's connection", errMisaddressed, m.From, m.To, s.peer)
+	}
+	return m, true, nil
+}
+
+// dispatch hands an authenticated message to the member through Recv, the
+// one path for everything it receives. Observers may only ask, and members
+// never reply to the transport, so such messages are dropped (counted as
+// Misaddressed). A status query is delivered with a reply channel and its
+// answer written back on c; dispatch reports false if that write failed.
+func (t *Transport) dispatch(c net.Conn, s *session, m wire.Message) bool {
+	query := m.Type == wire.StatusQuery
+	if !query && (m.Type == wire.StatusReply || s.peer == wire.ObserverID) {
+		t.c.misaddressed.Add(1) // members never ask; observers never vote
 		return true
 	}
-	r := (*f)()
-	reply := Message{Type: StatusReply, From: t.cfg.Self, To: q.From, Incarnation: t.incarnation,
-		Epoch: r.Epoch, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, Ref: q.Ref, TTL: r.TTL, Remaining: r.Remaining}
-	t.c.queries.Add(1)
-	c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
-	_, err := c.Write(s.out.seal(byte(StatusReply), reply))
-	return err == nil
+	d := transport.Delivery{Message: m}
+	var reply chan wire.Message
+	if query {
+		reply = make(chan wire.Message, 1)
+		d.Reply = reply
+	}
+	select {
+	case t.recv <- d:
+		t.c.received.Add(1)
+	default:
+		t.c.queueFull.Add(1)
+		return true
+	}
+	if !query {
+		return true
+	}
+	wait := time.NewTimer(t.cfg.WriteTimeout)
+	defer wait.Stop()
+	select {
+	case r := <-reply:
+		r.Type, r.From, r.To, r.Incarnation = wire.StatusReply, t.cfg.Self, m.From, t.incarnation
+		t.c.queries.Add(1) // before the write: the asker may look at once
+		c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+		_, err := c.Write(s.out.Seal(byte(wire.StatusReply), r))
+		return err == nil
+	case <-wait.C:
+		return true // unanswered: the observer's query times out
+	case <-t.ctx.Done():
+		return false
+	}
 }

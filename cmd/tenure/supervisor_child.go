@@ -36,8 +36,10 @@ const (
 //   - on end of file on the channel (tenure died) it kills the group at once;
 //   - SIGTERM, SIGINT and SIGHUP are caught and ignored: tenure signals the
 //     whole group, CMD included, and the supervisor must outlive CMD;
-//   - when CMD exits, it kills whatever is left of the group and exits with
-//     CMD's exit code (128+n when CMD was killed by signal n).
+//   - when CMD exits, it kills whatever is left of the group, reports CMD's
+//     exit code on the channel (so tenure need not wait for this process
+//     to exit) and exits with that code (128+n when CMD was killed by
+//     signal n).
 //
 // End of file before the first message ends it at once: CMD never runs
 // without a deadline.
@@ -48,14 +50,8 @@ func superviseCmd(args []string, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-
-	// net.FileConn duplicates fd 3 with close-on-exec; fd 3 itself goes, so
-	// nothing of ours leaks into CMD.
-	f := os.NewFile(3, "tenure-control")
-	c, err := net.FileConn(f)
-	f.Close()
-	uc, ok := c.(*net.UnixConn)
-	if err != nil || !ok {
+	uc, err := controlConn()
+	if err != nil {
 		fmt.Fprintf(stderr, "tenure: %s needs the control socket at fd 3\n", superviseCmdName)
 		return exitNotStarted
 	}
@@ -64,23 +60,6 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		return exitNotStarted
 	}
 	_ = leaseFDs // held open until this process exits
-
-	msgs, eof := make(chan deadlineMsg), make(chan struct{})
-	go func() {
-		defer close(eof)
-		for {
-			m, fds, err := recvControl(uc)
-			for _, fd := range fds {
-				syscall.Close(fd) // only the first message may carry files
-			}
-			if errors.Is(err, errControlClosed) {
-				return
-			}
-			if err == nil {
-				msgs <- m
-			}
-		}
-	}()
 
 	argv := fs.Args()
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -95,8 +74,41 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		_ = cmd.Wait()
 		close(done)
 	}()
+	g := &group{cmd: cmd, done: done, pg: syscall.Getpgrp(), uc: uc}
+	return g.enforce(first, sigs)
+}
 
-	pg := syscall.Getpgrp()
+// controlConn is the supervisor's end of the control channel, fd 3.
+// net.FileConn duplicates it with close-on-exec; fd 3 itself is closed, so
+// nothing of ours leaks into CMD.
+func controlConn() (*net.UnixConn, error) {
+	f := os.NewFile(3, "tenure-control")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("fd 3 is not a unix socket")
+	}
+	return uc, nil
+}
+
+// group is CMD's process group, led by this supervisor.
+type group struct {
+	cmd  *exec.Cmd
+	done <-chan struct{} // closed once CMD exited and was reaped
+	pg   int
+	uc   *net.UnixConn // the control channel
+}
+
+// enforce applies the deadlines of first and of the later messages until
+// CMD exits, the kill deadline passes or tenure goes away, and returns
+// CMD's exit code.
+func (g *group) enforce(first deadlineMsg, sigs <-chan os.Signal) int {
+	msgs, eof := readDeadlines(g.uc)
 	termT, killT := time.NewTimer(monoUntil(first.termAt)), time.NewTimer(monoUntil(first.killAt))
 	termAt, killAt := first.termAt, first.killAt
 	for {
@@ -111,29 +123,56 @@ func superviseCmd(args []string, stderr io.Writer) int {
 				killT.Reset(monoUntil(killAt))
 			}
 		case <-termT.C:
-			_ = syscall.Kill(-pg, syscall.SIGTERM)
+			_ = syscall.Kill(-g.pg, syscall.SIGTERM)
 		case <-killT.C:
-			return killGroup(cmd, done, pg)
+			return g.kill()
 		case <-eof:
-			return killGroup(cmd, done, pg)
+			return g.kill()
 		case <-sigs:
 			// tenure signals the whole group: CMD has it already.
-		case <-done:
-			code := exitCode(cmd.ProcessState)
-			leaveAndKill(pg)
-			return code
+		case <-g.done:
+			return g.exited()
 		}
 	}
 }
 
-// killGroup kills CMD, waits until it is dead, then kills the rest of the
-// group. CMD goes first so that it is gone before the lease files this
-// process holds are closed by its own death.
-func killGroup(cmd *exec.Cmd, done <-chan struct{}, pg int) int {
-	_ = cmd.Process.Kill()
-	<-done
-	code := exitCode(cmd.ProcessState)
-	leaveAndKill(pg)
+// readDeadlines delivers the control messages after the first on msgs
+// until the channel closes, then closes eof.
+func readDeadlines(uc *net.UnixConn) (msgs <-chan deadlineMsg, eof <-chan struct{}) {
+	m, e := make(chan deadlineMsg), make(chan struct{})
+	go func() {
+		defer close(e)
+		for {
+			msg, fds, err := recvControl(uc)
+			for _, fd := range fds {
+				syscall.Close(fd) // only the first message may carry files
+			}
+			if errors.Is(err, errControlClosed) {
+				return
+			}
+			if err == nil {
+				m <- msg
+			}
+		}
+	}()
+	return m, e
+}
+
+// kill kills CMD, waits until it is dead, then kills the rest of the
+// group (see exited). CMD goes first so that it is gone before the lease
+// files this process holds are closed by its own death.
+func (g *group) kill() int {
+	_ = g.cmd.Process.Kill()
+	<-g.done
+	return g.exited()
+}
+
+// exited is the end once CMD is dead: it kills what is left of the group,
+// reports CMD's exit code to tenure and returns it.
+func (g *group) exited() int {
+	code := exitCode(g.cmd.ProcessState)
+	leaveAndKill(g.pg)
+	sendExit(g.uc, code)
 	return code
 }
 

@@ -1,4 +1,4 @@
-package peer
+package tcp
 
 import (
 	"crypto/hkdf"
@@ -12,6 +12,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // groupKey is what every member of one group shares: the key derived from
@@ -24,7 +27,7 @@ type groupKey struct {
 // groupDescription names a group for key derivation: the key name, the
 // algorithm and the sorted member IDs (not the addresses, which may be
 // written differently on different hosts).
-func groupDescription(key, algorithm string, g Group) string {
+func groupDescription(key, algorithm string, g transport.Group) string {
 	var b strings.Builder
 	b.WriteString("key=" + strconv.Quote(key) + " algorithm=" + strconv.Quote(algorithm) + " members=")
 	for i, id := range g.IDs() {
@@ -40,7 +43,7 @@ func groupDescription(key, algorithm string, g Group) string {
 // over the group's description, so one secret file shared by two groups
 // (or two keys) yields unrelated keys. The tag is a hash of the
 // description alone: public, it only tells groups apart.
-func deriveGroupKey(s Secret, key, algorithm string, g Group) (groupKey, error) {
+func deriveGroupKey(s Secret, key, algorithm string, g transport.Group) (groupKey, error) {
 	if s.IsZero() {
 		return groupKey{}, invalidf("no shared secret")
 	}
@@ -65,8 +68,8 @@ func (gk groupKey) mac(label string, transcript []byte) []byte {
 // session is an authenticated connection's state: who the other end is
 // and the two directions.
 type session struct {
-	peer    uint64 // the other end's ID ([ObserverID] for an observer)
-	out, in direction
+	peer    uint64 // the other end's ID ([wire.ObserverID] for an observer)
+	out, in wire.Direction
 }
 
 // newSession derives both directions from the handshake's transcript.
@@ -74,8 +77,8 @@ func newSession(gk groupKey, dialer, acceptor uint64, nd, na []byte, isDialer bo
 	t := transcript(gk, dialer, acceptor, nd, na)
 	h := sha256.Sum256(append(append([]byte(nil), nd...), na...))
 	tag := binary.BigEndian.Uint64(h[:8])
-	d2a := direction{key: gk.mac("dialer to acceptor", t), group: gk.tag, conn: tag}
-	a2d := direction{key: gk.mac("acceptor to dialer", t), group: gk.tag, conn: tag}
+	d2a := wire.Direction{Key: gk.mac("dialer to acceptor", t), Group: gk.tag, Conn: tag}
+	a2d := wire.Direction{Key: gk.mac("acceptor to dialer", t), Group: gk.tag, Conn: tag}
 	if isDialer {
 		return &session{peer: acceptor, out: d2a, in: a2d}
 	}
@@ -83,7 +86,7 @@ func newSession(gk groupKey, dialer, acceptor uint64, nd, na []byte, isDialer bo
 }
 
 func transcript(gk groupKey, dialer, acceptor uint64, nd, na []byte) []byte {
-	t := make([]byte, 0, 24+2*nonceLen)
+	t := make([]byte, 0, 24+2*wire.NonceLen)
 	t = binary.BigEndian.AppendUint64(t, gk.tag)
 	t = binary.BigEndian.AppendUint64(t, dialer)
 	t = binary.BigEndian.AppendUint64(t, acceptor)
@@ -91,7 +94,7 @@ func transcript(gk groupKey, dialer, acceptor uint64, nd, na []byte) []byte {
 }
 
 // errMisaddressed: a hello to another member, or from a sender that may
-// not connect (itself, a non-member other than [ObserverID]).
+// not connect (itself, a non-member other than [wire.ObserverID]).
 var errMisaddressed = errors.New("peer: connection for another member or from a non-member")
 
 // readFrame reads one whole frame from r into buf (at least MaxFrameLen
@@ -100,7 +103,7 @@ func readFrame(r io.Reader, buf []byte) ([]byte, error) {
 	if _, err := io.ReadFull(r, buf[:4]); err != nil {
 		return nil, err
 	}
-	size, err := FrameSize(buf[:4])
+	size, err := wire.FrameSize(buf[:4])
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +114,7 @@ func readFrame(r io.Reader, buf []byte) ([]byte, error) {
 }
 
 // dialHandshake authenticates a connection c that self dialled to member
-// to (self is [ObserverID] for an observer):
+// to (self is [wire.ObserverID] for an observer):
 //
 //	dialer   -> acceptor  Hello(nonce_d)
 //	acceptor -> dialer    Challenge(nonce_a)
@@ -140,25 +143,25 @@ func dialHandshake(c net.Conn, gk groupKey, self, to uint64) (*session, error) {
 // after its proof, and check the Welcome later ([readWelcome]): frames
 // are worthless to an impostor, which could not replay them anywhere.
 func dialProve(c net.Conn, gk groupKey, self, to uint64) (*session, []byte, error) {
-	nd := make([]byte, nonceLen)
+	nd := make([]byte, wire.NonceLen)
 	rand.Read(nd)
-	if _, err := c.Write(encodeHandshake(header{kind: kindHello, group: gk.tag, from: self, to: to}, nd)); err != nil {
+	if _, err := c.Write(wire.EncodeHandshake(wire.Header{Kind: wire.KindHello, Group: gk.tag, From: self, To: to}, nd)); err != nil {
 		return nil, nil, err
 	}
-	b, err := readFrame(c, make([]byte, MaxFrameLen))
+	b, err := wire.ReadFrame(c, make([]byte, wire.MaxFrameLen))
 	if err != nil {
 		return nil, nil, err
 	}
-	h, na, err := decodeHandshake(b, gk.tag, kindChallenge)
+	h, na, err := wire.DecodeHandshake(b, gk.tag, wire.KindChallenge)
 	if err != nil {
 		return nil, nil, err
 	}
-	if h.from != to || h.to != self {
+	if h.From != to || h.To != self {
 		return nil, nil, errMisaddressed
 	}
 	na = append([]byte(nil), na...)
 	t := transcript(gk, self, to, nd, na)
-	if _, err := c.Write(encodeHandshake(header{kind: kindProof, group: gk.tag, from: self, to: to}, gk.mac("proof", t))); err != nil {
+	if _, err := c.Write(wire.EncodeHandshake(wire.Header{Kind: wire.KindProof, Group: gk.tag, From: self, To: to}, gk.mac("proof", t))); err != nil {
 		return nil, nil, err
 	}
 	return newSession(gk, self, to, nd, na, true), gk.mac("welcome", t), nil
@@ -166,14 +169,14 @@ func dialProve(c net.Conn, gk groupKey, self, to uint64) (*session, []byte, erro
 
 // readWelcome reads the acceptor's Welcome from r and checks its MAC.
 func readWelcome(r io.Reader, gk groupKey, want []byte) error {
-	b, err := readFrame(r, make([]byte, MaxFrameLen))
+	b, err := wire.ReadFrame(r, make([]byte, wire.MaxFrameLen))
 	if err != nil {
 		return err
 	}
-	if _, mac, err := decodeHandshake(b, gk.tag, kindWelcome); err != nil {
+	if _, mac, err := wire.DecodeHandshake(b, gk.tag, wire.KindWelcome); err != nil {
 		return err
 	} else if !hmac.Equal(mac, want) {
-		return ErrBadMAC
+		return wire.ErrBadMAC
 	}
 	return nil
 }
@@ -182,37 +185,37 @@ func readWelcome(r io.Reader, gk groupKey, want []byte) error {
 // self; allow says which dialers may connect. It blocks until done or c's
 // deadline (set by the caller).
 func acceptHandshake(c net.Conn, gk groupKey, self uint64, allow func(from uint64) bool) (*session, error) {
-	buf := make([]byte, MaxFrameLen)
-	b, err := readFrame(c, buf)
+	buf := make([]byte, wire.MaxFrameLen)
+	b, err := wire.ReadFrame(c, buf)
 	if err != nil {
 		return nil, err
 	}
-	h, nd, err := decodeHandshake(b, gk.tag, kindHello)
+	h, nd, err := wire.DecodeHandshake(b, gk.tag, wire.KindHello)
 	if err != nil {
 		return nil, err
 	}
-	if h.to != self || !allow(h.from) {
+	if h.To != self || !allow(h.From) {
 		return nil, errMisaddressed
 	}
 	nd = append([]byte(nil), nd...)
-	na := make([]byte, nonceLen)
+	na := make([]byte, wire.NonceLen)
 	rand.Read(na)
-	if _, err := c.Write(encodeHandshake(header{kind: kindChallenge, group: gk.tag, from: self, to: h.from}, na)); err != nil {
+	if _, err := c.Write(wire.EncodeHandshake(wire.Header{Kind: wire.KindChallenge, Group: gk.tag, From: self, To: h.From}, na)); err != nil {
 		return nil, err
 	}
-	if b, err = readFrame(c, buf); err != nil {
+	if b, err = wire.ReadFrame(c, buf); err != nil {
 		return nil, err
 	}
-	t := transcript(gk, h.from, self, nd, na)
-	p, mac, err := decodeHandshake(b, gk.tag, kindProof)
+	t := transcript(gk, h.From, self, nd, na)
+	p, mac, err := wire.DecodeHandshake(b, gk.tag, wire.KindProof)
 	if err != nil {
 		return nil, err
 	}
-	if p.from != h.from || p.to != self || !hmac.Equal(mac, gk.mac("proof", t)) {
-		return nil, ErrBadMAC
+	if p.From != h.From || p.To != self || !hmac.Equal(mac, gk.mac("proof", t)) {
+		return nil, wire.ErrBadMAC
 	}
-	if _, err := c.Write(encodeHandshake(header{kind: kindWelcome, group: gk.tag, from: self, to: h.from}, gk.mac("welcome", t))); err != nil {
+	if _, err := c.Write(wire.EncodeHandshake(wire.Header{Kind: wire.KindWelcome, Group: gk.tag, From: self, To: h.From}, gk.mac("welcome", t))); err != nil {
 		return nil, err
 	}
-	return newSession(gk, h.from, self, nd, na, false), nil
+	return newSession(gk, h.From, self, nd, na, false), nil
 }

@@ -1,8 +1,7 @@
-package peer_test
+package tcp_test
 
 import (
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,7 +11,8 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
+	"github.com/tenurehq/tenure/peer/tcp"
 )
 
 // TestLoadSecretPermissions: a secret file readable or writable by group or
@@ -26,7 +26,7 @@ func TestLoadSecretPermissions(t *testing.T) {
 		if err := os.Chmod(p, mode); err != nil {
 			t.Fatal(err)
 		}
-		_, err := peer.LoadSecret(p)
+		_, err := tcp.LoadSecret(p)
 		want := "tenure: invalid argument: peer: secret file " + p + " is accessible by group or others (mode " +
 			octal(mode) + "); run: chmod 600 " + p
 		if err == nil || err.Error() != want || !errors.Is(err, tenure.ErrInvalid) {
@@ -41,7 +41,7 @@ func TestLoadSecretPermissions(t *testing.T) {
 		if err := os.WriteFile(p, []byte(testSecret+"\n"), mode); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := peer.LoadSecret(p); err != nil {
+		if _, err := tcp.LoadSecret(p); err != nil {
 			t.Errorf("mode %#o: %v", mode, err)
 		}
 	}
@@ -64,7 +64,7 @@ func TestLoadSecretEntropy(t *testing.T) {
 		{"01101001100101101001011001101001", 11}, // binary: short alphabet
 	} {
 		p := writeSecret(t, tc.secret)
-		_, err := peer.LoadSecret(p)
+		_, err := tcp.LoadSecret(p)
 		want := "tenure: invalid argument: peer: secret file " + p + " has too little entropy (about " +
 			strconv.Itoa(tc.bits) + " bits, at least 96 needed); generate one with: head -c 48 /dev/urandom | base64 > " + p
 		if err == nil || err.Error() != want || !errors.Is(err, tenure.ErrInvalid) {
@@ -76,7 +76,7 @@ func TestLoadSecretEntropy(t *testing.T) {
 		"5b2342ee2c002c08c70b765c456a6820e2c0b6d6f0dbb8d1",                 // 24 random bytes in hex
 		testSecret,
 	} {
-		if _, err := peer.LoadSecret(writeSecret(t, good)); err != nil {
+		if _, err := tcp.LoadSecret(writeSecret(t, good)); err != nil {
 			t.Errorf("%q: %v", good, err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestLoadSecretNotARegularFile(t *testing.T) {
 	}
 	for _, p := range []string{fifo, dir} {
 		done := make(chan error, 1)
-		go func() { _, err := peer.LoadSecret(p); done <- err }()
+		go func() { _, err := tcp.LoadSecret(p); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), p+" is not a regular file") {
@@ -105,28 +105,6 @@ func TestLoadSecretNotARegularFile(t *testing.T) {
 	}
 }
 
-// FuzzParseURL: parsing a peer URL never panics, and the secret never
-// appears in its error, whatever the other parameters.
-func FuzzParseURL(f *testing.F) {
-	f.Add("id=2&peers=1=127.0.0.1:7001,2=127.0.0.1:7002&algorithm=bully&heartbeat=100ms&timeout=500ms&no-preempt=1&key=k")
-	f.Add("peers=1=h:1&algorithm=raft&raft-heartbeat-timeout=1s")
-	f.Add("id=&peers=1=h:1,1=h:2&heartbeat=-1s&timeout=x&no-preempt=maybe&secret-file=/etc/passwd")
-	f.Add("id=99999999999999999999999&peers=%zz&state-dir=/tmp&id=2")
-	secret := filepath.Join(f.TempDir(), "peer.secret")
-	if err := os.WriteFile(secret, []byte(testSecret+"\n"), 0o600); err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, query string) {
-		for _, q := range []string{query, query + "&secret-file=" + url.QueryEscape(secret)} {
-			u, err := url.Parse("peer://?" + q)
-			if err != nil {
-				continue
-			}
-			if _, err := peer.ParseURL(u); err != nil {
-				if strings.Contains(err.Error(), testSecret) || strings.Contains(err.Error(), "\n") {
-					t.Fatalf("ParseURL(%q): the error shows the secret or spans lines: %q", q, err)
-				}
-			}
-		}
-	})
-}
+const testSecret = peertest.Secret
+
+var writeSecret = peertest.WriteSecret

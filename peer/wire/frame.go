@@ -1,4 +1,4 @@
-package peer
+package wire
 
 import (
 	"crypto/hmac"
@@ -6,11 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
 // Wire format, version 3. All integers are big-endian; every frame starts
-// with the same 32-byte header:
+// with the same 32-byte Header:
 //
 //	offset size field
 //	0      4    length of the rest of the frame (frame size - 4)
@@ -19,14 +20,14 @@ import (
 //	6      1    flags
 //	7      1    reserved, 0
 //	8      8    group tag: SHA-256 of the group's description (see
-//	            [GroupKey]), public, so a frame of another group is told apart
+//	            package peer/tcp), public, so a frame of another group is told apart
 //	16     8    from
 //	24     8    to
 //
 // Handshake frames (64 bytes) add one 32-byte field at offset 32: the
 // sender's fresh random nonce in Hello and Challenge, an HMAC-SHA256 under
 // the group key over the handshake transcript in Proof and Welcome (see
-// handshake.go). Message frames (152 bytes, also the Keepalive) add
+// package peer/tcp). Message frames (152 bytes, also the Keepalive) add
 //
 //	32     8    connection tag: the first 8 bytes of SHA-256(dialer nonce ||
 //	            acceptor nonce), public
@@ -55,18 +56,22 @@ const (
 	// MaxFrameLen bounds the length prefix a reader accepts; a larger one is
 	// counted as oversized and the connection dropped.
 	MaxFrameLen = 1024
-	headerLen   = 32
-	bodyLen     = 120
-	nonceLen    = 32
+	// MACLen is the size of an HMAC-SHA256 tag.
+	MACLen = sha256.Size
+	// NonceLen is the size of a handshake frame's field: a nonce or a MAC.
+	NonceLen  = 32
+	headerLen = 32
+	bodyLen   = 120
 )
 
-// Handshake kinds, in the kind byte of handshake frames.
+// Handshake kinds, in the kind byte of handshake frames, and the
+// keepalive's kind.
 const (
-	kindHello     = 0x81 // dialer -> acceptor: dialer nonce
-	kindChallenge = 0x82 // acceptor -> dialer: acceptor nonce
-	kindProof     = 0x83 // dialer -> acceptor: MAC proving the group key
-	kindWelcome   = 0x84 // acceptor -> dialer: MAC proving the group key
-	kindKeepalive = 0x85 // a message frame carrying nothing: keeps a link alive
+	KindHello     = 0x81 // dialer -> acceptor: dialer nonce
+	KindChallenge = 0x82 // acceptor -> dialer: acceptor nonce
+	KindProof     = 0x83 // dialer -> acceptor: MAC proving the group key
+	KindWelcome   = 0x84 // acceptor -> dialer: MAC proving the group key
+	KindKeepalive = 0x85 // a message frame carrying nothing: keeps a link alive
 )
 
 // Frame decoding errors. Transports count them and drop the frame (and the
@@ -105,111 +110,113 @@ func FrameSize(prefix []byte) (int, error) {
 	return int(n) + 4, nil
 }
 
-// header is the common part of every frame.
-type header struct {
-	kind, flags byte
-	group       uint64
-	from, to    uint64
+// Header is the common part of every frame.
+type Header struct {
+	Kind, Flags byte
+	Group       uint64
+	From, To    uint64
 }
 
-func putHeader(b []byte, h header) {
+func putHeader(b []byte, h Header) {
 	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-4))
 	b[4] = FrameVersion
-	b[5] = h.kind
-	b[6] = h.flags
-	binary.BigEndian.PutUint64(b[8:], h.group)
-	binary.BigEndian.PutUint64(b[16:], h.from)
-	binary.BigEndian.PutUint64(b[24:], h.to)
+	b[5] = h.Kind
+	b[6] = h.Flags
+	binary.BigEndian.PutUint64(b[8:], h.Group)
+	binary.BigEndian.PutUint64(b[16:], h.From)
+	binary.BigEndian.PutUint64(b[24:], h.To)
 }
 
 // parseHeader checks b's size, version and group tag and returns its
-// header. It never panics.
-func parseHeader(b []byte, group uint64) (header, error) {
+// Header. It never panics.
+func parseHeader(b []byte, group uint64) (Header, error) {
 	size, err := FrameSize(b)
 	if err != nil {
-		return header{}, err
+		return Header{}, err
 	}
 	if size != len(b) || len(b) < headerLen {
-		return header{}, fmt.Errorf("%w: %d bytes (length prefix %d)", ErrMalformed, len(b), size)
+		return Header{}, fmt.Errorf("%w: %d bytes (length prefix %d)", ErrMalformed, len(b), size)
 	}
 	if b[4] != FrameVersion {
-		return header{}, fmt.Errorf("%w: version %d (want %d)", ErrOtherGroup, b[4], FrameVersion)
+		return Header{}, fmt.Errorf("%w: version %d (want %d)", ErrOtherGroup, b[4], FrameVersion)
 	}
-	h := header{kind: b[5], flags: b[6], group: binary.BigEndian.Uint64(b[8:]),
-		from: binary.BigEndian.Uint64(b[16:]), to: binary.BigEndian.Uint64(b[24:])}
-	if h.group != group {
-		return header{}, ErrOtherGroup
+	h := Header{Kind: b[5], Flags: b[6], Group: binary.BigEndian.Uint64(b[8:]),
+		From: binary.BigEndian.Uint64(b[16:]), To: binary.BigEndian.Uint64(b[24:])}
+	if h.Group != group {
+		return Header{}, ErrOtherGroup
 	}
 	if b[7] != 0 {
-		return header{}, fmt.Errorf("%w: reserved byte %d", ErrMalformed, b[7])
+		return Header{}, fmt.Errorf("%w: reserved byte %d", ErrMalformed, b[7])
 	}
 	return h, nil
 }
 
-// encodeHandshake returns a handshake frame carrying v (a nonce or a MAC).
-func encodeHandshake(h header, v []byte) []byte {
+// EncodeHandshake returns a handshake frame carrying v (a nonce or a MAC).
+func EncodeHandshake(h Header, v []byte) []byte {
 	b := make([]byte, HandshakeLen)
 	putHeader(b, h)
 	copy(b[headerLen:], v)
 	return b
 }
 
-// decodeHandshake parses a handshake frame of the given kind and group and
-// returns its header and 32-byte field. It never panics.
-func decodeHandshake(b []byte, group uint64, kind byte) (header, []byte, error) {
+// DecodeHandshake parses a handshake frame of the given kind and group and
+// returns its Header and 32-byte field. It never panics.
+func DecodeHandshake(b []byte, group uint64, kind byte) (Header, []byte, error) {
 	h, err := parseHeader(b, group)
 	if err != nil {
-		return header{}, nil, err
+		return Header{}, nil, err
 	}
-	if len(b) != HandshakeLen || h.kind != kind || h.flags != 0 {
-		return header{}, nil, fmt.Errorf("%w: kind %#x of %d bytes (want handshake kind %#x, %d bytes)", ErrMalformed, h.kind, len(b), kind, HandshakeLen)
+	if len(b) != HandshakeLen || h.Kind != kind || h.Flags != 0 {
+		return Header{}, nil, fmt.Errorf("%w: kind %#x of %d bytes (want handshake kind %#x, %d bytes)", ErrMalformed, h.Kind, len(b), kind, HandshakeLen)
 	}
 	return h, b[headerLen:], nil
 }
 
-// direction is one direction of an authenticated connection: the session
-// key, the connection tag and the next sequence number.
-type direction struct {
-	key   []byte
-	group uint64
-	conn  uint64
+// Direction is one direction of an authenticated connection: the session
+// key, the group and connection tags and the sequence number. The
+// handshake (package peer/tcp) derives Key and Conn; a Direction is used
+// by one goroutine at a time (Seal and Open advance its sequence).
+type Direction struct {
+	Key   []byte
+	Group uint64 // the group tag every frame carries
+	Conn  uint64 // the connection tag every message frame carries
 	seq   uint64 // last sequence number sent or received
 }
 
-// seal encodes m as the next message frame of d (kind is m.Type, or
-// kindKeepalive) and advances d's sequence number. It sets m.Seq.
-func (d *direction) seal(kind byte, m Message) []byte {
+// Seal encodes m as the next message frame of d (kind is m.Type, or
+// KindKeepalive) and advances d's sequence number. It sets m.Seq.
+func (d *Direction) Seal(kind byte, m Message) []byte {
 	d.seq++
 	b := make([]byte, FrameLen)
-	putHeader(b, header{kind: kind, flags: m.Flags, group: d.group, from: m.From, to: m.To})
-	for i, v := range []uint64{d.conn, d.seq, m.Incarnation, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops, uint64(m.TTL), uint64(m.Remaining)} {
+	putHeader(b, Header{Kind: kind, Flags: m.Flags, Group: d.Group, From: m.From, To: m.To})
+	for i, v := range []uint64{d.Conn, d.seq, m.Incarnation, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops, uint64(m.TTL), uint64(m.Remaining)} {
 		binary.BigEndian.PutUint64(b[headerLen+8*i:], v)
 	}
-	mac := hmac.New(sha256.New, d.key)
+	mac := hmac.New(sha256.New, d.Key)
 	mac.Write(b[:bodyLen])
 	copy(b[bodyLen:], mac.Sum(nil))
 	return b
 }
 
-// open authenticates and parses one whole message frame of d (length
+// Open authenticates and parses one whole message frame of d (length
 // prefix included) and advances d's sequence number. It checks, in order,
 // the size and version, the group tag ([ErrOtherGroup]), the connection
 // tag ([ErrStale]), the MAC ([ErrBadMAC]), the sequence number
 // ([ErrReplayed]) and the fields ([ErrMalformed]); no field is trusted
 // before the MAC verified. The kind returned is the message type or
-// kindKeepalive. It never panics, whatever b holds.
-func (d *direction) open(b []byte) (byte, Message, error) {
-	h, err := parseHeader(b, d.group)
+// KindKeepalive. It never panics, whatever b holds.
+func (d *Direction) Open(b []byte) (byte, Message, error) {
+	h, err := parseHeader(b, d.Group)
 	if err != nil {
 		return 0, Message{}, err
 	}
 	if len(b) != FrameLen {
 		return 0, Message{}, fmt.Errorf("%w: %d bytes (want %d for a message frame)", ErrMalformed, len(b), FrameLen)
 	}
-	if binary.BigEndian.Uint64(b[headerLen:]) != d.conn {
+	if binary.BigEndian.Uint64(b[headerLen:]) != d.Conn {
 		return 0, Message{}, ErrStale
 	}
-	mac := hmac.New(sha256.New, d.key)
+	mac := hmac.New(sha256.New, d.Key)
 	mac.Write(b[:bodyLen])
 	if !hmac.Equal(mac.Sum(nil), b[bodyLen:]) {
 		return 0, Message{}, ErrBadMAC
@@ -222,17 +229,34 @@ func (d *direction) open(b []byte) (byte, Message, error) {
 		return 0, Message{}, fmt.Errorf("%w: sequence number %d after %d", ErrReplayed, f[1], d.seq)
 	}
 	d.seq++
-	if h.kind == kindKeepalive {
-		return kindKeepalive, Message{}, nil
+	if h.Kind == KindKeepalive {
+		return KindKeepalive, Message{}, nil
 	}
-	m := Message{Type: Type(h.kind), Flags: h.flags, From: h.from, To: h.to, Seq: f[1], Incarnation: f[2],
+	m := Message{Type: Type(h.Kind), Flags: h.Flags, From: h.From, To: h.To, Seq: f[1], Incarnation: f[2],
 		Epoch: f[3], Leader: f[4], LeaderEpoch: f[5], Candidate: f[6], Ref: f[7], Hops: f[8],
 		TTL: time.Duration(f[9]), Remaining: time.Duration(f[10])}
 	if !m.Type.Valid() {
-		return 0, Message{}, fmt.Errorf("%w: unknown message type %d", ErrMalformed, h.kind)
+		return 0, Message{}, fmt.Errorf("%w: unknown message type %d", ErrMalformed, h.Kind)
 	}
 	if !m.Type.IsStatus() && (m.TTL != 0 || m.Remaining != 0) {
 		return 0, Message{}, fmt.Errorf("%w: %s with status timings", ErrMalformed, m.Type)
 	}
-	return h.kind, m, nil
+	return h.Kind, m, nil
+}
+
+// ReadFrame reads one whole frame from r into buf (at least MaxFrameLen
+// bytes) and returns it. It blocks until the frame is read or r fails;
+// deadlines are the caller's.
+func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
+	if _, err := io.ReadFull(r, buf[:4]); err != nil {
+		return nil, err
+	}
+	size, err := FrameSize(buf[:4])
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(r, buf[4:size]); err != nil {
+		return nil, err
+	}
+	return buf[:size], nil
 }

@@ -1,30 +1,24 @@
-package peer
+package tcp
 
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"testing"
 	"time"
 
-	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
+	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // wireGroup is n members on free loopback ports, with the group key that
-// ListenTCP derives for them (no key name, no algorithm).
-func wireGroup(t *testing.T, n int) (Group, groupKey) {
+// Listen derives for them (no key name, no algorithm).
+func wireGroup(t *testing.T, n int) (transport.Group, groupKey) {
 	t.Helper()
-	var ms []Member
-	for i := 1; i <= n; i++ {
-		ms = append(ms, Member{ID: uint64(i), Addr: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))})
-	}
-	g, err := NewGroup(ms)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := peertest.Group(t, n)
 	s, _ := NewSecret([]byte(internalSecret))
 	gk, err := deriveGroupKey(s, "", "", g)
 	if err != nil {
@@ -33,14 +27,14 @@ func wireGroup(t *testing.T, n int) (Group, groupKey) {
 	return g, gk
 }
 
-func wireListen(t *testing.T, g Group, self uint64, edit func(*TCPConfig)) *TCP {
+func wireListen(t *testing.T, g transport.Group, self uint64, edit func(*Config)) *Transport {
 	t.Helper()
 	s, _ := NewSecret([]byte(internalSecret))
-	cfg := TCPConfig{Self: self, Group: g, Secret: s, Logger: slog.New(slog.DiscardHandler)}
+	cfg := Config{Self: self, Group: g, Secret: s, Logger: slog.New(slog.DiscardHandler)}
 	if edit != nil {
 		edit(&cfg)
 	}
-	tr, err := ListenTCP(cfg)
+	tr, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +59,32 @@ func wireDial(t *testing.T, addr string, gk groupKey, from, to uint64) (net.Conn
 }
 
 // wireReply reads the next message frame of s from c.
-func wireReply(c net.Conn, s *session) (Message, error) {
-	b, err := readFrame(c, make([]byte, MaxFrameLen))
+func wireReply(c net.Conn, s *session) (wire.Message, error) {
+	b, err := wire.ReadFrame(c, make([]byte, wire.MaxFrameLen))
 	if err != nil {
-		return Message{}, err
+		return wire.Message{}, err
 	}
-	_, m, err := s.in.open(b)
+	_, m, err := s.in.Open(b)
 	return m, err
+}
+
+// serveQueries plays a member's node on tr: it answers every status query
+// with answer (its Ref set to the query's) and passes on every other
+// message.
+func serveQueries(t *testing.T, tr *Transport, answer wire.Message) <-chan wire.Message {
+	others := make(chan wire.Message, 16)
+	go func() {
+		for d := range tr.Recv() {
+			if d.Reply != nil {
+				r := answer
+				r.Ref = d.Ref
+				d.Reply <- r
+				continue
+			}
+			others <- d.Message
+		}
+	}()
+	return others
 }
 
 // waitClosed waits until the other end closed c (reads EOF), failing t
@@ -89,18 +102,16 @@ func waitClosed(t *testing.T, c net.Conn) {
 
 // TestTCPStatusQueries drives a bare transport with hand-made status
 // queries over an authenticated observer connection: they are answered
-// from the reporter with the nonce echoed; queries never reach Recv (the
-// first message there is a member's heartbeat sent after them); a status
+// through Recv's reply channel with the nonce echoed, and the only other
+// message delivered is a member's heartbeat sent after them; a status
 // reply sent to a member and an election message from an observer are
 // dropped as misaddressed.
 func TestTCPStatusQueries(t *testing.T) {
 	g, gk := wireGroup(t, 3)
 	tr := wireListen(t, g, 1, nil)
-	tr.SetReporter(func() Report {
-		return Report{Leader: 3, LeaderEpoch: 6, Epoch: 7, TTL: time.Second, Remaining: 400 * time.Millisecond}
-	})
-	c, s := wireDial(t, g.Addr(1), gk, ObserverID, 1)
-	ask := func(frames ...[]byte) Message {
+	others := serveQueries(t, tr, wire.Message{Leader: 3, LeaderEpoch: 6, Epoch: 7, TTL: time.Second, Remaining: 400 * time.Millisecond})
+	c, s := wireDial(t, g.Addr(1), gk, wire.ObserverID, 1)
+	ask := func(frames ...[]byte) wire.Message {
 		t.Helper()
 		for _, f := range frames {
 			if _, err := c.Write(f); err != nil {
@@ -114,26 +125,26 @@ func TestTCPStatusQueries(t *testing.T) {
 		return m
 	}
 	query := func(ref uint64) []byte {
-		return s.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: ObserverID, To: 1, Ref: ref})
+		return s.out.Seal(byte(wire.StatusQuery), wire.Message{Type: wire.StatusQuery, From: wire.ObserverID, To: 1, Ref: ref})
 	}
 	m := ask(query(4242))
-	want := Message{Type: StatusReply, From: 1, To: ObserverID, Ref: 4242, Leader: 3, LeaderEpoch: 6,
+	want := wire.Message{Type: wire.StatusReply, From: 1, To: wire.ObserverID, Ref: 4242, Leader: 3, LeaderEpoch: 6,
 		Epoch: 7, TTL: time.Second, Remaining: 400 * time.Millisecond, Incarnation: m.Incarnation, Seq: 1}
 	if m != want {
 		t.Fatalf("reply %v, want %v", m, want)
 	}
 	// An observer cannot vote: its heartbeat is dropped, the next query
 	// still answered.
-	hb := s.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: ObserverID, To: 1, Leader: 3, LeaderEpoch: 99})
+	hb := s.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: wire.ObserverID, To: 1, Leader: 3, LeaderEpoch: 99})
 	if m := ask(hb, query(5)); m.Ref != 5 {
 		t.Fatalf("after an observer's heartbeat: %v", m)
 	}
 	// A member may ask too, and its stray status reply is dropped.
 	c2, s2 := wireDial(t, g.Addr(1), gk, 2, 1)
 	for _, f := range [][]byte{
-		s2.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: 2, To: 1, Ref: 8}),
-		s2.out.seal(byte(StatusReply), Message{Type: StatusReply, From: 2, To: 1}),
-		s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Leader: 2, LeaderEpoch: 2}),
+		s2.out.Seal(byte(wire.StatusQuery), wire.Message{Type: wire.StatusQuery, From: 2, To: 1, Ref: 8}),
+		s2.out.Seal(byte(wire.StatusReply), wire.Message{Type: wire.StatusReply, From: 2, To: 1}),
+		s2.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 2, To: 1, Leader: 2, LeaderEpoch: 2}),
 	} {
 		if _, err := c2.Write(f); err != nil {
 			t.Fatal(err)
@@ -143,15 +154,22 @@ func TestTCPStatusQueries(t *testing.T) {
 		t.Fatalf("member 2's query: %v, %v", m, err)
 	}
 	select {
-	case got := <-tr.Recv():
-		if got.Type != Heartbeat || got.From != 2 || got.LeaderEpoch != 2 {
+	case got := <-others:
+		if got.Type != wire.Heartbeat || got.From != 2 || got.LeaderEpoch != 2 {
 			t.Fatalf("Recv delivered %v; want only member 2's heartbeat", got)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the heartbeat never arrived")
 	}
-	if st := tr.Stats(); st.Queries != 3 || st.Misaddressed != 2 || st.Received != 4 {
-		t.Fatalf("stats %+v; want 3 queries answered, 2 misaddressed, 4 received", st)
+	// The reader counts a delivery just after handing it over.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		st := tr.Stats()
+		if st.Queries == 3 && st.Misaddressed == 2 && st.Received == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v; want 3 queries answered, 2 misaddressed, 4 received", st)
+		}
 	}
 }
 
@@ -160,7 +178,7 @@ func TestTCPStatusQueries(t *testing.T) {
 // transport keeps working.
 func TestTCPBadConnections(t *testing.T) {
 	g, gk := wireGroup(t, 3)
-	tr := wireListen(t, g, 1, func(c *TCPConfig) { c.AuthTimeout = 200 * time.Millisecond })
+	tr := wireListen(t, g, 1, func(c *Config) { c.AuthTimeout = 200 * time.Millisecond })
 	addr := g.Addr(1)
 	raw := func(frames ...[]byte) {
 		t.Helper()
@@ -175,21 +193,21 @@ func TestTCPBadConnections(t *testing.T) {
 		waitClosed(t, c)
 	}
 	hello := func(gk groupKey, from, to uint64) []byte {
-		return encodeHandshake(header{kind: kindHello, group: gk.tag, from: from, to: to}, make([]byte, nonceLen))
+		return wire.EncodeHandshake(wire.Header{Kind: wire.KindHello, Group: gk.tag, From: from, To: to}, make([]byte, wire.NonceLen))
 	}
 	otherKey, _ := NewSecret([]byte("not-the-group-secret-but-long-enough-4567"))
 	wrong, _ := deriveGroupKey(otherKey, "", "", g)
 	other, _ := deriveGroupKey(Secret{b: []byte(internalSecret)}, "another-key", "", g)
 
-	raw([]byte{0xff, 0xff, 0xff, 0xff})                                    // oversized
-	raw([]byte{0, 0, 0, 5, 3, 0, 0, 0, 0})                                 // malformed
-	raw(hello(other, 2, 1))                                                // another group: same secret, another key
-	raw(hello(gk, 2, 3))                                                   // for member 3
-	raw(hello(gk, 99, 1))                                                  // from a non-member
-	raw(hello(gk, 1, 1))                                                   // from itself
-	raw(hello(gk, 2, 1))                                                   // stalls: auth timeout
-	raw(hello(wrong, 2, 1), encodeHandshake(header{kind: kindProof}, nil)) // a proof without the group tag
-	c, err := net.Dial("tcp", addr)                                        // a wrong secret's full handshake
+	raw([]byte{0xff, 0xff, 0xff, 0xff})                                                   // oversized
+	raw([]byte{0, 0, 0, 5, 3, 0, 0, 0, 0})                                                // malformed
+	raw(hello(other, 2, 1))                                                               // another group: same secret, another key
+	raw(hello(gk, 2, 3))                                                                  // for member 3
+	raw(hello(gk, 99, 1))                                                                 // from a non-member
+	raw(hello(gk, 1, 1))                                                                  // from itself
+	raw(hello(gk, 2, 1))                                                                  // stalls: auth timeout
+	raw(hello(wrong, 2, 1), wire.EncodeHandshake(wire.Header{Kind: wire.KindProof}, nil)) // a proof without the group tag
+	c, err := net.Dial("tcp", addr)                                                       // a wrong secret's full handshake
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,26 +220,26 @@ func TestTCPBadConnections(t *testing.T) {
 	// then (on another) a frame out of sequence.
 	old, _ := testSessions(gk, 5)
 	c1, _ := wireDial(t, addr, gk, 2, 1)
-	c1.Write(old.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1}))
+	c1.Write(old.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 2, To: 1}))
 	waitClosed(t, c1)
 	c2, s2 := wireDial(t, addr, gk, 3, 1)
-	s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 3, To: 1}) // never sent
-	c2.Write(s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 3, To: 1}))
+	s2.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 3, To: 1}) // never sent
+	c2.Write(s2.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 3, To: 1}))
 	waitClosed(t, c2)
 	c3, s3 := wireDial(t, addr, gk, 3, 1) // sender 2 on member 3's connection
-	c3.Write(s3.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1}))
+	c3.Write(s3.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 2, To: 1}))
 	waitClosed(t, c3)
 
 	st := tr.Stats()
-	want := TCPStats{Oversized: 1, Malformed: 1, OtherGroup: 2, Misaddressed: 4, AuthTimeouts: 1, BadMAC: 1, Stale: 1, Replayed: 1}
-	got := TCPStats{Oversized: st.Oversized, Malformed: st.Malformed, OtherGroup: st.OtherGroup, Misaddressed: st.Misaddressed,
+	want := Stats{Oversized: 1, Malformed: 1, OtherGroup: 2, Misaddressed: 4, AuthTimeouts: 1, BadMAC: 1, Stale: 1, Replayed: 1}
+	got := Stats{Oversized: st.Oversized, Malformed: st.Malformed, OtherGroup: st.OtherGroup, Misaddressed: st.Misaddressed,
 		AuthTimeouts: st.AuthTimeouts, BadMAC: st.BadMAC, Stale: st.Stale, Replayed: st.Replayed}
 	if got != want || st.Received != 0 {
 		t.Fatalf("stats %+v\nwant %+v and nothing received", st, want)
 	}
 	// And it still works.
 	c4, s4 := wireDial(t, addr, gk, 2, 1)
-	c4.Write(s4.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 77}))
+	c4.Write(s4.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 2, To: 1, Ref: 77}))
 	select {
 	case m := <-tr.Recv():
 		if m.Ref != 77 {
@@ -239,13 +257,13 @@ func TestTCPOneConnectionPerMember(t *testing.T) {
 	g, gk := wireGroup(t, 2)
 	tr := wireListen(t, g, 1, nil)
 	c1, s1 := wireDial(t, g.Addr(1), gk, 2, 1)
-	c1.Write(s1.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 1}))
+	c1.Write(s1.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 2, To: 1, Ref: 1}))
 	if m := <-tr.Recv(); m.Ref != 1 {
 		t.Fatalf("got %v", m)
 	}
 	c2, s2 := wireDial(t, g.Addr(1), gk, 2, 1)
 	waitClosed(t, c1)
-	c2.Write(s2.out.seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1, Ref: 2}))
+	c2.Write(s2.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 2, To: 1, Ref: 2}))
 	if m := <-tr.Recv(); m.Ref != 2 {
 		t.Fatalf("got %v", m)
 	}
@@ -261,7 +279,7 @@ func TestTCPOneConnectionPerMember(t *testing.T) {
 func TestTCPIdleAndKeepalive(t *testing.T) {
 	g, gk := wireGroup(t, 2)
 	const idle = 200 * time.Millisecond
-	tr1 := wireListen(t, g, 1, func(c *TCPConfig) { c.IdleTimeout = idle })
+	tr1 := wireListen(t, g, 1, func(c *Config) { c.IdleTimeout = idle })
 	c, _ := wireDial(t, g.Addr(1), gk, 2, 1)
 	start := time.Now()
 	waitClosed(t, c)
@@ -271,9 +289,9 @@ func TestTCPIdleAndKeepalive(t *testing.T) {
 	if st := tr1.Stats(); st.IdleClosed != 1 {
 		t.Fatalf("stats %+v; want 1 closed idle", st)
 	}
-	tr2 := wireListen(t, g, 2, func(c *TCPConfig) { c.IdleTimeout = idle })
+	tr2 := wireListen(t, g, 2, func(c *Config) { c.IdleTimeout = idle })
 	for i := uint64(1); i <= 2; i++ {
-		if err := tr2.Send(Message{Type: Heartbeat, To: 1, Ref: i}); err != nil {
+		if err := tr2.Send(wire.Message{Type: wire.Heartbeat, To: 1, Ref: i}); err != nil {
 			t.Fatal(err)
 		}
 		if m := <-tr1.Recv(); m.Ref != i {
@@ -297,20 +315,43 @@ func TestTCPIdleAndKeepalive(t *testing.T) {
 func TestTCPObserversCannotLockOut(t *testing.T) {
 	g, gk := wireGroup(t, 2)
 	tr1 := wireListen(t, g, 1, nil)
-	tr1.SetReporter(func() Report { return Report{} })
+	others := serveQueries(t, tr1, wire.Message{})
 	for range tr1.maxInbound() {
-		c, s := wireDial(t, g.Addr(1), gk, ObserverID, 1)
-		c.Write(s.out.seal(byte(StatusQuery), Message{Type: StatusQuery, From: ObserverID, To: 1, Ref: 1}))
+		c, s := wireDial(t, g.Addr(1), gk, wire.ObserverID, 1)
+		c.Write(s.out.Seal(byte(wire.StatusQuery), wire.Message{Type: wire.StatusQuery, From: wire.ObserverID, To: 1, Ref: 1}))
 		if _, err := wireReply(c, s); err != nil {
 			t.Fatal(err)
 		}
 	}
+	memberGetsIn(t, g, tr1, others)
+}
+
+// TestTCPIdleStrangersCannotLockOut fills every inbound slot with idle
+// connections that never authenticate; a member still gets through, since
+// the oldest stranger is evicted for it.
+func TestTCPIdleStrangersCannotLockOut(t *testing.T) {
+	g, _ := wireGroup(t, 2)
+	tr1 := wireListen(t, g, 1, nil)
+	for range tr1.maxInbound() {
+		c, err := net.Dial("tcp", g.Addr(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	memberGetsIn(t, g, tr1, serveQueries(t, tr1, wire.Message{}))
+}
+
+// memberGetsIn checks that member 2 reaches tr1 (member 1), whose inbound
+// slots were all taken, by evicting one of the connections.
+func memberGetsIn(t *testing.T, g transport.Group, tr1 *Transport, received <-chan wire.Message) {
+	t.Helper()
 	tr2 := wireListen(t, g, 2, nil)
-	if err := tr2.Send(Message{Type: Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
+	if err := tr2.Send(wire.Message{Type: wire.Heartbeat, To: 1, Leader: 2, LeaderEpoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case m := <-tr1.Recv():
+	case m := <-received:
 		if m.From != 2 {
 			t.Fatalf("got %v", m)
 		}
@@ -318,7 +359,7 @@ func TestTCPObserversCannotLockOut(t *testing.T) {
 		t.Fatalf("the member's frame never arrived: %+v", tr1.Stats())
 	}
 	if st := tr1.Stats(); st.Rejected == 0 {
-		t.Fatalf("no observer was evicted: %+v", st)
+		t.Fatalf("no connection was evicted for the member: %+v", st)
 	}
 }
 
@@ -337,8 +378,8 @@ func (c scriptConn) Write(b []byte) (int, error) { return len(b), nil }
 // the group key (the acceptor's nonce is random, so no fixed input can).
 func FuzzAcceptHandshake(f *testing.F) {
 	gk := testGroupKey(f, "jobs")
-	hello := encodeHandshake(header{kind: kindHello, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen))
-	proof := encodeHandshake(header{kind: kindProof, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen))
+	hello := wire.EncodeHandshake(wire.Header{Kind: wire.KindHello, Group: gk.tag, From: 2, To: 1}, make([]byte, wire.NonceLen))
+	proof := wire.EncodeHandshake(wire.Header{Kind: wire.KindProof, Group: gk.tag, From: 2, To: 1}, make([]byte, wire.NonceLen))
 	f.Add(append(append([]byte(nil), hello...), proof...))
 	f.Add(hello)
 	f.Add([]byte{0, 0, 0, 60, 3, 0x81})
@@ -366,17 +407,17 @@ func TestTCPNothingBeforeAuth(t *testing.T) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		c.Write(encodeHandshake(header{kind: kindHello, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen)))
-		b, err := readFrame(c, make([]byte, MaxFrameLen))
+		c.Write(wire.EncodeHandshake(wire.Header{Kind: wire.KindHello, Group: gk.tag, From: 2, To: 1}, make([]byte, wire.NonceLen)))
+		b, err := wire.ReadFrame(c, make([]byte, wire.MaxFrameLen))
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, na, err := decodeHandshake(b, gk.tag, kindChallenge)
-		if err != nil || h.from != 1 || h.to != 2 {
+		h, na, err := wire.DecodeHandshake(b, gk.tag, wire.KindChallenge)
+		if err != nil || h.From != 1 || h.To != 2 {
 			t.Fatalf("challenge %+v: %v", h, err)
 		}
 		nonces = append(nonces, bytes.Clone(na))
-		c.Write(encodeHandshake(header{kind: kindProof, group: gk.tag, from: 2, to: 1}, make([]byte, nonceLen)))
+		c.Write(wire.EncodeHandshake(wire.Header{Kind: wire.KindProof, Group: gk.tag, From: 2, To: 1}, make([]byte, wire.NonceLen)))
 		rest, _ := io.ReadAll(c)
 		if len(rest) != 0 {
 			t.Fatalf("after a bad proof the stranger received %d more bytes", len(rest))

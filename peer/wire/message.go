@@ -1,4 +1,4 @@
-package peer
+package wire
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ const (
 	// knows a higher epoch (Epoch).
 	Reject
 	// StatusQuery asks a member who it believes the coordinator is (an
-	// observer's question, see [Observer]). Ref carries the asker's nonce.
+	// observer's question, see peer.Observer). Ref carries the asker's nonce.
 	// From is the connection's authenticated sender: 0 ([ObserverID]) or
 	// a member; it is answered, never counted as a sign of life.
 	StatusQuery
@@ -59,7 +59,7 @@ const (
 	maxType = Yield
 )
 
-// ObserverID is the sender ID an [Observer] uses in its status queries. It
+// ObserverID is the sender ID an observer (peer.Observer) uses in its status queries. It
 // is never a member (member IDs start at 1).
 const ObserverID = 0
 

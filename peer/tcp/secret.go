@@ -1,9 +1,7 @@
-package peer
+package tcp
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +9,8 @@ import (
 	"math"
 	"os"
 	"syscall"
+
+	"github.com/tenurehq/tenure"
 )
 
 // MinSecretLen is the shortest shared secret accepted, in bytes (after
@@ -19,9 +19,6 @@ const MinSecretLen = 32
 
 // MaxSecretLen bounds the secret file read.
 const MaxSecretLen = 4096
-
-// MACLen is the length of an HMAC-SHA256 tag.
-const MACLen = sha256.Size
 
 // Secret is the group's shared key. It prints as "xxxxx" in every format and
 // log, so a Config can be logged without leaking it; the bytes are only
@@ -160,7 +157,7 @@ func (s Secret) Bytes() []byte { return s.b }
 func (s Secret) String() string { return "xxxxx" }
 
 // GoString returns a redacted form for %#v.
-func (s Secret) GoString() string { return "peer.Secret{xxxxx}" }
+func (s Secret) GoString() string { return "tcp.Secret{xxxxx}" }
 
 // Format prints "xxxxx" for every verb.
 func (s Secret) Format(f fmt.State, _ rune) { fmt.Fprint(f, "xxxxx") }
@@ -168,18 +165,7 @@ func (s Secret) Format(f fmt.State, _ rune) { fmt.Fprint(f, "xxxxx") }
 // LogValue keeps the secret out of slog output.
 func (s Secret) LogValue() slog.Value { return slog.StringValue("xxxxx") }
 
-// Sign returns the HMAC-SHA256 of data under s.
-func (s Secret) Sign(data []byte) []byte {
-	m := hmac.New(sha256.New, s.b)
-	m.Write(data)
-	return m.Sum(nil)
-}
-
-// Verify reports, in constant time, whether mac is the HMAC-SHA256 of data
-// under s. A zero secret verifies nothing.
-func (s Secret) Verify(data, mac []byte) bool {
-	if s.IsZero() || len(mac) != MACLen {
-		return false
-	}
-	return hmac.Equal(s.Sign(data), mac)
+// invalidf returns an error wrapping tenure.ErrInvalid.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: peer: "+format, append([]any{tenure.ErrInvalid}, args...)...)
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/internal/testserver/etcdtest"
+)
+
+// benchStores are the stores BenchmarkStoreHandoff measures: each returns
+// the URL of a fresh key space on a test server it starts (skipping the
+// benchmark if the server is not installed).
+var benchStores = []struct {
+	name string
+	url  func(b *testing.B) string
+}{
+	{"local", func(b *testing.B) string { return "file://" + b.TempDir() }},
+	{"redis", func(b *testing.B) string { return testserver.Redis(b, false).URL(0) }},
+	{"etcd", func(b *testing.B) string { return "etcd://" + etcdtest.Start(b).Endpoint + "/bench" }},
+	{"zookeeper", func(b *testing.B) string { return "zk://" + testserver.ZooKeeper(b).Addr + "/bench" }},
+	{"postgres", func(b *testing.B) string { return testserver.Postgres(b).URL() }},
+}
+
+// BenchmarkStoreHandoff measures, for the local store and each server
+// store, the handoff a rolling deploy causes: SIGTERM of the leading `tenure
+// run` (three candidates, --ttl 10s, the lean worker as CMD) → the next
+// leader's CMD starts. Beside it, on the same server, the library-level
+// handoff: the leading elector's Run cancelled → the next elector's task
+// starts (three electors in this process, as many as candidates). It prints the median and p99 of
+// each and their difference, which is what tenure run adds, and fails if
+// two CMDs ever ran at once. TENURE_BENCH_TRIALS sets the trials per store
+// (default 20); TENURE_BENCH_TENURE names another tenure binary to run as
+// the candidates, to compare two builds back to back:
+//
+//	go test -bench StoreHandoff -run '^$' ./cmd/tenure/
+func BenchmarkStoreHandoff(b *testing.B) {
+	trials := 20
+	if v, err := strconv.Atoi(os.Getenv("TENURE_BENCH_TRIALS")); err == nil && v > 0 {
+		trials = v
+	}
+	if bin := os.Getenv("TENURE_BENCH_TENURE"); bin != "" {
+		old := tenureBin
+		tenureBin = bin
+		b.Cleanup(func() { tenureBin = old })
+	}
+	fmt.Printf("\n  %-10s %-28s %-28s %s\n", "store", "library p50 / p99", "tenure run SIGTERM p50 / p99", "run − library (p50)")
+	for _, st := range benchStores {
+		b.Run(st.name, func(b *testing.B) {
+			url := st.url(b)
+			lib := libraryHandoff(b, url, trials)
+			cli := measureKill(b, trials, syscall.SIGTERM, st.name+" sigterm", url)
+			l50, c50 := pct(lib, 50), pct(cli, 50)
+			fmt.Printf("  %-10s %-28s %-28s %s\n", st.name,
+				ms(l50)+" / "+ms(pct(lib, 99)), ms(c50)+" / "+ms(pct(cli, 99))+fmt.Sprintf(" (%s–%s)", ms(slices.Min(cli)), ms(slices.Max(cli))), ms(c50-l50))
+			b.ReportMetric(float64(l50)/1e6, "library-p50-ms")
+			b.ReportMetric(float64(c50)/1e6, "sigterm-p50-ms")
+			b.ReportMetric(float64(pct(cli, 99))/1e6, "sigterm-p99-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// libraryHandoff measures trials handoffs among three electors on the
+// store at url: from cancelling the leader's Run (which releases the
+// lease) until the other elector's task starts.
+func libraryHandoff(b *testing.B, url string, trials int) []time.Duration {
+	ctx := context.Background()
+	started := make(chan int, 3)
+	type member struct {
+		el     *tenure.Elector
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	var m [3]member
+	run := func(i int) {
+		rctx, cancel := context.WithCancel(ctx)
+		m[i].cancel, m[i].done = cancel, make(chan struct{})
+		go func() {
+			defer close(m[i].done)
+			_ = m[i].el.Run(rctx, func(ctx context.Context) error {
+				started <- i
+				<-ctx.Done()
+				return nil
+			})
+		}()
+	}
+	for i := range m {
+		store, err := tenure.Open(ctx, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { store.Close() })
+		m[i].el, err = tenure.New(tenure.Config{Store: store, Key: "bench-lib", Identity: fmt.Sprint("lib-", i),
+			TTL: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(i)
+	}
+	b.Cleanup(func() {
+		for i := range m {
+			m[i].cancel()
+			<-m[i].done
+		}
+	})
+	leader := <-started
+	var out []time.Duration
+	for len(out) < trials {
+		time.Sleep(100 * time.Millisecond) // pace: the others are watching
+		t0 := time.Now()
+		m[leader].cancel()
+		next := <-started
+		out = append(out, time.Since(t0))
+		<-m[leader].done
+		run(leader)
+		leader = next
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// holdKey starts a `tenure run` that leads key on store with a long
+// sleep as its command, and returns once it leads (it prints "leading").
+func holdKey(t *testing.T, store, key string, extra ...string) *exec.Cmd {
+	t.Helper()
+	args := append([]string{"run", "--store", store, "--key", key, "--id", "holder", "--quiet"}, extra...)
+	args = append(args, "--", "sh", "-c", "echo leading; exec sleep 60")
+	cmd := exec.Command(tenureBin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "leading\n" {
+		t.Fatalf("the holder did not start leading: %q, %v", line, err)
+	}
+	return cmd
+}
+
+// TestRunTryAndWaitGiveUpOnAHeldKey: with the key held, --try exits 75 at
+// once and --wait exits 75 after its duration; neither runs CMD.
+func TestRunTryAndWaitGiveUpOnAHeldKey(t *testing.T) {
+	store := "file://" + t.TempDir()
+	holdKey(t, store, "cron")
+	for _, flag := range [][]string{{"--try"}, {"--wait", "700ms"}} {
+		began := time.Now()
+		r := runTenure(t, append(append([]string{"run", "--store", store, "--key", "cron"}, flag...), "--", "echo", "ran")...)
+		took := time.Since(began)
+		if r.code != exitHeld || strings.Contains(r.stdout, "ran") {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %s; want %d and CMD not run", flag, r.code, r.stdout, r.stderr, exitHeld)
+		}
+		if flag[0] == "--wait" && took < 700*time.Millisecond {
+			t.Fatalf("--wait 700ms gave up after %s", took)
+		}
+	}
+	// A free key: --try runs CMD and passes its exit code through.
+	r := runTenure(t, "run", "--store", store, "--key", "free", "--try", "--", "sh", "-c", "echo ran; exit 7")
+	if r.code != 7 || strings.TrimSpace(r.stdout) != "ran" {
+		t.Fatalf("--try on a free key: exit %d, stdout %q; want 7 and \"ran\"", r.code, r.stdout)
+	}
+}
+
+func TestRunTryWaitBadCombinations(t *testing.T) {
+	for _, args := range [][]string{
+		{"--try", "--restart"}, {"--wait", "1s", "--restart"}, {"--try", "--wait", "1s"}, {"--wait", "-1s"},
+		{"--log-format", "xml"},
+	} {
+		r := runTenure(t, append(append([]string{"run", "--key", "k"}, args...), "--", "true")...)
+		if r.code != exitUsage || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want %d and one line", args, r.code, r.stderr, exitUsage)
+		}
+	}
+}
+
+// TestKeyAndIDFromEnvironment: $TENURE_KEY and $TENURE_ID stand in for
+// --key and --id, and CMD sees them.
+func TestKeyAndIDFromEnvironment(t *testing.T) {
+	cmd := exec.Command(tenureBin, "run", "--store", "file://"+t.TempDir(), "--", "sh", "-c", `echo "$TENURE_KEY $TENURE_ID"`)
+	cmd.Env = append(os.Environ(), "TENURE_KEY=envkey", "TENURE_ID=envid")
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != "envkey envid" {
+		t.Fatalf("output %q, %v; want \"envkey envid\"", out, err)
+	}
+}
+
+// TestLogFormatJSON: every log line of --log-format json is one JSON object
+// with the key, the identity and, once elected, the term.
+func TestLogFormatJSON(t *testing.T) {
+	r := runTenure(t, "run", "--store", "file://"+t.TempDir(), "--key", "logs", "--id", "me", "--log-format", "json", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	sawTerm := false
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		if m["key"] != "logs" || m["id"] != "me" {
+			t.Fatalf("log line %q lacks key=logs id=me", line)
+		}
+		sawTerm = sawTerm || m["term"] != nil
+	}
+	if !sawTerm {
+		t.Fatalf("no log line carries the term:\n%s", r.stderr)
+	}
+}
+
+// TestHTTPView: the leader's and an observer's --http answer who leads,
+// readiness, and Prometheus metrics, as a client would ask them.
+func TestHTTPView(t *testing.T) {
+	store := "file://" + t.TempDir()
+	leaderAddr, watchAddr := freeAddr(t), freeAddr(t)
+	holdKey(t, store, "web", "--http", leaderAddr)
+	var wout bytes.Buffer
+	var werr bytes.Buffer
+	w, done := startTenure(t, &wout, &werr, "watch", "--store", store, "--key", "web", "--http", watchAddr)
+	t.Cleanup(func() { _ = w.Process.Signal(syscall.SIGTERM); <-done })
+
+	var view struct {
+		Name   string `json:"name"`
+		Term   uint64 `json:"term"`
+		IsSelf bool   `json:"is_self"`
+	}
+	getJSON(t, "http://"+leaderAddr+"/", &view)
+	if view.Name != "holder" || view.Term == 0 || !view.IsSelf {
+		t.Fatalf("the leader's view: %+v, want name holder, a term, is_self", view)
+	}
+	waitFor(t, func() bool { getJSON(t, "http://"+watchAddr+"/", &view); return view.Name == "holder" })
+	if view.IsSelf {
+		t.Fatal("the observer's view says is_self")
+	}
+	for _, c := range []struct {
+		url  string
+		want int
+	}{
+		{"http://" + leaderAddr + "/readyz", 200},
+		{"http://" + watchAddr + "/readyz", 503},
+		{"http://" + watchAddr + "/readyz?standbyok", 200},
+		{"http://" + leaderAddr + "/healthz", 200},
+	} {
+		if code, _ := get(t, c.url); code != c.want {
+			t.Errorf("GET %s: %d, want %d", c.url, code, c.want)
+		}
+	}
+	_, metrics := get(t, "http://"+leaderAddr+"/metrics")
+	if !strings.Contains(metrics, `leader_election_master_status{name="web"} 1`) {
+		t.Errorf("the leader's /metrics lacks leader_election_master_status 1:\n%.2000s", metrics)
+	}
+	_, metrics = get(t, "http://"+watchAddr+"/metrics")
+	if !strings.Contains(metrics, `leader_election_master_status{name="web"} 0`) || !strings.Contains(metrics, `tenure_term{key="web"}`) {
+		t.Errorf("the observer's /metrics lacks its gauges:\n%.2000s", metrics)
+	}
+}
+
+// TestHTTPAddressInUse: a --http address that cannot be bound fails the
+// command before it campaigns, in one line.
+func TestHTTPAddressInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := runTenure(t, "run", "--store", "file://"+t.TempDir(), "--key", "k", "--http", ln.Addr().String(), "--", "echo", "ran")
+	if r.code != exitRuntime || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "--http") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1, CMD not run, an error naming --http", r.code, r.stdout, r.stderr)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	var resp *http.Response
+	var err error
+	waitFor(t, func() bool { resp, err = http.Get(url); return err == nil })
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	code, body := get(t, url)
+	if code != 200 || json.Unmarshal([]byte(body), v) != nil {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+}
+
+// waitFor polls cond for up to 10 s: an outside process answers when it
+// is ready, and there is no event to wait on.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(fmt.Errorf("condition not met within 10s"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/httpview"
+	"github.com/tenurehq/tenure/promtenure"
+)
+
+// httpFlagUsage is the usage of --http, shared by run and watch.
+const httpFlagUsage = "serve the leadership view on `ADDR` (such as :8080): GET / (JSON, or a live page in a browser), /healthz, /readyz, /events, /metrics"
+
+// viewServer is --http: the key's leadership view (package httpview), with
+// Prometheus metrics (package promtenure) at /metrics, on one listener.
+type viewServer struct {
+	view    *httpview.Handler
+	metrics *promtenure.Collector
+	store   tenure.Reader
+	ln      net.Listener
+	srv     *http.Server
+}
+
+// listenView listens on addr, so that an address in use fails the command
+// before it campaigns, and prepares the view of key in store. Call serve
+// to start answering.
+func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*viewServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http %s: %w", addr, err)
+	}
+	metrics := promtenure.New(key)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	view, err := httpview.New(httpview.Options{
+		Key: key, Store: store, Logger: logger,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &viewServer{view: view, metrics: metrics, store: store, ln: ln,
+		srv: &http.Server{Handler: view, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+// onEvent feeds an elector's events to the view and the metrics, then to
+// next.
+func (v *viewServer) onEvent(next func(tenure.Event)) func(tenure.Event) {
+	return v.view.OnEvent(v.metrics.OnEvent(next))
+}
+
+// serve answers requests and follows the key until ctx is done; then it
+// shuts the server down. It returns at once.
+func (v *viewServer) serve(ctx context.Context, logger *slog.Logger) {
+	go func() { _ = v.view.Run(ctx) }()
+	go func() { _ = v.metrics.Run(ctx, v.store) }()
+	go func() {
+		if err := v.srv.Serve(v.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("tenure: the --http server stopped", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = v.srv.Shutdown(sctx)
+	}()
+}

@@ -1,0 +1,68 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tenurehq/tenure/peer/wire"
+)
+
+// ErrUnreachable is wrapped by a [Transport.Send] error that knows the
+// receiver cannot be reached now (connection refused, member down).
+var ErrUnreachable = errors.New("peer: member unreachable")
+
+// Delivery is one message a transport received, authenticated and
+// addressed to its member. Reply is nil except for a [wire.StatusQuery]: then
+// it is a channel with room for one [wire.Message], the receiver's answer,
+// which the transport sends back on the connection the query came in on
+// (From, To and Incarnation are the transport's to set). A receiver never
+// blocks on Reply and may leave it unanswered; the transport then drops
+// the query after its write timeout.
+type Delivery struct {
+	wire.Message
+	Reply chan<- wire.Message
+}
+
+// Transport carries messages between members, in both directions through
+// this one interface: a member's node (package peer) sends with Send and takes everything it
+// receives, election messages and status queries alike, from Recv, so it
+// never installs a callback in its transport and any transport (TCP,
+// memnet) runs the same algorithms. Delivery is best effort: a message may
+// be lost, delayed or (on memnet) duplicated and reordered; the algorithms
+// and the epoch rule tolerate that.
+//
+// Implementations are safe for concurrent use.
+type Transport interface {
+	// Send queues m for member m.To and returns without blocking. A nil
+	// error means queued, not delivered; an error wrapping [ErrUnreachable]
+	// means the receiver is known to be unreachable now. The caller sets
+	// every field but Incarnation and Seq, which the transport assigns.
+	Send(m wire.Message) error
+	// Recv returns the channel of received, authenticated messages
+	// addressed to this member. It is closed by Close.
+	Recv() <-chan Delivery
+	// Close stops the transport: queued messages may be lost.
+	Close() error
+}
+
+// Report is a member's answer to a status query: the coordinator it follows
+// (Leader 0: none) and that coordinator's epoch, the highest epoch it
+// knows, and its record's TTL and Remaining (see peer.Node.Get).
+type Report struct {
+	Leader, LeaderEpoch, Epoch uint64
+	TTL, Remaining             time.Duration
+}
+
+// Asker is how an observer (peer.Observer) reaches members: it asks one
+// member for its view of the coordinator. tcp.NewAsker asks the TCP
+// transport's members; modes with a transport of their own (raft) bring
+// their own. Implementations are safe for concurrent use.
+type Asker interface {
+	// Ask returns member id's [Report]. It blocks until the member
+	// answered, the attempt failed, or ctx is done; an answer is always
+	// authenticated as coming from a holder of the group's secret.
+	Ask(ctx context.Context, id uint64) (Report, error)
+	// Close ends the asker's connections; Ask then fails.
+	Close() error
+}

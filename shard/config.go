@@ -1,0 +1,162 @@
+package shard
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Config configures a [Sharder]. Zero fields take the defaults that
+// [Config.WithDefaults] states; [Config.Validate] checks the result.
+type Config struct {
+	// Store holds every lease of the group: one per member (its liveness)
+	// and one per key. Required.
+	Store tenure.Store
+	// Group names the group. Leases live under Group/members/<member> and
+	// Group/keys/<key>. Required.
+	Group string
+	// Identity names this member; it must be one of Members. Required.
+	Identity string
+	// Members is every member that may ever take part, live or not, like
+	// the ordinals of a StatefulSet. Every member must be given the same
+	// list: it is what lets a member enumerate the others' liveness keys
+	// without a List operation on the store. Required.
+	Members []string
+	// Keys are the keys the group spreads over its live members; every
+	// member must be given the same keys. [Numbered] makes K of them.
+	// Required.
+	Keys []string
+
+	// TTL is the lease duration of the liveness and key leases
+	// ([tenure.Config.TTL]). Default [tenure.DefaultTTL].
+	TTL time.Duration
+	// Takeover is how long a key must stay unled, with the live set
+	// unchanged, before the member ranked r-th for it (r ≥ 1, see [Rank])
+	// campaigns for it anyway, after r × Takeover. Default 2 × TTL.
+	Takeover time.Duration
+	// Reclaim is how long a member that took a key it does not own (by the
+	// rule of Takeover) keeps it at most before giving it back to its owner;
+	// it also gives it back as soon as the live set changes. Default
+	// 10 × TTL.
+	Reclaim time.Duration
+
+	// Clock defaults to [tenure.SystemClock]; Logger to [slog.Default].
+	Clock  tenure.Clock
+	Logger *slog.Logger
+	// OnEvent, if set, receives the events of every elector of this
+	// member: its liveness elector (Event.Key Group/members/<Identity>)
+	// and each key's (Event.Key Group/keys/<key>). It is called from many
+	// goroutines at once, so it must be safe for concurrent use, and must
+	// not block.
+	OnEvent func(tenure.Event)
+}
+
+// Numbered returns the k keys "0", "1", ... "k-1".
+func Numbered(k int) []string {
+	keys := make([]string, k)
+	for i := range keys {
+		keys[i] = strconv.Itoa(i)
+	}
+	return keys
+}
+
+// WithDefaults returns c with its zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.TTL == 0 {
+		c.TTL = tenure.DefaultTTL
+	}
+	if c.Takeover == 0 {
+		c.Takeover = 2 * c.TTL
+	}
+	if c.Reclaim == 0 {
+		c.Reclaim = 10 * c.TTL
+	}
+	if c.Clock == nil {
+		c.Clock = tenure.SystemClock
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first problem with c, naming the field and its
+// value, as an error wrapping [tenure.ErrInvalid].
+func (c Config) Validate() error {
+	switch {
+	case c.Store == nil:
+		return invalidf("Config.Store is nil")
+	case c.Group == "":
+		return invalidf("Config.Group is empty")
+	case len(c.Members) == 0:
+		return invalidf("Config.Members is empty")
+	case !slices.Contains(c.Members, c.Identity):
+		return invalidf("Config.Identity (%q) is not one of Config.Members", c.Identity)
+	case len(c.Keys) == 0:
+		return invalidf("Config.Keys is empty")
+	case c.Takeover <= 0:
+		return invalidf("Config.Takeover (%s) must be positive", c.Takeover)
+	case c.Reclaim <= 0:
+		return invalidf("Config.Reclaim (%s) must be positive", c.Reclaim)
+	}
+	if d := firstDup(c.Members); d != "" {
+		return invalidf("Config.Members lists %q twice", d)
+	}
+	if d := firstDup(c.Keys); d != "" {
+		return invalidf("Config.Keys lists %q twice", d)
+	}
+	for _, m := range c.Members {
+		if err := tenure.CheckAcquire(memberKey(c.Group, m), m, time.Second); err != nil {
+			return fmt.Errorf("Config.Members: member %q: %w", m, err)
+		}
+	}
+	for _, k := range c.Keys {
+		if err := tenure.CheckKey(leaseKey(c.Group, k)); err != nil {
+			return fmt.Errorf("Config.Keys: key %q: %w", k, err)
+		}
+	}
+	// The electors' own rules, for the TTL.
+	if err := c.electorConfig(memberKey(c.Group, c.Identity)).Validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// electorConfig is the configuration of this member's elector for one
+// lease key, defaults filled in.
+func (c Config) electorConfig(key string) tenure.Config {
+	return tenure.Config{
+		Store:    c.Store,
+		Key:      key,
+		Identity: c.Identity,
+		TTL:      c.TTL,
+		Clock:    c.Clock,
+		Logger:   c.Logger,
+		OnEvent:  c.OnEvent,
+	}.WithDefaults()
+}
+
+// memberKey is the lease key of member's liveness.
+func memberKey(group, member string) string { return group + "/members/" + member }
+
+// leaseKey is the lease key of one of the group's keys.
+func leaseKey(group, key string) string { return group + "/keys/" + key }
+
+func firstDup(s []string) string {
+	seen := make(map[string]bool, len(s))
+	for _, x := range s {
+		if seen[x] {
+			return x
+		}
+		seen[x] = true
+	}
+	return ""
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: shard: "+format, append([]any{tenure.ErrInvalid}, args...)...)
+}
