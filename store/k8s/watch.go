@@ -101,15 +101,12 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 			}
 		}
 	}()
-	firstDone := false
-	get := func(ctx context.Context) (tenure.Record, error) {
-		if !firstDone { // the record the watch starts from
-			firstDone = true
-			return first, nil
-		}
-		return s.Get(ctx, key)
-	}
-	return tenure.Follow{Get: get, Records: records}.Start(wctx), nil
+	return tenure.Follow{
+		Get:     func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, key) },
+		Initial: &first,      // the record the watch starts from
+		Done:    s.bg.Done(), // Close ends the watch
+		Records: records,
+	}.Start(wctx), nil
 }
 
 // eventRecord decodes a watch event into the key's record. It reports
