@@ -131,6 +131,25 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	t.Run("ClientGoReadsTheRecord", func(t *testing.T) { clientGoReadsTheRecord(t, e) })
 	t.Run("TermsSurviveClientGoGrants", func(t *testing.T) { termsSurviveClientGoGrants(t, e) })
 	t.Run("RBACRoleOfTheREADME", func(t *testing.T) { rbacRole(t, e) })
+	// Last: it stops the API server for a while.
+	t.Run("Outage", func(t *testing.T) { outage(t, e) })
+}
+
+// outage: with the API server stopped, calls fail and watches close; once
+// it is back, the grant made before is still the holder's (etcd kept it).
+func outage(t *testing.T, e *env) {
+	st := e.openOn("outage.")(t)
+	l := storetest.Outage(t, st, "job", e.srv.Stop)
+	if err := e.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	if err := st.Renew(ctx, l); err != nil {
+		t.Fatalf("Renew once the API server is back: %v", err)
+	}
+	if r, err := st.Get(ctx, "job"); err != nil || r.Holder != "alpha" || r.Term != l.Term {
+		t.Fatalf("Get once the API server is back = %+v, %v", r, err)
+	}
 }
 
 // clientGoReadsTheRecord: a grant, a renewal and a release, read back

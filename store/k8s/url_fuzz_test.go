@@ -112,3 +112,15 @@ func TestLeaseNames(t *testing.T) {
 		}
 	}
 }
+
+// A store on an API server that is down fails with errors that say where
+// and never quote the bearer token.
+func TestUnreachable(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	st, err := Open(context.Background(), "k8s://jobs?kubeconfig="+url.QueryEscape(writeKubeconfig(t, "tok-unreachable-secret")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	storetest.Unreachable(t, st, "127.0.0.1:1", "tok-unreachable-secret")
+}

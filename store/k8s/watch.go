@@ -46,9 +46,10 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	list, err := s.leases.List(setup, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
+		err = s.fail(setup, "watch (list)", key, err) // before cancel, which would read as the cause
 		stop()
 		cancel()
-		return nil, s.fail(setup, "watch (list)", key, err)
+		return nil, err
 	}
 	first := tenure.Record{Key: key}
 	now := time.Now()
@@ -68,9 +69,10 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		err = context.DeadlineExceeded
 	}
 	if err != nil {
+		err = s.fail(wctx, "watch", key, err)
 		stop()
 		cancel()
-		return nil, s.fail(wctx, "watch", key, err)
+		return nil, err
 	}
 	records := make(chan tenure.Record)
 	go func() {
