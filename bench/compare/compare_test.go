@@ -90,10 +90,32 @@ func TestCompare(t *testing.T) {
 		Trials:  p.trials,
 		Idle:    p.idle,
 	}
-	pairs := []struct {
-		name, other string
-		run         func(t *testing.T) ([2]side, string)
-	}{
+	all := comparePairs(ctx, p)
+	measured := 0 // pairs that ran to the end (not failed, not skipped)
+	for _, pr := range all {
+		t.Run(pr.name, func(t *testing.T) {
+			sides, setup := pr.run(t)
+			res := runPair(t, ctx, p, pr.name, sides)
+			rep.Setup = append(rep.Setup, setup)
+			rep.Rows = append(rep.Rows, rows(pr.name, pr.other, res)...)
+			measured++
+		})
+	}
+	rep.Checks = checks(rep.Rows, p.ttl)
+	rep.Notes = notes(p)
+	writeReport(t, rep, measured == len(all))
+}
+
+// pair is one side-by-side comparison: tenure and another library on one
+// server that run starts.
+type pair struct {
+	name, other string
+	run         func(t *testing.T) ([2]side, string)
+}
+
+// comparePairs lists the pairs TestCompare runs, in order.
+func comparePairs(ctx context.Context, p params) []pair {
+	return []pair{
 		{"etcd", "etcd concurrency.Election", func(t *testing.T) ([2]side, string) {
 			srv := startEtcd(t)
 			return [2]side{
@@ -126,19 +148,11 @@ func TestCompare(t *testing.T) {
 		}},
 		{"kubernetes", "client-go leaderelection", func(t *testing.T) ([2]side, string) { return kubePair(t, p) }},
 	}
-	measured := 0 // pairs that ran to the end (not failed, not skipped)
-	for _, pr := range pairs {
-		t.Run(pr.name, func(t *testing.T) {
-			sides, setup := pr.run(t)
-			res := runPair(t, ctx, p, pr.name, sides)
-			rep.Setup = append(rep.Setup, setup)
-			rep.Rows = append(rep.Rows, rows(pr.name, pr.other, res)...)
-			measured++
-		})
-	}
-	all := measured == len(pairs)
-	rep.Checks = checks(rep.Rows, p.ttl)
-	rep.Notes = notes(p)
+}
+
+// writeReport prints the table and writes it to $TENURE_COMPARE_OUT, or
+// to results.md after a full run in which every pair was measured.
+func writeReport(t *testing.T, rep Report, all bool) {
 	md := rep.Markdown()
 	fmt.Println(md)
 	out := os.Getenv(envOut)
