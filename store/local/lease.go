@@ -209,17 +209,19 @@ func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
 		return "", err
 	}
 	next.Token, err = newToken()
-	// .terms first, and only .terms fsynced: it alone carries the term
-	// high-water mark across a power loss (the next term is one above the
-	// highest of both, so a record that lost its last write cannot lower
-	// it), and each fsync costs every handoff milliseconds. A crash
-	// between the two writes leaves the high-water mark above the record,
-	// never below.
-	if err == nil {
-		err = writeState(s.t, kf.term, next, true)
-	}
+	// The record first, then .terms, and only .terms fsynced: .terms
+	// alone carries the term high-water mark across a power loss (the next
+	// term is one above the highest of both, so a record that lost its
+	// last write cannot lower it), and each fsync costs every handoff
+	// milliseconds. In this order a reader never sees the new term without
+	// its holder (the first grant of a key has no record before it), and
+	// a crash between the two writes loses at most a term that was never
+	// handed out: Acquire returns only after .terms is on disk.
 	if err == nil {
 		err = writeState(s.d, kf.state, next, false)
+	}
+	if err == nil {
+		err = writeState(s.t, kf.term, next, true)
 	}
 	if err == nil {
 		s.seeState(next.Key, next)
