@@ -136,6 +136,15 @@ func (s *Store) usable(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// checkCall checks key with [tenure.CheckKey], then runs usable: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.usable(ctx)
+}
+
 // fail wraps a request error with the operation, the key and the
 // endpoints. After Close it is ErrClosed; when ctx is done the error
 // matches ctx's error whatever the client returned.

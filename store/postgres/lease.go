@@ -280,10 +280,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 
 // Get implements [tenure.Store]. Remaining is computed by the server.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	r, err := s.get(ctx, key)

@@ -153,6 +153,15 @@ func (s *Store) begin(ctx context.Context) error {
 	return s.migrate(ctx)
 }
 
+// checkCall checks key with [tenure.CheckKey], then runs begin: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.begin(ctx)
+}
+
 // fail turns an error from pgx into the store's error: ErrClosed if the
 // store was closed meanwhile, the context's error if it is done, and in
 // every case a message that names the operation and not the password.

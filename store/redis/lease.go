@@ -229,10 +229,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 
 // Get implements [tenure.Store]. Remaining is the server's PTTL.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	var res []any

@@ -174,6 +174,15 @@ func (s *Store) begin(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// checkCall checks key with [tenure.CheckKey], then runs begin: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.begin(ctx)
+}
+
 // call runs fn, returning when it does or when ctx is done. go-redis
 // honours a context's deadline but not its cancellation in the middle of
 // a read; fn is left to finish within the client's read timeout.

@@ -31,10 +31,7 @@ const healthInterval = 15 * time.Second
 // subscription connection is lost (messages may have been missed); the
 // caller then reads with Get and watches again.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	s.enableKeyspaceEvents(ctx)

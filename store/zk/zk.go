@@ -265,6 +265,15 @@ func (s *Store) usable(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// checkCall checks key with [tenure.CheckKey], then runs usable: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.usable(ctx)
+}
+
 // fail wraps a request error with the operation, key and servers; after
 // Close it is ErrClosed, and when ctx is done it matches ctx's error.
 func (s *Store) fail(ctx context.Context, op, key string, err error) error {
