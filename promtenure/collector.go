@@ -64,50 +64,41 @@ type Collector struct {
 func New(key string) *Collector {
 	k := prometheus.Labels{"key": key}
 	c := &Collector{key: key}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, ConstLabels: k, Help: help})
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, ConstLabels: k, Help: help})
+	}
+	byReason := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, ConstLabels: k, Help: help}, []string{"reason"})
+	}
 	c.masterStatus = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "leader_election_master_status", ConstLabels: prometheus.Labels{"name": key},
 		Help: "1 while this process leads the election called name, else 0 (the name client-go uses).",
 	})
-	c.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "tenure_is_leader", ConstLabels: k,
-		Help: "1 while this process leads key, else 0.",
-	})
-	c.term = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "tenure_term", ConstLabels: k,
-		Help: "The term of the current leader of key as seen here, or of the last one when nobody leads.",
-	})
-	c.transitions = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "tenure_leadership_transitions_total", ConstLabels: k,
-		Help: "New leadership terms of key seen here, after the first one.",
-	})
-	c.attempts = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "tenure_acquire_attempts_total", ConstLabels: k,
-		Help: "Acquire requests this process sent for key.",
-	})
-	c.acquireFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tenure_acquire_failures_total", ConstLabels: k,
-		Help: "Acquire requests for key that did not grant it, by reason (held, error).",
-	}, []string{"reason"})
+	c.isLeader = gauge("tenure_is_leader",
+		"1 while this process leads key, else 0.")
+	c.term = gauge("tenure_term",
+		"The term of the current leader of key as seen here, or of the last one when nobody leads.")
+	c.transitions = counter("tenure_leadership_transitions_total",
+		"New leadership terms of key seen here, after the first one.")
+	c.attempts = counter("tenure_acquire_attempts_total",
+		"Acquire requests this process sent for key.")
+	c.acquireFailures = byReason("tenure_acquire_failures_total",
+		"Acquire requests for key that did not grant it, by reason (held, error).")
 	c.renewLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "tenure_renew_latency_seconds", ConstLabels: k, Buckets: renewBuckets,
 		Help: "Round trip of successful lease renewals of key.",
 	})
-	c.renewFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "tenure_renew_failures_total", ConstLabels: k,
-		Help: "Renewals of key that failed with a transient error and were retried.",
-	})
-	c.lost = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tenure_leadership_lost_total", ConstLabels: k,
-		Help: "Terms of this process on key that ended, by reason (lost, renew_deadline, stalled, task_returned, shutdown).",
-	}, []string{"reason"})
-	c.stalls = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "tenure_task_stalls_total", ConstLabels: k,
-		Help: "Leader tasks of key that stopped reporting progress and lost leadership.",
-	})
-	c.overruns = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "tenure_task_overruns_total", ConstLabels: k,
-		Help: "Leader tasks of key still running StopTimeout after their context was cancelled.",
-	})
+	c.renewFailures = counter("tenure_renew_failures_total",
+		"Renewals of key that failed with a transient error and were retried.")
+	c.lost = byReason("tenure_leadership_lost_total",
+		"Terms of this process on key that ended, by reason (lost, renew_deadline, stalled, task_returned, shutdown).")
+	c.stalls = counter("tenure_task_stalls_total",
+		"Leader tasks of key that stopped reporting progress and lost leadership.")
+	c.overruns = counter("tenure_task_overruns_total",
+		"Leader tasks of key still running StopTimeout after their context was cancelled.")
 	for _, r := range []string{FailureHeld, FailureError} {
 		c.acquireFailures.WithLabelValues(r)
 	}

@@ -106,22 +106,33 @@ func (s *suite) grantDeletedFromOutside(t *testing.T) {
 	superseded()
 	// Another candidate acquires before the holder renews again, as one
 	// woken by the deletion does.
-	acqSent := time.Now()
-	l2 := mustAcquire(t, b, key, "beta", s.long(5))
-	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
-	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after its grant was deleted")
-	wantLost(t, a.Release(ctxFor(t), l), "the old holder's Release after its grant was deleted")
-	if r := mustGet(t, b, key); r.Holder != "beta" || r.Term != l2.Term {
-		t.Fatalf("the old holder's calls changed the record: %+v", r)
-	}
+	l2 := s.takeOver(t, a, b, l, renewSent, "after its grant was deleted")
 	// A release afterwards is an ordinary one: the next grant waits for nothing.
-	if err := b.Release(ctxFor(t), l2); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
 	l3 := mustAcquire(t, a, key, "alpha", s.o.TTL)
 	if l3.Term <= l2.Term || l3.Wait != 0 {
 		t.Fatalf("the grant after a release = term %d wait %s, want a term above %d and no wait", l3.Term, l3.Wait, l2.Term)
 	}
+}
+
+// takeOver checks what follows the holder a losing its grant l from outside
+// (its last renewal was sent at renewSent): b acquires l's key at once,
+// told to wait out l's renew window; a's Renew and Release fail with
+// ErrLost and leave b's grant alone; b then releases its grant, which
+// takeOver returns. after ends the failure messages ("after ...").
+func (s *suite) takeOver(t *testing.T, a, b tenure.Store, l tenure.Lease, renewSent time.Time, after string) tenure.Lease {
+	t.Helper()
+	acqSent := time.Now()
+	l2 := mustAcquire(t, b, l.Key, "beta", s.long(5))
+	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
+	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew "+after)
+	wantLost(t, a.Release(ctxFor(t), l), "the holder's Release "+after)
+	if r := mustGet(t, b, l.Key); r.Holder != "beta" || r.Term != l2.Term {
+		t.Fatalf("the old holder's calls changed the record: %+v", r)
+	}
+	if err := b.Release(ctxFor(t), l2); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	return l2
 }
 
 // grantOverwrittenFromOutside: the holder's grant is rewritten in place to
@@ -162,17 +173,7 @@ func (s *suite) termCounterDeletedFromOutside(t *testing.T) {
 	renewSent := renewNow(t, a, l)
 	tm.DeleteAll(t, key)
 	superseded()
-	acqSent := time.Now()
-	l2 := mustAcquire(t, b, key, "beta", s.long(5))
-	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
-	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after the key's data was deleted")
-	wantLost(t, a.Release(ctxFor(t), l), "the holder's Release after the key's data was deleted")
-	if r := mustGet(t, b, key); r.Holder != "beta" || r.Term != l2.Term {
-		t.Fatalf("the old holder's calls changed the record: %+v", r)
-	}
-	if err := b.Release(ctxFor(t), l2); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
+	s.takeOver(t, a, b, l, renewSent, "after the key's data was deleted")
 	// Deleted again: the holder's own handle has seen l2 only if it
 	// watched; it has seen l for certain.
 	tm.DeleteAll(t, key)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
 const demoHelp = `Usage: tenure demo [flags]
@@ -177,7 +178,7 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 	}
 	s.leader, s.next = first, next
 	for i, sc := range demoScenarios {
-		if !sleepCtx(ctx, lead) {
+		if !ctxwait.Sleep(ctx, lead) {
 			return fail(stderr, ctx.Err())
 		}
 		d.say(d.paint("1;31", fmt.Sprintf("[%d/%d] %s of the leader, %s", i+1, len(demoScenarios), sc.name, s.leader.ID)))
@@ -186,12 +187,12 @@ func (d *demo) run(ctx context.Context, c *cluster, n int, ttl, lead time.Durati
 		}
 	}
 	if s.frozen != nil {
-		if !sleepCtx(ctx, lead/2) {
+		if !ctxwait.Sleep(ctx, lead/2) {
 			return fail(stderr, ctx.Err())
 		}
 		_ = s.frozen.Cmd.Process.Signal(syscall.SIGCONT)
 		d.say(fmt.Sprintf("SIGCONT %s: it finds its lease gone and rejoins as a candidate", s.frozen.ID))
-		if !sleepCtx(ctx, lead/2) {
+		if !ctxwait.Sleep(ctx, lead/2) {
 			return fail(stderr, ctx.Err())
 		}
 	}
@@ -329,18 +330,6 @@ func fmtDurOrDash(d time.Duration) string {
 		return "-"
 	}
 	return fmtDur(d)
-}
-
-// sleepCtx waits d or until ctx is done; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // isTerminal reports whether w is a terminal.

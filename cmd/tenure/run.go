@@ -208,15 +208,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	openCtx, cancelOpen := context.WithTimeout(ctx, o.ttl)
 	// The peer packages log through the CLI's logger (so --quiet silences them).
-	store, err := openStore(peer.WithLogger(openCtx, logger), o.store)
-	if err == nil {
-		// Probe the key, so an unreadable or corrupt state fails now, once,
-		// instead of making the elector retry for ever.
-		if _, err = store.Get(openCtx, o.key); err != nil {
-			store.Close()
-			err = fmt.Errorf("cannot read key %q: %w", o.key, err)
-		}
-	}
+	// The key is probed, so an unreadable or corrupt state fails now, once,
+	// instead of making the elector retry for ever.
+	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
 	cancelOpen()
 	if err == nil {
 		if err = o.storeDefaults(store); err != nil {

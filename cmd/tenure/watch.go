@@ -43,13 +43,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(peer.WithLogger(openCtx, logger), o.store)
-	if err == nil {
-		if _, err = store.Get(openCtx, o.key); err != nil {
-			store.Close()
-			err = fmt.Errorf("cannot read key %q: %w", o.key, err)
-		}
-	}
+	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
 	cancel()
 	if err != nil {
 		return fail(stderr, err)

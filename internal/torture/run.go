@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenurehq/tenure/internal/ctxwait"
 	"github.com/tenurehq/tenure/internal/history"
 )
 
@@ -112,16 +113,7 @@ func Run(ctx context.Context, d Driver, c Config) (*History, error) {
 	h := &History{Store: d.Name(), Seed: c.Seed, TTL: c.TTL}
 	kinds := d.Kinds()
 	deadline := time.Now().Add(c.Duration)
-	sleep := func(dur time.Duration) bool {
-		t := time.NewTimer(dur)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+	sleep := func(d time.Duration) bool { return ctxwait.Sleep(ctx, d) }
 	for time.Until(deadline) > c.Gap+c.FaultFor+c.TTL {
 		if !sleep(c.Gap) {
 			break

@@ -3,7 +3,6 @@ package bully_test
 import (
 	"fmt"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure/peer"
@@ -16,29 +15,25 @@ import (
 // election takes n−2 messages (Coordinator to every lower member) and no
 // Election or Answer.
 func TestMessagesBestCase(t *testing.T) {
-	for _, n := range simtest.BenchSizes {
-		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				initiator := uint64(n - 1)
-				c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
-					if cfg.ID != initiator {
-						cfg.Timeout = time.Hour // only the initiator notices the crash
-					}
-				}})
-				old, leader, st, took, err := c.Failover(time.Hour)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if old != uint64(n) || leader != initiator {
-					t.Fatalf("coordinator %d then %d; want %d then %d", old, leader, n, initiator)
-				}
-				if got := st.Total(simtest.ElectionTypes...); got != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
-					t.Fatalf("election took %d messages (%v); theory: n-2 = %d coordinator messages", got, st.Sent, n-2)
-				}
-				t.Logf("n=%d: %d messages, elected after %s", n, n-2, took)
-			})
-		})
-	}
+	simtest.EachSize(t, func(t *testing.T, n int) {
+		initiator := uint64(n - 1)
+		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
+			if cfg.ID != initiator {
+				cfg.Timeout = time.Hour // only the initiator notices the crash
+			}
+		}})
+		old, leader, st, took, err := c.Failover(time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old != uint64(n) || leader != initiator {
+			t.Fatalf("coordinator %d then %d; want %d then %d", old, leader, n, initiator)
+		}
+		if got := st.Total(simtest.ElectionTypes...); got != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
+			t.Fatalf("election took %d messages (%v); theory: n-2 = %d coordinator messages", got, st.Sent, n-2)
+		}
+		t.Logf("n=%d: %d messages, elected after %s", n, n-2, took)
+	})
 }
 
 // TestMessagesWorstCase has the lowest member notice the crash: every
@@ -47,27 +42,23 @@ func TestMessagesBestCase(t *testing.T) {
 // it is bounded, not fixed: member 1's n−2 Elections and their n−2
 // Answers at least, and fewer than n² messages.
 func TestMessagesWorstCase(t *testing.T) {
-	for _, n := range simtest.BenchSizes {
-		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
-					if cfg.ID != 1 {
-						cfg.Timeout = time.Hour
-					}
-				}})
-				_, leader, st, _, err := c.Failover(time.Hour)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := st.Total(simtest.ElectionTypes...)
-				low := uint64(n - 2)
-				if leader != uint64(n-1) || st.Sent[wire.Answer] < low || got >= uint64(n*n) {
-					t.Fatalf("leader %d after %d messages %v; want %d, at least %d answers, fewer than n²=%d messages", leader, got, st.Sent, n-1, low, n*n)
-				}
-				t.Logf("n=%d: %d messages %v", n, got, st.Sent)
-			})
-		})
-	}
+	simtest.EachSize(t, func(t *testing.T, n int) {
+		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
+			if cfg.ID != 1 {
+				cfg.Timeout = time.Hour
+			}
+		}})
+		_, leader, st, _, err := c.Failover(time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.Total(simtest.ElectionTypes...)
+		low := uint64(n - 2)
+		if leader != uint64(n-1) || st.Sent[wire.Answer] < low || got >= uint64(n*n) {
+			t.Fatalf("leader %d after %d messages %v; want %d, at least %d answers, fewer than n²=%d messages", leader, got, st.Sent, n-1, low, n*n)
+		}
+		t.Logf("n=%d: %d messages %v", n, got, st.Sent)
+	})
 }
 
 // BenchmarkElection: the theory is n−2 messages at best, O(n²) at worst;

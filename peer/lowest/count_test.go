@@ -3,7 +3,6 @@ package lowest_test
 import (
 	"fmt"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure/peer/internal/simtest"
@@ -14,21 +13,17 @@ import (
 // takes over with one Coordinator message to each live member, n−2 in all;
 // everything else is the heartbeats every member sends anyway.
 func TestMessagesAfterCrash(t *testing.T) {
-	for _, n := range simtest.BenchSizes {
-		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				c := simtest.Start(t, simtest.Options{Algorithm: "lowest", Size: n, Seed: 1})
-				old, leader, st, took, err := c.Failover(time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if old != 1 || leader != 2 || st.Total(simtest.ElectionTypes...) != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
-					t.Fatalf("coordinator %d then %d after %v; want 1 then 2 after n-2 = %d coordinator messages", old, leader, st.Sent, n-2)
-				}
-				t.Logf("n=%d: %d messages, elected after %s", n, n-2, took)
-			})
-		})
-	}
+	simtest.EachSize(t, func(t *testing.T, n int) {
+		c := simtest.Start(t, simtest.Options{Algorithm: "lowest", Size: n, Seed: 1})
+		old, leader, st, took, err := c.Failover(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old != 1 || leader != 2 || st.Total(simtest.ElectionTypes...) != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
+			t.Fatalf("coordinator %d then %d after %v; want 1 then 2 after n-2 = %d coordinator messages", old, leader, st.Sent, n-2)
+		}
+		t.Logf("n=%d: %d messages, elected after %s", n, n-2, took)
+	})
 }
 
 // BenchmarkElection: theory n−2 Coordinator messages per election, plus

@@ -21,6 +21,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
+
+	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
 // serverName is the name every node's certificate carries and every dialer
@@ -295,13 +297,7 @@ func (l *tlsLayer) handshake(raw net.Conn) {
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	go func() {
-		select {
-		case <-l.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctxwait.CancelOnClose(ctx, l.done, cancel)
 	raw.SetDeadline(time.Now().Add(handshakeTimeout))
 	err := preauthAccept(raw, l.psk)
 	var c *tls.Conn

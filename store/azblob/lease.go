@@ -239,10 +239,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 // live grant's Remaining is its TTL (Azure does not report a lease's time
 // left). A key whose blob or container does not exist was never granted.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.check(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	st, err := s.props(ctx, blobName(s.prefix, key))

@@ -200,6 +200,15 @@ func (s *Store) check(ctx context.Context) error {
 	return nil
 }
 
+// checkCall checks key with [tenure.CheckKey], then runs check: what a call
+// on one key checks before it talks to the service.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.check(ctx)
+}
+
 // checkTTL enforces Azure's lease durations.
 func checkTTL(ttl time.Duration) error {
 	if ttl < MinTTL || ttl > MaxTTL || ttl%time.Second != 0 {

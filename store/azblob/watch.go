@@ -30,10 +30,7 @@ const pollTimeout = 5 * time.Second
 // fails or takes more than 5 s (the caller re-reads and watches again).
 // Watch does not block.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := s.check(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

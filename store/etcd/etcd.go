@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // DefaultPrefix is the etcd key prefix of a URL without a path.
@@ -55,29 +54,18 @@ func init() {
 // by ctx. A malformed URL gives an error matching [tenure.ErrInvalid]. No
 // error quotes the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := storeurl.Parse(rawURL, "etcd")
 	if err != nil {
-		return nil, fmt.Errorf("%w: etcd URL %q cannot be parsed", tenure.ErrInvalid, tenure.Redact(rawURL))
+		return nil, err
 	}
 	return open(ctx, u)
 }
 
 func open(ctx context.Context, u *url.URL) (*Store, error) {
-	red := tenure.Redact(u.String())
-	if u.Scheme != "etcd" {
-		return nil, fmt.Errorf("%w: etcd URL %q must have the scheme etcd", tenure.ErrInvalid, red)
+	endpoints, prefix, err := storeurl.Hosts(u, "etcd", "endpoint")
+	if err != nil {
+		return nil, err
 	}
-	if len(u.Query()) > 0 {
-		return nil, fmt.Errorf("%w: etcd URL %q: query parameters are not supported", tenure.ErrInvalid, red)
-	}
-	var endpoints []string
-	for _, hp := range strings.Split(u.Host, ",") {
-		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" {
-			return nil, fmt.Errorf("%w: etcd URL %q: endpoint %q is not host:port", tenure.ErrInvalid, red, hp)
-		}
-		endpoints = append(endpoints, hp)
-	}
-	prefix := path.Clean("/" + u.Path)
 	if prefix == "/" {
 		prefix = DefaultPrefix
 	}
@@ -134,6 +122,15 @@ func (s *Store) usable(ctx context.Context) error {
 		return tenure.ErrClosed
 	}
 	return ctx.Err()
+}
+
+// checkCall checks key with [tenure.CheckKey], then runs usable: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.usable(ctx)
 }
 
 // fail wraps a request error with the operation, the key and the

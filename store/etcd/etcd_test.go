@@ -258,16 +258,12 @@ func TestCredentialsNeverInErrors(t *testing.T) {
 }
 
 func TestBadURLs(t *testing.T) {
-	for _, u := range []string{
+	storetest.InvalidURLs(t, "", tenure.Open,
 		"etcd://",
 		"etcd://127.0.0.1/prefix",
 		"etcd://127.0.0.1:2379,nohost/prefix",
 		"etcd://127.0.0.1:2379/prefix?tls=true",
-	} {
-		if _, err := tenure.Open(context.Background(), u); !errors.Is(err, tenure.ErrInvalid) {
-			t.Errorf("Open(%q): %v, want ErrInvalid", u, err)
-		}
-	}
+	)
 	st, err := etcd.Open(context.Background(), "etcd://127.0.0.1:1,127.0.0.1:2")
 	if err != nil {
 		t.Fatalf("a URL with two endpoints and no prefix: %v", err)

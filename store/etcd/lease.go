@@ -218,10 +218,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 // Get implements [tenure.Store]. It reads the holder and term keys in one
 // transaction and, if the key is held, asks etcd how long the lease lives.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	r, _, err := s.read(ctx, key)

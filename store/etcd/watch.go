@@ -28,10 +28,7 @@ const watchReadTimeout = 5 * time.Second
 // no change after the first record can be missed; it fails if etcd cannot
 // be reached.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	// Read, then watch from the next revision: a caller that goes on to

@@ -23,6 +23,15 @@ func (s *Store) begin(ctx context.Context) error {
 	return ctxerr.Err(ctx)
 }
 
+// checkCall checks key with [tenure.CheckKey], then runs begin: what a call
+// on one key checks before it touches the directory.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.begin(ctx)
+}
+
 // mutate runs fn on key's record under the key's mutation lock, waiting for
 // the lock until ctx is done. ok is false if the record does not exist.
 // Every term read is remembered in the process (see).
@@ -361,10 +370,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 // rename, so it reads either the old or the new one. It blocks only for a
 // few file operations.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	return s.get(key)

@@ -48,10 +48,7 @@ const (
 // with Get. Watch does not block; each watch costs one inotify descriptor
 // and three goroutines until it ends.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)

@@ -236,41 +236,40 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // Renew implements [tenure.Store]: it moves the grant's expiry to the
 // server's now plus its TTL, if l is still the key's live grant.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	if l.Term > math.MaxInt64 || l.Token == "" {
-		return fmt.Errorf("%w: key %q term %d is not a grant of this store", tenure.ErrLost, l.Key, l.Term)
-	}
-	var tag pgconn.CommandTag
-	err := retry(ctx, func() (err error) {
-		tag, err = s.pool.Exec(ctx, s.q.renew, l.Key, l.Identity, int64(l.Term), l.Token)
-		return err
+	return s.onGrant(ctx, "renew", l, func() (int64, error) {
+		tag, err := s.pool.Exec(ctx, s.q.renew, l.Key, l.Identity, int64(l.Term), l.Token)
+		return tag.RowsAffected(), err
 	})
-	if err != nil {
-		return s.fail(ctx, "renew", err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
-	}
-	return nil
 }
 
 // Release implements [tenure.Store]: it clears the holder, keeping the row
 // and its term, and notifies watchers in the same transaction.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	return s.onGrant(ctx, "release", l, func() (int64, error) {
+		var n, notified int64
+		err := s.pool.QueryRow(ctx, s.q.release, l.Key, l.Identity, int64(l.Term), l.Token, s.channel).Scan(&n, &notified)
+		return n, err
+	})
+}
+
+// onGrant runs do, a statement that acts on l's row only while l holds it
+// (holder, term and token match) and returns how many rows it acted on,
+// retried as [retry] does. A lease this store cannot have granted, or a
+// count other than 1, is ErrLost; op names the call in errors.
+func (s *Store) onGrant(ctx context.Context, op string, l tenure.Lease, do func() (int64, error)) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
 	if l.Term > math.MaxInt64 || l.Token == "" {
 		return fmt.Errorf("%w: key %q term %d is not a grant of this store", tenure.ErrLost, l.Key, l.Term)
 	}
-	var n, notified int64
-	err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q.release, l.Key, l.Identity, int64(l.Term), l.Token, s.channel).Scan(&n, &notified)
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = do()
+		return err
 	})
 	if err != nil {
-		return s.fail(ctx, "release", err)
+		return s.fail(ctx, op, err)
 	}
 	if n != 1 {
 		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
@@ -280,10 +279,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 
 // Get implements [tenure.Store]. Remaining is computed by the server.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	r, err := s.get(ctx, key)

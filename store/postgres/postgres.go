@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // DefaultTable is the lease table used when the URL names none.
@@ -72,18 +73,9 @@ func init() {
 // The lease table is created by the first call that needs it. Errors wrap
 // [tenure.ErrInvalid] for a bad URL and never contain the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return nil, fmt.Errorf("%w: %q is not a postgres:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
-	}
-	if u.Opaque != "" {
-		// scheme:rest, not scheme://host: the driver would quietly use
-		// localhost, and rest may well be a credential.
-		return nil, fmt.Errorf("%w: the postgres URL %q has no host part (want postgres://HOST...)", tenure.ErrInvalid, tenure.Redact(rawURL))
-	}
-	var secret string
-	if u.User != nil {
-		secret, _ = u.User.Password()
+	u, secret, err := storeurl.Server(rawURL, "postgres", "postgresql")
+	if err != nil {
+		return nil, err
 	}
 	redacted := tenure.Redact(rawURL)
 	q := u.Query()
@@ -151,6 +143,15 @@ func (s *Store) begin(ctx context.Context) error {
 		return err
 	}
 	return s.migrate(ctx)
+}
+
+// checkCall checks key with [tenure.CheckKey], then runs begin: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.begin(ctx)
 }
 
 // fail turns an error from pgx into the store's error: ErrClosed if the

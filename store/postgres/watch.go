@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
 // Watch implements [tenure.Reader]. The store keeps one connection, apart
@@ -53,13 +54,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	go func() {
 		defer s.listener.remove(sb)
 		defer stop()
-		go func() {
-			select {
-			case <-sb.dead:
-				stop()
-			case <-wctx.Done():
-			}
-		}()
+		ctxwait.CancelOnClose(wctx, sb.dead, stop)
 		tenure.Follow{
 			Get:  func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, sb.key) },
 			Wake: sb.sig,

@@ -188,38 +188,31 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // Renew implements [tenure.Store]: the script checks holder, term and the
 // grant's random token, then PEXPIREs the lease key by its TTL.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	var n int64
-	err := s.call(ctx, func() (err error) {
-		n, err = renewScript.Run(ctx, s.client, []string{s.leaseKey(l.Key), s.lastKey(l.Key)},
-			l.Identity, strconv.FormatUint(l.Term, 10), l.Token).Int64()
-		return err
-	})
-	if err != nil {
-		return s.fail(ctx, "renew", err)
-	}
-	if n != 1 {
-		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
-	}
-	return nil
+	return s.onGrant(ctx, "renew", renewScript, l)
 }
 
 // Release implements [tenure.Store]: the script checks the grant as Renew
 // does, deletes the lease key (the term counter stays) and publishes.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
+	return s.onGrant(ctx, "release", releaseScript, l, s.channel(l.Key))
+}
+
+// onGrant runs script, one that acts on l's grant only while l holds it
+// (holder, term and token match) and answers 1 if it did, on l's lease
+// and term keys with l's identity, term and token and then extra as
+// arguments. Any other answer is ErrLost; op names the call in errors.
+func (s *Store) onGrant(ctx context.Context, op string, script *goredis.Script, l tenure.Lease, extra ...any) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
+	args := append([]any{l.Identity, strconv.FormatUint(l.Term, 10), l.Token}, extra...)
 	var n int64
 	err := s.call(ctx, func() (err error) {
-		n, err = releaseScript.Run(ctx, s.client, []string{s.leaseKey(l.Key), s.lastKey(l.Key)},
-			l.Identity, strconv.FormatUint(l.Term, 10), l.Token, s.channel(l.Key)).Int64()
+		n, err = script.Run(ctx, s.client, []string{s.leaseKey(l.Key), s.lastKey(l.Key)}, args...).Int64()
 		return err
 	})
 	if err != nil {
-		return s.fail(ctx, "release", err)
+		return s.fail(ctx, op, err)
 	}
 	if n != 1 {
 		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
@@ -229,10 +222,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 
 // Get implements [tenure.Store]. Remaining is the server's PTTL.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	var res []any

@@ -15,6 +15,7 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // URL query parameters the store reads and removes before handing the URL
@@ -86,18 +87,9 @@ func init() {
 // elector retries with its own backoff). Errors wrap [tenure.ErrInvalid]
 // for a bad URL and never contain the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		return nil, fmt.Errorf("%w: %q is not a redis:// URL", tenure.ErrInvalid, tenure.Redact(rawURL))
-	}
-	if u.Opaque != "" {
-		// scheme:rest, not scheme://host: the driver would quietly use
-		// localhost, and rest may well be a credential.
-		return nil, fmt.Errorf("%w: the redis URL %q has no host part (want redis://HOST...)", tenure.ErrInvalid, tenure.Redact(rawURL))
-	}
-	var secret string
-	if u.User != nil {
-		secret, _ = u.User.Password()
+	u, secret, err := storeurl.Server(rawURL, "redis", "rediss")
+	if err != nil {
+		return nil, err
 	}
 	redacted := tenure.Redact(rawURL)
 	q := u.Query()
@@ -172,6 +164,15 @@ func (s *Store) begin(ctx context.Context) error {
 		return tenure.ErrClosed
 	}
 	return ctx.Err()
+}
+
+// checkCall checks key with [tenure.CheckKey], then runs begin: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.begin(ctx)
 }
 
 // call runs fn, returning when it does or when ctx is done. go-redis

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
 // healthInterval is how long a watch's connection may stay silent before
@@ -31,10 +32,7 @@ const healthInterval = 15 * time.Second
 // subscription connection is lost (messages may have been missed); the
 // caller then reads with Get and watches again.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	s.enableKeyspaceEvents(ctx)
@@ -88,13 +86,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		defer s.watches.Done()
 		defer func() { _ = ps.Close(); <-dead }()
 		defer stop()
-		go func() {
-			select {
-			case <-s.done:
-				stop()
-			case <-wctx.Done():
-			}
-		}()
+		ctxwait.CancelOnClose(wctx, s.done, stop)
 		tenure.Follow{
 			Get:  func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, key) },
 			Wake: sig,

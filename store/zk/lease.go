@@ -242,10 +242,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 
 // Get implements [tenure.Store] with one read of the key node.
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return tenure.Record{}, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
 	r, err := s.read(ctx, key)

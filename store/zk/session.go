@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
 // grant is one grant held through this store: a ZooKeeper session of its
@@ -157,13 +158,7 @@ func (s *Store) makeSpare(ttl time.Duration) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), controlSessionTimeout)
 		defer cancel()
-		go func() {
-			select {
-			case <-s.done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		ctxwait.CancelOnClose(ctx, s.done, cancel)
 		g, err := s.newSession(ctx, ttl)
 		s.mu.Lock()
 		s.making = false

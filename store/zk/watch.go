@@ -28,10 +28,7 @@ const watchReadTimeout = 5 * time.Second
 // first record can be missed; it fails without a connected, authenticated
 // control session.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
 	// Arm, then read: a caller that goes on to Acquire cannot miss a

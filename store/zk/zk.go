@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // DefaultPath is the ZooKeeper path of a URL without one.
@@ -70,29 +69,19 @@ func init() {
 // their contexts). A malformed URL gives an error matching
 // [tenure.ErrInvalid]. No error quotes the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := storeurl.Parse(rawURL, "zk")
 	if err != nil {
-		return nil, fmt.Errorf("%w: zk URL %q cannot be parsed", tenure.ErrInvalid, tenure.Redact(rawURL))
+		return nil, err
 	}
 	return open(ctx, u)
 }
 
 func open(ctx context.Context, u *url.URL) (*Store, error) {
 	red := tenure.Redact(u.String())
-	if u.Scheme != "zk" {
-		return nil, fmt.Errorf("%w: zk URL %q must have the scheme zk", tenure.ErrInvalid, red)
+	servers, root, err := storeurl.Hosts(u, "zk", "server")
+	if err != nil {
+		return nil, err
 	}
-	if len(u.Query()) > 0 {
-		return nil, fmt.Errorf("%w: zk URL %q: query parameters are not supported", tenure.ErrInvalid, red)
-	}
-	var servers []string
-	for _, hp := range strings.Split(u.Host, ",") {
-		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" {
-			return nil, fmt.Errorf("%w: zk URL %q: server %q is not host:port", tenure.ErrInvalid, red, hp)
-		}
-		servers = append(servers, hp)
-	}
-	root := path.Clean("/" + u.Path)
 	if root == "/" {
 		root = DefaultPath
 	}
@@ -263,6 +252,15 @@ func (s *Store) usable(ctx context.Context) error {
 		return tenure.ErrClosed
 	}
 	return ctx.Err()
+}
+
+// checkCall checks key with [tenure.CheckKey], then runs usable: what a call
+// on one key checks before it talks to the server.
+func (s *Store) checkCall(ctx context.Context, key string) error {
+	if err := tenure.CheckKey(key); err != nil {
+		return err
+	}
+	return s.usable(ctx)
 }
 
 // fail wraps a request error with the operation, key and servers; after

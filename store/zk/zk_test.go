@@ -205,16 +205,12 @@ func TestTTLAboveServerMaximum(t *testing.T) {
 
 // TestBadURLs checks URL validation.
 func TestBadURLs(t *testing.T) {
-	for _, u := range []string{
+	storetest.InvalidURLs(t, "", tenure.Open,
 		"zk://",
 		"zk://127.0.0.1/tenure",
 		"zk://127.0.0.1:2181,nohost/tenure",
 		"zk://127.0.0.1:2181/tenure?session=5s",
-	} {
-		if _, err := tenure.Open(context.Background(), u); !errors.Is(err, tenure.ErrInvalid) {
-			t.Errorf("Open(%q): %v, want ErrInvalid", u, err)
-		}
-	}
+	)
 	st := open(t, "zk://127.0.0.1:1,127.0.0.1:2")
 	if st.Path() != zk.DefaultPath {
 		t.Errorf("path %q, want %q", st.Path(), zk.DefaultPath)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure/peer/memnet"
@@ -11,6 +12,16 @@ import (
 
 // BenchSizes are the group sizes of BenchmarkElection.
 var BenchSizes = []int{3, 5, 9, 17, 33}
+
+// EachSize runs f as a subtest of t named "n=N" for each size N of
+// [BenchSizes], each inside a synctest bubble of its own.
+func EachSize(t *testing.T, f func(t *testing.T, n int)) {
+	for _, n := range BenchSizes {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { f(t, n) })
+		})
+	}
+}
 
 // BenchElection measures, for each size, the election after the
 // coordinator of a healthy group is killed, on memnet in real time with a

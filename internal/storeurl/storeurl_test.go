@@ -1,0 +1,52 @@
+package storeurl
+
+import (
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tenurehq/tenure"
+)
+
+func TestServer(t *testing.T) {
+	u, pw, err := Server("rediss://:hunter2@cache:6379/1", "redis", "rediss")
+	if err != nil || u.Host != "cache:6379" || pw != "hunter2" {
+		t.Fatalf("Server = %v, %q, %v", u, pw, err)
+	}
+	for raw, want := range map[string]string{
+		"http://:hunter2@cache:6379": `is not a redis:// URL`,
+		"redis:hunter2@cache":        `has no host part (want redis://HOST...)`,
+	} {
+		_, _, err := Server(raw, "redis", "rediss")
+		if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Server(%q) = %v; want ErrInvalid saying %q without the password", raw, err, want)
+		}
+	}
+}
+
+func TestHosts(t *testing.T) {
+	u, err := Parse("etcd://a:1,b:2/x/../p", "etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts, p, err := Hosts(u, "etcd", "endpoint")
+	if err != nil || !slices.Equal(hosts, []string{"a:1", "b:2"}) || p != "/p" {
+		t.Fatalf("Hosts = %v, %q, %v", hosts, p, err)
+	}
+	if _, err := Parse("etcd://a:1/%zz", "etcd"); !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), "cannot be parsed") {
+		t.Errorf("Parse of a bad escape = %v", err)
+	}
+	for raw, want := range map[string]string{
+		"zk://a:1":               `must have the scheme etcd`,
+		"etcd://a:1?x=y":         `query parameters are not supported`,
+		"etcd://u:hunter2@a,b:2": `endpoint "a" is not host:port`,
+	} {
+		u, _ := url.Parse(raw)
+		_, _, err := Hosts(u, "etcd", "endpoint")
+		if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Hosts(%q) = %v; want ErrInvalid saying %q without the password", raw, err, want)
+		}
+	}
+}
