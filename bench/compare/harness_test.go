@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
 // A contender is one leader-election library set up against one server.
@@ -91,16 +93,10 @@ func (m *leadMark) wait(ctx context.Context, timeout time.Duration) (time.Time, 
 	}
 }
 
-// pause waits d or until ctx is done.
+// pause waits d or until ctx is done, and then returns ctx's error.
 func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	ctxwait.Sleep(ctx, d)
+	return ctx.Err()
 }
 
 // jitter returns a uniformly random duration in [0, d).
