@@ -205,46 +205,11 @@ func startTenure(t *testing.T, j *journal, kubeconfig, id string) *candidate {
 // grow, and each kind must have led at least three times.
 func TestMixedFleet(t *testing.T) {
 	srv := testserver.Kube(t)
-	kc := srv.Kubeconfig(t, srv.AdminToken)
-	j := newJournal()
-	incarnation := 0
-	start := func(kind string) *candidate {
-		incarnation++
-		if kind == "client-go" {
-			return startClientGo(t, j, kc, fmt.Sprintf("cg-%d", incarnation))
-		}
-		return startTenure(t, j, kc, fmt.Sprintf("tn-%d", incarnation))
-	}
-	cands := map[string]*candidate{}
+	f := &fleet{t: t, j: newJournal(), kc: srv.Kubeconfig(t, srv.AdminToken), cands: map[string]*candidate{}}
 	for _, kind := range []string{"client-go", "tenure", "client-go", "tenure"} {
-		c := start(kind)
-		cands[c.id] = c
+		f.add(kind)
 	}
-	defer func() {
-		for _, c := range cands {
-			c.f.unfreeze()
-			c.cancel()
-			<-c.done
-		}
-	}()
-
-	// waitLeader waits for exactly one leader and returns it.
-	waitLeader := func(round int) *candidate {
-		deadline := time.NewTimer(3*leaseDuration + 10*time.Second)
-		defer deadline.Stop()
-		for {
-			if ls := j.leading(); len(ls) == 1 {
-				if c := cands[ls[0]]; c != nil {
-					return c
-				}
-			}
-			select {
-			case <-j.notify:
-			case <-deadline.C:
-				t.Fatalf("round %d: no single leader within %s (leading: %v)", round, 3*leaseDuration+10*time.Second, j.leading())
-			}
-		}
-	}
+	defer f.stopAll()
 	// Each round, the candidates of the kind that is not to lead next
 	// are held off (their requests hang, as over hung connections) until
 	// a new leader is in, so leadership passes between the kinds in every
@@ -254,62 +219,109 @@ func TestMixedFleet(t *testing.T) {
 	kinds := []string{"client-go", "tenure"}
 	const rounds = 12
 	for round := range rounds {
-		c := waitLeader(round)
-		target := kinds[round%len(kinds)]
-		var held []*candidate
-		hold := func(o *candidate) {
-			if o != c && o.kind != target {
-				o.f.freeze()
-				held = append(held, o)
-			}
-		}
-		for _, o := range cands {
-			hold(o)
-		}
-		// Let the others see the leader's grant and renewals first.
-		time.Sleep(leaseDuration / 4)
-		action := actions[round%len(actions)]
-		t.Logf("%6s round %d: %s the leader %s (%s); next leader: %s", j.now().Round(time.Millisecond), round, action, c.id, c.kind, target)
-		switch action {
-		case "release":
-			c.cancel()
-			<-c.done
-			delete(cands, c.id)
-			n := start(c.kind)
-			cands[n.id] = n
-			hold(n)
-		case "kill":
-			c.f.kill()
-			j.stopped(c.id)
-			c.cancel()
-			<-c.done
-			delete(cands, c.id)
-			n := start(c.kind)
-			cands[n.id] = n
-			hold(n)
-		case "freeze":
-			c.f.freeze()
-			// Hung for longer than the lease: someone else takes over
-			// while it is frozen; then it comes back.
-			time.Sleep(leaseDuration + 3*time.Second)
-			c.f.unfreeze()
-		}
-		next := waitLeader(round)
-		if next == c {
-			t.Fatalf("round %d: %s still leads after %s", round, c.id, action)
-		}
-		for _, o := range held {
-			o.f.unfreeze()
-		}
+		f.round(round, actions[round%len(actions)], kinds[round%len(kinds)])
 	}
-	waitLeader(rounds)
-	for _, c := range cands {
+	f.waitLeader(rounds)
+	f.stopAll()
+	judge(t, f.j)
+}
+
+// fleet is the mixed fleet of one test: the candidates alive now, by ID.
+type fleet struct {
+	t           *testing.T
+	j           *journal
+	kc          string
+	cands       map[string]*candidate
+	incarnation int
+}
+
+// add starts a candidate of kind under a new name, as a Deployment would.
+func (f *fleet) add(kind string) *candidate {
+	f.incarnation++
+	var c *candidate
+	if kind == "client-go" {
+		c = startClientGo(f.t, f.j, f.kc, fmt.Sprintf("cg-%d", f.incarnation))
+	} else {
+		c = startTenure(f.t, f.j, f.kc, fmt.Sprintf("tn-%d", f.incarnation))
+	}
+	f.cands[c.id] = c
+	return c
+}
+
+// stopAll thaws and stops every candidate and waits for them.
+func (f *fleet) stopAll() {
+	for id, c := range f.cands {
 		c.f.unfreeze()
 		c.cancel()
 		<-c.done
+		delete(f.cands, id)
 	}
-	cands = nil
+}
 
+// waitLeader waits for exactly one leader and returns it.
+func (f *fleet) waitLeader(round int) *candidate {
+	limit := 3*leaseDuration + 10*time.Second
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		if ls := f.j.leading(); len(ls) == 1 {
+			if c := f.cands[ls[0]]; c != nil {
+				return c
+			}
+		}
+		select {
+		case <-f.j.notify:
+		case <-deadline.C:
+			f.t.Fatalf("round %d: no single leader within %s (leading: %v)", round, limit, f.j.leading())
+		}
+	}
+}
+
+// round does action to the leader while the candidates not of kind target
+// are held off, and waits for another leader.
+func (f *fleet) round(round int, action, target string) {
+	c := f.waitLeader(round)
+	var held []*candidate
+	hold := func(o *candidate) {
+		if o != c && o.kind != target {
+			o.f.freeze()
+			held = append(held, o)
+		}
+	}
+	for _, o := range f.cands {
+		hold(o)
+	}
+	// Let the others see the leader's grant and renewals first.
+	time.Sleep(leaseDuration / 4)
+	f.t.Logf("%6s round %d: %s the leader %s (%s); next leader: %s", f.j.now().Round(time.Millisecond), round, action, c.id, c.kind, target)
+	switch action {
+	case "release", "kill":
+		if action == "kill" {
+			c.f.kill()
+			f.j.stopped(c.id)
+		}
+		c.cancel()
+		<-c.done
+		delete(f.cands, c.id)
+		hold(f.add(c.kind))
+	case "freeze":
+		c.f.freeze()
+		// Hung for longer than the lease: someone else takes over
+		// while it is frozen; then it comes back.
+		time.Sleep(leaseDuration + 3*time.Second)
+		c.f.unfreeze()
+	}
+	if next := f.waitLeader(round); next == c {
+		f.t.Fatalf("round %d: %s still leads after %s", round, c.id, action)
+	}
+	for _, o := range held {
+		o.f.unfreeze()
+	}
+}
+
+// judge checks the run from the candidates' own logs: no two leaders at
+// any instant, tenure's terms growing, and both kinds leading.
+func judge(t *testing.T, j *journal) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	runEnd := j.now()
