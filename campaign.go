@@ -36,7 +36,7 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 		}
 		start := c.Clock.Now()
 		rctx, cancel := e.requestContext(ctx, time.Time{})
-		lease, err := c.Store.Acquire(rctx, c.Key, c.Identity, c.TTL)
+		lease, err := acquire(rctx, c)
 		cancel()
 		took := c.Clock.Now().Sub(start)
 		if err == nil {
@@ -164,4 +164,13 @@ func watchWithin(ctx context.Context, clock Clock, w Reader, key string, timeout
 	}
 	cancel()
 	return nil, func() {}, err
+}
+
+// acquire asks c.Store for the key, publishing c.Value if there is one
+// (Validate made sure the store is then a Publisher).
+func acquire(ctx context.Context, c *Config) (Lease, error) {
+	if p, ok := c.Store.(Publisher); ok && c.Value != "" {
+		return p.AcquireClaim(ctx, c.Key, Claim{Identity: c.Identity, TTL: c.TTL, Value: c.Value})
+	}
+	return c.Store.Acquire(ctx, c.Key, c.Identity, c.TTL)
 }

@@ -80,6 +80,12 @@ type Config struct {
 	Key string
 	// Identity names this candidate; unique among candidates. Required.
 	Identity string
+	// Value, if set, is published with each grant this candidate wins (an
+	// address followers route to, or any short string): the store's records
+	// of the key, observers and the term handle's [Lease] carry it while
+	// this candidate leads. It needs a store that is a [Publisher]; see
+	// [CheckValue] for the limits. Default "": nothing published.
+	Value string
 
 	// TTL is the lease duration. Default [DefaultTTL]. It must be from
 	// [MinTTL] to [MaxTTL], and within the store's range if the store is a
@@ -209,6 +215,7 @@ func twoThirds(d time.Duration) time.Duration { return d/3*2 + d%3*2/3 }
 // Validate reports the first inconsistency in c, naming the field and its
 // value. It checks c as given; call it on c.WithDefaults() to check what an
 // elector would use. The rules: Store, Key and Identity set and valid;
+// Value valid (see [CheckValue]) and, if set, the store a [Publisher];
 // TTL within [TTLBounds] of the store ([MinTTL] to [MaxTTL] unless the store
 // is a [TTLRanger]); TTL > RenewDeadline > RenewInterval × Jitter > 0;
 // 1 ≤ Jitter ≤ [MaxJitter]; 0 < RetryInterval ≤ TTL;
@@ -224,6 +231,12 @@ func (c Config) Validate() error {
 	}
 	if err := checkName("identity", c.Identity, MaxIdentityLen); err != nil {
 		return fmt.Errorf("Config.Identity: %w", err)
+	}
+	if err := CheckValue(c.Value); err != nil {
+		return fmt.Errorf("Config.Value: %w", err)
+	}
+	if _, ok := c.Store.(Publisher); c.Value != "" && !ok {
+		return invalidf("Config.Value is set but the store (%T) cannot publish values", c.Store)
 	}
 	if c.TTL <= 0 {
 		return invalidf("Config.TTL (%s) must be positive", c.TTL)

@@ -11,6 +11,13 @@
 // task once. Every grant carries a term ([Lease.Term]), a fencing token that
 // only grows; [LeaseFrom] reads it from the leader context.
 //
+// A candidate may publish a short value with its grant ([Config.Value]: an
+// address, or any string up to [MaxValueLen] bytes), so followers can
+// route to the leader: the store keeps it with the grant, and [Record.Value]
+// (what [Observer]s and watchers see) carries it while the grant is live.
+// It is fixed for a term and gone once the grant ends. Stores that can
+// publish values are [Publisher]s.
+//
 // Stores live in their own packages under store/ (memory, local, etcd,
 // postgres, redis, azblob, zk) and register a URL scheme, so [Open] turns a
 // URL into a store. This package imports only the standard library.

@@ -12,8 +12,8 @@ const expiryMargin = time.Millisecond
 // Follow is the loop behind every [Reader.Watch]: a store supplies how to
 // read the key and what tells it the key may have changed, and Follow does
 // the rest the same way everywhere. It delivers the current record first,
-// then one record per change of holder or term, and never a term older than
-// one it delivered. It re-reads the key:
+// then one record per change of holder, term or value, and never a term
+// older than one it delivered. It re-reads the key:
 //
 //   - whenever Wake receives (a notification, an event the store cannot
 //     decode into a record, a reconnection after which anything may have
@@ -79,10 +79,12 @@ type deliverer struct {
 	done <-chan struct{} // Follow.Done
 }
 
-// offer sends r on out if it changes the holder or term of what was last
-// sent (or nothing was). It reports false if ctx ended first.
+// offer sends r on out if it changes the holder, term or value of what was
+// last sent (or nothing was); a value changes within a term only where the
+// store reports the holder before its value (raft). It reports false if
+// ctx ended first.
 func (d *deliverer) offer(ctx context.Context, out chan<- Record, r Record) bool {
-	if d.sent && (r.Term < d.last.Term || r.Holder == d.last.Holder && r.Term == d.last.Term) {
+	if d.sent && (r.Term < d.last.Term || r.Holder == d.last.Holder && r.Term == d.last.Term && r.Value == d.last.Value) {
 		return true
 	}
 	select {

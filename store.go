@@ -15,6 +15,8 @@ const (
 	MaxKeyLen = 256
 	// MaxIdentityLen is the longest candidate identity, in bytes.
 	MaxIdentityLen = 256
+	// MaxValueLen is the longest published value ([Claim.Value]), in bytes.
+	MaxValueLen = 1024
 )
 
 // Lease is one grant of a key to one candidate. A store returns it from
@@ -45,6 +47,10 @@ type Lease struct {
 	// after it; a loss during Wait means the task never starts. Zero for a
 	// key that was free, released or expired.
 	Wait time.Duration
+	// Value is the value published with this grant ([Claim.Value]); "" when
+	// none was. It is fixed for the whole grant: it cannot change during a
+	// term.
+	Value string
 }
 
 // Record is what a store knows about a key.
@@ -62,6 +68,11 @@ type Record struct {
 	// it when it answered; 0 when free. It is an upper bound only in the
 	// sense that the holder may release earlier.
 	Remaining time.Duration
+	// Value is the value the current holder published with its grant (see
+	// [Publisher]), typically an address followers route to; "" when free,
+	// when the holder published none, or when the store does not publish
+	// values.
+	Value string
 }
 
 // Held reports whether somebody holds the key.
@@ -125,6 +136,50 @@ type Store interface {
 	// the holder went away (a local process lock, a ZooKeeper session), end
 	// at once. Calls after Close return [ErrClosed].
 	Close() error
+}
+
+// Claim is what a candidate asks a [Publisher] to grant: the identity, the
+// TTL and the value to publish with the grant.
+type Claim struct {
+	Identity string
+	TTL      time.Duration
+	// Value is published with the grant: every [Record] of the key carries
+	// it while the grant is live, and it is gone once the grant ends. It is
+	// not a secret (anyone who can read the store sees it), may be empty,
+	// and cannot change during a term: a new value needs a new grant. At
+	// most [MaxValueLen] bytes of valid UTF-8 (see [CheckValue]).
+	Value string
+}
+
+// Publisher is the ability of a [Store] to publish a value with each grant,
+// so followers can find the leader (an address, or any short string). The
+// [Elector] needs it when [Config.Value] is set. A Publisher's Acquire is
+// AcquireClaim with an empty Value, and its [Record]s carry the value of the
+// live grant.
+type Publisher interface {
+	Store
+	// AcquireClaim is [Store.Acquire] for c.Identity and c.TTL, publishing
+	// c.Value with the grant. Bad arguments, including a bad value, give an
+	// error wrapping [ErrInvalid] (see [CheckClaim]).
+	AcquireClaim(ctx context.Context, key string, c Claim) (Lease, error)
+}
+
+// CheckClaim validates the arguments of [Publisher.AcquireClaim], as
+// [CheckAcquire] and [CheckValue] do.
+func CheckClaim(key string, c Claim) error {
+	if err := CheckAcquire(key, c.Identity, c.TTL); err != nil {
+		return err
+	}
+	return CheckValue(c.Value)
+}
+
+// CheckValue validates a published value: at most [MaxValueLen] bytes of
+// valid UTF-8 without control characters. The empty value is valid.
+func CheckValue(v string) error {
+	if v == "" {
+		return nil
+	}
+	return checkName("value", v, MaxValueLen)
 }
 
 // CheckAcquire validates the arguments of [Store.Acquire]; every store calls

@@ -186,6 +186,27 @@ func TestWrapKeepsAbilities(t *testing.T) {
 	if _, err := faultstore.Wrap(faultstore.PollOnly(mem), f).Watch(t.Context(), "k"); !errors.Is(err, faultstore.ErrNoWatch) {
 		t.Errorf("wrapped PollOnly store's Watch: %v, want ErrNoWatch", err)
 	}
+	if _, ok := faultstore.Wrap(faultstore.PollOnly(mem), f).(tenure.Publisher); !ok {
+		t.Error("wrapping a Publisher (through PollOnly) hid the ability")
+	}
+	if _, ok := w.(tenure.Publisher); ok {
+		t.Error("wrapping a store that cannot publish made a Publisher")
+	}
+}
+
+func TestFailBeforeIsNotAppliedToClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{FailBefore: 1}})
+		s := faultstore.Wrap(mem, f).(tenure.Publisher)
+		_, err := s.AcquireClaim(t.Context(), "k", tenure.Claim{Identity: "a", TTL: ttl, Value: "v"})
+		if !errors.Is(err, faultstore.ErrInjected) {
+			t.Fatalf("AcquireClaim error = %v, want ErrInjected", err)
+		}
+		if held(t, mem) {
+			t.Fatal("a claim that failed before reaching the store was applied")
+		}
+	})
 }
 
 // ranged is a store with every optional ability.

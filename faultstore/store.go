@@ -17,9 +17,35 @@ type Store struct {
 
 var _ tenure.Store = (*Store)(nil)
 
-// Wrap returns inner behind f.
+// Wrap returns inner behind f. If inner is a [tenure.Publisher] so is the
+// result: its AcquireClaim goes through f as Acquire does.
 func Wrap(inner tenure.Store, f *Faults) tenure.Store {
-	return &Store{inner: inner, faults: f}
+	s := &Store{inner: inner, faults: f}
+	if p, ok := inner.(tenure.Publisher); ok {
+		return &publisher{Store: s, inner: p}
+	}
+	return s
+}
+
+// publisher is a Store around a [tenure.Publisher], keeping the ability.
+type publisher struct {
+	*Store
+	inner tenure.Publisher
+}
+
+var _ tenure.Publisher = (*publisher)(nil)
+
+// AcquireClaim implements [tenure.Publisher], with the faults of Acquire.
+func (p *publisher) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	var l tenure.Lease
+	err := p.faults.call(ctx, OpAcquire, func() (err error) {
+		l, err = p.inner.AcquireClaim(ctx, key, c)
+		return err
+	})
+	if err != nil {
+		return tenure.Lease{}, err
+	}
+	return l, nil
 }
 
 // Acquire implements [tenure.Store].
@@ -122,9 +148,24 @@ var ErrNoWatch = fmt.Errorf("%w: watch disabled by faultstore.PollOnly", tenure.
 
 // PollOnly returns s with a Watch that always fails with [ErrNoWatch], so
 // electors and observers on it poll, as they do while a store cannot watch.
-func PollOnly(s tenure.Store) tenure.Store { return pollOnly{s} }
+// It keeps s's [tenure.Publisher] ability.
+func PollOnly(s tenure.Store) tenure.Store {
+	if p, ok := s.(tenure.Publisher); ok {
+		return pollOnlyPublisher{pollOnly{s}, p}
+	}
+	return pollOnly{s}
+}
 
 type pollOnly struct{ tenure.Store }
+
+type pollOnlyPublisher struct {
+	pollOnly
+	p tenure.Publisher
+}
+
+func (p pollOnlyPublisher) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	return p.p.AcquireClaim(ctx, key, c)
+}
 
 func (pollOnly) Watch(context.Context, string) (<-chan tenure.Record, error) {
 	return nil, ErrNoWatch

@@ -21,8 +21,9 @@
 //     "renew_time", "lease_duration", "transitions", "value", ...}. Name
 //     keeps the leader-elector sidecar convention ({"name": ...}).
 //   - GET / with Accept: text/html: a live page showing the key, who
-//     leads, the term, for how long, the candidates seen and a timeline of
-//     recent leadership changes that redraws on every /events event.
+//     leads, the term, the leader's published value, for how long, the
+//     candidates seen and a timeline of recent leadership changes that
+//     redraws on every /events event.
 //     Everything it needs is embedded in the binary; it loads nothing from
 //     elsewhere.
 //   - /healthz: liveness. With an elector, 200 while

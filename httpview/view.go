@@ -72,8 +72,10 @@ type Leader struct {
 	// Transitions counts new leadership terms seen since this view
 	// started, not counting the first leader it found.
 	Transitions uint64 `json:"transitions"`
-	// Value is the value the leader published; "" until tenure has
-	// published values.
+	// Value is the value the leader published with its grant
+	// ([tenure.Config.Value]), such as an address to route to; "" when
+	// nobody leads, the leader published none, or the store does not
+	// publish values.
 	Value string `json:"value"`
 	// Identity is this process's candidate identity; "" for an observer.
 	Identity string `json:"identity"`
@@ -93,24 +95,33 @@ type state struct {
 	track      leadership.Tracker
 	since      time.Time
 	ttl        time.Duration
+	value      string // published by the current leader
 	history    []Change
 	candidates map[string]bool
 }
 
-// apply records one sighting of (holder, term, ttl) at time at, and reports
-// whether leadership changed. Called with h.mu held.
-func (h *Handler) apply(holder string, term uint64, ttl time.Duration, at time.Time) bool {
+// apply records one sighting of (holder, term, ttl, value) at time at, and
+// reports whether the view changed: leadership, or the leader's value
+// learnt after its term (an elector event carries no value). Called with
+// h.mu held.
+func (h *Handler) apply(holder string, term uint64, ttl time.Duration, value string, at time.Time) bool {
 	s := &h.st
 	if h.elector != nil && holder == h.identity {
-		ttl = h.elector.Config().TTL
+		cfg := h.elector.Config()
+		ttl, value = cfg.TTL, cfg.Value
 	}
 	switch s.track.Apply(holder, term) {
 	case leadership.Same:
-		return false
+		if value == "" || value == s.value || holder == "" {
+			return false
+		}
+		s.value = value // a term's value never changes: this fills it in
+		return true
 	case leadership.NewLeader:
 		s.candidates[holder] = true
 		s.ttl = ttl
 	}
+	s.value = value
 	s.since = at
 	s.history = append(s.history, Change{Name: holder, Term: term, Since: at})
 	if over := len(s.history) - h.opts.History; over > 0 {
@@ -143,6 +154,7 @@ func (h *Handler) leaderLocked() Leader {
 	}
 	since := s.since
 	l.Since = &since
+	l.Value = s.value
 	l.LeaseDuration = s.ttl.Seconds()
 	if h.elector != nil {
 		if st := h.elector.Status(); st.Leading && st.Term == l.Term {
@@ -173,11 +185,11 @@ func (h *Handler) OnEvent(next func(tenure.Event)) func(tenure.Event) {
 		if ev.Key == h.opts.Key || ev.Key == "" {
 			switch ev.Kind {
 			case tenure.EventElected:
-				h.see(ev.Identity, ev.Term, 0, ev.Time)
+				h.see(ev.Identity, ev.Term, 0, "", ev.Time)
 			case tenure.EventLost, tenure.EventReleased:
-				h.see("", ev.Term, 0, ev.Time)
+				h.see("", ev.Term, 0, "", ev.Time)
 			case tenure.EventLeaderChanged:
-				h.see(ev.Holder, ev.Term, 0, ev.Time)
+				h.see(ev.Holder, ev.Term, 0, "", ev.Time)
 			}
 		}
 		if next != nil {
@@ -188,10 +200,10 @@ func (h *Handler) OnEvent(next func(tenure.Event)) func(tenure.Event) {
 
 // see applies one sighting and, if leadership changed, publishes the new
 // view to /events clients.
-func (h *Handler) see(holder string, term uint64, ttl time.Duration, at time.Time) {
+func (h *Handler) see(holder string, term uint64, ttl time.Duration, value string, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.apply(holder, term, ttl, at) {
+	if !h.apply(holder, term, ttl, value, at) {
 		return
 	}
 	data, err := json.Marshal(h.leaderLocked())
@@ -213,7 +225,7 @@ func (h *Handler) Run(ctx context.Context) error {
 		if h.ownsNewer(r) {
 			continue
 		}
-		h.see(r.Holder, r.Term, r.TTL, h.clock.Now())
+		h.see(r.Holder, r.Term, r.TTL, r.Value, h.clock.Now())
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

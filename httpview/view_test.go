@@ -30,9 +30,15 @@ type candidate struct {
 
 func newCandidate(t *testing.T, store tenure.Store, id string) *candidate {
 	t.Helper()
+	return newPublisher(t, store, id, "")
+}
+
+// newPublisher is newCandidate publishing value with its grants.
+func newPublisher(t *testing.T, store tenure.Store, id, value string) *candidate {
+	t.Helper()
 	c := &candidate{resign: make(chan struct{}), done: make(chan struct{})}
 	cfg := tenure.Config{
-		Store: store, Key: key, Identity: id, TTL: time.Second,
+		Store: store, Key: key, Identity: id, TTL: time.Second, Value: value,
 		Logger: slog.New(slog.DiscardHandler),
 		Rand:   rand.New(rand.NewPCG(1, uint64(len(id)))),
 	}
@@ -145,6 +151,43 @@ func TestViewFollowsLeadership(t *testing.T) {
 		}
 		if w := get(t, a.view, "/readyz", ""); w.Code != 503 {
 			t.Errorf("a's /readyz after stepping down = %d, want 503", w.Code)
+		}
+	})
+}
+
+func TestViewShowsPublishedValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		a := newPublisher(t, store.Handle(), "a", "10.0.0.7:8080")
+		synctest.Wait()
+		b := newPublisher(t, store.Handle(), "b", "10.0.0.8:8080")
+		synctest.Wait()
+		// An observer only: it learns the value from the store's records.
+		obs, err := New(Options{Key: key, Store: store.Handle()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = obs.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		for name, h := range map[string]*Handler{"a": a.view, "b": b.view, "observer": obs} {
+			if l := leaderOf(t, h); l.Name != "a" || l.Value != "10.0.0.7:8080" {
+				t.Errorf("%s's view = %+v, want a leading with value 10.0.0.7:8080", name, l)
+			}
+		}
+		w := get(t, obs, "/", "application/json")
+		if !strings.Contains(w.Body.String(), `"value":"10.0.0.7:8080"`) {
+			t.Errorf("GET / = %s, want \"value\":\"10.0.0.7:8080\"", w.Body)
+		}
+
+		close(a.resign) // a releases, b takes over with its own value
+		synctest.Wait()
+		for name, h := range map[string]*Handler{"a": a.view, "b": b.view, "observer": obs} {
+			if l := leaderOf(t, h); l.Name != "b" || l.Value != "10.0.0.8:8080" {
+				t.Errorf("%s's view after the handover = %+v, want b leading with value 10.0.0.8:8080", name, l)
+			}
 		}
 	})
 }

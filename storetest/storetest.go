@@ -95,6 +95,7 @@ func Run(t *testing.T, o Options) {
 	t.Run("KeysAreIndependent", s.keysAreIndependent)
 	t.Run("ContextCancelled", s.contextCancelled)
 	t.Run("Watch", s.watch)
+	t.Run("PublishedValue", s.publishedValue)
 	t.Run("Close", s.close)
 	t.Run("GrantDeletedFromOutside", s.grantDeletedFromOutside)
 	t.Run("GrantOverwrittenFromOutside", s.grantOverwrittenFromOutside)

@@ -27,6 +27,11 @@
 //
 // # tenure run
 //
+// --advertise VALUE (or $TENURE_ADVERTISE) publishes VALUE with each grant
+// tenure run wins, at most 1024 bytes of UTF-8 without control characters:
+// typically the address followers route to. status, watch and the --http
+// view show it while this candidate leads.
+//
 // tenure run campaigns with a [tenure.Elector] (TTL 10s by default) and,
 // while leading, runs CMD with TENURE_KEY, TENURE_ID and TENURE_TERM (the
 // fencing token) added to its environment. It does not run CMD itself: it
@@ -101,8 +106,12 @@
 // tenure status --json prints one object, and tenure watch --json one per
 // line with an extra "time" (RFC 3339, when the change was seen):
 //
-//	{"key":"nightly","held":true,"holder":"host-1234","term":7,"ttl_ms":10000,"remaining_ms":8312}
+//	{"key":"nightly","held":true,"holder":"host-1234","term":7,"ttl_ms":10000,"remaining_ms":8312,"value":"10.0.0.7:8080"}
 //
 // held is false and holder "" when the key is free; term is then the last
-// term granted, 0 if never. Fields may be added, never renamed or removed.
+// term granted, 0 if never. value is what the holder published with
+// tenure run --advertise (or [tenure.Config.Value]); "" when the key is
+// free, the holder published nothing, or the store cannot publish values
+// (the lowest, bully and ring peer modes, and peer observers). Fields may
+// be added, never renamed or removed.
 package main

@@ -41,9 +41,10 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 
 // The environment variables that stand in for flags not given.
 const (
-	envStore = "TENURE_STORE" // --store
-	envKey   = "TENURE_KEY"   // --key
-	envID    = "TENURE_ID"    // tenure run --id
+	envStore     = "TENURE_STORE"     // --store
+	envKey       = "TENURE_KEY"       // --key
+	envID        = "TENURE_ID"        // tenure run --id
+	envAdvertise = "TENURE_ADVERTISE" // tenure run --advertise
 )
 
 // orEnv returns flag, or, if it is empty, the environment variable name.

@@ -38,7 +38,13 @@ without being elected (for cron-style jobs that should not queue up).
 browser), /healthz, /readyz (200 only while leading; ?standbyok for
 followers), /events (Server-Sent Events), /metrics (Prometheus).
 
-KEY and the identity may also come from $TENURE_KEY and $TENURE_ID.
+--advertise VALUE publishes VALUE (an address followers route to, or any
+short string) with each grant this process wins: tenure status, tenure
+watch and the --http view show it while this process leads. The store must
+be able to publish values.
+
+KEY, the identity and the advertised value may also come from $TENURE_KEY,
+$TENURE_ID and $TENURE_ADVERTISE.
 
 Exit codes: CMD's own (128+n if killed by signal n); 1 if leadership was lost
 while CMD ran (without --restart) or on a runtime error; 2 for a bad command
@@ -54,6 +60,7 @@ const defaultRunTTL = 10 * time.Second
 type runOpts struct {
 	store          storeSource
 	key, id        string
+	advertise      string // --advertise: the value published with each grant
 	ttl, grace     time.Duration
 	restart, quiet bool
 	try            bool          // --try: give up at once if the key is held
@@ -75,6 +82,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	sf := addStoreFlags(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` to campaign for (required)")
 	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: the store's, e.g. a peer's member ID, else $POD_NAME, else hostname-pid)")
+	fs.StringVar(&o.advertise, "advertise", "", "publish `VALUE` (e.g. this leader's address) with each grant, for status, watch and --http (at most 1024 bytes)")
 	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover, from 500ms to 24h or the store's narrower range (default: the store's if it has one, else 10s)")
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of CMD on loss of leadership (default min(2s, (ttl-renew deadline)/2))")
 	fs.BoolVar(&o.restart, "restart", false, "keep campaigning after CMD exits and run it again on the next win")
@@ -87,6 +95,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 		return o, code, true
 	}
 	o.key, o.id = orEnv(o.key, envKey), orEnv(o.id, envID)
+	o.advertise = orEnv(o.advertise, envAdvertise)
 	var err error
 	if o.store, err = sf.resolve(os.Getenv); err != nil {
 		return o, fail(stderr, err), true
@@ -112,6 +121,9 @@ func (o *runOpts) validate(cmdline []string) error {
 		if pod := os.Getenv("POD_NAME"); pod != "" { // a pod's name is unique and stable for its life
 			o.id = pod
 		}
+	}
+	if err := tenure.CheckValue(o.advertise); err != nil {
+		return usageErrorf("--advertise: %v", err)
 	}
 	o.graceSet = o.grace != 0
 	switch {
@@ -236,6 +248,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Store:    electorStore(store),
 		Key:      o.key,
 		Identity: o.id,
+		Value:    o.advertise,
 		TTL:      o.ttl,
 		Logger:   logger,
 		OnEvent:  onEvent,

@@ -18,9 +18,10 @@ Exit codes: 0 held, 3 free (never granted, released or expired), 1 the store
 could not be read, 2 bad command line.
 
 With --json it prints one object:
-  {"key":"jobs","held":true,"holder":"node-1","term":7,"ttl_ms":10000,"remaining_ms":8312}
+  {"key":"jobs","held":true,"holder":"node-1","term":7,"ttl_ms":10000,"remaining_ms":8312,"value":"10.0.0.7:8080"}
 held is false and holder "" when the key is free; term is then the last
-term granted (0 if never). Fields are only ever added, never renamed.
+term granted (0 if never). value is what the holder published with
+tenure run --advertise; "" when free or when it published nothing. Fields are only ever added, never renamed.
 On a Redis store a line "store check: ..." (JSON: "store_checks") says what
 was checked of the server's maxmemory-policy.
 
@@ -36,6 +37,9 @@ type recordJSON struct {
 	Term        uint64 `json:"term"`
 	TTLMs       int64  `json:"ttl_ms"`
 	RemainingMs int64  `json:"remaining_ms"`
+	// Value is what the holder published (tenure run --advertise); "" when
+	// free or none.
+	Value string `json:"value"`
 }
 
 // statusJSON is status's JSON: the record, plus what the store checked.
@@ -46,7 +50,7 @@ type statusJSON struct {
 
 func toJSON(r tenure.Record) recordJSON {
 	return recordJSON{Key: r.Key, Held: r.Held(), Holder: r.Holder, Term: r.Term,
-		TTLMs: r.TTL.Milliseconds(), RemainingMs: r.Remaining.Milliseconds()}
+		TTLMs: r.TTL.Milliseconds(), RemainingMs: r.Remaining.Milliseconds(), Value: r.Value}
 }
 
 // describe renders a record for people.
@@ -57,8 +61,12 @@ func describe(r tenure.Record) string {
 		}
 		return fmt.Sprintf("%s: no leader (last term %d)", r.Key, r.Term)
 	}
-	return fmt.Sprintf("%s: %s leads, term %d, ttl %s, %s left", r.Key, r.Holder, r.Term,
+	s := fmt.Sprintf("%s: %s leads, term %d, ttl %s, %s left", r.Key, r.Holder, r.Term,
 		r.TTL, r.Remaining.Round(time.Millisecond))
+	if r.Value != "" {
+		s += fmt.Sprintf(", value %q", r.Value)
+	}
+	return s
 }
 
 // statusCmd is `tenure status`.

@@ -2,7 +2,6 @@ package raft
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"time"
@@ -201,14 +200,6 @@ func checkID(field, id string) error {
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: raft: "+format, append([]any{tenure.ErrInvalid}, args...)...)
 }
-
-// nopFSM is the state machine: the log carries only raft's own entries
-// (configuration, no-ops), so there is nothing to apply or snapshot.
-type nopFSM struct{}
-
-func (nopFSM) Apply(*hraft.Log) any                 { return nil }
-func (nopFSM) Snapshot() (hraft.FSMSnapshot, error) { return emptySnapshot{}, nil }
-func (nopFSM) Restore(r io.ReadCloser) error        { return r.Close() }
 
 type emptySnapshot struct{}
 

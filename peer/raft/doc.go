@@ -24,6 +24,12 @@
 //     releasing node grants nothing ([ErrSteppingDown]).
 //   - Get and Watch report the raft leader as this node sees it (Holder ""
 //     while it knows none) and the current term; TTL and Remaining are 0.
+//   - A Node is a [tenure.Publisher]: AcquireClaim with a Value commits the
+//     value to the raft log in the grant's term (one more quorum round)
+//     before granting, and every member's Get and Watch report it while
+//     that term lasts, once the member applied it. The log is the only
+//     state machine input; a snapshot keeps the value and its term.
+//     Observers (below) do not report values yet.
 //   - Close stops the member; a majority of the others elects a new leader
 //     after the heartbeat timeout.
 //

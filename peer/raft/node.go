@@ -51,6 +51,8 @@ type Node struct {
 	mu    sync.Mutex
 	key   string // the one key served: Config.Key or the first used
 	grant grant  // the last grant of key
+
+	fsm valueFSM // the values published with grants
 }
 
 // grant is this node's last grant of its key.
@@ -60,7 +62,7 @@ type grant struct {
 }
 
 var (
-	_ tenure.Store = (*Node)(nil)
+	_ tenure.Publisher = (*Node)(nil)
 )
 
 // New starts the raft member cfg.ID and returns it as a store. On first
@@ -111,7 +113,7 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
-	if n.raft, err = hraft.NewRaft(rc, nopFSM{}, logs, stable, snaps, trans); err != nil {
+	if n.raft, err = hraft.NewRaft(rc, &n.fsm, logs, stable, snaps, trans); err != nil {
 		closeTrans()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
@@ -198,9 +200,18 @@ func (n *Node) Raft() *hraft.Raft { return n.raft }
 // leader already holding key, a HeldError naming itself. Acquire blocks for
 // at most one quorum round trip, bounded by ctx.
 func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return n.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Node.Acquire], and, if
+// c.Value is set, it commits c.Value to the raft log in the grant's term
+// (one more quorum round trip, bounded by ctx) before granting. Every
+// member's [Node.Get] reports the value while that term lasts.
+func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	identity, ttl := c.Identity, c.TTL
 	if err := n.checkKey(key); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -233,6 +244,14 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 		}
 		return tenure.Lease{}, err
 	}
+	if c.Value != "" {
+		if err := n.publish(ctx, term, c.Value); err != nil {
+			if errors.Is(err, tenure.ErrLost) {
+				return tenure.Lease{}, n.notLeader(key)
+			}
+			return tenure.Lease{}, err
+		}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.grant.term >= term {
@@ -240,7 +259,7 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 		return tenure.Lease{}, &tenure.HeldError{Record: tenure.Record{Key: key, Holder: n.cfg.ID, Term: term}}
 	}
 	n.grant = grant{term: term, held: true}
-	return tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl}, nil
+	return tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Value: c.Value}, nil
 }
 
 // Renew confirms that l is still this node's grant and that this node is
@@ -289,8 +308,10 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 // ID ("" while this node knows none) and Term the current raft term. The
 // raft leader holds the node's key, whether or not its elector has
 // acquired it yet; TTL and Remaining are 0 because a follower cannot know
-// them. Get
-// does not block on the network.
+// them. Value is the value the leader published in the current term (see
+// [Node.AcquireClaim]) once this node applied it, else "": it appears a
+// moment after the holder, never before. Get does not block on the
+// network.
 func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := n.checkKey(key); err != nil {
 		return tenure.Record{}, err
@@ -306,7 +327,11 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 func (n *Node) record(key string) tenure.Record {
 	_, id := n.raft.LeaderWithID()
-	return tenure.Record{Key: key, Holder: string(id), Term: n.raft.CurrentTerm()}
+	r := tenure.Record{Key: key, Holder: string(id), Term: n.raft.CurrentTerm()}
+	if r.Holder != "" {
+		r.Value = n.fsm.published(r.Term)
+	}
+	return r
 }
 
 // Close shuts the raft member down and closes its transport and stores.
@@ -407,6 +432,25 @@ func (n *Node) verify(ctx context.Context, term uint64) error {
 			return tenure.ErrClosed
 		}
 		return fmt.Errorf("%w: raft: leadership of term %d ended: %v", tenure.ErrLost, term, err)
+	}
+	if n.raft.State() != hraft.Leader || n.raft.CurrentTerm() != term {
+		return fmt.Errorf("%w: raft: leadership of term %d ended (now term %d)", tenure.ErrLost, term, n.raft.CurrentTerm())
+	}
+	return nil
+}
+
+// publish commits value to the raft log in term, bounded by ctx; losing
+// leadership first gives an error matching tenure.ErrLost.
+func (n *Node) publish(ctx context.Context, term uint64, value string) error {
+	err := n.wait(ctx, func() hraft.Future { return n.raft.Apply([]byte(value), 0) })
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return fmt.Errorf("raft: publishing the value in term %d: %w", term, err)
+	case errors.Is(err, tenure.ErrClosed) || errors.Is(err, hraft.ErrRaftShutdown):
+		return tenure.ErrClosed
+	default:
+		return fmt.Errorf("%w: raft: publishing the value in term %d: %v", tenure.ErrLost, term, err)
 	}
 	if n.raft.State() != hraft.Leader || n.raft.CurrentTerm() != term {
 		return fmt.Errorf("%w: raft: leadership of term %d ended (now term %d)", tenure.ErrLost, term, n.raft.CurrentTerm())

@@ -9,7 +9,7 @@ import (
 
 // Watch returns a channel that receives key's record (see [Node.Get]) at
 // once, then again whenever this node sees the raft leader or its raft term
-// change: a new leader, no leader (an election or a lost quorum), or this
+// change, or a value published: a new leader, no leader (an election or a lost quorum), or this
 // node becoming or ceasing to be leader. It is [tenure.Follow] woken by
 // raft's leader and state observations. The channel is closed when ctx is
 // done or the node is closed. Watch does not block.
@@ -31,8 +31,10 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	})
 	n.raft.RegisterObserver(o)
 	wake := make(chan struct{}, 1)
+	stopWake := n.fsm.wakeOn(wake) // a published value
 	go func() {
 		defer cancel()
+		defer stopWake()
 		defer n.raft.DeregisterObserver(o)
 		for {
 			select {

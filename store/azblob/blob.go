@@ -20,6 +20,10 @@ const (
 	metaHolder = "tenureholder" // the holder's identity, path-escaped; absent when released
 	metaTerm   = "tenureterm"   // the term of the last grant, decimal
 	metaTTL    = "tenurettl"    // the last grant's TTL in seconds; absent when released
+	// metaValue is the value published with the grant, path-escaped (a
+	// metadata value is an HTTP header value: ASCII, no edge spaces);
+	// absent when released or when none was published.
+	metaValue = "tenurevalue"
 )
 
 // checkContainer applies Azure's container naming rules.
@@ -94,6 +98,7 @@ type state struct {
 	locked bool // a lease is live (leased, or breaking)
 	broken bool // the last lease was broken (from outside: tenure never breaks one)
 	holder string
+	value  string // published with the grant
 	term   uint64
 	ttl    time.Duration
 	etag   azcore.ETag
@@ -131,6 +136,13 @@ func stateOf(p blob.GetPropertiesResponse) (state, error) {
 		}
 		st.holder = h
 	}
+	if v := metaGet(p.Metadata, metaValue); v != "" {
+		val, err := url.PathUnescape(v)
+		if err != nil {
+			return state{}, fmt.Errorf("azblob: blob metadata %s is not path-escaped", metaValue)
+		}
+		st.value = val
+	}
 	if v := metaGet(p.Metadata, metaTTL); v != "" {
 		secs, err := strconv.Atoi(v)
 		if err != nil || secs < 0 {
@@ -148,7 +160,7 @@ func stateOf(p blob.GetPropertiesResponse) (state, error) {
 func (st state) record(key string) tenure.Record {
 	r := tenure.Record{Key: key, Term: st.term}
 	if st.locked && st.holder != "" {
-		r.Holder, r.TTL, r.Remaining = st.holder, st.ttl, st.ttl
+		r.Holder, r.TTL, r.Remaining, r.Value = st.holder, st.ttl, st.ttl, st.value
 	}
 	return r
 }
@@ -169,13 +181,17 @@ func (st state) owns(l tenure.Lease) error {
 }
 
 // grantMeta is the metadata of a live grant.
-func grantMeta(key, identity string, term uint64, ttl time.Duration) map[string]*string {
-	return map[string]*string{
+func grantMeta(key, identity string, term uint64, ttl time.Duration, value string) map[string]*string {
+	m := map[string]*string{
 		metaKey:    ptr(url.PathEscape(key)),
 		metaHolder: ptr(url.PathEscape(identity)),
 		metaTerm:   ptr(strconv.FormatUint(term, 10)),
 		metaTTL:    ptr(strconv.Itoa(int(ttl / time.Second))),
 	}
+	if value != "" {
+		m[metaValue] = ptr(url.PathEscape(value))
+	}
+	return m
 }
 
 // releasedMeta is the metadata of a released key: the term stays.

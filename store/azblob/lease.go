@@ -39,9 +39,17 @@ const abandonTimeout = 2 * time.Second
 // wraps [tenure.ErrInvalid]. It costs 1 request when the key is held, 3 when
 // it is free (4–5 the first time a key is used).
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return s.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Store.Acquire], writing
+// c.Value (path-escaped) to the blob's metadata with the grant; Release
+// removes it with the holder.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	identity, ttl := c.Identity, c.TTL
 	if err := checkTTL(ttl); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -87,7 +95,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		if err != nil {
 			return tenure.Lease{}, s.wrap("acquire lease on", name, err)
 		}
-		l := tenure.Lease{Key: key, Identity: identity, Term: max(st.term, floor.Term) + 1, TTL: ttl, Token: id}
+		l := tenure.Lease{Key: key, Identity: identity, Term: max(st.term, floor.Term) + 1, TTL: ttl, Token: id, Value: c.Value}
 		switch {
 		case st.broken && st.holder != "":
 			// Broken from outside before its holder released it: the
@@ -110,7 +118,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // writeGrant records l in the blob's metadata, under l's lease and on the
 // condition that the metadata is still the one l's term was computed from.
 func (s *Store) writeGrant(ctx context.Context, name string, l tenure.Lease, etag azcore.ETag) error {
-	_, err := s.container.NewBlobClient(name).SetMetadata(ctx, grantMeta(l.Key, l.Identity, l.Term, l.TTL),
+	_, err := s.container.NewBlobClient(name).SetMetadata(ctx, grantMeta(l.Key, l.Identity, l.Term, l.TTL, l.Value),
 		&blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{
 			LeaseAccessConditions:    &blob.LeaseAccessConditions{LeaseID: &l.Token},
 			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag},

@@ -89,7 +89,7 @@ type Store struct {
 }
 
 var (
-	_ tenure.Store = (*Store)(nil)
+	_ tenure.Publisher = (*Store)(nil)
 )
 
 // New returns a store for o. It checks o but does not contact the service

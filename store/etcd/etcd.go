@@ -39,7 +39,7 @@ type Store struct {
 }
 
 var (
-	_ tenure.Store = (*Store)(nil)
+	_ tenure.Publisher = (*Store)(nil)
 )
 
 func init() {
@@ -163,6 +163,9 @@ const unknownHolder = "(unknown)"
 type grant struct {
 	Holder string `json:"holder"`
 	TTL    int64  `json:"ttl_ns"`
+	// Holder key only: the value published with the grant; absent when
+	// none was, so a grant without one encodes as before values existed.
+	Value string `json:"value,omitempty"`
 	// Term key only: the grant's etcd lease; its term (0 while the grant
 	// lives: the term key's ModRevision, written by the Acquire that made
 	// it); whether it was released.
@@ -171,8 +174,9 @@ type grant struct {
 	Released bool  `json:"released,omitempty"`
 }
 
-func encode(identity string, ttl time.Duration) string {
-	b, _ := json.Marshal(grant{Holder: identity, TTL: int64(ttl)})
+// encode is the holder key's value for a grant.
+func encode(identity string, ttl time.Duration, value string) string {
+	b, _ := json.Marshal(grant{Holder: identity, TTL: int64(ttl), Value: value})
 	return string(b)
 }
 

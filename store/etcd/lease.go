@@ -29,9 +29,17 @@ import (
 // When the term key is gone although this handle saw the key granted, the
 // Wait is the TTL of the last grant it saw.
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return s.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Store.Acquire], keeping
+// c.Value in the holder key's value, so it ends with the grant's etcd
+// lease.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	identity, ttl := c.Identity, c.TTL
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -40,7 +48,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire (grant an etcd lease)", key, err)
 	}
-	hk, tk, val := s.holderKey(key), s.termKey(key), encode(identity, ttl)
+	hk, tk, val := s.holderKey(key), s.termKey(key), encode(identity, ttl, c.Value)
 	last := encodeLast(grant{Holder: identity, TTL: int64(ttl), Lease: int64(g.ID)})
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)).
@@ -65,6 +73,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		Term:     uint64(resp.Header.Revision),
 		TTL:      ttl,
 		Token:    strconv.FormatInt(int64(g.ID), 16),
+		Value:    c.Value,
 	}
 	l.Wait = s.vanishedWait(ctx, key, sent, kvOf(resp.Responses[0]))
 	s.seen.Observe(key, l.Term, ttl)
@@ -110,7 +119,7 @@ func heldRecord(key string, holder, term *mvccpb.KeyValue) tenure.Record {
 		return r
 	}
 	g := decode(holder.Value)
-	r.Holder, r.Term, r.TTL = g.Holder, uint64(holder.CreateRevision), time.Duration(g.TTL)
+	r.Holder, r.Term, r.TTL, r.Value = g.Holder, uint64(holder.CreateRevision), time.Duration(g.TTL), g.Value
 	if r.Holder == "" {
 		r.Holder = unknownHolder
 	}
@@ -149,7 +158,7 @@ func (s *Store) isGrant(l tenure.Lease, id clientv3.LeaseID) []clientv3.Cmp {
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(hk), "=", int64(l.Term)),
 		clientv3.Compare(clientv3.LeaseValue(hk), "=", int64(id)),
-		clientv3.Compare(clientv3.Value(hk), "=", encode(l.Identity, l.TTL)),
+		clientv3.Compare(clientv3.Value(hk), "=", encode(l.Identity, l.TTL, l.Value)),
 	}
 }
 
@@ -257,7 +266,7 @@ func (s *Store) record(ctx context.Context, key string, holder, term *mvccpb.Key
 		return r, nil
 	}
 	g := decode(holder.Value)
-	r.Holder, r.Term, r.TTL = g.Holder, uint64(holder.CreateRevision), time.Duration(g.TTL)
+	r.Holder, r.Term, r.TTL, r.Value = g.Holder, uint64(holder.CreateRevision), time.Duration(g.TTL), g.Value
 	if r.Holder == "" {
 		r.Holder = unknownHolder // held, but the key was not written by tenure
 	}

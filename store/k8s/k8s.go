@@ -41,7 +41,7 @@ type Store struct {
 }
 
 var (
-	_ tenure.Store     = (*Store)(nil)
+	_ tenure.Publisher = (*Store)(nil)
 	_ tenure.Defaulter = (*Store)(nil)
 )
 

@@ -74,7 +74,14 @@ func spec(l *coordinationv1.Lease, identity string, ttl time.Duration, trans int
 // its lease duration from now: expiry is judged only from what this handle
 // saw (see the package documentation).
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return s.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Store.Acquire], keeping
+// c.Value in the [GrantAnnotation] with the grant. A Lease held by a
+// client-go candidate has no value.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
 	if err := s.usable(ctx); err != nil {
@@ -88,7 +95,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		now := time.Now()
 		if apierrors.IsNotFound(err) {
 			s.obs.forget(name)
-			l, err := s.create(ctx, key, name, identity, ttl, sent)
+			l, err := s.create(ctx, key, name, c, sent)
 			if apierrors.IsAlreadyExists(err) {
 				last = err
 				continue // another candidate created it: read it
@@ -109,7 +116,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		if r.Held() {
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
-		l, err := s.take(ctx, key, identity, ttl, cur, v, sent)
+		l, err := s.take(ctx, key, c, cur, v, sent)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			last = err
 			continue // another write came first: read again
@@ -120,9 +127,10 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 }
 
 // create makes the Lease for key with a first grant to identity.
-func (s *Store) create(ctx context.Context, key, name, identity string, ttl time.Duration, sent time.Time) (tenure.Lease, error) {
+func (s *Store) create(ctx context.Context, key, name string, c tenure.Claim, sent time.Time) (tenure.Lease, error) {
+	identity, ttl := c.Identity, c.TTL
 	prev := s.seen.Highest(key)
-	g := grant{Key: key, Term: prev.Term + 1, Holder: identity, TTL: int64(ttl), Token: newToken()}
+	g := grant{Key: key, Term: prev.Term + 1, Holder: identity, TTL: int64(ttl), Token: newToken(), Value: c.Value}
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace}}
 	spec(l, identity, ttl, 0, time.Now())
 	annotate(l, g)
@@ -140,7 +148,8 @@ func (s *Store) create(ctx context.Context, key, name, identity string, ttl time
 }
 
 // take writes a grant to identity over cur, the free Lease read as v.
-func (s *Store) take(ctx context.Context, key, identity string, ttl time.Duration, cur *coordinationv1.Lease, v view, sent time.Time) (tenure.Lease, error) {
+func (s *Store) take(ctx context.Context, key string, c tenure.Claim, cur *coordinationv1.Lease, v view, sent time.Time) (tenure.Lease, error) {
+	identity, ttl := c.Identity, c.TTL
 	g := grant{
 		Key:         key,
 		Term:        max(v.term, s.seen.Highest(key).Term) + 1,
@@ -148,6 +157,7 @@ func (s *Store) take(ctx context.Context, key, identity string, ttl time.Duratio
 		Holder:      identity,
 		TTL:         int64(ttl),
 		Token:       newToken(),
+		Value:       c.Value,
 	}
 	upd := cur.DeepCopy()
 	spec(upd, identity, ttl, g.Transitions, time.Now())
@@ -172,7 +182,7 @@ func (s *Store) take(ctx context.Context, key, identity string, ttl time.Duratio
 }
 
 func (s *Store) lease(key string, g grant, wait time.Duration) tenure.Lease {
-	return tenure.Lease{Key: key, Identity: g.Holder, Term: g.Term, TTL: time.Duration(g.TTL), Token: g.Token, Wait: wait}
+	return tenure.Lease{Key: key, Identity: g.Holder, Term: g.Term, TTL: time.Duration(g.TTL), Token: g.Token, Wait: wait, Value: g.Value}
 }
 
 // observeWrite records a Lease version this handle wrote.
@@ -264,7 +274,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 		empty, one := "", int32(1)
 		now := metav1.NewMicroTime(time.Now())
 		upd.Spec.HolderIdentity, upd.Spec.LeaseDurationSeconds, upd.Spec.RenewTime = &empty, &one, &now
-		g.Released = true
+		g.Released, g.Value = true, ""
 		annotate(upd, g)
 	})
 }

@@ -37,6 +37,9 @@ type grant struct {
 	// deleted and created again, does not carry it.
 	Token    string `json:"token"`
 	Released bool   `json:"released,omitempty"`
+	// Value is the value published with the grant; absent when none was,
+	// and cleared on release. A client-go candidate publishes none.
+	Value string `json:"value,omitempty"`
 }
 
 // leaseName is the Lease that stands for key: prefix+key when that is a
@@ -184,6 +187,9 @@ func record(key string, v view, unchanged time.Duration) tenure.Record {
 		return r
 	}
 	r.Holder, r.TTL = v.holder, v.ttl
+	if v.own {
+		r.Value = v.g.Value
+	}
 	r.Remaining = min(v.dur+seen.Margin(v.dur)-unchanged, v.ttl)
 	return r
 }

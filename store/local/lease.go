@@ -124,6 +124,7 @@ func record(key string, st state, live bool, now int64) tenure.Record {
 	r := tenure.Record{Key: key, Term: st.Term}
 	if live {
 		r.Holder = st.Holder
+		r.Value = st.Value
 		r.TTL = time.Duration(st.TTL)
 		r.Remaining = time.Duration(st.Expires - now)
 	}
@@ -147,9 +148,16 @@ func record(key string, st state, live bool, now int64) tenure.Record {
 // removed or replaced while .terms shows the grant unreleased (Wait is that
 // grant's TTL, since its holder may have renewed just before).
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return s.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Store.Acquire], keeping
+// c.Value in the key's record with the grant.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	identity, ttl := c.Identity, c.TTL
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -188,12 +196,12 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		term := last + 1
 		token, err := s.writeGrant(kf, state{
 			Key: key, Holder: identity, Term: term, TTL: int64(ttl),
-			Expires: now + int64(ttl), BootID: s.bootID,
+			Expires: now + int64(ttl), BootID: s.bootID, Value: c.Value,
 		})
 		if err != nil {
 			return err
 		}
-		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait}
+		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait, Value: c.Value}
 		return nil
 	})
 	if err != nil {
@@ -341,7 +349,7 @@ func (s *Store) mutateGrant(ctx context.Context, l tenure.Lease, received int64,
 // its liveness file. It may be called through any handle.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	kf, err := s.mutateGrant(ctx, l, boottime(), func(kf keyFiles, st state) error {
-		st.Holder, st.Token, st.TTL, st.Expires = "", "", 0, 0
+		st.Holder, st.Token, st.TTL, st.Expires, st.Value = "", "", 0, 0, ""
 		// .terms (and this process) learn of the release, so a later
 		// Acquire after the key's files are deleted knows this grant
 		// needs no wait.

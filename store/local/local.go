@@ -45,7 +45,7 @@ type grant struct {
 // interface itself, as its only consumer; its tests assert that *Store
 // has it).
 var (
-	_ tenure.Store = (*Store)(nil)
+	_ tenure.Publisher = (*Store)(nil)
 )
 
 // Open returns a handle on the state directory dir, creating it and its

@@ -21,7 +21,7 @@ type Store struct{}
 // interface itself, as its only consumer; its tests assert that *Store
 // has it).
 var (
-	_ tenure.Store = (*Store)(nil)
+	_ tenure.Publisher = (*Store)(nil)
 )
 
 // Open fails outside Linux.
@@ -32,6 +32,11 @@ func (s *Store) Dir() string { return "" }
 
 // Acquire fails outside Linux.
 func (s *Store) Acquire(context.Context, string, string, time.Duration) (tenure.Lease, error) {
+	return tenure.Lease{}, errUnsupported
+}
+
+// AcquireClaim fails outside Linux.
+func (s *Store) AcquireClaim(context.Context, string, tenure.Claim) (tenure.Lease, error) {
 	return tenure.Lease{}, errUnsupported
 }
 

@@ -71,6 +71,10 @@ type state struct {
 	BootID string `json:"boot_id"`
 	// Token identifies the grant (random, 128 bits as hex).
 	Token string `json:"token"`
+	// Value is the value published with the grant ([tenure.Claim.Value]);
+	// "" once released. Absent from records written before values were
+	// published, which decode as "".
+	Value string `json:"value,omitempty"`
 }
 
 // encodeState returns the on-disk form of st.
@@ -142,8 +146,11 @@ func (st state) validate() error {
 	case len(st.Token) > 64 || len(st.BootID) > 64:
 		return errors.New("over-long token or boot id")
 	}
+	if st.Holder == "" && st.Value != "" {
+		return errors.New("free record with a value")
+	}
 	if st.Holder != "" {
-		return tenure.CheckAcquire(st.Key, st.Holder, time.Duration(st.TTL))
+		return tenure.CheckClaim(st.Key, tenure.Claim{Identity: st.Holder, TTL: time.Duration(st.TTL), Value: st.Value})
 	}
 	return nil
 }

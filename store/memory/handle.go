@@ -21,7 +21,7 @@ type handle struct {
 	seen   seen.Terms // what this handle saw, as one process would
 }
 
-var _ tenure.Store = (*handle)(nil)
+var _ tenure.Publisher = (*handle)(nil)
 
 func (h *handle) ok() error {
 	if h.closed.Load() {
@@ -34,7 +34,14 @@ func (h *handle) Acquire(ctx context.Context, key, id string, ttl time.Duration)
 	if err := h.ok(); err != nil {
 		return tenure.Lease{}, err
 	}
-	return h.s.acquire(ctx, key, id, ttl, &h.seen)
+	return h.s.acquire(ctx, key, tenure.Claim{Identity: id, TTL: ttl}, &h.seen)
+}
+
+func (h *handle) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := h.ok(); err != nil {
+		return tenure.Lease{}, err
+	}
+	return h.s.acquire(ctx, key, c, &h.seen)
 }
 
 func (h *handle) Renew(ctx context.Context, l tenure.Lease) error {

@@ -43,13 +43,14 @@ type entry struct {
 	ttl     time.Duration
 	expires time.Time // of the current or last grant
 	token   string
+	value   string // published with the current grant
 	// released is set when the last grant ended by Release. A free entry
 	// whose grant was neither released nor past its expiry vanished (see
 	// [Store.Acquire]).
 	released bool
 }
 
-var _ tenure.Store = (*Store)(nil)
+var _ tenure.Publisher = (*Store)(nil)
 
 // New returns an empty store whose leases expire on clock (nil means
 // [tenure.SystemClock]).
@@ -76,7 +77,7 @@ func (s *Store) recordLocked(key string, now time.Time) tenure.Record {
 	}
 	r.Term = e.term
 	if e.live(now) {
-		r.Holder, r.TTL, r.Remaining = e.holder, e.ttl, e.expires.Sub(now)
+		r.Holder, r.TTL, r.Remaining, r.Value = e.holder, e.ttl, e.expires.Sub(now), e.value
 	}
 	return r
 }
@@ -97,13 +98,20 @@ func (s *Store) check(ctx context.Context) error {
 // altogether, but which this Store (or Handle) saw granted, gets a term above
 // the highest it saw and a Wait of that grant's TTL.
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	return s.acquire(ctx, key, identity, ttl, &s.seen)
+	return s.acquire(ctx, key, tenure.Claim{Identity: identity, TTL: ttl}, &s.seen)
 }
 
-func (s *Store) acquire(ctx context.Context, key, identity string, ttl time.Duration, sn *seen.Terms) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+// AcquireClaim implements [tenure.Publisher]: Acquire, keeping c.Value with
+// the grant.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	return s.acquire(ctx, key, c, &s.seen)
+}
+
+func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, sn *seen.Terms) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	identity, ttl := c.Identity, c.TTL
 	sent := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,12 +138,12 @@ func (s *Store) acquire(ctx context.Context, key, identity string, ttl time.Dura
 		s.keys[key] = e
 	}
 	s.tokens++
-	e.holder, e.ttl, e.expires, e.released = identity, ttl, now.Add(ttl), false
+	e.holder, e.ttl, e.expires, e.released, e.value = identity, ttl, now.Add(ttl), false, c.Value
 	e.term = max(e.term, floor.Term) + 1
 	e.token = strconv.FormatUint(s.tokens, 10)
 	s.notifyLocked(key)
 	sn.Observe(key, e.term, ttl)
-	return tenure.Lease{Key: key, Identity: identity, Term: e.term, TTL: ttl, Token: e.token, Wait: wait}, nil
+	return tenure.Lease{Key: key, Identity: identity, Term: e.term, TTL: ttl, Token: e.token, Wait: wait, Value: c.Value}, nil
 }
 
 // tamper changes key's entry the way a fault would, without a release
@@ -188,7 +196,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err != nil {
 		return err
 	}
-	e.holder, e.token, e.ttl, e.expires, e.released = "", "", 0, time.Time{}, true
+	e.holder, e.token, e.ttl, e.expires, e.released, e.value = "", "", 0, time.Time{}, true, ""
 	s.notifyLocked(l.Key)
 	return nil
 }

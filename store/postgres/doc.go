@@ -9,6 +9,9 @@
 // so candidates starting at once do not trip over each other. Choose its
 // schema with the search_path parameter. The database user needs CREATE on
 // the schema the first time, then SELECT, INSERT and UPDATE on the table.
+// The published value ([tenure.Publisher]) is kept in the row's value
+// column; a table created by an earlier tenure gains that column on first
+// use (ALTER TABLE, once, which needs the table's owner).
 // The first use also (re)creates a trigger, tenure_notify, that notifies
 // watchers of any change to a row's holder, term or token and of any
 // deleted row; without the right to create it, watches miss changes made

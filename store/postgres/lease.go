@@ -24,7 +24,7 @@ import (
 // for a row lock judges with the earlier time, which errs on the safe side:
 // a grant looks live a little longer and a new grant ends a little sooner.
 type queries struct {
-	migrate, trigger, acquire, renew, release, get string
+	migrate, addValue, trigger, acquire, renew, release, get string
 }
 
 func newQueries(table string) queries {
@@ -40,8 +40,18 @@ func newQueries(table string) queries {
 	term       bigint NOT NULL CHECK (term > 0),
 	token      text NOT NULL DEFAULT '',
 	ttl_ns     bigint NOT NULL DEFAULT 0,
-	expires_at timestamptz
+	expires_at timestamptz,
+	value      text NOT NULL DEFAULT ''
 )`,
+		// A table made before values were published gains the value
+		// column. Altered only if the column is missing: ALTER TABLE locks
+		// the table against every renewal, even when it changes nothing.
+		addValue: `DO $tenure$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = ` + quoteLiteral(t) + `::regclass AND attname = 'value' AND NOT attisdropped) THEN
+		ALTER TABLE ` + t + ` ADD COLUMN IF NOT EXISTS value text NOT NULL DEFAULT '';
+	END IF;
+END $tenure$`,
 		// A row changed by anything but a renewal (which sets only
 		// expires_at) notifies watchers, so that an UPDATE or DELETE from
 		// outside tenure wakes them too. Created once, only if missing:
@@ -73,11 +83,11 @@ END $tenure$`,
 		ELSE 0 END AS wait_us
 	FROM ` + t + ` WHERE key = $1
 ), granted AS (
-	INSERT INTO ` + t + ` AS l (key, holder, term, token, ttl_ns, expires_at)
-	VALUES ($1, $2, $6::bigint + 1, $3, $4, now() + ($4::bigint / 1000) * interval '1 microsecond')
+	INSERT INTO ` + t + ` AS l (key, holder, term, token, ttl_ns, expires_at, value)
+	VALUES ($1, $2, $6::bigint + 1, $3, $4, now() + ($4::bigint / 1000) * interval '1 microsecond', $7)
 	ON CONFLICT (key) DO UPDATE
 		SET holder = excluded.holder, term = greatest(l.term, $6::bigint) + 1, token = excluded.token,
-			ttl_ns = excluded.ttl_ns, expires_at = excluded.expires_at
+			ttl_ns = excluded.ttl_ns, expires_at = excluded.expires_at, value = excluded.value
 		WHERE l.holder = '' OR l.expires_at <= now()
 	RETURNING l.term
 ), notified AS (
@@ -88,7 +98,7 @@ SELECT term, (SELECT count(*) FROM notified), coalesce((SELECT wait_us FROM prev
 SET expires_at = now() + (ttl_ns / 1000) * interval '1 microsecond'
 WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()`,
 		release: `WITH released AS (
-	UPDATE ` + t + ` SET holder = '', token = '', ttl_ns = 0, expires_at = NULL
+	UPDATE ` + t + ` SET holder = '', token = '', ttl_ns = 0, expires_at = NULL, value = ''
 	WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()
 	RETURNING key
 ), notified AS (
@@ -96,7 +106,7 @@ WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND
 )
 SELECT count(*), (SELECT count(*) FROM notified) FROM released`,
 		// Remaining in microseconds, or -1 when no live grant.
-		get: `SELECT holder, term, ttl_ns,
+		get: `SELECT holder, term, ttl_ns, value,
 	CASE WHEN holder <> '' AND expires_at > now()
 		THEN ceil(extract(epoch FROM expires_at - now()) * 1000000)::bigint
 		ELSE -1 END
@@ -128,6 +138,9 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, s.q.migrate); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.q.addValue); err != nil {
 			return err
 		}
 		// Without the right to create the trigger (a table owned by
@@ -184,9 +197,16 @@ func newToken() string {
 // UPDATE statement, atomic on the server; when the key is held it reads
 // the record for the [tenure.HeldError].
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return s.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Store.Acquire], keeping
+// c.Value in the row's value column, cleared when the grant is released.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	identity, ttl := c.Identity, c.TTL
 	if ttl < time.Microsecond {
 		return tenure.Lease{}, fmt.Errorf("%w: ttl %s is shorter than PostgreSQL's resolution of 1µs", tenure.ErrInvalid, ttl)
 	}
@@ -205,11 +225,11 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		token := newToken()
 		var term, notified, waitUS int64
 		err := retry(ctx, func() error {
-			return s.pool.QueryRow(ctx, s.q.acquire, key, identity, token, int64(ttl), s.channel, int64(floor.Term)).
+			return s.pool.QueryRow(ctx, s.q.acquire, key, identity, token, int64(ttl), s.channel, int64(floor.Term), c.Value).
 				Scan(&term, &notified, &waitUS)
 		})
 		if err == nil {
-			l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token}
+			l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token, Value: c.Value}
 			switch {
 			case waitUS > 0: // the last grant vanished before it expired
 				l.Wait = seen.WaitSince(sent, time.Duration(waitUS)*time.Microsecond)
@@ -291,10 +311,10 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 func (s *Store) get(ctx context.Context, key string) (tenure.Record, error) {
 	r := tenure.Record{Key: key}
-	var holder string
+	var holder, value string
 	var term, ttl, remainingUS int64
 	err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q.get, key).Scan(&holder, &term, &ttl, &remainingUS)
+		return s.pool.QueryRow(ctx, s.q.get, key).Scan(&holder, &term, &ttl, &value, &remainingUS)
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -304,7 +324,7 @@ func (s *Store) get(ctx context.Context, key string) (tenure.Record, error) {
 	}
 	r.Term = uint64(term)
 	if remainingUS > 0 {
-		r.Holder, r.TTL, r.Remaining = holder, time.Duration(ttl), time.Duration(remainingUS)*time.Microsecond
+		r.Holder, r.TTL, r.Remaining, r.Value = holder, time.Duration(ttl), time.Duration(remainingUS)*time.Microsecond, value
 	}
 	return r, nil
 }

@@ -17,7 +17,8 @@ import (
 // Each key K is stored under three Redis keys, all with the hash tag {K} so
 // they share a slot:
 //
-//	PREFIX:{K}:lease  hash holder, term, token, ttl_ns, ttl_ms; expires
+//	PREFIX:{K}:lease  hash holder, term, token, ttl_ns, ttl_ms, value (the
+//	                  published value, absent before tenure had one); expires
 //	                  (PEXPIRE) when the grant does, judged by the server
 //	PREFIX:{K}:term   counter of grants, INCRed by each; never expires,
 //	                  so terms never go back when a lease key expires
@@ -41,8 +42,8 @@ func (s *Store) keyspaceChannel(key string) string {
 var (
 	// KEYS: lease, term, last. ARGV: identity, token, ttl_ms, ttl_ns,
 	// channel, floor (the highest term the handle saw), seen_ttl_ms (the
-	// TTL of that grant). Returns {1, term, wait_ms, repaired} when granted,
-	// {0, holder, term, ttl_ns, pttl} when held.
+	// TTL of that grant), value. Returns {1, term, wait_ms, repaired} when
+	// granted, {0, holder, term, ttl_ns, pttl, value} when held.
 	//
 	// wait_ms is what is left of the last grant's renew window if it ended
 	// neither by release nor by expiry (its lease key deleted or evicted),
@@ -51,9 +52,9 @@ var (
 	// repaired is 1 when the counter was at or below a term already handed
 	// out (deleted or evicted) and was moved past it.
 	acquireScript = goredis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns')
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value')
 if cur[1] then
-	return {0, cur[1], cur[2], cur[3], redis.call('PTTL', KEYS[1])}
+	return {0, cur[1], cur[2], cur[3], redis.call('PTTL', KEYS[1]), cur[4] or ''}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -76,7 +77,7 @@ if term <= floor then
 	redis.call('SET', KEYS[2], term)
 	repaired = 1
 end
-redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'term', term, 'token', ARGV[2], 'ttl_ns', ARGV[4], 'ttl_ms', ARGV[3])
+redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'term', term, 'token', ARGV[2], 'ttl_ns', ARGV[4], 'ttl_ms', ARGV[3], 'value', ARGV[8])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('HSET', KEYS[3], 'term', term, 'ttl_ms', ARGV[3], 'exp_ms', now + tonumber(ARGV[3]), 'released', 0)
 redis.call('PUBLISH', ARGV[5], 'acquired')
@@ -113,12 +114,12 @@ redis.call('PUBLISH', ARGV[4], 'released')
 return 1
 `)
 
-	// KEYS: lease, term. Returns {holder, term, ttl_ns, pttl} when held,
-	// {'', last term or '0'} when free.
+	// KEYS: lease, term. Returns {holder, term, ttl_ns, pttl, value} when
+	// held, {'', last term or '0'} when free.
 	getScript = goredis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns')
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value')
 if cur[1] then
-	return {cur[1], cur[2], cur[3], redis.call('PTTL', KEYS[1])}
+	return {cur[1], cur[2], cur[3], redis.call('PTTL', KEYS[1]), cur[4] or ''}
 end
 return {'', redis.call('GET', KEYS[2]) or '0'}
 `)
@@ -137,9 +138,17 @@ func newToken() string {
 // deleted or evicted, and the grant's Wait covers the last grant's renew
 // window if that grant vanished (see the package documentation).
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return s.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Store.Acquire], keeping
+// c.Value in the lease hash's value field, so it expires and is deleted
+// with the grant.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	identity, ttl := c.Identity, c.TTL
 	if ttl < time.Millisecond {
 		return tenure.Lease{}, fmt.Errorf("%w: ttl %s is shorter than Redis's resolution of 1ms", tenure.ErrInvalid, ttl)
 	}
@@ -157,7 +166,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		res, err = acquireScript.Run(ctx, s.client,
 			[]string{s.leaseKey(key), s.termKey(key), s.lastKey(key)},
 			identity, token, ttl.Milliseconds(), int64(ttl), s.channel(key),
-			floor.Term, floor.TTL.Milliseconds()).Slice()
+			floor.Term, floor.TTL.Milliseconds(), c.Value).Slice()
 		return err
 	})
 	if err != nil {
@@ -175,7 +184,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 		}
 		s.seen.Observe(key, uint64(term), ttl)
 		return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token,
-			Wait: seen.WaitSince(sent, time.Duration(waitMS)*time.Millisecond)}, nil
+			Wait: seen.WaitSince(sent, time.Duration(waitMS)*time.Millisecond), Value: c.Value}, nil
 	}
 	r, err := s.record(key, res[1:])
 	if err != nil {
@@ -240,7 +249,7 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	return s.seen.Record(r), nil
 }
 
-// record decodes {holder, term, ttl_ns, pttl} or {"", term}.
+// record decodes {holder, term, ttl_ns, pttl, value} or {"", term}.
 func (s *Store) record(key string, v []any) (tenure.Record, error) {
 	bad := func() (tenure.Record, error) {
 		return tenure.Record{}, fmt.Errorf("tenure/redis: unexpected record %v for key %q on %s (was it written by something else?)", v, key, s.redacted)
@@ -259,7 +268,11 @@ func (s *Store) record(key string, v []any) (tenure.Record, error) {
 	if holder == "" {
 		return r, nil
 	}
-	if len(v) != 4 {
+	if len(v) != 5 {
+		return bad()
+	}
+	value, ok := v[4].(string)
+	if !ok {
 		return bad()
 	}
 	ttlStr, _ := v[2].(string)
@@ -268,7 +281,7 @@ func (s *Store) record(key string, v []any) (tenure.Record, error) {
 	if err != nil || !ok {
 		return bad()
 	}
-	r.Holder, r.TTL = holder, time.Duration(ttl)
+	r.Holder, r.TTL, r.Value = holder, time.Duration(ttl), value
 	if pttl > 0 {
 		r.Remaining = time.Duration(pttl) * time.Millisecond
 	}

@@ -64,7 +64,7 @@ type Store struct {
 }
 
 var (
-	_ tenure.Store = (*Store)(nil)
+	_ tenure.Publisher = (*Store)(nil)
 )
 
 func init() {

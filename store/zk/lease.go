@@ -20,9 +20,17 @@ var errRace = errors.New("lost the race for the lease node")
 // key costs one read; a free key costs a new session (with timeout ttl) and
 // one multi-operation.
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+	return s.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Store.Acquire], keeping
+// c.Value in the key node's data with the grant. The value is reported
+// only while the grant's lease node exists.
+func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
+	ttl := c.TTL
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -36,7 +44,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 			s.makeSpare(ttl)
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
-		l, err := s.tryAcquire(ctx, key, identity, ttl, n, sent)
+		l, err := s.tryAcquire(ctx, key, c, n, sent)
 		if errors.Is(err, errRace) {
 			continue // read who won, or try again if they are already gone
 		}
@@ -50,7 +58,8 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // node exists: the lease node was deleted from outside), or, if the key
 // node is gone although this Store saw the key granted, the TTL of the last
 // grant it saw.
-func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.Duration, prev node, sent0 time.Time) (tenure.Lease, error) {
+func (s *Store) tryAcquire(ctx context.Context, key string, c tenure.Claim, prev node, sent0 time.Time) (tenure.Lease, error) {
+	identity, ttl := c.Identity, c.TTL
 	g := s.takeSpare(ttl)
 	if g == nil {
 		var err error
@@ -64,7 +73,7 @@ func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.D
 	g.key, g.identity = key, identity
 	sid := g.conn.SessionID()
 	g.marker = s.markerPath(key, sid)
-	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(identity, ttl, sid)
+	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(identity, ttl, sid, c.Value)
 	version := int32(-1)
 	if prev.st != nil {
 		version = prev.st.Version
@@ -98,7 +107,7 @@ func (s *Store) tryAcquire(ctx context.Context, key, identity string, ttl time.D
 				g.end(false)
 				return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("the grant ended at once: "+why))
 			}
-			l := tenure.Lease{Key: key, Identity: identity, Term: g.term, TTL: ttl, Token: g.token}
+			l := tenure.Lease{Key: key, Identity: identity, Term: g.term, TTL: ttl, Token: g.token, Value: c.Value}
 			switch {
 			case <-alive: // deleted from outside: its holder may not know
 				l.Wait = seen.WaitSince(sent0, time.Duration(last.TTL))
@@ -297,7 +306,7 @@ func (s *Store) recordOf(key string, n node) tenure.Record {
 	}
 	if n.st.NumChildren > 0 {
 		rec := decode(n.data)
-		r.Holder, r.TTL = rec.Holder, time.Duration(rec.TTL)
+		r.Holder, r.TTL, r.Value = rec.Holder, time.Duration(rec.TTL), rec.Value
 		if r.Holder == "" {
 			r.Holder = unknownHolder // held, but the node was not written by tenure
 		}

@@ -54,7 +54,7 @@ type Store struct {
 }
 
 var (
-	_ tenure.Store = (*Store)(nil)
+	_ tenure.Publisher = (*Store)(nil)
 )
 
 func init() {
@@ -361,10 +361,12 @@ type record struct {
 	Holder  string `json:"holder"`
 	TTL     int64  `json:"ttl_ns"`
 	Session int64  `json:"session,omitempty"`
+	// Value is the value published with the grant; absent when none was.
+	Value string `json:"value,omitempty"`
 }
 
-func encode(identity string, ttl time.Duration, session int64) []byte {
-	b, _ := json.Marshal(record{Holder: identity, TTL: int64(ttl), Session: session})
+func encode(identity string, ttl time.Duration, session int64, value string) []byte {
+	b, _ := json.Marshal(record{Holder: identity, TTL: int64(ttl), Session: session, Value: value})
 	return b
 }
 
