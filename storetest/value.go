@@ -31,21 +31,7 @@ func (s *suite) publishedValue(t *testing.T) {
 		return Await(t, ch, s.o.Tolerance, what, want)
 	}
 	next("the initial free record", func(r tenure.Record) bool { return !r.Held() })
-
-	// Bad values are refused and grant nothing.
-	for name, v := range map[string]string{
-		"over-long value":            strings.Repeat("v", tenure.MaxValueLen+1),
-		"control character in value": "10.0.0.7\n:8080",
-		"invalid UTF-8 value":        "10.0.0.7\xff",
-	} {
-		_, err := pa.AcquireClaim(ctxFor(t), key, tenure.Claim{Identity: "alpha", TTL: s.o.TTL, Value: v})
-		if !errors.Is(err, tenure.ErrInvalid) {
-			t.Errorf("AcquireClaim with %s: got %v, want an error matching tenure.ErrInvalid", name, err)
-		}
-	}
-	if r := mustGet(t, a, key); r.Held() || r.Term != 0 {
-		t.Fatalf("after rejected claims, Get = %+v, want a never-granted key", r)
-	}
+	s.badValues(t, pa, key)
 
 	// A value with what some backends must encode: spaces, '=', ',', ';',
 	// quotes, '/', non-ASCII.
@@ -95,5 +81,24 @@ func (s *suite) publishedValue(t *testing.T) {
 	}
 	if err := a.Release(ctxFor(t), l2); err != nil {
 		t.Fatalf("Release: %v", err)
+	}
+}
+
+// badValues checks that claims with bad values are refused and grant
+// nothing.
+func (s *suite) badValues(t *testing.T, pa tenure.Publisher, key string) {
+	t.Helper()
+	for name, v := range map[string]string{
+		"over-long value":            strings.Repeat("v", tenure.MaxValueLen+1),
+		"control character in value": "10.0.0.7\n:8080",
+		"invalid UTF-8 value":        "10.0.0.7\xff",
+	} {
+		_, err := pa.AcquireClaim(ctxFor(t), key, tenure.Claim{Identity: "alpha", TTL: s.o.TTL, Value: v})
+		if !errors.Is(err, tenure.ErrInvalid) {
+			t.Errorf("AcquireClaim with %s: got %v, want an error matching tenure.ErrInvalid", name, err)
+		}
+	}
+	if r := mustGet(t, pa, key); r.Held() || r.Term != 0 {
+		t.Fatalf("after rejected claims, Get = %+v, want a never-granted key", r)
 	}
 }

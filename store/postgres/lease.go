@@ -27,14 +27,13 @@ type queries struct {
 	migrate, addValue, trigger, acquire, renew, release, get string
 }
 
-func newQueries(table string) queries {
-	t := pgx.Identifier{table}.Sanitize()
-	fn := pgx.Identifier{table + "_notify"}.Sanitize()
-	return queries{
-		// Rows are never deleted: the term of a key lives as long as the
-		// table, which is what keeps terms growing across releases,
-		// expiries and server restarts.
-		migrate: `CREATE TABLE IF NOT EXISTS ` + t + ` (
+// schemaQueries returns q with the statements that create and upgrade
+// the table of table name t (sanitized) and its trigger function fn.
+func schemaQueries(q queries, t, fn string) queries {
+	// Rows are never deleted: the term of a key lives as long as the
+	// table, which is what keeps terms growing across releases,
+	// expiries and server restarts.
+	q.migrate = `CREATE TABLE IF NOT EXISTS ` + t + ` (
 	key        text PRIMARY KEY,
 	holder     text NOT NULL DEFAULT '',
 	term       bigint NOT NULL CHECK (term > 0),
@@ -42,22 +41,22 @@ func newQueries(table string) queries {
 	ttl_ns     bigint NOT NULL DEFAULT 0,
 	expires_at timestamptz,
 	value      text NOT NULL DEFAULT ''
-)`,
-		// A table made before values were published gains the value
-		// column. Altered only if the column is missing: ALTER TABLE locks
-		// the table against every renewal, even when it changes nothing.
-		addValue: `DO $tenure$
+)`
+	// A table made before values were published gains the value
+	// column. Altered only if the column is missing: ALTER TABLE locks
+	// the table against every renewal, even when it changes nothing.
+	q.addValue = `DO $tenure$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = ` + quoteLiteral(t) + `::regclass AND attname = 'value' AND NOT attisdropped) THEN
 		ALTER TABLE ` + t + ` ADD COLUMN IF NOT EXISTS value text NOT NULL DEFAULT '';
 	END IF;
-END $tenure$`,
-		// A row changed by anything but a renewal (which sets only
-		// expires_at) notifies watchers, so that an UPDATE or DELETE from
-		// outside tenure wakes them too. Created once, only if missing:
-		// replacing a trigger locks the table against every renewal.
-		// Best effort: see migrate.
-		trigger: `DO $tenure$
+END $tenure$`
+	// A row changed by anything but a renewal (which sets only
+	// expires_at) notifies watchers, so that an UPDATE or DELETE from
+	// outside tenure wakes them too. Created once, only if missing:
+	// replacing a trigger locks the table against every renewal.
+	// Best effort: see migrate.
+	q.trigger = `DO $tenure$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'tenure_notify' AND tgrelid = ` + quoteLiteral(t) + `::regclass) THEN
 		CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $f$
@@ -68,7 +67,14 @@ BEGIN
 		CREATE TRIGGER tenure_notify AFTER UPDATE OF holder, term, token OR DELETE ON ` + t + `
 			FOR EACH ROW EXECUTE FUNCTION ` + fn + `();
 	END IF;
-END $tenure$`,
+END $tenure$`
+	return q
+}
+
+func newQueries(table string) queries {
+	t := pgx.Identifier{table}.Sanitize()
+	fn := pgx.Identifier{table + "_notify"}.Sanitize()
+	return schemaQueries(queries{
 		// One statement: insert the key, or take it over when it is free
 		// or its grant has expired, with the next term (above $6, the
 		// highest term this Store saw: a deleted row must not restart
@@ -111,7 +117,7 @@ SELECT count(*), (SELECT count(*) FROM notified) FROM released`,
 		THEN ceil(extract(epoch FROM expires_at - now()) * 1000000)::bigint
 		ELSE -1 END
 FROM ` + t + ` WHERE key = $1`,
-	}
+	}, t, fn)
 }
 
 // quoteLiteral quotes s as an SQL string literal.
