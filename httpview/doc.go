@@ -34,7 +34,9 @@
 //     observers; /readyz?standbyok makes healthy followers 200 too.
 //   - /events: text/event-stream. The current view at once, then one
 //     event named "leader" per leadership change (a new term with a
-//     holder, or the key becoming free), each with the JSON view as data.
+//     holder, or the key becoming free), and one when this process's own
+//     elector is elected or steps down (is_self changes), each with the
+//     JSON view as data.
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //

@@ -185,9 +185,11 @@ func (h *Handler) OnEvent(next func(tenure.Event)) func(tenure.Event) {
 		if ev.Key == h.opts.Key || ev.Key == "" {
 			switch ev.Kind {
 			case tenure.EventElected:
-				h.see(ev.Identity, ev.Term, 0, "", ev.Time)
+				// Always published: the store's record may have shown this
+				// holder already, but is_self changes only now.
+				h.publish(ev.Identity, ev.Term, 0, "", ev.Time, true)
 			case tenure.EventLost, tenure.EventReleased:
-				h.see("", ev.Term, 0, "", ev.Time)
+				h.publish("", ev.Term, 0, "", ev.Time, true)
 			case tenure.EventLeaderChanged:
 				h.see(ev.Holder, ev.Term, 0, "", ev.Time)
 			}
@@ -201,9 +203,15 @@ func (h *Handler) OnEvent(next func(tenure.Event)) func(tenure.Event) {
 // see applies one sighting and, if leadership changed, publishes the new
 // view to /events clients.
 func (h *Handler) see(holder string, term uint64, ttl time.Duration, value string, at time.Time) {
+	h.publish(holder, term, ttl, value, at, false)
+}
+
+// publish is see that, with always set, publishes the view even when
+// leadership did not change, because this process's own part in it did.
+func (h *Handler) publish(holder string, term uint64, ttl time.Duration, value string, at time.Time, always bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.apply(holder, term, ttl, value, at) {
+	if !h.apply(holder, term, ttl, value, at) && !always {
 		return
 	}
 	data, err := json.Marshal(h.leaderLocked())
