@@ -69,6 +69,7 @@ func TestImportsOnlyTheRootAndTheStandardLibrary(t *testing.T) {
 // ends, Run returns its error only after every lease was released; a later
 // Run works again.
 func TestRunOnceAndReleaseOnReturn(t *testing.T) {
+	simulation(t)
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New(nil)
 		s, err := shard.New(shard.Config{Store: st, Group: "g", Identity: "a", Members: []string{"a"},

@@ -33,6 +33,7 @@ func (r refusing) Acquire(ctx context.Context, key, id string, ttl time.Duration
 // Takeover, and goes back to its owner, without overlap, once the owner
 // can take it again, within Reclaim.
 func TestFallbackLeadsAKeyItsOwnerLeftUnled(t *testing.T) {
+	simulation(t)
 	synctest.Test(t, func(t *testing.T) {
 		ttl := time.Second
 		members := ids(3)
@@ -116,6 +117,7 @@ func (c cutOff) Renew(ctx context.Context, l tenure.Lease) error {
 // (the others take them over once its liveness grant expired), and takes
 // its keys back once it is live again; no key ever has two leaders.
 func TestMemberThatLosesItsLivenessGivesUpItsKeys(t *testing.T) {
+	simulation(t)
 	synctest.Test(t, func(t *testing.T) {
 		ttl := time.Second
 		members := ids(3)

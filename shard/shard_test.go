@@ -25,6 +25,7 @@ func ids(n int) []string {
 // keys, only the keys whose owner changed moved, and no key ever had two
 // leaders at once.
 func TestJoinLeaveCrash(t *testing.T) {
+	simulation(t)
 	synctest.Test(t, func(t *testing.T) {
 		const k = 64
 		ttl := time.Second
@@ -68,6 +69,7 @@ func TestJoinLeaveCrash(t *testing.T) {
 // stores (a split brain no lease can prevent) both lead every key, and the
 // per-key overlap check reports it.
 func TestHarnessCatchesOverlap(t *testing.T) {
+	simulation(t)
 	synctest.Test(t, func(t *testing.T) {
 		ttl := time.Second
 		c := newCluster(t, ids(2), shard.Numbered(4), ttl)
