@@ -16,7 +16,7 @@ const minWait = time.Millisecond
 // watch, when the holder's grant is due to expire, and, while it cannot
 // watch, polls every jittered RetryInterval; store errors back off
 // exponentially up to TTL.
-func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
+func (e *Elector) campaign(ctx context.Context) (grant, error) {
 	c := &e.cfg
 	var watch <-chan Record
 	stopWatch := func() {}
@@ -25,7 +25,7 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 	var known Record // the holder last seen, for EventLeaderChanged
 	for {
 		if err := ctx.Err(); err != nil {
-			return Lease{}, time.Time{}, err
+			return grant{}, err
 		}
 		if watch == nil && failures == 0 {
 			stopWatch()
@@ -36,12 +36,12 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 		}
 		start := c.Clock.Now()
 		rctx, cancel := e.requestContext(ctx, time.Time{})
-		lease, err := acquire(rctx, c)
+		gr, err := e.acquire(rctx, start)
 		cancel()
 		took := c.Clock.Now().Sub(start)
 		if err == nil {
-			e.emit(Event{Kind: EventAcquired, Term: lease.Term, Took: took})
-			return lease, start, nil
+			e.emit(Event{Kind: EventAcquired, Term: gr.lease.Term, Took: took})
+			return gr, nil
 		}
 		e.emit(Event{Kind: EventAcquireFailed, Err: err, Took: took})
 		var wait time.Duration
@@ -52,9 +52,9 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 			e.noteHolder(&known, held.Record)
 			wait = e.heldWait(held.Record, watch != nil)
 		case isPermanent(err):
-			return Lease{}, time.Time{}, err
+			return grant{}, err
 		case ctx.Err() != nil:
-			return Lease{}, time.Time{}, ctx.Err()
+			return grant{}, ctx.Err()
 		default:
 			failures++
 			wait = c.jittered(min(c.RetryInterval<<min(failures-1, 16), c.TTL))
@@ -67,7 +67,7 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 		}
 		var ok bool
 		if watch, ok = e.waitForChange(ctx, watch, wait, &known); !ok {
-			return Lease{}, time.Time{}, ctx.Err()
+			return grant{}, ctx.Err()
 		}
 	}
 }
@@ -166,11 +166,55 @@ func watchWithin(ctx context.Context, clock Clock, w Reader, key string, timeout
 	return nil, func() {}, err
 }
 
-// acquire asks c.Store for the key, publishing c.Value if there is one
-// (Validate made sure the store is then a Publisher).
-func acquire(ctx context.Context, c *Config) (Lease, error) {
-	if p, ok := c.Store.(Publisher); ok && c.Value != "" {
-		return p.AcquireClaim(ctx, c.Key, Claim{Identity: c.Identity, TTL: c.TTL, Value: c.Value})
+// grant is what a campaign won.
+type grant struct {
+	lease Lease
+	// sent is when the winning request was sent, from which the lease's
+	// Wait counts.
+	sent time.Time
+	// deadline is when the leader context is cancelled at the latest
+	// unless a renewal (or, in a session, a keep-alive) succeeds first.
+	deadline time.Time
+	// session is the grant's place in a Session; nil without one.
+	session *sessionGrant
+}
+
+// acquire asks the store for the key, sent at start, publishing c.Value if
+// there is one (Validate made sure the store is then a Publisher), in
+// c.Session if there is one.
+func (e *Elector) acquire(ctx context.Context, start time.Time) (grant, error) {
+	c := &e.cfg
+	if c.Session != nil {
+		return e.acquireInSession(ctx, start)
 	}
-	return c.Store.Acquire(ctx, c.Key, c.Identity, c.TTL)
+	var lease Lease
+	var err error
+	if p, ok := c.Store.(Publisher); ok && c.Value != "" {
+		lease, err = p.AcquireClaim(ctx, c.Key, Claim{Identity: c.Identity, TTL: c.TTL, Value: c.Value})
+	} else {
+		lease, err = c.Store.Acquire(ctx, c.Key, c.Identity, c.TTL)
+	}
+	return grant{lease: lease, sent: start, deadline: start.Add(c.RenewDeadline)}, err
+}
+
+// acquireInSession acquires the key in c.Session's store session. The
+// grant lives as long as the session, so its deadline is the session's.
+func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant, error) {
+	c := &e.cfg
+	g, err := c.Session.current(ctx)
+	if err != nil {
+		return grant{}, err
+	}
+	lease, err := g.ss.Acquire(ctx, c.Key, c.Identity, c.Value)
+	if err != nil {
+		return grant{}, err
+	}
+	sg := &sessionGrant{lease: lease, e: e, gen: g, lost: make(chan error, 1)}
+	deadline, err := g.add(sg)
+	if err != nil {
+		// The session ended while the grant was being made: give it back.
+		g.forget(ctx, sg, true)
+		return grant{}, err
+	}
+	return grant{lease: lease, sent: start, deadline: deadline, session: sg}, nil
 }

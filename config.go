@@ -1,6 +1,7 @@
 package tenure
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -73,8 +74,14 @@ func TTLBounds(s Store) (lo, hi time.Duration) {
 // safety margin: it absorbs clock-rate differences between the elector and
 // the store and the time the task needs to notice cancellation.
 type Config struct {
-	// Store holds the lease. Required.
+	// Store holds the lease. Required, unless Session is set.
 	Store Store
+	// Session, if set, makes the elector lead through a [Session] shared
+	// with other electors: it renews nothing itself, the session's
+	// keep-alives keep its grant, and a lost session ends its term. Store,
+	// TTL, RenewDeadline, RenewInterval and RequestTimeout then default to
+	// the session's, and must equal them when set.
+	Session *Session
 	// Key names the lease; candidates for the same job use the same key.
 	// Required.
 	Key string
@@ -139,6 +146,13 @@ type Config struct {
 // WithDefaults returns c with every zero field set to its default. A store
 // implementing [Defaulter] supplies Identity and TTL first.
 func (c Config) WithDefaults() Config {
+	if s := c.Session; s != nil {
+		sc := s.cfg
+		c.Store = cmp.Or(c.Store, sc.Store)
+		c.TTL, c.RenewDeadline = cmp.Or(c.TTL, sc.TTL), cmp.Or(c.RenewDeadline, sc.RenewDeadline)
+		c.RenewInterval, c.RequestTimeout = cmp.Or(c.RenewInterval, sc.RenewInterval), cmp.Or(c.RequestTimeout, sc.RequestTimeout)
+		c.Clock = cmp.Or[Clock](c.Clock, sc.Clock)
+	}
 	if d, ok := c.Store.(Defaulter); ok {
 		id, ttl := d.Defaults()
 		if c.Identity == "" {
@@ -235,7 +249,10 @@ func (c Config) Validate() error {
 	if err := CheckValue(c.Value); err != nil {
 		return fmt.Errorf("Config.Value: %w", err)
 	}
-	if _, ok := c.Store.(Publisher); c.Value != "" && !ok {
+	if err := c.validateSession(); err != nil {
+		return err
+	}
+	if _, ok := c.Store.(Publisher); c.Value != "" && !ok && c.Session == nil {
 		return invalidf("Config.Value is set but the store (%T) cannot publish values", c.Store)
 	}
 	if c.TTL <= 0 {
@@ -268,6 +285,26 @@ func (c Config) Validate() error {
 		return invalidf("Config.StallTimeout (%s) must not be negative", c.StallTimeout)
 	case c.StopTimeout < 0:
 		return invalidf("Config.StopTimeout (%s) must not be negative", c.StopTimeout)
+	}
+	return nil
+}
+
+// validateSession checks that the fields a Session sets agree with it.
+func (c Config) validateSession() error {
+	s := c.Session
+	if s == nil {
+		return nil
+	}
+	sc := s.cfg
+	switch {
+	case c.Store != sc.Store:
+		return invalidf("Config.Store is not the store of Config.Session")
+	case c.TTL != sc.TTL:
+		return invalidf("Config.TTL (%s) differs from the TTL of Config.Session (%s)", c.TTL, sc.TTL)
+	case c.RenewDeadline != sc.RenewDeadline:
+		return invalidf("Config.RenewDeadline (%s) differs from that of Config.Session (%s)", c.RenewDeadline, sc.RenewDeadline)
+	case c.Clock != sc.Clock:
+		return invalidf("Config.Clock is not the clock of Config.Session")
 	}
 	return nil
 }

@@ -79,11 +79,12 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 	defer e.running.Store(false)
 	failures := 0
 	for {
-		lease, start, err := e.campaign(ctx)
+		gr, err := e.campaign(ctx)
 		if err != nil {
 			return err
 		}
-		_, taskErr, cause := e.lead(ctx, lease, start, task)
+		lease := gr.lease
+		_, taskErr, cause := e.lead(ctx, gr, task)
 		if result, last := lastResult(taskErr); last {
 			return result
 		}
@@ -160,11 +161,11 @@ func (e *Elector) Do(ctx context.Context, task Task) error {
 	}
 	defer e.running.Store(false)
 	for {
-		lease, start, err := e.campaign(ctx)
+		gr, err := e.campaign(ctx)
 		if err != nil {
 			return err
 		}
-		started, taskErr, cause := e.lead(ctx, lease, start, task)
+		started, taskErr, cause := e.lead(ctx, gr, task)
 		if !started && ctx.Err() == nil {
 			// Lost during the grant's Wait, before the task ran: campaign
 			// again, as if never elected.

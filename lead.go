@@ -49,35 +49,43 @@ type holding struct {
 // The invariant: the leader context is cancelled no later than
 // sent+RenewDeadline, where sent is when the last successful Acquire or
 // Renew was sent, measured on the elector's clock.
-func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, task Task) (started bool, taskErr, cause error) {
+func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, taskErr, cause error) {
 	c := &e.cfg
 	clock := c.Clock
-	t := &holding{e: e, deadline: acquired.Add(c.RenewDeadline), renewDone: make(chan renewResult, 1)}
+	lease, acquired := gr.lease, gr.sent
+	t := &holding{e: e, deadline: gr.deadline, renewDone: make(chan renewResult, 1)}
 	if !clock.Now().Before(t.deadline) {
 		// The grant took so long to arrive that its renew deadline has
 		// already passed: the store may regrant soon, so never start the task.
-		e.release(ctx, lease)
+		e.giveBack(ctx, gr, true)
 		return false, nil, fmt.Errorf("%w (the acquisition took longer than the renew deadline)", ErrRenewDeadline)
 	}
 	t.handle = newTerm(lease, clock, acquired, t.deadline)
 	leaderCtx, cancelLeader := context.WithCancelCause(context.WithValue(ctx, termKey{}, t.handle))
 	defer cancelLeader(errTaskReturned)
 
-	t.deadlineTimer = clock.NewTimer(t.deadline.Sub(clock.Now()))
-	defer t.deadlineTimer.Stop()
-	t.renewTimer = clock.NewTimer(c.jittered(c.RenewInterval) - clock.Now().Sub(acquired))
-	defer t.renewTimer.Stop()
+	renewCtx, cancelRenews := context.WithCancel(ctx)
+	lost := make(chan error, 1)
+	watchDone := make(chan struct{})
+	if sg := gr.session; sg != nil {
+		// The session renews and watches for the grant; it extends the
+		// handle and sends the cause that ends the grant on sg.lost.
+		sg.gen.lead(sg, t.handle)
+		lost = sg.lost
+		close(watchDone)
+	} else {
+		t.deadlineTimer = clock.NewTimer(t.deadline.Sub(clock.Now()))
+		defer t.deadlineTimer.Stop()
+		t.renewTimer = clock.NewTimer(c.jittered(c.RenewInterval) - clock.Now().Sub(acquired))
+		defer t.renewTimer.Stop()
+		go e.watchLoss(renewCtx, lease, lost, watchDone)
+	}
 	startTimer := clock.NewTimer(max(acquired.Add(lease.Wait).Sub(clock.Now()), 0))
 	defer startTimer.Stop()
 	if lease.Wait > 0 {
 		c.Logger.Info("tenure: granted; waiting before leading, the previous holder may not have noticed its loss yet",
 			"key", c.Key, "id", c.Identity, "term", lease.Term, "wait", lease.Wait)
 	}
-
-	renewCtx, cancelRenews := context.WithCancel(ctx)
-	lost := make(chan error, 1)
-	watchDone := make(chan struct{})
-	go e.watchLoss(renewCtx, lease, lost, watchDone)
 
 	cause = t.loop(ctx, leaderCtx, startTimer, lost, task)
 	// Leadership is over or in doubt: stop the task first, then everything else.
@@ -100,9 +108,7 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 	if t.started && !t.taskReturned {
 		t.result = e.awaitTask(lease, t.done)
 	}
-	if !errors.Is(cause, ErrLost) {
-		e.release(ctx, lease)
-	}
+	e.giveBack(ctx, gr, !errors.Is(cause, ErrLost))
 	if t.started {
 		kind := EventReleased
 		if isLoss(cause) {
@@ -130,7 +136,7 @@ func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-t.deadlineTimer.C():
+		case <-timerC(t.deadlineTimer):
 			return fmt.Errorf("%w (%s after the last successful renewal was sent)", ErrRenewDeadline, c.RenewDeadline)
 		case err := <-lost:
 			return err
@@ -140,7 +146,7 @@ func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-
 				return fmt.Errorf("%w: no progress for %s", ErrStalled, idle)
 			}
 			t.stallTimer.Reset(c.StallTimeout - idle)
-		case <-t.renewTimer.C():
+		case <-timerC(t.renewTimer):
 			t.renew(ctx)
 		case r := <-t.renewDone:
 			t.renewing = false
@@ -229,6 +235,26 @@ func (e *Elector) awaitTask(lease Lease, done <-chan error) error {
 	e.status.TaskOverrun = false
 	e.mu.Unlock()
 	return err
+}
+
+// giveBack releases a grant unless it is known lost (release false) and,
+// in a session, forgets it.
+func (e *Elector) giveBack(ctx context.Context, gr grant, release bool) {
+	if sg := gr.session; sg != nil {
+		sg.gen.forget(ctx, sg, release)
+		return
+	}
+	if release {
+		e.release(ctx, gr.lease)
+	}
+}
+
+// timerC is t's channel, or nil (never ready) when t is nil.
+func timerC(t Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C()
 }
 
 // release gives the lease back, best effort, with a fresh deadline: the

@@ -47,6 +47,10 @@ type Options struct {
 	// outside", "grant overwritten from outside" and "term counter deleted
 	// from outside" use it and skip without it.
 	Tamper *Tamper
+	// Sessions requires the store to implement [tenure.SessionStore]; its
+	// cases run for every store that does, and skip for one that does not
+	// unless this is set.
+	Sessions bool
 }
 
 // Tamper changes a store's data without going through tenure. Each store's
@@ -100,6 +104,7 @@ func Run(t *testing.T, o Options) {
 	t.Run("GrantDeletedFromOutside", s.grantDeletedFromOutside)
 	t.Run("GrantOverwrittenFromOutside", s.grantOverwrittenFromOutside)
 	t.Run("TermCounterDeletedFromOutside", s.termCounterDeletedFromOutside)
+	t.Run("Session", s.sessions)
 	if o.Restart != nil {
 		t.Run("TermsSurviveRestart", s.termsSurviveRestart)
 	}

@@ -74,3 +74,12 @@ func (h *handle) Watch(ctx context.Context, key string) (<-chan tenure.Record, e
 
 // Close ends the view; the store and other handles are unaffected.
 func (h *handle) Close() error { h.closed.Store(true); return nil }
+
+var _ tenure.SessionStore = (*handle)(nil)
+
+func (h *handle) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	if err := h.ok(); err != nil {
+		return nil, err
+	}
+	return h.s.openSession(ctx, ttl, &h.seen)
+}

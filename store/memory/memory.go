@@ -48,9 +48,23 @@ type entry struct {
 	// whose grant was neither released nor past its expiry vanished (see
 	// [Store.Acquire]).
 	released bool
+	// sess is the session of a grant made in one; the grant then ends
+	// when the session does, and expires is unused.
+	sess *session
 }
 
-var _ tenure.Publisher = (*Store)(nil)
+// ends returns when the current or last grant ends or ended.
+func (e *entry) ends() time.Time {
+	if e.sess != nil {
+		return e.sess.ends()
+	}
+	return e.expires
+}
+
+var (
+	_ tenure.Publisher    = (*Store)(nil)
+	_ tenure.SessionStore = (*Store)(nil)
+)
 
 // New returns an empty store whose leases expire on clock (nil means
 // [tenure.SystemClock]).
@@ -67,7 +81,7 @@ func New(clock tenure.Clock) *Store {
 }
 
 // live reports whether e holds a live grant at now.
-func (e *entry) live(now time.Time) bool { return e != nil && e.holder != "" && now.Before(e.expires) }
+func (e *entry) live(now time.Time) bool { return e != nil && e.holder != "" && now.Before(e.ends()) }
 
 func (s *Store) recordLocked(key string, now time.Time) tenure.Record {
 	r := tenure.Record{Key: key}
@@ -77,7 +91,7 @@ func (s *Store) recordLocked(key string, now time.Time) tenure.Record {
 	}
 	r.Term = e.term
 	if e.live(now) {
-		r.Holder, r.TTL, r.Remaining, r.Value = e.holder, e.ttl, e.expires.Sub(now), e.value
+		r.Holder, r.TTL, r.Remaining, r.Value = e.holder, e.ttl, e.ends().Sub(now), e.value
 	}
 	return r
 }
@@ -130,15 +144,15 @@ func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, sn *see
 	switch {
 	case e == nil && floor.Term > 0:
 		wait = seen.Wait(floor.TTL + now.Sub(sent)) // the key's entry is gone: assume the worst
-	case e != nil && e.term > 0 && !e.released && e.holder == "" && now.Before(e.expires):
-		wait = seen.Wait(e.expires.Sub(now) + now.Sub(sent)) // deleted before it expired
+	case e != nil && e.term > 0 && !e.released && e.holder == "" && now.Before(e.ends()):
+		wait = seen.Wait(e.ends().Sub(now) + now.Sub(sent)) // deleted before it expired
 	}
 	if e == nil {
 		e = &entry{}
 		s.keys[key] = e
 	}
 	s.tokens++
-	e.holder, e.ttl, e.expires, e.released, e.value = identity, ttl, now.Add(ttl), false, c.Value
+	e.holder, e.ttl, e.expires, e.released, e.value, e.sess = identity, ttl, now.Add(ttl), false, c.Value, nil
 	e.term = max(e.term, floor.Term) + 1
 	e.token = strconv.FormatUint(s.tokens, 10)
 	s.notifyLocked(key)
@@ -181,6 +195,10 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	if err != nil {
 		return err
 	}
+	if e.sess != nil {
+		e.sess.expires = now.Add(e.ttl) // as a keep-alive of the grant's session
+		return nil
+	}
 	e.expires = now.Add(e.ttl)
 	return nil
 }
@@ -196,7 +214,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err != nil {
 		return err
 	}
-	e.holder, e.token, e.ttl, e.expires, e.released, e.value = "", "", 0, time.Time{}, true, ""
+	e.holder, e.token, e.ttl, e.expires, e.released, e.value, e.sess = "", "", 0, time.Time{}, true, "", nil
 	s.notifyLocked(l.Key)
 	return nil
 }

@@ -14,6 +14,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	shared := memory.New(nil)
 	storetest.Run(t, storetest.Options{
+		Sessions: true,
 		Open: func(testing.TB) tenure.Store { return shared.Handle() },
 		Tamper: &storetest.Tamper{
 			DeleteGrant:    func(_ testing.TB, key string) { memory.DeleteGrant(shared, key) },

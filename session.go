@@ -1,0 +1,167 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SessionConfig configures a [Session]. Zero fields get the same defaults
+// as the matching fields of [Config], and follow the same rules.
+type SessionConfig struct {
+	// Store keeps the session and its grants. It must implement
+	// [SessionStore]. Required.
+	Store Store
+	// TTL is how long the session, and every grant in it, outlives the
+	// store's receipt of the last successful keep-alive.
+	TTL time.Duration
+	// RenewDeadline: every elector leading through the session is
+	// cancelled at the latest this long after the last successful
+	// keep-alive was sent. Default 2/3 TTL.
+	RenewDeadline time.Duration
+	// RenewInterval is the period of keep-alives. Default TTL/3.
+	RenewInterval time.Duration
+	// RetryInterval is the delay before retrying a failed keep-alive.
+	// Default TTL/15.
+	RetryInterval time.Duration
+	// RequestTimeout bounds every store request, and a keep-alive also by
+	// the time left before RenewDeadline. Default TTL/5.
+	RequestTimeout time.Duration
+	// Clock is the time source. Default [SystemClock].
+	Clock Clock
+	// Logger receives structured logs. Default [slog.Default].
+	Logger *slog.Logger
+}
+
+// Session shares one liveness session of a [SessionStore] among every
+// [Elector] given it in [Config.Session], so that a process leading many
+// keys sends one keep-alive per [SessionConfig.RenewInterval] whatever the
+// number of keys, where electors on their own renew each key. Grants made
+// through it keep their own key, term and release: fencing stays per key.
+//
+// The guarantee is the elector's, per session: every elector leading
+// through the session has its leader context cancelled no later than
+// RenewDeadline after the last successful keep-alive was sent, before the
+// store can end the session and grant its keys to others. A session that
+// ends (a keep-alive too late, the store's word that it expired) ends
+// every term in it at once; the electors campaign again in a new session,
+// which the Session opens when first needed. A grant deleted or superseded
+// from outside ends its own term at the next keep-alive at the latest.
+//
+// A Session opens its store session lazily and is safe for concurrent use.
+// Close it once the electors using it have returned.
+type Session struct {
+	cfg   SessionConfig
+	store SessionStore
+	open  chan struct{} // a one-slot lock held while a store session opens
+
+	mu     sync.Mutex
+	cur    *generation // the live store session, nil when none
+	closed bool
+}
+
+// NewSession returns a session for cfg with defaults filled in. It returns
+// an error wrapping [ErrInvalid] naming the offending field, and one
+// wrapping [errors.ErrUnsupported] if the store cannot share sessions.
+// NewSession does not contact the store.
+func NewSession(cfg SessionConfig) (*Session, error) {
+	if cfg.Store == nil {
+		return nil, invalidf("SessionConfig.Store is nil")
+	}
+	ss, ok := cfg.Store.(SessionStore)
+	if !ok {
+		return nil, fmt.Errorf("tenure: the store (%T) cannot share a session among grants: %w", cfg.Store, errors.ErrUnsupported)
+	}
+	c := Config{Store: cfg.Store, Key: "session", Identity: "session", TTL: cfg.TTL,
+		RenewDeadline: cfg.RenewDeadline, RenewInterval: cfg.RenewInterval, RetryInterval: cfg.RetryInterval,
+		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Logger: cfg.Logger, Jitter: 1}
+	c = c.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, errors.New(strings.ReplaceAll(err.Error(), "Config.", "SessionConfig."))
+	}
+	cfg.TTL, cfg.RenewDeadline, cfg.RenewInterval = c.TTL, c.RenewDeadline, c.RenewInterval
+	cfg.RetryInterval, cfg.RequestTimeout, cfg.Clock, cfg.Logger = c.RetryInterval, c.RequestTimeout, c.Clock, c.Logger
+	return &Session{cfg: cfg, store: ss, open: make(chan struct{}, 1)}, nil
+}
+
+// Config returns the session's configuration, defaults filled in.
+func (s *Session) Config() SessionConfig { return s.cfg }
+
+// Close ends the session: every elector leading through it is cancelled
+// with a cause matching [ErrClosed] and campaigns no more (its Run or Do
+// returns ErrClosed). The store session, and with it every grant still in
+// it, ends once their tasks have returned; Close waits for that until ctx
+// is done. Calling Close again does nothing.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	g := s.cur
+	s.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	g.end(fmt.Errorf("tenure: session closed: %w", ErrClosed))
+	select {
+	case <-g.closed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// current returns the live store session, opening one if there is none.
+func (s *Session) current(ctx context.Context) (*generation, error) {
+	select {
+	case s.open <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.open }()
+	s.mu.Lock()
+	g, closed := s.cur, s.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return nil, fmt.Errorf("tenure: session closed: %w", ErrClosed)
+	case g != nil:
+		return g, nil
+	}
+	g, err := s.openGeneration(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		g.end(fmt.Errorf("tenure: session closed: %w", ErrClosed))
+		return nil, fmt.Errorf("tenure: session closed: %w", ErrClosed)
+	}
+	s.cur = g
+	return g, nil
+}
+
+// openGeneration opens a store session and starts keeping it alive.
+func (s *Session) openGeneration(ctx context.Context) (*generation, error) {
+	c := &s.cfg
+	sent := c.Clock.Now()
+	rctx, cancel := withDeadline(ctx, c.Clock, sent.Add(c.RequestTimeout), errRequestTimeout)
+	ss, err := s.store.OpenSession(rctx, c.TTL)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	g := &generation{s: s, ss: ss, done: make(chan struct{}), closed: make(chan struct{}),
+		sent: sent, deadline: sent.Add(c.RenewDeadline), grants: map[*sessionGrant]struct{}{}}
+	if !c.Clock.Now().Before(g.deadline) {
+		g.end(fmt.Errorf("%w (opening the session took longer than the renew deadline)", ErrRenewDeadline))
+		return nil, g.cause
+	}
+	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	g.stop = stop
+	go g.keep(kctx)
+	return g, nil
+}

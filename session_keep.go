@@ -1,0 +1,236 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// generation is one store session of a [Session], from OpenSession until
+// it ends and every grant in it is forgotten.
+type generation struct {
+	s      *Session
+	ss     StoreSession
+	stop   context.CancelFunc // stops keep; nil until it runs
+	done   chan struct{}      // closed when the generation ends
+	closed chan struct{}      // closed once the store session is closed
+
+	mu       sync.Mutex
+	sent     time.Time // when the last successful keep-alive (or OpenSession) was sent
+	deadline time.Time // sent + RenewDeadline
+	grants   map[*sessionGrant]struct{}
+	cause    error // why it ended; set before done is closed
+	ending   bool  // end was called
+	shut     bool  // the store session is being closed
+}
+
+// sessionGrant is one grant of an elector in a generation.
+type sessionGrant struct {
+	lease Lease
+	e     *Elector
+	gen   *generation
+	term  *Term      // nil until the elector leads
+	lost  chan error // receives the cause that ends this grant
+	once  sync.Once  // lost receives once
+}
+
+// notify ends the grant with cause, once.
+func (sg *sessionGrant) notify(cause error) {
+	sg.once.Do(func() { sg.lost <- cause })
+}
+
+// add registers a grant made in the generation; it reports false, with the
+// cause, if the generation already ended.
+func (g *generation) add(sg *sessionGrant) (time.Time, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ending {
+		return time.Time{}, g.cause
+	}
+	g.grants[sg] = struct{}{}
+	return g.deadline, nil
+}
+
+// lead attaches the leader's term to sg, so keep-alives extend it, and
+// returns the deadline to start from.
+func (g *generation) lead(sg *sessionGrant, t *Term) {
+	g.mu.Lock()
+	sg.term = t
+	d := g.deadline
+	g.mu.Unlock()
+	t.extend(d)
+}
+
+// forget removes sg, releasing its grant first unless it is known gone;
+// the store session of an ended generation closes with its last grant.
+// Release is best effort, like [Elector] release.
+func (g *generation) forget(ctx context.Context, sg *sessionGrant, release bool) {
+	if release {
+		e := sg.e
+		rctx, cancel := e.requestContext(context.WithoutCancel(ctx), time.Time{})
+		if err := g.ss.Release(rctx, sg.lease); err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, ErrClosed) {
+			e.logStoreError("tenure: release failed; the lease will end with the session instead", err, "term", sg.lease.Term)
+		}
+		cancel()
+	}
+	g.mu.Lock()
+	delete(g.grants, sg)
+	g.mu.Unlock()
+	g.closeIfDone()
+}
+
+// end ends the generation with cause: every grant in it receives cause on
+// its lost channel, and the store session is closed once they are all
+// forgotten (their tasks returned), never before: closing it frees the
+// keys for other candidates.
+func (g *generation) end(cause error) {
+	g.mu.Lock()
+	if g.ending {
+		g.mu.Unlock()
+		return
+	}
+	g.ending, g.cause = true, cause
+	grants := make([]*sessionGrant, 0, len(g.grants))
+	for sg := range g.grants {
+		grants = append(grants, sg)
+	}
+	g.mu.Unlock()
+	s := g.s
+	s.mu.Lock()
+	if s.cur == g {
+		s.cur = nil
+	}
+	s.mu.Unlock()
+	if g.stop != nil {
+		g.stop()
+	}
+	close(g.done)
+	for _, sg := range grants {
+		sg.notify(cause)
+	}
+	g.closeIfDone()
+}
+
+// closeIfDone closes the store session of an ended generation without
+// grants, once.
+func (g *generation) closeIfDone() {
+	g.mu.Lock()
+	shut := g.ending && !g.shut && len(g.grants) == 0
+	if shut {
+		g.shut = true
+	}
+	lost := errors.Is(g.cause, ErrLost)
+	g.mu.Unlock()
+	if !shut {
+		return
+	}
+	go func() {
+		defer close(g.closed)
+		if lost {
+			return // the store already ended it
+		}
+		c := &g.s.cfg
+		ctx, cancel := withDeadline(context.Background(), c.Clock, c.Clock.Now().Add(c.RequestTimeout), errRequestTimeout)
+		defer cancel()
+		if err := g.ss.Close(ctx); err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, ErrClosed) {
+			c.Logger.Warn("tenure: closing the session failed; its grants will expire instead", "err", err)
+		}
+	}()
+}
+
+// keep sends keep-alives every RenewInterval until ctx is done, and ends
+// the generation when one fails definitively or none succeeds before the
+// renew deadline.
+func (g *generation) keep(ctx context.Context) {
+	c := &g.s.cfg
+	g.mu.Lock()
+	sent, deadline := g.sent, g.deadline
+	g.mu.Unlock()
+	tick := c.Clock.NewTimer(c.RenewInterval - c.Clock.Now().Sub(sent))
+	defer tick.Stop()
+	due := c.Clock.NewTimer(deadline.Sub(c.Clock.Now()))
+	defer due.Stop()
+	type result struct {
+		sent time.Time
+		gone []Lease
+		err  error
+	}
+	results := make(chan result, 1)
+	busy := false
+	for {
+		select {
+		case <-ctx.Done():
+			if busy {
+				<-results
+			}
+			return
+		case <-due.C():
+			g.end(fmt.Errorf("%w (%s after the session's last successful keep-alive was sent)", ErrRenewDeadline, c.RenewDeadline))
+		case <-tick.C():
+			if busy {
+				continue
+			}
+			busy = true
+			at := c.Clock.Now()
+			limit := at.Add(c.RequestTimeout)
+			if deadline.Before(limit) {
+				limit = deadline
+			}
+			rctx, cancel := withDeadline(ctx, c.Clock, limit, errRequestTimeout)
+			go func() {
+				defer cancel()
+				gone, err := g.ss.KeepAlive(rctx)
+				results <- result{at, gone, err}
+			}()
+		case r := <-results:
+			busy = false
+			now := c.Clock.Now()
+			switch {
+			case r.err == nil && now.Before(deadline):
+				deadline = r.sent.Add(c.RenewDeadline)
+				due.Reset(deadline.Sub(now))
+				tick.Reset(c.RenewInterval - now.Sub(r.sent))
+				g.extended(r.sent, now, deadline, r.gone)
+			case r.err == nil:
+				g.end(fmt.Errorf("%w (the session's keep-alive succeeded too late)", ErrRenewDeadline))
+			case errors.Is(r.err, ErrLost):
+				g.end(r.err)
+			default:
+				c.Logger.Warn("tenure: session keep-alive failed, retrying", "err", r.err, "retry_in", c.RetryInterval)
+				tick.Reset(c.RetryInterval)
+			}
+		}
+	}
+}
+
+// extended moves every grant's deadline after a successful keep-alive and
+// ends the grants the store reported gone.
+func (g *generation) extended(sent, now, deadline time.Time, gone []Lease) {
+	type key struct {
+		k string
+		t uint64
+	}
+	goneSet := make(map[key]bool, len(gone))
+	for _, l := range gone {
+		goneSet[key{l.Key, l.Term}] = true
+	}
+	g.mu.Lock()
+	g.sent, g.deadline = sent, deadline
+	var ended []*sessionGrant
+	for sg := range g.grants {
+		if goneSet[key{sg.lease.Key, sg.lease.Term}] {
+			ended = append(ended, sg)
+			continue
+		}
+		if sg.term != nil {
+			sg.term.extend(deadline)
+			sg.e.renewed(sent, now, deadline)
+		}
+	}
+	g.mu.Unlock()
+	for _, sg := range ended {
+		sg.notify(lostf("the grant of term %d of %q is gone (seen by the session's keep-alive)", sg.lease.Term, sg.lease.Key))
+	}
+}

@@ -1,0 +1,54 @@
+package tenure
+
+import (
+	"context"
+	"time"
+)
+
+// SessionStore is the ability of a [Store] to tie many grants to one
+// liveness lease, a session, so that a process holding many keys renews
+// once per interval instead of once per key: one etcd lease for every key
+// of the handle, one ZooKeeper session, one batched statement or script on
+// PostgreSQL and Redis. Use it through [Session] and [Config.Session];
+// stores implement it. Wrappers of a store must forward it.
+type SessionStore interface {
+	Store
+	// OpenSession starts a session that lives ttl past the store's receipt
+	// of OpenSession or of the last successful [StoreSession.KeepAlive]. A
+	// bad ttl gives an error wrapping [ErrInvalid].
+	OpenSession(ctx context.Context, ttl time.Duration) (StoreSession, error)
+}
+
+// StoreSession is one session of a [SessionStore]. Every grant made
+// through it lives exactly as long as the session, unless released or
+// taken away on its own; each keeps its own key, term and holder, so
+// fencing stays per key. All methods are safe for concurrent use, block
+// until the store answered or ctx is done, and may or may not have been
+// applied when they fail because of ctx or the network, as with [Store].
+type StoreSession interface {
+	// Acquire grants key to identity in the session, publishing value with
+	// the grant, with the same rules and errors as [Store.Acquire] (a held
+	// key gives a *[HeldError]; bad arguments, including a bad value, an
+	// error wrapping [ErrInvalid]). The lease's TTL is the session's. It
+	// does not extend the session: the grant ends when the session does.
+	Acquire(ctx context.Context, key, identity, value string) (Lease, error)
+
+	// KeepAlive extends the session, and with it every grant in it, by the
+	// session's TTL counted from when the store receives the request. It
+	// returns the grants of the session that are no longer current (deleted
+	// or superseded from outside since they were granted); those are
+	// forgotten. If the session itself has ended (expired, revoked), it
+	// returns an error matching [ErrLost]: every grant in it is gone. The
+	// cost is the same whatever the number of grants: one request, or a
+	// small fixed number.
+	KeepAlive(ctx context.Context) (gone []Lease, err error)
+
+	// Release ends one grant at once, as [Store.Release], and forgets it.
+	// The session lives on.
+	Release(ctx context.Context, l Lease) error
+
+	// Close ends the session and every grant still in it, at once where
+	// the store can (others need not wait for expiry). Calls after Close
+	// return an error matching [ErrLost] or [ErrClosed].
+	Close(ctx context.Context) error
+}
