@@ -15,7 +15,7 @@ func TestConformance(t *testing.T) {
 	shared := memory.New(nil)
 	storetest.Run(t, storetest.Options{
 		Sessions: true,
-		Open: func(testing.TB) tenure.Store { return shared.Handle() },
+		Open:     func(testing.TB) tenure.Store { return shared.Handle() },
 		Tamper: &storetest.Tamper{
 			DeleteGrant:    func(_ testing.TB, key string) { memory.DeleteGrant(shared, key) },
 			OverwriteGrant: func(_ testing.TB, key, id string) { memory.OverwriteGrant(shared, key, id) },

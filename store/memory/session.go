@@ -122,4 +122,3 @@ func (ss *session) Close(ctx context.Context) error {
 	ss.grants = nil
 	return nil
 }
-
