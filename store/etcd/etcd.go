@@ -140,10 +140,13 @@ func (s *Store) fail(ctx context.Context, op, key string, err error) error {
 	if s.closed.Load() {
 		return tenure.ErrClosed
 	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("etcd: %s %q at %s: %w (%v)", op, key, s.endpoints, cerr, err)
+	if key != "" {
+		op = fmt.Sprintf("%s %q", op, key)
 	}
-	return fmt.Errorf("etcd: %s %q at %s: %w", op, key, s.endpoints, err)
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("etcd: %s at %s: %w (%v)", op, s.endpoints, cerr, err)
+	}
+	return fmt.Errorf("etcd: %s at %s: %w", op, s.endpoints, err)
 }
 
 // scrub removes a password from an error message, in case a library
@@ -172,6 +175,8 @@ type grant struct {
 	Lease    int64 `json:"lease,omitempty"`
 	Term     int64 `json:"term,omitempty"`
 	Released bool  `json:"released,omitempty"`
+	// Shared marks a session's etcd lease: other grants use it too.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // encode is the holder key's value for a grant.

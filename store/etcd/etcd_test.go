@@ -35,8 +35,9 @@ func openOn(srv *etcdtest.Server, prefix string) func(t testing.TB) tenure.Store
 func TestConformance(t *testing.T) {
 	srv := etcdtest.Start(t)
 	storetest.Run(t, storetest.Options{
-		Open: openOn(srv, "/conformance"),
-		TTL:  time.Second,
+		Sessions: true,
+		Open:     openOn(srv, "/conformance"),
+		TTL:      time.Second,
 		// etcd checks for expired leases every 500 ms.
 		Tolerance: 750 * time.Millisecond,
 		Restart:   srv.Restart,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -39,44 +40,55 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
-	identity, ttl := c.Identity, c.TTL
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
 	sent := time.Now()
-	g, err := s.c.Grant(ctx, ttlSeconds(ttl))
+	g, err := s.c.Grant(ctx, ttlSeconds(c.TTL))
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire (grant an etcd lease)", key, err)
 	}
-	hk, tk, val := s.holderKey(key), s.termKey(key), encode(identity, ttl, c.Value)
-	last := encodeLast(grant{Holder: identity, TTL: int64(ttl), Lease: int64(g.ID)})
+	l, err := s.grantOn(ctx, key, c, g.ID, false, sent)
+	if err != nil {
+		// On a failed transaction the grant may or may not have been made;
+		// revoking the lease undoes it if it was, and frees the lease if
+		// it was not. A held key leaves the lease unused.
+		go s.revoke(g.ID)
+	}
+	return l, err
+}
+
+// grantOn is the transaction of an acquisition: it creates key's holder
+// key under etcd lease id if the key is free, recording the grant in the
+// term key, or returns a *tenure.HeldError. shared marks a session's lease,
+// which other grants use too, so that nobody revokes it for this grant's
+// sake. sent is when the acquisition began, from which a Wait counts.
+func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clientv3.LeaseID, shared bool, sent time.Time) (tenure.Lease, error) {
+	hk, tk, val := s.holderKey(key), s.termKey(key), encode(c.Identity, c.TTL, c.Value)
+	last := encodeLast(grant{Holder: c.Identity, TTL: int64(c.TTL), Lease: int64(id), Shared: shared})
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)).
-		Then(clientv3.OpGet(tk), clientv3.OpPut(hk, val, clientv3.WithLease(g.ID)), clientv3.OpPut(tk, last)).
+		Then(clientv3.OpGet(tk), clientv3.OpPut(hk, val, clientv3.WithLease(id)), clientv3.OpPut(tk, last)).
 		Else(clientv3.OpGet(hk), clientv3.OpGet(tk)).
 		Commit()
 	if err != nil {
-		// The transaction may or may not have been applied; revoking the
-		// lease undoes it if it was, and frees the lease if it was not.
-		go s.revoke(g.ID)
 		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 	}
 	if !resp.Succeeded {
-		go s.revoke(g.ID)
 		r := heldRecord(key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))
 		s.seen.Observe(key, r.Term, r.TTL)
 		return tenure.Lease{}, &tenure.HeldError{Record: r}
 	}
 	l := tenure.Lease{
 		Key:      key,
-		Identity: identity,
+		Identity: c.Identity,
 		Term:     uint64(resp.Header.Revision),
-		TTL:      ttl,
-		Token:    strconv.FormatInt(int64(g.ID), 16),
+		TTL:      c.TTL,
+		Token:    leaseToken(id, shared),
 		Value:    c.Value,
 	}
 	l.Wait = s.vanishedWait(ctx, key, sent, kvOf(resp.Responses[0]))
-	s.seen.Observe(key, l.Term, ttl)
+	s.seen.Observe(key, l.Term, c.TTL)
 	return l, nil
 }
 
@@ -102,7 +114,9 @@ func (s *Store) vanishedWait(ctx context.Context, key string, sent time.Time, pr
 	case ttl.TTL < 0:
 		return 0 // expired (or revoked)
 	}
-	go s.revoke(old) // nothing uses it: its holder key is gone
+	if !g.Shared {
+		go s.revoke(old) // nothing uses it: its holder key is gone
+	}
 	// TimeToLive truncates to whole seconds; the old holder's own renew
 	// deadline is at most its TTL past its last renewal.
 	return seen.WaitSince(sent, min(time.Duration(ttl.TTL+1)*time.Second, time.Duration(g.TTL)))
@@ -135,21 +149,34 @@ func (s *Store) revoke(id clientv3.LeaseID) {
 	_, _ = s.c.Revoke(ctx, id)
 }
 
-// leaseOf returns l's etcd lease, after the checks that Renew and Release
-// make first: a valid key and a usable store. The error matches ErrLost if
-// l's token is not an etcd lease.
-func (s *Store) leaseOf(ctx context.Context, l tenure.Lease) (clientv3.LeaseID, error) {
+// leaseOf returns l's etcd lease and whether a session shares it, after
+// the checks that Renew and Release make first: a valid key and a usable
+// store. The error matches ErrLost if l's token is not an etcd lease.
+func (s *Store) leaseOf(ctx context.Context, l tenure.Lease) (clientv3.LeaseID, bool, error) {
 	if err := tenure.CheckKey(l.Key); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := s.usable(ctx); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	id, err := strconv.ParseInt(l.Token, 16, 64)
+	tok, shared := strings.CutPrefix(l.Token, sharedPrefix)
+	id, err := strconv.ParseInt(tok, 16, 64)
 	if err != nil || id == 0 {
-		return 0, fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
+		return 0, false, fmt.Errorf("%w: key %q term %d: not a lease of an etcd store", tenure.ErrLost, l.Key, l.Term)
 	}
-	return clientv3.LeaseID(id), nil
+	return clientv3.LeaseID(id), shared, nil
+}
+
+// sharedPrefix starts the token of a grant on a session's etcd lease.
+const sharedPrefix = "s:"
+
+// leaseToken is the Lease.Token of a grant on etcd lease id.
+func leaseToken(id clientv3.LeaseID, shared bool) string {
+	t := strconv.FormatInt(int64(id), 16)
+	if shared {
+		return sharedPrefix + t
+	}
+	return t
 }
 
 // isGrant compares the holder key with grant l on etcd lease id.
@@ -170,7 +197,7 @@ func (s *Store) isGrant(l tenure.Lease, id clientv3.LeaseID) []clientv3.Cmp {
 // or rewritten by something other than tenure, or a forged lease) or the
 // etcd lease ended, Renew returns an error matching [tenure.ErrLost].
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
-	id, err := s.leaseOf(ctx, l)
+	id, _, err := s.leaseOf(ctx, l)
 	if err != nil {
 		return err
 	}
@@ -205,11 +232,11 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 // nothing any more, so if that fails it simply expires). Watchers see the
 // release after the first request.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	id, err := s.leaseOf(ctx, l)
+	id, shared, err := s.leaseOf(ctx, l)
 	if err != nil {
 		return err
 	}
-	last := encodeLast(grant{Holder: l.Identity, TTL: int64(l.TTL), Lease: int64(id), Term: int64(l.Term), Released: true})
+	last := encodeLast(grant{Holder: l.Identity, TTL: int64(l.TTL), Lease: int64(id), Term: int64(l.Term), Released: true, Shared: shared})
 	resp, err := s.c.Txn(ctx).
 		If(s.isGrant(l, id)...).
 		Then(clientv3.OpDelete(s.holderKey(l.Key)), clientv3.OpPut(s.termKey(l.Key), last)).
@@ -220,7 +247,9 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: key %q term %d expired, was released or was superseded", tenure.ErrLost, l.Key, l.Term)
 	}
-	_, _ = s.c.Revoke(ctx, id)
+	if !shared {
+		_, _ = s.c.Revoke(ctx, id)
+	}
 	return nil
 }
 

@@ -1,0 +1,193 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenurehq/tenure"
+)
+
+var _ tenure.SessionStore = (*Store)(nil)
+
+// OpenSession implements [tenure.SessionStore]: a session is one etcd
+// lease, and every grant in it a holder key attached to that lease, as in
+// etcd's own concurrency.Session. A keep-alive costs two requests sent
+// together, whatever the number of grants: the lease's keep-alive on the
+// store's keep-alive stream, and a TimeToLive that lists the keys still
+// attached to the lease, from which it tells the grants deleted or
+// rewritten from outside. Close revokes the lease, which deletes every
+// holder key of the session at once.
+//
+// etcd counts lease TTLs in whole seconds: ttl is rounded up, so grants
+// may outlive the session's TTL by under a second, never the other way.
+func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	if ttl <= 0 {
+		return nil, fmt.Errorf("%w: session ttl %s must be positive", tenure.ErrInvalid, ttl)
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	g, err := s.c.Grant(ctx, ttlSeconds(ttl))
+	if err != nil {
+		return nil, s.fail(ctx, "open a session (grant an etcd lease)", "", err)
+	}
+	return &session{s: s, id: g.ID, ttl: ttl, grants: map[string]tenure.Lease{}}, nil
+}
+
+// session is a [tenure.StoreSession] on one etcd lease.
+type session struct {
+	s   *Store
+	id  clientv3.LeaseID
+	ttl time.Duration
+
+	mu     sync.Mutex
+	grants map[string]tenure.Lease // by holder key
+}
+
+// Acquire implements [tenure.StoreSession] with one transaction, the one
+// [Store.Acquire] sends, creating the holder key on the session's lease.
+// If the transaction's outcome is unknown, a holder key it may have made
+// is deleted by the next keep-alive, which finds it attached to the lease
+// but not granted.
+func (ss *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
+	s := ss.s
+	c := tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}
+	if err := tenure.CheckClaim(key, c); err != nil {
+		return tenure.Lease{}, err
+	}
+	if err := s.usable(ctx); err != nil {
+		return tenure.Lease{}, err
+	}
+	l, err := s.grantOn(ctx, key, c, ss.id, true, time.Now())
+	if err != nil {
+		return l, err
+	}
+	ss.mu.Lock()
+	ss.grants[s.holderKey(key)] = l
+	ss.mu.Unlock()
+	return l, nil
+}
+
+// KeepAlive implements [tenure.StoreSession].
+func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
+	s := ss.s
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	type attached struct {
+		keys [][]byte
+		err  error
+	}
+	listed := make(chan attached, 1)
+	go func() {
+		r, err := s.c.TimeToLive(ctx, ss.id, clientv3.WithAttachedKeys())
+		switch {
+		case err != nil:
+			listed <- attached{err: err}
+		case r.TTL < 0:
+			listed <- attached{err: errSessionGone}
+		default:
+			listed <- attached{keys: r.Keys}
+		}
+	}()
+	kerr := s.keepAlive(ctx, ss.id)
+	a := <-listed
+	switch {
+	case errors.Is(a.err, errSessionGone) || isLeaseNotFound(kerr) || isLeaseNotFound(a.err):
+		return nil, fmt.Errorf("%w: the session's etcd lease expired or was revoked", tenure.ErrLost)
+	case kerr != nil:
+		return nil, s.fail(ctx, "keep the session alive", "", kerr)
+	case a.err != nil:
+		return nil, s.fail(ctx, "list the session's keys", "", a.err)
+	}
+	return ss.sweep(a.keys), nil
+}
+
+var errSessionGone = errors.New("session lease gone")
+
+// sweep compares the keys attached to the lease with the session's
+// grants: it forgets and returns the grants whose holder key is no longer
+// attached, and deletes in the background the attached keys that are no
+// grant (an acquisition whose reply was lost).
+func (ss *session) sweep(keys [][]byte) []tenure.Lease {
+	on := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		on[string(k)] = true
+	}
+	ss.mu.Lock()
+	var gone []tenure.Lease
+	for hk, l := range ss.grants {
+		if !on[hk] {
+			gone = append(gone, l)
+			delete(ss.grants, hk)
+		}
+	}
+	var strays []string
+	for hk := range on {
+		if _, ok := ss.grants[hk]; !ok {
+			strays = append(strays, hk)
+		}
+	}
+	ss.mu.Unlock()
+	if len(strays) > 0 {
+		go ss.deleteStrays(strays)
+	}
+	return gone
+}
+
+// deleteStrays deletes holder keys attached to the session's lease that
+// no grant of the session knows, if they still are attached to it.
+func (ss *session) deleteStrays(hks []string) {
+	s := ss.s
+	ctx, cancel := context.WithTimeout(s.bg, 5*time.Second)
+	defer cancel()
+	for _, hk := range hks {
+		ss.mu.Lock()
+		_, granted := ss.grants[hk]
+		ss.mu.Unlock()
+		if granted {
+			continue // granted since the list was read
+		}
+		_, _ = s.c.Txn(ctx).
+			If(clientv3.Compare(clientv3.LeaseValue(hk), "=", int64(ss.id))).
+			Then(clientv3.OpDelete(hk)).
+			Commit()
+	}
+}
+
+// Release implements [tenure.StoreSession]: [Store.Release] without
+// revoking the lease, which the session's other grants use.
+func (ss *session) Release(ctx context.Context, l tenure.Lease) error {
+	s := ss.s
+	ss.mu.Lock()
+	if cur, ok := ss.grants[s.holderKey(l.Key)]; ok && cur.Term == l.Term {
+		delete(ss.grants, s.holderKey(l.Key))
+	}
+	ss.mu.Unlock()
+	return s.Release(ctx, l)
+}
+
+// Close implements [tenure.StoreSession]: it revokes the session's etcd
+// lease, deleting every holder key on it.
+func (ss *session) Close(ctx context.Context) error {
+	s := ss.s
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	_, err := s.c.Revoke(ctx, ss.id)
+	ss.mu.Lock()
+	ss.grants = map[string]tenure.Lease{}
+	ss.mu.Unlock()
+	switch {
+	case isLeaseNotFound(err):
+		return fmt.Errorf("%w: the session's etcd lease had already ended", tenure.ErrLost)
+	case err != nil:
+		return s.fail(ctx, "close the session (revoke its etcd lease)", "", err)
+	}
+	return nil
+}
