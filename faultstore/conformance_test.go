@@ -16,6 +16,7 @@ func TestConformanceWithoutFaults(t *testing.T) {
 	shared := memory.New(nil)
 	f := faultstore.New(faultstore.Plan{Seed: 1})
 	storetest.Run(t, storetest.Options{
-		Open: func(testing.TB) tenure.Store { return faultstore.Wrap(shared.Handle(), f) },
+		Sessions: true,
+		Open:     func(testing.TB) tenure.Store { return faultstore.Wrap(shared.Handle(), f) },
 	})
 }

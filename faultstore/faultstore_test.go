@@ -192,6 +192,12 @@ func TestWrapKeepsAbilities(t *testing.T) {
 	if _, ok := w.(tenure.Publisher); ok {
 		t.Error("wrapping a store that cannot publish made a Publisher")
 	}
+	if _, ok := faultstore.Wrap(mem, f).(tenure.SessionStore); !ok {
+		t.Error("wrapping a SessionStore hid the ability")
+	}
+	if _, ok := w.(tenure.SessionStore); ok {
+		t.Error("wrapping a store without sessions made a SessionStore")
+	}
 }
 
 func TestFailBeforeIsNotAppliedToClaims(t *testing.T) {

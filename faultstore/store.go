@@ -18,13 +18,20 @@ type Store struct {
 var _ tenure.Store = (*Store)(nil)
 
 // Wrap returns inner behind f. If inner is a [tenure.Publisher] so is the
-// result: its AcquireClaim goes through f as Acquire does.
+// result: its AcquireClaim goes through f as Acquire does. If inner is also
+// a [tenure.SessionStore] so is the result, its sessions' calls going
+// through f too.
 func Wrap(inner tenure.Store, f *Faults) tenure.Store {
 	s := &Store{inner: inner, faults: f}
-	if p, ok := inner.(tenure.Publisher); ok {
-		return &publisher{Store: s, inner: p}
+	p, ok := inner.(tenure.Publisher)
+	if !ok {
+		return s
 	}
-	return s
+	w := &publisher{Store: s, inner: p}
+	if ss, ok := inner.(tenure.SessionStore); ok {
+		return &sessionPublisher{publisher: w, inner: ss}
+	}
+	return w
 }
 
 // publisher is a Store around a [tenure.Publisher], keeping the ability.

@@ -1,0 +1,69 @@
+package faultstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// sessionPublisher is a Store around a store that is both a
+// [tenure.Publisher] and a [tenure.SessionStore], keeping both abilities.
+type sessionPublisher struct {
+	*publisher
+	inner tenure.SessionStore
+}
+
+var _ tenure.SessionStore = (*sessionPublisher)(nil)
+
+// OpenSession implements [tenure.SessionStore], with the faults of
+// Acquire. The session's calls go through the same faults: its Acquire
+// as Acquire, its KeepAlive as Renew, its Release and Close as Release.
+func (s *sessionPublisher) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	var ss tenure.StoreSession
+	err := s.faults.call(ctx, OpAcquire, func() (err error) {
+		ss, err = s.inner.OpenSession(ctx, ttl)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &session{inner: ss, faults: s.faults}, nil
+}
+
+type session struct {
+	inner  tenure.StoreSession
+	faults *Faults
+}
+
+func (s *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
+	var l tenure.Lease
+	err := s.faults.call(ctx, OpAcquire, func() (err error) {
+		l, err = s.inner.Acquire(ctx, key, identity, value)
+		return err
+	})
+	if err != nil {
+		return tenure.Lease{}, err
+	}
+	return l, nil
+}
+
+func (s *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
+	var gone []tenure.Lease
+	err := s.faults.call(ctx, OpRenew, func() (err error) {
+		gone, err = s.inner.KeepAlive(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gone, nil
+}
+
+func (s *session) Release(ctx context.Context, l tenure.Lease) error {
+	return s.faults.call(ctx, OpRelease, func() error { return s.inner.Release(ctx, l) })
+}
+
+func (s *session) Close(ctx context.Context) error {
+	return s.faults.call(ctx, OpRelease, func() error { return s.inner.Close(ctx) })
+}
