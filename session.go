@@ -81,7 +81,8 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Logger: cfg.Logger, Jitter: 1}
 	c = c.WithDefaults()
 	if err := c.Validate(); err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), "Config.", "SessionConfig."))
+		msg := strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
+		return nil, invalidf("%s", strings.ReplaceAll(msg, "Config.", "SessionConfig."))
 	}
 	cfg.TTL, cfg.RenewDeadline, cfg.RenewInterval = c.TTL, c.RenewDeadline, c.RenewInterval
 	cfg.RetryInterval, cfg.RequestTimeout, cfg.Clock, cfg.Logger = c.RetryInterval, c.RequestTimeout, c.Clock, c.Logger
