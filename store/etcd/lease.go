@@ -65,6 +65,9 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 // sake. sent is when the acquisition began, from which a Wait counts.
 func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clientv3.LeaseID, shared bool, sent time.Time) (tenure.Lease, error) {
 	hk, tk, val := s.holderKey(key), s.termKey(key), encode(c.Identity, c.TTL, c.Value)
+	// What this handle saw before asking: its watch may see the new grant
+	// before the reply is read.
+	before := s.seen.Highest(key)
 	last := encodeLast(grant{Holder: c.Identity, TTL: int64(c.TTL), Lease: int64(id), Shared: shared})
 	resp, err := s.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)).
@@ -87,7 +90,7 @@ func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clie
 		Token:    leaseToken(id, shared),
 		Value:    c.Value,
 	}
-	l.Wait = s.vanishedWait(ctx, key, sent, kvOf(resp.Responses[0]))
+	l.Wait = s.vanishedWait(ctx, sent, kvOf(resp.Responses[0]), before.TTL)
 	s.seen.Observe(key, l.Term, c.TTL)
 	return l, nil
 }
@@ -97,10 +100,10 @@ func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clie
 // ended (expiry, which already waited the TTL out; a lease revoked from
 // outside looks the same), what is left of its lease if the lease lives
 // though its holder key is gone, and the TTL of the last grant this handle
-// saw if the term key is gone.
-func (s *Store) vanishedWait(ctx context.Context, key string, sent time.Time, prev *mvccpb.KeyValue) time.Duration {
+// saw before it asked (seenTTL) if the term key is gone.
+func (s *Store) vanishedWait(ctx context.Context, sent time.Time, prev *mvccpb.KeyValue, seenTTL time.Duration) time.Duration {
 	if prev == nil {
-		return seen.WaitSince(sent, s.seen.Highest(key).TTL)
+		return seen.WaitSince(sent, seenTTL)
 	}
 	g := decode(prev.Value)
 	if g.Released || g.Lease == 0 {
