@@ -4,6 +4,8 @@ go 1.26.0
 
 require github.com/tenurehq/tenure v0.0.0
 
+require github.com/go-zookeeper/zk v1.0.4 // indirect
+
 require (
 	cirello.io/pglock v1.16.2
 	github.com/beorn7/perks v1.0.1 // indirect
