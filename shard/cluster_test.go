@@ -36,6 +36,10 @@ type cluster struct {
 	// stopDelay is how long a task takes to return once its context is
 	// done: a slow task that the next leader of its key must wait for.
 	stopDelay time.Duration
+	// sessions makes each member lead through one tenure.Session (the
+	// handle keeps its SessionStore ability); otherwise every key renews
+	// on its own.
+	sessions bool
 
 	// fallbacks counts the keys members took by the fallback rule.
 	fallbacks atomic.Int64
@@ -69,6 +73,9 @@ func (c *cluster) start(id string) {
 		h = c.openStore()
 	}
 	var st tenure.Store = crashable{h, dead}
+	if ss, ok := h.(tenure.SessionStore); ok && c.sessions {
+		st = crashableSessions{crashable{h, dead}, ss}
+	}
 	if c.wrap != nil {
 		st = c.wrap(id, st)
 	}
@@ -266,6 +273,57 @@ func (c crashable) Release(ctx context.Context, l tenure.Lease) error {
 		return tenure.ErrClosed
 	}
 	return c.Store.Release(ctx, l)
+}
+
+// crashableSessions is a crashable store that keeps the SessionStore
+// ability: a session goes silent with its handle.
+type crashableSessions struct {
+	crashable
+	ss tenure.SessionStore
+}
+
+func (c crashableSessions) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	if c.dead.Load() {
+		return nil, tenure.ErrClosed
+	}
+	s, err := c.ss.OpenSession(ctx, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return crashableSession{s, c.dead}, nil
+}
+
+type crashableSession struct {
+	tenure.StoreSession
+	dead *atomic.Bool
+}
+
+func (c crashableSession) Acquire(ctx context.Context, key, id, value string) (tenure.Lease, error) {
+	if c.dead.Load() {
+		return tenure.Lease{}, tenure.ErrClosed
+	}
+	return c.StoreSession.Acquire(ctx, key, id, value)
+}
+
+func (c crashableSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
+	if c.dead.Load() {
+		return nil, tenure.ErrClosed
+	}
+	return c.StoreSession.KeepAlive(ctx)
+}
+
+func (c crashableSession) Release(ctx context.Context, l tenure.Lease) error {
+	if c.dead.Load() {
+		return tenure.ErrClosed
+	}
+	return c.StoreSession.Release(ctx, l)
+}
+
+func (c crashableSession) Close(ctx context.Context) error {
+	if c.dead.Load() {
+		return tenure.ErrClosed
+	}
+	return c.StoreSession.Close(ctx)
 }
 
 // handoffs sums the Handoffs of the running members.

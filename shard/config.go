@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -44,6 +45,14 @@ type Config struct {
 	// 10 × TTL.
 	Reclaim time.Duration
 
+	// Session, if set, is the [tenure.Session] every elector of this member
+	// leads through, its liveness included: one keep-alive per interval
+	// for all its keys. Its store must be Store, its TTL TTL (default: the
+	// session's). If nil and Store is a [tenure.SessionStore], each Run
+	// opens a session of its own and closes it on return; otherwise each
+	// key is renewed on its own.
+	Session *tenure.Session
+
 	// Clock defaults to [tenure.SystemClock]; Logger to [slog.Default].
 	Clock  tenure.Clock
 	Logger *slog.Logger
@@ -66,6 +75,18 @@ func Numbered(k int) []string {
 
 // WithDefaults returns c with its zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
+	if c.Session != nil {
+		sc := c.Session.Config()
+		if c.Store == nil {
+			c.Store = sc.Store
+		}
+		if c.TTL == 0 {
+			c.TTL = sc.TTL
+		}
+		if c.Clock == nil {
+			c.Clock = sc.Clock
+		}
+	}
 	if c.TTL == 0 {
 		c.TTL = tenure.DefaultTTL
 	}
@@ -120,17 +141,18 @@ func (c Config) Validate() error {
 		}
 	}
 	// The electors' own rules, for the TTL.
-	if err := c.electorConfig(memberKey(c.Group, c.Identity)).Validate(); err != nil {
+	if err := c.electorConfig(memberKey(c.Group, c.Identity), c.Session).Validate(); err != nil {
 		return err
 	}
 	return nil
 }
 
 // electorConfig is the configuration of this member's elector for one
-// lease key, defaults filled in.
-func (c Config) electorConfig(key string) tenure.Config {
+// lease key, in session sess if not nil, defaults filled in.
+func (c Config) electorConfig(key string, sess *tenure.Session) tenure.Config {
 	return tenure.Config{
 		Store:    c.Store,
+		Session:  sess,
 		Key:      key,
 		Identity: c.Identity,
 		TTL:      c.TTL,
@@ -138,6 +160,23 @@ func (c Config) electorConfig(key string) tenure.Config {
 		Logger:   c.Logger,
 		OnEvent:  c.OnEvent,
 	}.WithDefaults()
+}
+
+// session returns the session a Run leads through and a function that
+// closes it if the Run opened it: c.Session, a new one when the store can
+// share one, or nil.
+func (c Config) session() (*tenure.Session, func(), error) {
+	if c.Session != nil {
+		return c.Session, func() {}, nil
+	}
+	if _, ok := c.Store.(tenure.SessionStore); !ok {
+		return nil, func() {}, nil
+	}
+	s, err := tenure.NewSession(tenure.SessionConfig{Store: c.Store, TTL: c.TTL, Clock: c.Clock, Logger: c.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close(context.Background()) }, nil
 }
 
 // memberKey is the lease key of member's liveness.

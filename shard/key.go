@@ -25,7 +25,7 @@ import (
 // task returned (that is what [tenure.Elector.Run] does when its context
 // ends), so the next holder, which must acquire the lease first, starts
 // after the old task stopped.
-func (s *Sharder) runKey(ctx context.Context, key string, task Task) error {
+func (s *Sharder) runKey(ctx context.Context, key string, sess *tenure.Session, task Task) error {
 	me := s.cfg.Identity
 	for ctx.Err() == nil {
 		v := s.view()
@@ -37,7 +37,7 @@ func (s *Sharder) runKey(ctx context.Context, key string, task Task) error {
 			case <-v.changed:
 			}
 		case r == 0:
-			err = s.lead(ctx, key, task, func(ctx context.Context) {
+			err = s.lead(ctx, key, sess, task, func(ctx context.Context) {
 				for {
 					select {
 					case <-ctx.Done():
@@ -55,7 +55,7 @@ func (s *Sharder) runKey(ctx context.Context, key string, task Task) error {
 			}
 			s.cfg.Logger.Info("shard: leading a key its owner left unled", "group", s.cfg.Group, "key", key,
 				"id", me, "owner", Owner(key, v.live), "rank", r, "unled_for", time.Duration(r)*s.cfg.Takeover)
-			err = s.lead(ctx, key, task, func(ctx context.Context) { s.holdFallback(ctx, key, v) })
+			err = s.lead(ctx, key, sess, task, func(ctx context.Context) { s.holdFallback(ctx, key, v) })
 		}
 		if err != nil {
 			return err
@@ -64,13 +64,13 @@ func (s *Sharder) runKey(ctx context.Context, key string, task Task) error {
 	return nil
 }
 
-// lead campaigns for key and runs task whenever elected, until hold
+// lead campaigns for key (in sess, if not nil) and runs task whenever elected, until hold
 // returns or ctx is done; then it cancels the task, waits for it, and
 // releases the lease. hold runs in the caller's goroutine with a context
 // that ends if the elector stops by itself. lead returns the elector's
 // error unless it is a context error.
-func (s *Sharder) lead(ctx context.Context, key string, task Task, hold func(context.Context)) error {
-	e, err := tenure.New(s.cfg.electorConfig(leaseKey(s.cfg.Group, key)))
+func (s *Sharder) lead(ctx context.Context, key string, sess *tenure.Session, task Task, hold func(context.Context)) error {
+	e, err := tenure.New(s.cfg.electorConfig(leaseKey(s.cfg.Group, key), sess))
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,8 @@ func runSchedule(t *testing.T, seed uint64) {
 	ttl := time.Second
 	members := ids(5)
 	c := newCluster(t, members, shard.Numbered(24), ttl)
+	// Even seeds lead through one session per member, odd ones per key.
+	c.sessions = seed%2 == 0
 	// Tasks take up to a fifth of the TTL to stop (the margin is a third):
 	// a key's next leader must wait for them.
 	c.stopDelay = time.Duration(rng.Int64N(int64(ttl / 5)))

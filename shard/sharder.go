@@ -82,8 +82,13 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 			cancel(err)
 		}
 	}
+	sess, closeSession, err := s.cfg.session()
+	if err != nil {
+		return err
+	}
+	defer closeSession()
 	// Liveness: hold our member key for as long as Run runs.
-	live, err := tenure.New(s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity)))
+	live, err := tenure.New(s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity), sess))
 	if err != nil {
 		return err
 	}
@@ -97,7 +102,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 		wg.Go(func() { members.follow(ctx, &s.cfg, m) })
 	}
 	for _, k := range s.cfg.Keys {
-		wg.Go(func() { fail(s.runKey(ctx, k, task)) })
+		wg.Go(func() { fail(s.runKey(ctx, k, sess, task)) })
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
