@@ -16,8 +16,17 @@ const minWait = time.Millisecond
 // watch, when the holder's grant is due to expire, and, while it cannot
 // watch, polls every jittered RetryInterval; store errors back off
 // exponentially up to TTL.
-func (e *Elector) campaign(ctx context.Context) (grant, error) {
+func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 	c := &e.cfg
+	// unsure is set while the last acquisition failed without an answer:
+	// the store may have made the grant. In a session, nothing would let
+	// it expire, so an elector that stops asking gives it back.
+	unsure := false
+	defer func() {
+		if err != nil && unsure && c.Session != nil {
+			c.Session.settle(c.Key, c.Identity, c.Value)
+		}
+	}()
 	var watch <-chan Record
 	stopWatch := func() {}
 	defer func() { stopWatch() }()
@@ -39,6 +48,7 @@ func (e *Elector) campaign(ctx context.Context) (grant, error) {
 		gr, err := e.acquire(rctx, start)
 		cancel()
 		took := c.Clock.Now().Sub(start)
+		unsure = err != nil && !errors.Is(err, ErrHeld) && !isPermanent(err)
 		if err == nil {
 			e.emit(Event{Kind: EventAcquired, Term: gr.lease.Term, Took: took})
 			return gr, nil
@@ -212,7 +222,8 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 	sg := &sessionGrant{lease: lease, e: e, gen: g, lost: make(chan error, 1)}
 	deadline, err := g.add(sg)
 	if err != nil {
-		// The session ended while the grant was being made: give it back.
+		// The session ended while the grant was being made, or the grant
+		// already led: give it back.
 		g.forget(ctx, sg, true)
 		return grant{}, err
 	}

@@ -59,6 +59,12 @@ type Session struct {
 	store SessionStore
 	open  chan struct{} // a one-slot lock held while a store session opens
 
+	// Best-effort background calls (releases retried, grants given back)
+	// run under bgCtx, which Close cancels, and in bg, which it waits for.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
+
 	mu     sync.Mutex
 	cur    *generation // the live store session, nil when none
 	closed bool
@@ -86,7 +92,8 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	cfg.TTL, cfg.RenewDeadline, cfg.RenewInterval = c.TTL, c.RenewDeadline, c.RenewInterval
 	cfg.RetryInterval, cfg.RequestTimeout, cfg.Clock, cfg.Logger = c.RetryInterval, c.RequestTimeout, c.Clock, c.Logger
-	return &Session{cfg: cfg, store: ss, open: make(chan struct{}, 1)}, nil
+	bgCtx, bgCancel := context.WithCancel(context.Background())
+	return &Session{cfg: cfg, store: ss, open: make(chan struct{}, 1), bgCtx: bgCtx, bgCancel: bgCancel}, nil
 }
 
 // Config returns the session's configuration, defaults filled in.
@@ -102,6 +109,8 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closed = true
 	g := s.cur
 	s.mu.Unlock()
+	s.bgCancel()
+	s.bg.Wait()
 	if g == nil {
 		return nil
 	}
@@ -112,6 +121,21 @@ func (s *Session) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// background runs f in the background under the session's background
+// context, unless the session is closed.
+func (s *Session) background(f func(ctx context.Context)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		f(s.bgCtx)
+	}()
 }
 
 // current returns the live store session, opening one if there is none.

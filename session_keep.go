@@ -21,9 +21,10 @@ type generation struct {
 	sent     time.Time // when the last successful keep-alive (or OpenSession) was sent
 	deadline time.Time // sent + RenewDeadline
 	grants   map[*sessionGrant]struct{}
-	cause    error // why it ended; set before done is closed
-	ending   bool  // end was called
-	shut     bool  // the store session is being closed
+	used     map[string]uint64 // the highest term of each key handed to an elector
+	cause    error             // why it ended; set before done is closed
+	ending   bool              // end was called
+	shut     bool              // the store session is being closed
 }
 
 // sessionGrant is one grant of an elector in a generation.
@@ -49,6 +50,17 @@ func (g *generation) add(sg *sessionGrant) (time.Time, error) {
 	if g.ending {
 		return time.Time{}, g.cause
 	}
+	l := sg.lease
+	if g.used[l.Key] >= l.Term {
+		// A grant an elector already led with, whose release failed: the
+		// store handed it back. Every term leads once.
+		return time.Time{}, fmt.Errorf("tenure: the session still held term %d of %q, already led; giving it back: %w",
+			l.Term, l.Key, ErrUnavailable)
+	}
+	if g.used == nil {
+		g.used = map[string]uint64{}
+	}
+	g.used[l.Key] = l.Term
 	g.grants[sg] = struct{}{}
 	return g.deadline, nil
 }
@@ -71,7 +83,8 @@ func (g *generation) forget(ctx context.Context, sg *sessionGrant, release bool)
 		e := sg.e
 		rctx, cancel := e.requestContext(context.WithoutCancel(ctx), time.Time{})
 		if err := g.ss.Release(rctx, sg.lease); err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, ErrClosed) {
-			e.logStoreError("tenure: release failed; the lease will end with the session instead", err, "term", sg.lease.Term)
+			e.logStoreError("tenure: release failed; retrying in the background", err, "term", sg.lease.Term)
+			g.s.background(func(ctx context.Context) { g.retryRelease(ctx, sg.lease) })
 		}
 		cancel()
 	}
@@ -79,6 +92,65 @@ func (g *generation) forget(ctx context.Context, sg *sessionGrant, release bool)
 	delete(g.grants, sg)
 	g.mu.Unlock()
 	g.closeIfDone()
+}
+
+// releaseRetries is how many more times a failed release of a session
+// grant is tried, RetryInterval apart: the session's keep-alives would
+// otherwise keep the grant until the session ends.
+const releaseRetries = 3
+
+// retryRelease releases l in the background until it is done, the store
+// says it is gone, or the generation ends (which ends l with it).
+func (g *generation) retryRelease(ctx context.Context, l Lease) {
+	c := &g.s.cfg
+	for range releaseRetries {
+		if !sleepUnless(ctx, g.done, c.Clock, c.RetryInterval) {
+			return
+		}
+		rctx, cancel := withDeadline(ctx, c.Clock, c.Clock.Now().Add(c.RequestTimeout), errRequestTimeout)
+		err := g.ss.Release(rctx, l)
+		cancel()
+		if err == nil || errors.Is(err, ErrLost) || errors.Is(err, ErrClosed) {
+			return
+		}
+	}
+	c.Logger.Warn("tenure: release failed; the grant ends with the session instead", "key", l.Key, "term", l.Term)
+}
+
+// settle gives back a grant the store may have made to identity in the
+// session although the Acquire that asked for it failed (its reply lost),
+// for an elector that stopped asking: it asks again, which returns such a
+// grant, and releases what it gets. Best effort, in the background.
+func (s *Session) settle(key, identity, value string) {
+	s.mu.Lock()
+	g := s.cur
+	s.mu.Unlock()
+	if g == nil {
+		return // no session, or it ended, and its grants with it
+	}
+	c := &s.cfg
+	s.background(func(ctx context.Context) {
+		ctx, cancel := withDeadline(ctx, c.Clock, c.Clock.Now().Add(2*c.RequestTimeout), errRequestTimeout)
+		defer cancel()
+		if l, err := g.ss.Acquire(ctx, key, identity, value); err == nil {
+			_ = g.ss.Release(ctx, l)
+		}
+	})
+}
+
+// sleepUnless waits d on clock and reports true, or false as soon as ctx
+// is done or stop is closed.
+func sleepUnless(ctx context.Context, stop <-chan struct{}, clock Clock, d time.Duration) bool {
+	t := clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-stop:
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // end ends the generation with cause: every grant in it receives cause on

@@ -31,6 +31,12 @@ type StoreSession interface {
 	// key gives a *[HeldError]; bad arguments, including a bad value, an
 	// error wrapping [ErrInvalid]). The lease's TTL is the session's. It
 	// does not extend the session: the grant ends when the session does.
+	//
+	// Acquire of a key whose current grant this session made to identity
+	// returns that grant, with its term, instead of a HeldError: a caller
+	// whose reply was lost gets its grant back by asking again, where
+	// otherwise the session's keep-alives would keep a grant nobody knows
+	// of.
 	Acquire(ctx context.Context, key, identity, value string) (Lease, error)
 
 	// KeepAlive extends the session, and with it every grant in it, by the

@@ -192,6 +192,9 @@ func TestWrapKeepsAbilities(t *testing.T) {
 	if _, ok := w.(tenure.Publisher); ok {
 		t.Error("wrapping a store that cannot publish made a Publisher")
 	}
+	if _, ok := faultstore.PollOnly(faultstore.Wrap(mem, f)).(tenure.SessionStore); !ok {
+		t.Error("PollOnly hid the SessionStore ability")
+	}
 	if _, ok := faultstore.Wrap(mem, f).(tenure.SessionStore); !ok {
 		t.Error("wrapping a SessionStore hid the ability")
 	}

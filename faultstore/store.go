@@ -155,12 +155,25 @@ var ErrNoWatch = fmt.Errorf("%w: watch disabled by faultstore.PollOnly", tenure.
 
 // PollOnly returns s with a Watch that always fails with [ErrNoWatch], so
 // electors and observers on it poll, as they do while a store cannot watch.
-// It keeps s's [tenure.Publisher] ability.
+// It keeps s's [tenure.Publisher] and [tenure.SessionStore] abilities.
 func PollOnly(s tenure.Store) tenure.Store {
-	if p, ok := s.(tenure.Publisher); ok {
-		return pollOnlyPublisher{pollOnly{s}, p}
+	p, ok := s.(tenure.Publisher)
+	if !ok {
+		return pollOnly{s}
 	}
-	return pollOnly{s}
+	if ss, ok := s.(tenure.SessionStore); ok {
+		return pollOnlySessions{pollOnlyPublisher{pollOnly{s}, p}, ss}
+	}
+	return pollOnlyPublisher{pollOnly{s}, p}
+}
+
+type pollOnlySessions struct {
+	pollOnlyPublisher
+	ss tenure.SessionStore
+}
+
+func (p pollOnlySessions) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	return p.ss.OpenSession(ctx, ttl)
 }
 
 type pollOnly struct{ tenure.Store }

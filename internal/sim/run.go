@@ -54,8 +54,17 @@ func Run(s *Scenario) *History {
 		}
 	}()
 	faults := make([]*faultstore.Faults, len(s.Electors))
+	var sessions []*tenure.Session
+	defer func() {
+		for _, sess := range sessions {
+			_ = sess.Close(context.Background())
+		}
+	}()
 	for i, p := range s.Electors {
 		e, f := s.elector(i, h, shared, outage)
+		if sess := e.Config().Session; sess != nil {
+			sessions = append(sessions, sess)
+		}
 		faults[i] = f
 		taskRand := rand.New(rand.NewPCG(s.Seed, uint64(i)+1000))
 		electors.Add(1)
@@ -111,6 +120,18 @@ func (s *Scenario) elector(i int, h *History, shared tenure.Store, outage *fault
 	cfg := s.Config(i)
 	cfg.Store = store
 	cfg.Clock = faultstore.Skew(tenure.SystemClock, p.Rate)
+	if p.Session {
+		// A store that WrapStore planted may not share sessions: then the
+		// elector renews on its own.
+		sess, err := tenure.NewSession(tenure.SessionConfig{Store: store, TTL: cfg.TTL, Clock: cfg.Clock,
+			Logger: slog.New(slog.DiscardHandler)})
+		switch {
+		case err == nil:
+			cfg.Session = sess
+		case !errors.Is(err, errors.ErrUnsupported):
+			panic(fmt.Sprintf("sim: scenario %d: %s cannot lead through a session: %v", s.Seed, p.ID, err))
+		}
+	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.Rand = rand.New(rand.NewPCG(s.Seed, uint64(i)))
 	cfg.OnEvent = func(ev tenure.Event) {

@@ -43,6 +43,9 @@ type ElectorPlan struct {
 	Rate float64
 	// PollOnly hides the store's watch, so this elector polls.
 	PollOnly bool
+	// Session makes the elector lead through a tenure.Session of its own
+	// (on its faulty store and its clock): keep-alives instead of renewals.
+	Session bool
 	// Rates are the per-call fault rates during the fault phase.
 	Rates faultstore.Rates
 	// Windows are partitions and pauses during the fault phase.
@@ -107,11 +110,15 @@ func Generate(seed uint64) *Scenario {
 		FaultsEnd: 10 * ttl,
 	}
 	n := 3 + rng.IntN(3)
+	// Drawn apart, so that adding it left every other draw of a seed as
+	// it was.
+	sessions := rand.New(rand.NewPCG(seed, 0x5e5510))
 	for i := range n {
 		p := ElectorPlan{
 			ID:       fmt.Sprintf("e%d", i),
 			Rate:     1 + s.Rho*(2*rng.Float64()-1),
 			PollOnly: rng.IntN(4) == 0,
+			Session:  sessions.IntN(3) == 0,
 			ReturnP:  0.3 * rng.Float64(),
 			OverrunP: 0.2 * rng.Float64(),
 		}
@@ -164,8 +171,8 @@ func (s *Scenario) String() string {
 	}
 	for _, p := range s.Electors {
 		r := p.Rates
-		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f, stall timeout %s stalls %.2f\n",
-			p.ID, p.Rate, p.PollOnly, r.FailBefore, r.FailAfter, r.DelayBefore, r.DelayAfter, r.MaxDelay.Round(time.Millisecond),
+		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, session %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f, stall timeout %s stalls %.2f\n",
+			p.ID, p.Rate, p.PollOnly, p.Session, r.FailBefore, r.FailAfter, r.DelayBefore, r.DelayAfter, r.MaxDelay.Round(time.Millisecond),
 			p.ReturnP, p.OverrunP, p.StallTimeout, p.StallP)
 		for _, w := range p.Windows {
 			fmt.Fprintf(&b, "    %s from %s to %s\n", w.Kind, w.Start.Round(time.Millisecond), w.End.Round(time.Millisecond))

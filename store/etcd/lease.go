@@ -78,6 +78,9 @@ func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clie
 		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 	}
 	if !resp.Succeeded {
+		if l, ok := adopt(key, c.Identity, id, shared, kvOf(resp.Responses[0])); ok {
+			return l, nil
+		}
 		r := heldRecord(key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))
 		s.seen.Observe(key, r.Term, r.TTL)
 		return tenure.Lease{}, &tenure.HeldError{Record: r}
@@ -93,6 +96,21 @@ func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clie
 	l.Wait = s.vanishedWait(ctx, sent, kvOf(resp.Responses[0]), before.TTL)
 	s.seen.Observe(key, l.Term, c.TTL)
 	return l, nil
+}
+
+// adopt returns the grant that holder key kv records if a session on
+// etcd lease id made it to identity: an earlier Acquire whose reply was
+// lost.
+func adopt(key, identity string, id clientv3.LeaseID, shared bool, kv *mvccpb.KeyValue) (tenure.Lease, bool) {
+	if !shared || kv == nil || clientv3.LeaseID(kv.Lease) != id {
+		return tenure.Lease{}, false
+	}
+	g := decode(kv.Value)
+	if g.Holder != identity {
+		return tenure.Lease{}, false
+	}
+	return tenure.Lease{Key: key, Identity: identity, Term: uint64(kv.CreateRevision), TTL: time.Duration(g.TTL),
+		Token: leaseToken(id, true), Value: g.Value}, true
 }
 
 // vanishedWait returns the Wait of a grant that follows the one term key

@@ -58,6 +58,9 @@ func (ss *session) liveLocked(ctx context.Context) error {
 
 func (ss *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
 	s := ss.s
+	if l, ok := ss.mine(key, identity); ok {
+		return l, nil
+	}
 	l, err := s.acquire(ctx, key, tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}, ss.sn)
 	if err != nil {
 		return l, err
@@ -76,6 +79,22 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	}
 	ss.grants[key] = l
 	return l, nil
+}
+
+// mine returns the current grant of key if this session made it to
+// identity.
+func (ss *session) mine(key, identity string) (tenure.Lease, bool) {
+	s := ss.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := ss.grants[key]
+	if !ok || l.Identity != identity {
+		return tenure.Lease{}, false
+	}
+	if e, err := s.current(l, s.clock.Now()); err != nil || e.sess != ss {
+		return tenure.Lease{}, false
+	}
+	return l, true
 }
 
 func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
