@@ -18,6 +18,13 @@
 // It is fixed for a term and gone once the grant ends. Stores that can
 // publish values are [Publisher]s.
 //
+// A process that leads many keys (one per partition, tenant or shard)
+// shares one [Session] among its electors ([Config.Session]): the store
+// then sees one keep-alive per interval for all of them instead of one
+// renewal per key, each key keeping its own term. Losing the session ends
+// every term in it, with the same deadline as a single elector's. Stores
+// that can do this are [SessionStore]s.
+//
 // Stores live in their own packages under store/ (memory, local, etcd,
 // postgres, redis, azblob, zk) and register a URL scheme, so [Open] turns a
 // URL into a store. This package imports only the standard library.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +26,10 @@ import (
 
 // Settings of TestScale.
 const (
-	envScaleN    = "TENURE_SCALE_N"    // key counts; default 1,100,1000,10000 (1,100 with -short)
-	envScaleIdle = "TENURE_SCALE_IDLE" // idle window per measurement; default 15s (3s with -short)
-	envScaleOut  = "TENURE_SCALE_OUT"  // where the table goes; default scale.md (nothing with -short); "-" for nowhere
+	envScaleN    = "TENURE_SCALE_N"      // key counts; default 1,100,1000,10000 (1,100 with -short)
+	envScaleIdle = "TENURE_SCALE_IDLE"   // idle window per measurement; default 15s (3s with -short)
+	envScaleOut  = "TENURE_SCALE_OUT"    // where the table goes; default scale.md (nothing with -short); "-" for nowhere
+	envScaleOnly = "TENURE_SCALE_STORES" // stores to measure, comma-separated; default all
 	// perKeyMax is the largest N at which electors renewing each key on
 	// their own are measured: beyond it they flood the server.
 	perKeyMax = 1000
@@ -63,7 +65,11 @@ func TestScale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	var results []scaleResult
+	only := os.Getenv(envScaleOnly)
 	for _, mk := range scaleStores(ctx) {
+		if only != "" && !slices.Contains(strings.Split(only, ","), mk.name) {
+			continue
+		}
 		t.Run(mk.name, func(t *testing.T) {
 			s := mk.start(t)
 			for _, n := range ns {
