@@ -41,7 +41,7 @@ func zkRequests(addr string) func(ctx context.Context) (int64, error) {
 // writeScale prints TestScale's table and writes it, with a plot of idle
 // requests against N (scale.svg beside it), to $TENURE_SCALE_OUT or
 // scale.md.
-func writeScale(t *testing.T, results []scaleResult, idle time.Duration) {
+func writeScale(t *testing.T, results []scaleResult, failovers []failoverResult, idle time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# One process leading N keys: idle cost\n\n")
 	fmt.Fprintf(&b, "%s, %s, %s. TTL %s; every key led, then %s idle. Requests are counted by the server "+
@@ -53,6 +53,15 @@ func writeScale(t *testing.T, results []scaleResult, idle time.Duration) {
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.2f | %.2f | %.1f | %.1f |\n", r.store, r.mode, r.n,
 			r.elect.Round(time.Millisecond), r.reqPerSec, r.cpuPct, r.heapMiB, r.stackMiB)
+	}
+	if len(failovers) > 0 {
+		fmt.Fprintf(&b, "\nFailover: process A leads N keys through one session while process B campaigns for all of them "+
+			"(B's electors watching); A's connection then freezes (nothing released or renewed). Time until B leads every key; "+
+			"a key whose new task started before A's task for it ended counts as an overlap.\n\n")
+		b.WriteString("| store | N keys | all moved after | overlaps |\n| --- | ---: | ---: | ---: |\n")
+		for _, f := range failovers {
+			fmt.Fprintf(&b, "| %s | %d | %s | %d |\n", f.store, f.n, f.all.Round(time.Millisecond), f.overlap)
+		}
 	}
 	md := b.String()
 	fmt.Println(md)

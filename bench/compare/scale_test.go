@@ -30,6 +30,9 @@ const (
 	envScaleIdle = "TENURE_SCALE_IDLE"   // idle window per measurement; default 15s (3s with -short)
 	envScaleOut  = "TENURE_SCALE_OUT"    // where the table goes; default scale.md (nothing with -short); "-" for nowhere
 	envScaleOnly = "TENURE_SCALE_STORES" // stores to measure, comma-separated; default all
+	// envScaleFailover, if set, also crashes a process leading N ≥ 100
+	// keys through a session and times their move to another process.
+	envScaleFailover = "TENURE_SCALE_FAILOVER"
 	// perKeyMax is the largest N at which electors renewing each key on
 	// their own are measured: beyond it they flood the server.
 	perKeyMax = 1000
@@ -65,6 +68,7 @@ func TestScale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	var results []scaleResult
+	var failovers []failoverResult
 	only := os.Getenv(envScaleOnly)
 	for _, mk := range scaleStores(ctx) {
 		if only != "" && !slices.Contains(strings.Split(only, ","), mk.name) {
@@ -88,6 +92,17 @@ func TestScale(t *testing.T) {
 					t.Logf("%+v", r)
 					results = append(results, r)
 				}
+				if n >= 100 && os.Getenv(envScaleFailover) != "" {
+					f, err := measureFailover(ctx, s, n)
+					if errors.Is(err, errors.ErrUnsupported) {
+						t.Logf("%s: %v", s.name, err)
+					} else if err != nil {
+						t.Fatalf("%s failover, N=%d: %v", s.name, n, err)
+					} else {
+						t.Logf("%+v", f)
+						failovers = append(failovers, f)
+					}
+				}
 				if s.etcd != "" {
 					r, err := measureElection(ctx, s, n, idle)
 					if err != nil {
@@ -99,7 +114,7 @@ func TestScale(t *testing.T) {
 			}
 		})
 	}
-	writeScale(t, results, idle)
+	writeScale(t, results, failovers, idle)
 }
 
 func scaleSettings(t *testing.T) ([]int, time.Duration) {
@@ -251,12 +266,15 @@ func measureElection(ctx context.Context, s scaleStore, n int, idle time.Duratio
 }
 
 // waitAll waits until all is closed, failing after limit with how many of
-// n were led.
+// n were led (if led is not nil).
 func waitAll(ctx context.Context, all <-chan struct{}, led *atomic.Int64, n int, limit time.Duration) error {
 	select {
 	case <-all:
 		return nil
 	case <-time.After(limit):
+		if led == nil {
+			return fmt.Errorf("not all %d keys led after %s", n, limit)
+		}
 		return fmt.Errorf("only %d of %d keys led after %s", led.Load(), n, limit)
 	case <-ctx.Done():
 		return ctx.Err()
