@@ -170,15 +170,24 @@ func (s *suite) waitAcquirable(t *testing.T, b tenure.Store, key string, by time
 	}
 }
 
+// twoInSession opens a handle with a long session holding two grants to
+// "alpha", and another handle b.
+func (s *suite) twoInSession(t *testing.T) (b tenure.Store, ss tenure.StoreSession, l1, l2 tenure.Lease) {
+	t.Helper()
+	a := s.open(t)
+	b = s.open(t)
+	ttl := s.long(10)
+	ss = openSession(t, a, ttl)
+	l1 = mustAcquireIn(t, ss, Key(t), "alpha", "", ttl)
+	l2 = mustAcquireIn(t, ss, Key(t), "alpha", "", ttl)
+	return b, ss, l1, l2
+}
+
 // sessionReleaseOne: releasing one grant frees its key at once and leaves
 // the others held.
 func (s *suite) sessionReleaseOne(t *testing.T) {
-	a, b := s.open(t), s.open(t)
-	ttl := s.long(10)
-	ss := openSession(t, a, ttl)
-	k1, k2 := Key(t), Key(t)
-	l1 := mustAcquireIn(t, ss, k1, "alpha", "", ttl)
-	l2 := mustAcquireIn(t, ss, k2, "alpha", "", ttl)
+	b, ss, l1, l2 := s.twoInSession(t)
+	k1, k2 := l1.Key, l2.Key
 	if err := ss.Release(ctxFor(t), l1); err != nil {
 		t.Fatalf("session Release: %v", err)
 	}
@@ -274,12 +283,8 @@ func (s *suite) sessionManyGrants(t *testing.T) {
 // next holder's grant waits out the session's renew window.
 func (s *suite) sessionGrantDeleted(t *testing.T) {
 	tm := s.tamperOr(t, func(tm *Tamper) bool { return tm.DeleteGrant != nil }, "DeleteGrant")
-	a, b := s.open(t), s.open(t)
-	ttl := s.long(10)
-	ss := openSession(t, a, ttl)
-	k1, k2 := Key(t), Key(t)
-	l1 := mustAcquireIn(t, ss, k1, "alpha", "", ttl)
-	l2 := mustAcquireIn(t, ss, k2, "alpha", "", ttl)
+	b, ss, l1, l2 := s.twoInSession(t)
+	k1, k2 := l1.Key, l2.Key
 	sent := time.Now()
 	mustKeepAlive(t, ss)
 	tm.DeleteGrant(t, k1)
