@@ -56,6 +56,10 @@ type scaleStore struct {
 	url      string
 	requests func(ctx context.Context) (int64, error)
 	etcd     string // the etcd endpoint, for etcd's own Election
+	// kubeconfig, for client-go's leaderelection on the same API server.
+	kubeconfig string
+	// maxN, if set, is the largest N measured on this store.
+	maxN int
 }
 
 // TestScale measures what one process leading N keys costs: idle store
@@ -77,6 +81,10 @@ func TestScale(t *testing.T) {
 		t.Run(mk.name, func(t *testing.T) {
 			s := mk.start(t)
 			for _, n := range ns {
+				if s.maxN > 0 && n > s.maxN {
+					t.Logf("%s: N=%d is past the %d this store is measured at", s.name, n, s.maxN)
+					continue
+				}
 				for _, mode := range []string{"session", "per key"} {
 					if mode == "per key" && n > perKeyMax {
 						continue
@@ -102,6 +110,14 @@ func TestScale(t *testing.T) {
 						t.Logf("%+v", f)
 						failovers = append(failovers, f)
 					}
+				}
+				if s.kubeconfig != "" {
+					r, err := measureClientGo(ctx, s, n, idle)
+					if err != nil {
+						t.Fatalf("client-go, N=%d: %v", n, err)
+					}
+					t.Logf("%+v", r)
+					results = append(results, r)
 				}
 				if s.etcd != "" {
 					r, err := measureElection(ctx, s, n, idle)
@@ -167,6 +183,7 @@ func scaleStores(ctx context.Context) []struct {
 			srv := testserver.ZooKeeper(t)
 			return scaleStore{name: "zookeeper", url: "zk://" + srv.Addr + "/scale", requests: zkRequests(srv.Addr)}
 		}},
+		{"kubernetes", kubeScale},
 	}
 }
 
