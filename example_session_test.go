@@ -24,6 +24,7 @@ func ExampleSession() {
 	defer sess.Close(context.Background())
 
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var mu sync.Mutex
 	var led []string
 	var elected, wg sync.WaitGroup

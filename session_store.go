@@ -32,11 +32,12 @@ type StoreSession interface {
 	// error wrapping [ErrInvalid]). The lease's TTL is the session's. It
 	// does not extend the session: the grant ends when the session does.
 	//
-	// Acquire of a key whose current grant this session made to identity
-	// returns that grant, with its term, instead of a HeldError: a caller
-	// whose reply was lost gets its grant back by asking again, where
-	// otherwise the session's keep-alives would keep a grant nobody knows
-	// of.
+	// A grant that Acquire made but could not return (its reply was lost,
+	// the caller got an error) must not live on with the session, kept by
+	// keep-alives for a grant nobody knows of: the store ends it by the
+	// next KeepAlive, or returns it, with its term, to a later Acquire of
+	// the same key and identity in this session (memory and etcd do the
+	// latter).
 	Acquire(ctx context.Context, key, identity, value string) (Lease, error)
 
 	// KeepAlive extends the session, and with it every grant in it, by the

@@ -27,33 +27,6 @@ func (s *suite) sessions(t *testing.T) {
 	t.Run("Expires", s.sessionExpires)
 	t.Run("ManyGrantsOneKeepAlive", s.sessionManyGrants)
 	t.Run("GrantDeletedFromOutside", s.sessionGrantDeleted)
-	t.Run("AcquireAgainReturnsTheGrant", s.sessionAcquireAgain)
-}
-
-// sessionAcquireAgain: asking a session again for a key it granted to the
-// same identity returns that grant (a retry after a lost reply); another
-// identity, or another session, is refused.
-func (s *suite) sessionAcquireAgain(t *testing.T) {
-	a, b := s.open(t), s.open(t)
-	ttl := s.long(10)
-	ss, other := openSession(t, a, ttl), openSession(t, b, ttl)
-	key := Key(t)
-	l := mustAcquireIn(t, ss, key, "alpha", "v1", ttl)
-	again := mustAcquireIn(t, ss, key, "alpha", "v1", ttl)
-	if again.Term != l.Term || again.Token != l.Token {
-		t.Fatalf("Acquire again in the same session = term %d token %q, want the grant it made (term %d token %q)",
-			again.Term, again.Token, l.Term, l.Token)
-	}
-	_, err := ss.Acquire(ctxFor(t), key, "beta", "")
-	wantHeld(t, err, "alpha", l.Term)
-	_, err = other.Acquire(ctxFor(t), key, "alpha", "")
-	wantHeld(t, err, "alpha", l.Term)
-	if err := ss.Release(ctxFor(t), again); err != nil {
-		t.Fatalf("Release of the grant returned again: %v", err)
-	}
-	if r := mustGet(t, b, key); r.Held() {
-		t.Fatalf("after the release, Get = %+v", r)
-	}
 }
 
 // openSession opens a session of st's for ttl, closed at the end of the test.

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -59,5 +60,33 @@ func TestFreshKeysCarryNoWait(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A session asked again for a grant it made (a retry after a lost reply)
+// gets it back, with its term: how the etcd store meets the rule that such
+// a grant must not live on unknown (tenure.StoreSession.Acquire).
+func TestSessionAcquireAgainReturnsTheGrant(t *testing.T) {
+	srv := etcdtest.Start(t)
+	st := openOn(srv, "/again")(t)
+	defer st.Close()
+	ss, err := st.(tenure.SessionStore).OpenSession(t.Context(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close(context.Background())
+	l, err := ss.Acquire(t.Context(), "k", "alpha", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ss.Acquire(t.Context(), "k", "alpha", "v")
+	if err != nil || again.Term != l.Term || again.Token != l.Token {
+		t.Fatalf("Acquire again = %+v, %v; want the grant of term %d", again, err, l.Term)
+	}
+	if err := st.Renew(t.Context(), again); err != nil {
+		t.Fatalf("the grant returned again does not renew: %v", err)
+	}
+	if _, err := ss.Acquire(t.Context(), "k", "beta", ""); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("Acquire by another identity in the session: %v, want ErrHeld", err)
 	}
 }

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -46,4 +47,26 @@ func BenchmarkFailover(b *testing.B) {
 		TTL:    500 * time.Millisecond,
 		Trials: 20,
 	})
+}
+
+// A session asked again for a grant it made returns it: how the memory
+// store meets the rule that a grant whose reply was lost must not live on
+// unknown (tenure.StoreSession.Acquire).
+func TestSessionAcquireAgainReturnsTheGrant(t *testing.T) {
+	mem := memory.New(nil)
+	ss, err := mem.OpenSession(t.Context(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ss.Acquire(t.Context(), "k", "alpha", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ss.Acquire(t.Context(), "k", "alpha", "v")
+	if err != nil || again.Term != l.Term || again.Token != l.Token {
+		t.Fatalf("Acquire again = %+v, %v; want the grant of term %d", again, err, l.Term)
+	}
+	if _, err := ss.Acquire(t.Context(), "k", "beta", ""); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("Acquire by another identity in the session: %v, want ErrHeld", err)
+	}
 }
