@@ -42,8 +42,9 @@ func (sg *sessionGrant) notify(cause error) {
 	sg.once.Do(func() { sg.lost <- cause })
 }
 
-// add registers a grant made in the generation; it reports false, with the
-// cause, if the generation already ended.
+// add registers a grant made in the generation and returns the deadline
+// its term starts from: the generation's. It fails with the cause if the
+// generation already ended, and if the grant already led once.
 func (g *generation) add(sg *sessionGrant) (time.Time, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -65,8 +66,8 @@ func (g *generation) add(sg *sessionGrant) (time.Time, error) {
 	return g.deadline, nil
 }
 
-// lead attaches the leader's term to sg, so keep-alives extend it, and
-// returns the deadline to start from.
+// lead attaches the leader's term to sg, so that keep-alives extend it,
+// and moves it to the generation's current deadline.
 func (g *generation) lead(sg *sessionGrant, t *Term) {
 	g.mu.Lock()
 	sg.term = t
