@@ -57,6 +57,9 @@ type Store struct {
 	evictionSkip  bool   // the URL said not to check
 	evictionCheck string // what the check found, once it succeeded
 
+	clusterMu      sync.Mutex
+	clusterChecked bool // the server is not in cluster mode (or refused to say)
+
 	closeMu sync.Mutex
 	closed  atomic.Bool
 	done    chan struct{}

@@ -1,0 +1,308 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenurehq/tenure"
+)
+
+var _ tenure.SessionStore = (*Store)(nil)
+
+// A session ID lives in two Redis keys, outside every key's hash tag:
+//
+//	PREFIX:session:ID      hash ttl_ms, ttl_ns, and g:K = "term:token" for
+//	                       each grant of key K in the session; expires
+//	                       (PEXPIRE) when the session does, judged by the
+//	                       server. A grant is held while this key exists.
+//	PREFIX:session:ID:exp  the server time (ms) the session expires, moved
+//	                       by each keep-alive; it outlives the session by a
+//	                       TTL, so that a grant whose lease key or session
+//	                       key vanished makes the next grant wait out the
+//	                       session's renew window.
+//
+// A grant of K in the session is K's ordinary lease key, without an expiry
+// of its own, whose field session names PREFIX:session:ID (see leaseLua).
+func (s *Store) sessionKey(id string) string { return s.prefix + ":session:" + id }
+
+var (
+	// KEYS: session, exp. ARGV: ttl_ms, ttl_ns. Returns 1.
+	openSessionScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], 'ttl_ms', ARGV[1], 'ttl_ns', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], now + tonumber(ARGV[1]), 'PX', 2 * tonumber(ARGV[1]))
+return 1
+`)
+
+	// KEYS: session, exp. ARGV: ttl_ms, prefix. Returns {0} if the session
+	// ended, else {1, key, term, key, term...} naming the grants that are
+	// no longer current (their lease key deleted or rewritten from
+	// outside), which it drops from the session. It writes two keys
+	// whatever the number of grants, and reads each grant's lease key.
+	keepAliveScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	return {0}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], now + tonumber(ARGV[1]), 'PX', 2 * tonumber(ARGV[1]))
+local gone = {1}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+	local f = all[i]
+	if string.sub(f, 1, 2) == 'g:' then
+		local key = string.sub(f, 3)
+		local term, token = string.match(all[i + 1], '^(%d+):(.*)$')
+		local cur = redis.call('HMGET', ARGV[2] .. ':{' .. key .. '}:lease', 'term', 'token', 'session')
+		if cur[1] ~= term or cur[2] ~= token or cur[3] ~= KEYS[1] then
+			redis.call('HDEL', KEYS[1], f)
+			gone[#gone + 1] = key
+			gone[#gone + 1] = term
+		end
+	end
+end
+return gone
+`)
+
+	// KEYS: session, exp. ARGV: prefix. Returns 0 if the session had
+	// ended, else 1 after releasing every grant still current in it, as
+	// releaseScript does, and deleting the session's keys.
+	closeSessionScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	return 0
+end
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+	local f = all[i]
+	if string.sub(f, 1, 2) == 'g:' then
+		local base = ARGV[1] .. ':{' .. string.sub(f, 3) .. '}:'
+		local term, token = string.match(all[i + 1], '^(%d+):(.*)$')
+		local cur = redis.call('HMGET', base .. 'lease', 'term', 'token', 'session')
+		if cur[1] == term and cur[2] == token and cur[3] == KEYS[1] then
+			redis.call('DEL', base .. 'lease')
+			if redis.call('HGET', base .. 'last', 'term') == term then
+				redis.call('HSET', base .. 'last', 'released', 1)
+			end
+			redis.call('PUBLISH', base .. 'events', 'released')
+		end
+	end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+`)
+)
+
+// session is one store session (see [Store.OpenSession]).
+type session struct {
+	s   *Store
+	key string // PREFIX:session:ID
+	ttl time.Duration
+
+	mu     sync.Mutex
+	grants map[string]tenure.Lease // current grants by key, as the client knows them
+	closed bool
+}
+
+// OpenSession implements [tenure.SessionStore] with one script that
+// writes the session's key, expiring ttl (whole milliseconds, at least
+// one) after the server ran it. Grants made in the session live as long as
+// that key; [tenure.StoreSession.KeepAlive] is one script whatever their
+// number. A server in cluster mode is refused with an error wrapping
+// [errors.ErrUnsupported]: a session's scripts touch keys of many slots.
+func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("%w: session ttl %s is shorter than Redis's resolution of 1ms", tenure.ErrInvalid, ttl)
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkEviction(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkNotCluster(ctx); err != nil {
+		return nil, err
+	}
+	ss := &session{s: s, key: s.sessionKey(newToken()), ttl: ttl, grants: map[string]tenure.Lease{}}
+	err := s.call(ctx, func() error {
+		return openSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"},
+			ttl.Milliseconds(), int64(ttl)).Err()
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "open session", err)
+	}
+	return ss, nil
+}
+
+// lost is the error of a call on a session that ended.
+func (ss *session) lost(op string) error {
+	return fmt.Errorf("%w: tenure/redis: session %s: the session expired, was closed or was deleted", tenure.ErrLost, op)
+}
+
+// usable returns an error matching [tenure.ErrLost] once the session was
+// closed through this handle.
+func (ss *session) usable(op string) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return ss.lost(op)
+	}
+	return nil
+}
+
+// Acquire implements [tenure.StoreSession] with the acquire script of
+// [Store.Acquire], which also checks that the session lives and adds the
+// grant to it. An ended session gives an error matching [tenure.ErrLost].
+func (ss *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
+	if err := ss.usable("acquire"); err != nil {
+		if cerr := tenure.CheckClaim(key, tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}); cerr != nil {
+			return tenure.Lease{}, cerr
+		}
+		return tenure.Lease{}, err
+	}
+	l, err := ss.s.acquire(ctx, key, tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}, ss.key)
+	if err != nil {
+		return l, err
+	}
+	ss.mu.Lock()
+	ss.grants[key] = l
+	ss.mu.Unlock()
+	return l, nil
+}
+
+// KeepAlive implements [tenure.StoreSession]: one script moves the
+// session's expiry and reads every grant's lease key on the server, so the
+// request is the same whatever the number of grants (the server's work is
+// not: see the package documentation).
+func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
+	s := ss.s
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := ss.usable("keep-alive"); err != nil {
+		return nil, err
+	}
+	var res []any
+	err := s.call(ctx, func() (err error) {
+		res, err = keepAliveScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"},
+			ss.ttl.Milliseconds(), s.prefix).Slice()
+		return err
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "session keep-alive", err)
+	}
+	if len(res) == 0 || len(res)%2 != 1 {
+		return nil, fmt.Errorf("tenure/redis: session keep-alive on %s: unexpected reply of %d elements", s.redacted, len(res))
+	}
+	if ok, _ := res[0].(int64); ok != 1 {
+		return nil, ss.lost("keep-alive")
+	}
+	return ss.forget(res[1:])
+}
+
+// forget drops from the client's view the grants named by pairs key, term
+// and returns them.
+func (ss *session) forget(pairs []any) ([]tenure.Lease, error) {
+	var gone []tenure.Lease
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for i := 0; i+1 < len(pairs); i += 2 {
+		key, _ := pairs[i].(string)
+		termStr, _ := pairs[i+1].(string)
+		term, err := strconv.ParseUint(termStr, 10, 64)
+		if err != nil {
+			return gone, fmt.Errorf("tenure/redis: session keep-alive on %s: unexpected term %q for key %q", ss.s.redacted, termStr, key)
+		}
+		l, ok := ss.grants[key]
+		if ok && l.Term == term {
+			delete(ss.grants, key)
+		} else {
+			// A grant whose Acquire reply never reached us.
+			l = tenure.Lease{Key: key, Term: term, TTL: ss.ttl}
+		}
+		gone = append(gone, l)
+	}
+	return gone, nil
+}
+
+// Release implements [tenure.StoreSession] with the release script of
+// [Store.Release], which also drops the grant from the session. A grant
+// of an ended session gives an error matching [tenure.ErrLost].
+func (ss *session) Release(ctx context.Context, l tenure.Lease) error {
+	err := ss.s.Release(ctx, l)
+	if err == nil || errors.Is(err, tenure.ErrLost) {
+		ss.mu.Lock()
+		if cur, ok := ss.grants[l.Key]; ok && cur.Term == l.Term {
+			delete(ss.grants, l.Key)
+		}
+		ss.mu.Unlock()
+	}
+	return err
+}
+
+// Close implements [tenure.StoreSession]: one script releases every grant
+// still current in the session (deleting its lease key and publishing the
+// release to watchers) and deletes the session's keys. If the session had
+// already ended it returns an error matching [tenure.ErrLost]. If Close
+// fails otherwise (ctx, network) it may be called again; the grants expire
+// with the session in any case.
+func (ss *session) Close(ctx context.Context) error {
+	s := ss.s
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	if err := ss.usable("close"); err != nil {
+		return err
+	}
+	var n int64
+	err := s.call(ctx, func() (err error) {
+		n, err = closeSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, s.prefix).Int64()
+		return err
+	})
+	if err != nil {
+		return s.fail(ctx, "close session", err)
+	}
+	ss.mu.Lock()
+	ss.closed, ss.grants = true, nil
+	ss.mu.Unlock()
+	if n != 1 {
+		return ss.lost("close")
+	}
+	return nil
+}
+
+// checkNotCluster refuses, once per Store, a server in cluster mode: the
+// session scripts touch keys of many hash slots, which Redis Cluster
+// refuses. A server that refuses INFO is given the benefit of the doubt.
+func (s *Store) checkNotCluster(ctx context.Context) error {
+	s.clusterMu.Lock()
+	defer s.clusterMu.Unlock()
+	if s.clusterChecked {
+		return nil
+	}
+	var info string
+	err := s.call(ctx, func() (err error) {
+		info, err = s.client.Info(ctx, "cluster").Result()
+		return err
+	})
+	var rerr goredis.Error
+	switch {
+	case errors.As(err, &rerr):
+	case err != nil:
+		return s.fail(ctx, "check cluster mode", err)
+	case strings.Contains(info, "cluster_enabled:1"):
+		return fmt.Errorf("tenure/redis: %s runs in cluster mode, where a session cannot keep grants of keys in many hash slots: %w",
+			s.redacted, errors.ErrUnsupported)
+	}
+	s.clusterChecked = true
+	return nil
+}
