@@ -61,8 +61,8 @@ end
 var (
 	// KEYS: lease, term, last, and the session's key for a session grant.
 	// ARGV: identity, token, ttl_ms, ttl_ns, channel, floor (the highest
-	// term the handle saw), seen_ttl_ms (the TTL of that grant), value,
-	// key (the tenure key, for the session's set of grants). Returns {1,
+	// term the handle saw), seen_ttl_ms (the TTL of that grant), value.
+	// Returns {1,
 	// term, wait_ms, repaired} when granted, {0, holder, term, ttl_ns,
 	// pttl, value} when held, {2} when the session ended.
 	//
@@ -116,7 +116,7 @@ redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'term', term, 'token', ARGV[2], '
 local exp = now + tonumber(ARGV[3])
 if session then
 	redis.call('HSET', KEYS[1], 'session', session)
-	redis.call('HSET', session, 'g:' .. ARGV[9], term .. ':' .. ARGV[2])
+	redis.call('HSET', session, KEYS[1], ARGV[2])
 	exp = now + redis.call('PTTL', session)
 else
 	redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -142,8 +142,8 @@ end
 return 1
 `)
 
-	// KEYS: lease, last. ARGV: identity, term, token, channel, key.
-	// Returns 1 if released. A session grant leaves its session's set.
+	// KEYS: lease, last. ARGV: identity, term, token, channel. Returns 1
+	// if released. A session grant leaves its session's set.
 	releaseScript = goredis.NewScript(leaseLua + `
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'session')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not held(KEYS[1], cur[4]) then
@@ -151,7 +151,7 @@ if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not held(KEYS[
 end
 redis.call('DEL', KEYS[1])
 if cur[4] then
-	redis.call('HDEL', cur[4], 'g:' .. ARGV[5])
+	redis.call('HDEL', cur[4], KEYS[1])
 end
 if redis.call('HGET', KEYS[2], 'term') == ARGV[2] then
 	redis.call('HSET', KEYS[2], 'released', 1)
@@ -226,7 +226,7 @@ func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session
 	err := s.call(ctx, func() (err error) {
 		res, err = acquireScript.Run(ctx, s.client, keys,
 			identity, token, ttl.Milliseconds(), int64(ttl), s.channel(key),
-			floor.Term, floor.TTL.Milliseconds(), c.Value, key).Slice()
+			floor.Term, floor.TTL.Milliseconds(), c.Value).Slice()
 		return err
 	})
 	if err != nil {
@@ -266,7 +266,7 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 // Release implements [tenure.Store]: the script checks the grant as Renew
 // does, deletes the lease key (the term counter stays) and publishes.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	return s.onGrant(ctx, "release", releaseScript, l, s.channel(l.Key), l.Key)
+	return s.onGrant(ctx, "release", releaseScript, l, s.channel(l.Key))
 }
 
 // onGrant runs script, one that acts on l's grant only while l holds it

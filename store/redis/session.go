@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,10 +17,12 @@ var _ tenure.SessionStore = (*Store)(nil)
 
 // A session ID lives in two Redis keys, outside every key's hash tag:
 //
-//	PREFIX:session:ID      hash ttl_ms, ttl_ns, and g:K = "term:token" for
-//	                       each grant of key K in the session; expires
-//	                       (PEXPIRE) when the session does, judged by the
-//	                       server. A grant is held while this key exists.
+//	PREFIX:session:ID      hash: for each grant in the session, its lease
+//	                       key's name -> the grant's token, and the field
+//	                       "" -> ttl_ms, so that the hash exists without
+//	                       grants; expires (PEXPIRE) when the session does,
+//	                       judged by the server. A grant is held while this
+//	                       key exists.
 //	PREFIX:session:ID:exp  the server time (ms) the session expires, moved
 //	                       by each keep-alive; it outlives the session by a
 //	                       TTL, so that a grant whose lease key or session
@@ -33,21 +34,24 @@ var _ tenure.SessionStore = (*Store)(nil)
 func (s *Store) sessionKey(id string) string { return s.prefix + ":session:" + id }
 
 var (
-	// KEYS: session, exp. ARGV: ttl_ms, ttl_ns. Returns 1.
+	// KEYS: session, exp. ARGV: ttl_ms. Returns 1.
 	openSessionScript = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[1], 'ttl_ms', ARGV[1], 'ttl_ns', ARGV[2])
+redis.call('HSET', KEYS[1], '', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], now + tonumber(ARGV[1]), 'PX', 2 * tonumber(ARGV[1]))
 return 1
 `)
 
-	// KEYS: session, exp. ARGV: ttl_ms, prefix. Returns {0} if the session
-	// ended, else {1, key, term, key, term...} naming the grants that are
-	// no longer current (their lease key deleted or rewritten from
-	// outside), which it drops from the session. It writes two keys
-	// whatever the number of grants, and reads each grant's lease key.
+	// KEYS: session, exp. ARGV: ttl_ms. Returns {0} if the session ended,
+	// else {1, lease key, token, lease key, token...} naming the grants
+	// that are no longer current (their lease key deleted, or rewritten
+	// with another token, from outside), which it drops from the session.
+	// It writes two keys whatever the number of grants, and reads one
+	// field of each grant's lease key: the least that notices every grant
+	// changed from outside at the next keep-alive. A lease key rewritten
+	// as another type (HGET fails) is gone too.
 	keepAliveScript = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	return {0}
@@ -60,23 +64,18 @@ local gone = {1}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
 	local f = all[i]
-	if string.sub(f, 1, 2) == 'g:' then
-		local key = string.sub(f, 3)
-		local term, token = string.match(all[i + 1], '^(%d+):(.*)$')
-		local cur = redis.call('HMGET', ARGV[2] .. ':{' .. key .. '}:lease', 'term', 'token', 'session')
-		if cur[1] ~= term or cur[2] ~= token or cur[3] ~= KEYS[1] then
-			redis.call('HDEL', KEYS[1], f)
-			gone[#gone + 1] = key
-			gone[#gone + 1] = term
-		end
+	if f ~= '' and redis.pcall('HGET', f, 'token') ~= all[i + 1] then
+		redis.call('HDEL', KEYS[1], f)
+		gone[#gone + 1] = f
+		gone[#gone + 1] = all[i + 1]
 	end
 end
 return gone
 `)
 
-	// KEYS: session, exp. ARGV: prefix. Returns 0 if the session had
-	// ended, else 1 after releasing every grant still current in it, as
-	// releaseScript does, and deleting the session's keys.
+	// KEYS: session, exp. Returns 0 if the session had ended, else 1 after
+	// releasing every grant still current in it, as releaseScript does,
+	// and deleting the session's keys.
 	closeSessionScript = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	return 0
@@ -84,17 +83,14 @@ end
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
 	local f = all[i]
-	if string.sub(f, 1, 2) == 'g:' then
-		local base = ARGV[1] .. ':{' .. string.sub(f, 3) .. '}:'
-		local term, token = string.match(all[i + 1], '^(%d+):(.*)$')
-		local cur = redis.call('HMGET', base .. 'lease', 'term', 'token', 'session')
-		if cur[1] == term and cur[2] == token and cur[3] == KEYS[1] then
-			redis.call('DEL', base .. 'lease')
-			if redis.call('HGET', base .. 'last', 'term') == term then
-				redis.call('HSET', base .. 'last', 'released', 1)
-			end
-			redis.call('PUBLISH', base .. 'events', 'released')
+	local cur = f ~= '' and redis.pcall('HMGET', f, 'token', 'term')
+	if cur and cur[1] == all[i + 1] then
+		local base = string.sub(f, 1, -6)
+		redis.call('DEL', f)
+		if redis.call('HGET', base .. 'last', 'term') == cur[2] then
+			redis.call('HSET', base .. 'last', 'released', 1)
 		end
+		redis.call('PUBLISH', base .. 'events', 'released')
 	end
 end
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -134,8 +130,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	}
 	ss := &session{s: s, key: s.sessionKey(newToken()), ttl: ttl, grants: map[string]tenure.Lease{}}
 	err := s.call(ctx, func() error {
-		return openSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"},
-			ttl.Milliseconds(), int64(ttl)).Err()
+		return openSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, ttl.Milliseconds()).Err()
 	})
 	if err != nil {
 		return nil, s.fail(ctx, "open session", err)
@@ -193,8 +188,7 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	}
 	var res []any
 	err := s.call(ctx, func() (err error) {
-		res, err = keepAliveScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"},
-			ss.ttl.Milliseconds(), s.prefix).Slice()
+		res, err = keepAliveScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, ss.ttl.Milliseconds()).Slice()
 		return err
 	})
 	if err != nil {
@@ -209,25 +203,27 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	return ss.forget(res[1:])
 }
 
-// forget drops from the client's view the grants named by pairs key, term
-// and returns them.
+// forget drops from the client's view the grants named by pairs lease
+// key, token and returns them.
 func (ss *session) forget(pairs []any) ([]tenure.Lease, error) {
 	var gone []tenure.Lease
+	head, tail := ss.s.prefix+":{", "}:lease"
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for i := 0; i+1 < len(pairs); i += 2 {
-		key, _ := pairs[i].(string)
-		termStr, _ := pairs[i+1].(string)
-		term, err := strconv.ParseUint(termStr, 10, 64)
-		if err != nil {
-			return gone, fmt.Errorf("tenure/redis: session keep-alive on %s: unexpected term %q for key %q", ss.s.redacted, termStr, key)
+		lk, _ := pairs[i].(string)
+		token, _ := pairs[i+1].(string)
+		if !strings.HasPrefix(lk, head) || !strings.HasSuffix(lk, tail) || len(lk) < len(head)+len(tail) {
+			return gone, fmt.Errorf("tenure/redis: session keep-alive on %s: unexpected lease key %q", ss.s.redacted, lk)
 		}
+		key := lk[len(head) : len(lk)-len(tail)]
 		l, ok := ss.grants[key]
-		if ok && l.Term == term {
+		if ok && l.Token == token {
 			delete(ss.grants, key)
 		} else {
-			// A grant whose Acquire reply never reached us.
-			l = tenure.Lease{Key: key, Term: term, TTL: ss.ttl}
+			// A grant whose Acquire reply never reached us: no elector
+			// knows its term.
+			l = tenure.Lease{Key: key, TTL: ss.ttl, Token: token}
 		}
 		gone = append(gone, l)
 	}
@@ -265,7 +261,7 @@ func (ss *session) Close(ctx context.Context) error {
 	}
 	var n int64
 	err := s.call(ctx, func() (err error) {
-		n, err = closeSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, s.prefix).Int64()
+		n, err = closeSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}).Int64()
 		return err
 	})
 	if err != nil {
