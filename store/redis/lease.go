@@ -19,13 +19,17 @@ import (
 //
 //	PREFIX:{K}:lease  hash holder, term, token, ttl_ns, ttl_ms, value (the
 //	                  published value, absent before tenure had one); expires
-//	                  (PEXPIRE) when the grant does, judged by the server
+//	                  (PEXPIRE) when the grant does, judged by the server; a
+//	                  grant made in a session instead has the field session
+//	                  (the session's key) and no expiry (see session.go)
 //	PREFIX:{K}:term   counter of grants, INCRed by each; never expires,
 //	                  so terms never go back when a lease key expires
 //	PREFIX:{K}:last   hash term, ttl_ms, exp_ms (the server time the last
 //	                  grant expires, moved by each renewal), released (1
-//	                  once released); never expires: it tells a grant
-//	                  that expired or was released from one that vanished
+//	                  once released), session (the session's key of a
+//	                  session grant, else ""); never expires: it tells a
+//	                  grant that expired or was released from one that
+//	                  vanished
 //
 // and events about K are PUBLISHed on PREFIX:{K}:events.
 
