@@ -120,6 +120,12 @@
 //     and Redis Cluster does not: OpenSession refuses a server in cluster
 //     mode (INFO cluster) with an error wrapping [errors.ErrUnsupported].
 //     An ACL user needs access to PREFIX:* only, as for plain grants.
+//   - A grant made by an Acquire that failed without knowing (its ctx
+//     ended or the connection broke after the script was sent) would live
+//     as long as the session with nobody knowing of it, keeping its key
+//     from every candidate, the one that asked included: the session
+//     remembers such Acquires, and its next keep-alives (the same single
+//     request) release their grants if they exist.
 //   - Store.Renew of a session grant returns [tenure.ErrLost]: its session
 //     renews it.
 //

@@ -198,14 +198,14 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // c.Value in the lease hash's value field, so it expires and is deleted
 // with the grant.
 func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
-	return s.acquire(ctx, key, c, "")
+	return s.acquire(ctx, key, c, "", newToken())
 }
 
-// acquire grants key for c, in the session whose Redis key is session if
-// that is not empty: the grant then has no expiry of its own and lives as
-// long as the session. An ended session gives an error matching
+// acquire grants key for c with token, in the session whose Redis key is
+// session if that is not empty: the grant then has no expiry of its own and
+// lives as long as the session. An ended session gives an error matching
 // [tenure.ErrLost].
-func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session string) (tenure.Lease, error) {
+func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session, token string) (tenure.Lease, error) {
 	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -220,7 +220,6 @@ func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session
 	if err := s.checkEviction(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	token := newToken()
 	floor := s.seen.Highest(key)
 	keys := []string{s.leaseKey(key), s.termKey(key), s.lastKey(key)}
 	if session != "" {

@@ -33,6 +33,20 @@ var _ tenure.SessionStore = (*Store)(nil)
 // of its own, whose field session names PREFIX:session:ID (see leaseLua).
 func (s *Store) sessionKey(id string) string { return s.prefix + ":session:" + id }
 
+// releaseGrantLua starts the scripts that release a session's grants:
+// release(lease key, term) deletes the lease key, marks the last-grant
+// record released if it is the grant's, and publishes the release.
+const releaseGrantLua = `
+local function release(lease, term)
+	local base = string.sub(lease, 1, -6)
+	redis.call('DEL', lease)
+	if redis.call('HGET', base .. 'last', 'term') == term then
+		redis.call('HSET', base .. 'last', 'released', 1)
+	end
+	redis.call('PUBLISH', base .. 'events', 'released')
+end
+`
+
 var (
 	// KEYS: session, exp. ARGV: ttl_ms. Returns 1.
 	openSessionScript = goredis.NewScript(`
@@ -44,15 +58,18 @@ redis.call('SET', KEYS[2], now + tonumber(ARGV[1]), 'PX', 2 * tonumber(ARGV[1]))
 return 1
 `)
 
-	// KEYS: session, exp. ARGV: ttl_ms. Returns {0} if the session ended,
-	// else {1, lease key, token, lease key, token...} naming the grants
-	// that are no longer current (their lease key deleted, or rewritten
-	// with another token, from outside), which it drops from the session.
-	// It writes two keys whatever the number of grants, and reads one
-	// field of each grant's lease key: the least that notices every grant
-	// changed from outside at the next keep-alive. A lease key rewritten
-	// as another type (HGET fails) is gone too.
-	keepAliveScript = goredis.NewScript(`
+	// KEYS: session, exp. ARGV: ttl_ms, then pairs lease key, token of
+	// grants an Acquire may have made without the client learning of it,
+	// which it releases. Returns {0} if the session ended, else {1, lease
+	// key, token, lease key, token...} naming the grants that are no
+	// longer current (their lease key deleted, or rewritten with another
+	// token, from outside), which it drops from the session.
+	//
+	// It writes two keys whatever the number of grants, and reads one field
+	// of each grant's lease key: the least that notices every grant changed
+	// from outside at the next keep-alive. A lease key rewritten as another
+	// type (HGET fails) is gone too.
+	keepAliveScript = goredis.NewScript(releaseGrantLua + `
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	return {0}
 end
@@ -60,6 +77,13 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], now + tonumber(ARGV[1]), 'PX', 2 * tonumber(ARGV[1]))
+for i = 2, #ARGV, 2 do
+	local cur = redis.pcall('HMGET', ARGV[i], 'token', 'term')
+	if cur[1] == ARGV[i + 1] and redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then
+		redis.call('HDEL', KEYS[1], ARGV[i])
+		release(ARGV[i], cur[2])
+	end
+end
 local gone = {1}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
@@ -76,7 +100,7 @@ return gone
 	// KEYS: session, exp. Returns 0 if the session had ended, else 1 after
 	// releasing every grant still current in it, as releaseScript does,
 	// and deleting the session's keys.
-	closeSessionScript = goredis.NewScript(`
+	closeSessionScript = goredis.NewScript(releaseGrantLua + `
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	return 0
 end
@@ -85,12 +109,7 @@ for i = 1, #all, 2 do
 	local f = all[i]
 	local cur = f ~= '' and redis.pcall('HMGET', f, 'token', 'term')
 	if cur and cur[1] == all[i + 1] then
-		local base = string.sub(f, 1, -6)
-		redis.call('DEL', f)
-		if redis.call('HGET', base .. 'last', 'term') == cur[2] then
-			redis.call('HSET', base .. 'last', 'released', 1)
-		end
-		redis.call('PUBLISH', base .. 'events', 'released')
+		release(f, cur[2])
 	end
 end
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -98,15 +117,31 @@ return 1
 `)
 )
 
+// keepsPending is how many successful keep-alives carry a grant an Acquire
+// may have made unbeknownst to the client, to release it: more than one,
+// in case the Acquire's script runs after the first.
+const keepsPending = 3
+
 // session is one store session (see [Store.OpenSession]).
 type session struct {
 	s   *Store
 	key string // PREFIX:session:ID
 	ttl time.Duration
 
-	mu     sync.Mutex
-	grants map[string]tenure.Lease // current grants by key, as the client knows them
-	closed bool
+	mu      sync.Mutex
+	grants  map[string]tenure.Lease // current grants by key, as the client knows them
+	pending map[string]*pending     // by token: grants Acquire may have made without saying so
+	early   map[string]bool         // tokens reported gone before their Acquire returned
+	closed  bool
+}
+
+// pending is a grant whose Acquire failed without saying whether it was
+// made (its ctx ended, the connection failed). Made, it would live as long
+// as the session with no elector knowing of it, and keep its key from
+// everybody, so the next keep-alives release it if it exists.
+type pending struct {
+	lease string // lease key
+	sent  int    // successful keep-alives that carried it
 }
 
 // OpenSession implements [tenure.SessionStore] with one script that
@@ -128,7 +163,8 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	if err := s.checkNotCluster(ctx); err != nil {
 		return nil, err
 	}
-	ss := &session{s: s, key: s.sessionKey(newToken()), ttl: ttl, grants: map[string]tenure.Lease{}}
+	ss := &session{s: s, key: s.sessionKey(newToken()), ttl: ttl,
+		grants: map[string]tenure.Lease{}, pending: map[string]*pending{}, early: map[string]bool{}}
 	err := s.call(ctx, func() error {
 		return openSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, ttl.Milliseconds()).Err()
 	})
@@ -157,20 +193,34 @@ func (ss *session) usable(op string) error {
 // Acquire implements [tenure.StoreSession] with the acquire script of
 // [Store.Acquire], which also checks that the session lives and adds the
 // grant to it. An ended session gives an error matching [tenure.ErrLost].
+// If Acquire fails without knowing whether the grant was made (ctx, the
+// network), the next keep-alives release the grant if it was.
 func (ss *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
+	c := tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}
 	if err := ss.usable("acquire"); err != nil {
-		if cerr := tenure.CheckClaim(key, tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}); cerr != nil {
+		if cerr := tenure.CheckClaim(key, c); cerr != nil {
 			return tenure.Lease{}, cerr
 		}
 		return tenure.Lease{}, err
 	}
-	l, err := ss.s.acquire(ctx, key, tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}, ss.key)
-	if err != nil {
-		return l, err
-	}
+	token := newToken()
+	l, err := ss.s.acquire(ctx, key, c, ss.key, token)
 	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var held *tenure.HeldError
+	switch {
+	case err != nil && !errors.As(err, &held) && !errors.Is(err, tenure.ErrInvalid) &&
+		!errors.Is(err, tenure.ErrLost) && !errors.Is(err, tenure.ErrClosed):
+		ss.pending[token] = &pending{lease: ss.s.leaseKey(key)}
+		return l, err
+	case err != nil:
+		return l, err
+	case ss.early[token]:
+		delete(ss.early, token)
+		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: the grant of %q in term %d was deleted or rewritten from outside before Acquire returned",
+			tenure.ErrLost, key, l.Term)
+	}
 	ss.grants[key] = l
-	ss.mu.Unlock()
 	return l, nil
 }
 
@@ -186,9 +236,10 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	if err := ss.usable("keep-alive"); err != nil {
 		return nil, err
 	}
+	args, carried := ss.pendingArgs()
 	var res []any
 	err := s.call(ctx, func() (err error) {
-		res, err = keepAliveScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, ss.ttl.Milliseconds()).Slice()
+		res, err = keepAliveScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, args...).Slice()
 		return err
 	})
 	if err != nil {
@@ -200,16 +251,38 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	if ok, _ := res[0].(int64); ok != 1 {
 		return nil, ss.lost("keep-alive")
 	}
-	return ss.forget(res[1:])
+	return ss.forget(res[1:], carried)
 }
 
-// forget drops from the client's view the grants named by pairs lease
-// key, token and returns them.
-func (ss *session) forget(pairs []any) ([]tenure.Lease, error) {
+// pendingArgs returns the keep-alive script's arguments: the TTL, then
+// the pending grants, whose tokens it returns too.
+func (ss *session) pendingArgs() ([]any, []string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	args := []any{ss.ttl.Milliseconds()}
+	var tokens []string
+	for token, p := range ss.pending {
+		args = append(args, p.lease, token)
+		tokens = append(tokens, token)
+	}
+	return args, tokens
+}
+
+// forget counts a successful keep-alive for the pending grants it carried,
+// drops from the client's view the grants named by pairs lease key, token
+// and returns those it knew.
+func (ss *session) forget(pairs []any, carried []string) ([]tenure.Lease, error) {
 	var gone []tenure.Lease
 	head, tail := ss.s.prefix+":{", "}:lease"
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	for _, token := range carried {
+		if p := ss.pending[token]; p != nil {
+			if p.sent++; p.sent >= keepsPending {
+				delete(ss.pending, token)
+			}
+		}
+	}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		lk, _ := pairs[i].(string)
 		token, _ := pairs[i+1].(string)
@@ -217,15 +290,16 @@ func (ss *session) forget(pairs []any) ([]tenure.Lease, error) {
 			return gone, fmt.Errorf("tenure/redis: session keep-alive on %s: unexpected lease key %q", ss.s.redacted, lk)
 		}
 		key := lk[len(head) : len(lk)-len(tail)]
-		l, ok := ss.grants[key]
-		if ok && l.Token == token {
+		switch l, ok := ss.grants[key]; {
+		case ok && l.Token == token:
 			delete(ss.grants, key)
-		} else {
-			// A grant whose Acquire reply never reached us: no elector
-			// knows its term.
-			l = tenure.Lease{Key: key, TTL: ss.ttl, Token: token}
+			gone = append(gone, l)
+		case ss.pending[token] != nil:
+			delete(ss.pending, token)
+		default:
+			// Its Acquire has not returned yet: it will say so.
+			ss.early[token] = true
 		}
-		gone = append(gone, l)
 	}
 	return gone, nil
 }
@@ -268,7 +342,7 @@ func (ss *session) Close(ctx context.Context) error {
 		return s.fail(ctx, "close session", err)
 	}
 	ss.mu.Lock()
-	ss.closed, ss.grants = true, nil
+	ss.closed, ss.grants, ss.pending = true, map[string]tenure.Lease{}, map[string]*pending{}
 	ss.mu.Unlock()
 	if n != 1 {
 		return ss.lost("close")

@@ -352,3 +352,58 @@ func awaitLeaders(t *testing.T, leading <-chan int, n int) []int {
 	}
 	return got
 }
+
+// An Acquire that fails without knowing whether its grant was made (here
+// its deadline passes while the server is busy, and the grant is made
+// afterwards) would leave a grant no elector knows of, held as long
+// as the session lives; the next keep-alive releases it.
+func TestSessionReleasesUnknownGrant(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st, other := open(t, srv.URL(0)), open(t, srv.URL(0))
+	ss := openSession(t, st, 20*time.Second)
+	acquireIn(t, ss, randomKey()) // the scripts are loaded, the checks done
+	key := randomKey()
+	// A script that keeps the server busy: the Acquire's request waits in
+	// the socket, and runs after its caller gave up.
+	busy := make(chan error, 1)
+	go func() {
+		busy <- client(t, srv).Eval(ctxFor(t), `
+local function ms() local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) end
+local start = ms()
+while ms() - start < 1000 do end
+return 1`, nil).Err()
+	}()
+	time.Sleep(300 * time.Millisecond) // the busy script started
+	ctx, cancel := context.WithTimeout(ctxFor(t), 100*time.Millisecond)
+	_, err := ss.Acquire(ctx, key, "alpha", "")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire while the server is busy: got %v, want the deadline", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, err := other.Get(ctxFor(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Held() {
+			break // the grant nobody was told of
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held-back Acquire never made its grant")
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the busy script to end
+	}
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := ss.KeepAlive(ctxFor(t)); err != nil || len(gone) != 0 {
+		t.Fatalf("KeepAlive: %+v, %v", gone, err)
+	}
+	if r, err := other.Get(ctxFor(t), key); err != nil || r.Held() {
+		t.Fatalf("Get after the keep-alive: %+v, %v; want the unknown grant released", r, err)
+	}
+	if _, err := ss.Acquire(ctxFor(t), key, "alpha", ""); err != nil {
+		t.Fatalf("Acquire again: %v", err)
+	}
+}
