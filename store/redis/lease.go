@@ -217,7 +217,7 @@ func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session
 		return tenure.Lease{}, err
 	}
 	sent := time.Now()
-	if err := s.checkEviction(ctx); err != nil {
+	if err := s.checkEviction(ctx, s.client); err != nil {
 		return tenure.Lease{}, err
 	}
 	floor := s.seen.Highest(key)

@@ -41,6 +41,7 @@ var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 // the server answered or its ctx is done.
 type Store struct {
 	client   *goredis.Client
+	keeper   *goredis.Client // sessions' keep-alives and closes, apart from client's pool
 	prefix   string
 	db       int
 	redacted string
@@ -141,6 +142,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	opt.ContextTimeoutEnabled = true
 	s.db = opt.DB
 	s.client = goredis.NewClient(opt)
+	// A session's keep-alive, which keeps every grant of a process, must
+	// not wait for a connection behind thousands of Acquires.
+	kopt := *opt
+	kopt.PoolSize, kopt.MinIdleConns, kopt.MaxIdleConns = 2, 0, 2
+	s.keeper = goredis.NewClient(&kopt)
 	return s, nil
 }
 
@@ -158,7 +164,8 @@ func (s *Store) Close() error {
 	}
 	close(s.done)
 	s.watches.Wait()
-	return s.client.Close()
+	kerr := s.keeper.Close()
+	return errors.Join(s.client.Close(), kerr)
 }
 
 // begin checks what every call checks before it talks to the server.

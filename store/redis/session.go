@@ -157,7 +157,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.checkEviction(ctx); err != nil {
+	if err := s.checkEviction(ctx, s.keeper); err != nil {
 		return nil, err
 	}
 	if err := s.checkNotCluster(ctx); err != nil {
@@ -166,7 +166,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	ss := &session{s: s, key: s.sessionKey(newToken()), ttl: ttl,
 		grants: map[string]tenure.Lease{}, pending: map[string]*pending{}, early: map[string]bool{}}
 	err := s.call(ctx, func() error {
-		return openSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, ttl.Milliseconds()).Err()
+		return openSessionScript.Run(ctx, s.keeper, []string{ss.key, ss.key + ":exp"}, ttl.Milliseconds()).Err()
 	})
 	if err != nil {
 		return nil, s.fail(ctx, "open session", err)
@@ -227,7 +227,9 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 // KeepAlive implements [tenure.StoreSession]: one script moves the
 // session's expiry and reads every grant's lease key on the server, so the
 // request is the same whatever the number of grants (the server's work is
-// not: see the package documentation).
+// not: see the package documentation). OpenSession, keep-alives and Close
+// use a pool of two connections of their own, so that they never wait
+// behind other calls of the Store for a connection.
 func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	s := ss.s
 	if err := s.begin(ctx); err != nil {
@@ -239,7 +241,7 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	args, carried := ss.pendingArgs()
 	var res []any
 	err := s.call(ctx, func() (err error) {
-		res, err = keepAliveScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}, args...).Slice()
+		res, err = keepAliveScript.Run(ctx, s.keeper, []string{ss.key, ss.key + ":exp"}, args...).Slice()
 		return err
 	})
 	if err != nil {
@@ -335,7 +337,7 @@ func (ss *session) Close(ctx context.Context) error {
 	}
 	var n int64
 	err := s.call(ctx, func() (err error) {
-		n, err = closeSessionScript.Run(ctx, s.client, []string{ss.key, ss.key + ":exp"}).Int64()
+		n, err = closeSessionScript.Run(ctx, s.keeper, []string{ss.key, ss.key + ":exp"}).Int64()
 		return err
 	})
 	if err != nil {
@@ -361,7 +363,7 @@ func (s *Store) checkNotCluster(ctx context.Context) error {
 	}
 	var info string
 	err := s.call(ctx, func() (err error) {
-		info, err = s.client.Info(ctx, "cluster").Result()
+		info, err = s.keeper.Info(ctx, "cluster").Result()
 		return err
 	})
 	var rerr goredis.Error

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -46,6 +47,90 @@ func BenchmarkSessionIdle(b *testing.B) {
 	}
 }
 
+// BenchmarkSessionElectors is BenchmarkSessionIdle through the library:
+// N electors leading N keys through one [tenure.Session] (TTL 10s), the
+// time until all lead, then the same figures over a 15s idle window. Run
+// it with -run '^$' -bench SessionElectors -benchtime 1x.
+func BenchmarkSessionElectors(b *testing.B) {
+	srv := testserver.Redis(b, false)
+	st, err := redis.Open(context.Background(), srv.URL(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	c := client(b, srv)
+	for _, n := range []int{1, 1000, 10000} {
+		b.Run(fmt.Sprint("N=", n), func(b *testing.B) {
+			for range b.N {
+				idleElectors(b, st, c, n, 10*time.Second, 15*time.Second)
+			}
+		})
+	}
+}
+
+// idleElectors runs n electors through one session until they all lead,
+// reports how long that took, and what the next window of idle leading
+// cost.
+func idleElectors(b *testing.B, st *redis.Store, c *goredis.Client, n int, ttl, window time.Duration) {
+	quiet := slog.New(slog.DiscardHandler)
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	leading := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	prefix := randomKey()
+	start := time.Now()
+	for i := range n {
+		e, err := tenure.New(tenure.Config{Session: sess, Key: prefix + "-" + strconv.Itoa(i), Identity: "alpha", Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = e.Run(ctx, func(ctx context.Context) error {
+				leading <- struct{}{}
+				<-ctx.Done()
+				return nil
+			})
+		}()
+	}
+	for range n {
+		<-leading
+	}
+	b.ReportMetric(time.Since(start).Seconds(), "s-to-elect-all")
+	runtime.GC()
+	before, cpu0, start := serverStats(b, c), rusage(), time.Now()
+	time.Sleep(window) // idle leading is what is measured
+	after, cpu1, took := serverStats(b, c), rusage(), time.Since(start)
+	report(b, before, after, cpu1-cpu0, took)
+	cancel()
+	wg.Wait()
+	if err := sess.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// report reports the figures of a window that took took, between the
+// server's counters before and after and the client's CPU time used.
+func report(b *testing.B, before, after map[string]float64, cpu, took time.Duration) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	sec := took.Seconds()
+	reqs := after["cmdstat_evalsha.calls"] - before["cmdstat_evalsha.calls"]
+	cmds := after["total_commands_processed"] - before["total_commands_processed"] - 1
+	usec := after["cmdstat_evalsha.usec"] - before["cmdstat_evalsha.usec"]
+	srvCPU := after["used_cpu_user"] + after["used_cpu_sys"] - before["used_cpu_user"] - before["used_cpu_sys"]
+	b.ReportMetric(reqs/sec, "req/s")
+	b.ReportMetric(cmds/sec, "srvcmd/s")
+	b.ReportMetric(100*srvCPU/sec, "%srvcpu")
+	b.ReportMetric(usec/max(reqs, 1), "µs/keepalive")
+	b.ReportMetric(100*cpu.Seconds()/sec, "%clientcpu")
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "MiB-heap")
+}
+
 // idleSession opens a session with n grants, keeps it alive for window
 // and reports what that cost.
 func idleSession(b *testing.B, st *redis.Store, c *goredis.Client, n int, ttl, window time.Duration) {
@@ -73,19 +158,7 @@ func idleSession(b *testing.B, st *redis.Store, c *goredis.Client, n int, ttl, w
 	}
 	tick.Stop()
 	after, cpu1, took := serverStats(b, c), rusage(), time.Since(start)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	sec := took.Seconds()
-	reqs := after["cmdstat_evalsha.calls"] - before["cmdstat_evalsha.calls"]
-	cmds := after["total_commands_processed"] - before["total_commands_processed"] - 1
-	usec := after["cmdstat_evalsha.usec"] - before["cmdstat_evalsha.usec"]
-	srvCPU := after["used_cpu_user"] + after["used_cpu_sys"] - before["used_cpu_user"] - before["used_cpu_sys"]
-	b.ReportMetric(reqs/sec, "req/s")
-	b.ReportMetric(cmds/sec, "srvcmd/s")
-	b.ReportMetric(100*srvCPU/sec, "%srvcpu")
-	b.ReportMetric(usec/max(reqs, 1), "µs/keepalive")
-	b.ReportMetric(100*(cpu1-cpu0).Seconds()/sec, "%clientcpu")
-	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "MiB-heap")
+	report(b, before, after, cpu1-cpu0, took)
 }
 
 // acquireMany fills ss with n grants, eight at a time.
