@@ -29,7 +29,11 @@
 //     appendfsync always for terms that never go back after a crash
 //     (everysec can lose the last second, RDB snapshots more).
 //   - Watch wakes on pub/sub: the acquire and release scripts PUBLISH on the
-//     key's channel, so watchers hear of a change within a round trip. An
+//     key's channel, so watchers hear of a change within a round trip. All
+//     watches of a Store share one subscription connection, so a process
+//     campaigning for thousands of keys opens one, not thousands (the
+//     server's default maxclients is 10,000); if it fails, every watch on
+//     it ends and its caller watches again. An
 //     expiry is delivered through keyspace notifications: at the first
 //     Watch the store adds "Kghx" to the server's notify-keyspace-events
 //     (keeping what is set), so that an expiry, or a lease key deleted or

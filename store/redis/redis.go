@@ -61,6 +61,8 @@ type Store struct {
 	clusterMu      sync.Mutex
 	clusterChecked bool // the server is not in cluster mode (or refused to say)
 
+	hub hub // every watch's subscriptions, on one connection
+
 	closeMu sync.Mutex
 	closed  atomic.Bool
 	done    chan struct{}
@@ -142,6 +144,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	opt.ContextTimeoutEnabled = true
 	s.db = opt.DB
 	s.client = goredis.NewClient(opt)
+	s.hub = hub{client: s.client, subs: map[string]map[*watcher]struct{}{}}
 	// A session's keep-alive, which keeps every grant of a process, must
 	// not wait for a connection behind thousands of Acquires.
 	kopt := *opt
@@ -164,6 +167,7 @@ func (s *Store) Close() error {
 	}
 	close(s.done)
 	s.watches.Wait()
+	s.hub.close()
 	kerr := s.keeper.Close()
 	return errors.Join(s.client.Close(), kerr)
 }
