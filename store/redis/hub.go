@@ -28,7 +28,8 @@ type link struct {
 	ps        *goredis.PubSub
 	dead      chan struct{}              // closed when the connection failed or was closed
 	confirmed map[string]bool            // channels the server confirmed
-	waiting   map[string][]*confirmation // channels subscribed but not yet confirmed
+	expect    map[string]int             // SUBSCRIBEs sent and not yet confirmed, per channel
+	waiting   map[string][]*confirmation // watches waiting for a channel's confirmation
 }
 
 // confirmation is one watch waiting for the server to confirm its
@@ -46,12 +47,13 @@ type watcher struct {
 
 // add subscribes w to channels and returns once the server confirmed them
 // all, or with an error if ctx ends or the connection fails first; w is
-// then not subscribed.
+// then not subscribed. SUBSCRIBE and UNSUBSCRIBE are sent under h.mu, so
+// the server sees them in the order of the hub's own bookkeeping.
 func (h *hub) add(ctx context.Context, w *watcher, channels []string) error {
 	h.mu.Lock()
 	if h.cur == nil {
 		h.cur = &link{ps: h.client.Subscribe(context.WithoutCancel(ctx)), dead: make(chan struct{}),
-			confirmed: map[string]bool{}, waiting: map[string][]*confirmation{}}
+			confirmed: map[string]bool{}, expect: map[string]int{}, waiting: map[string][]*confirmation{}}
 		go h.receive(h.cur)
 	}
 	l := h.cur
@@ -61,6 +63,7 @@ func (h *hub) add(ctx context.Context, w *watcher, channels []string) error {
 		if h.subs[ch] == nil {
 			h.subs[ch] = map[*watcher]struct{}{}
 			fresh = append(fresh, ch)
+			l.expect[ch]++
 		}
 		h.subs[ch][w] = struct{}{}
 		if !l.confirmed[ch] {
@@ -71,11 +74,11 @@ func (h *hub) add(ctx context.Context, w *watcher, channels []string) error {
 	if c.left == 0 {
 		close(c.done)
 	}
-	h.mu.Unlock()
 	var err error
 	if len(fresh) > 0 {
 		err = l.ps.Subscribe(ctx, fresh...)
 	}
+	h.mu.Unlock()
 	if err == nil {
 		select {
 		case <-c.done:
@@ -115,7 +118,8 @@ func (h *hub) remove(w *watcher, channels []string) {
 		h.cur = nil
 		_ = l.ps.Close()
 	case len(gone) > 0:
-		go func() { _ = l.ps.Unsubscribe(context.Background(), gone...) }()
+		// A failure here fails the connection, which ends every watch.
+		_ = l.ps.Unsubscribe(context.Background(), gone...)
 	}
 }
 
@@ -164,12 +168,19 @@ func (h *hub) receive(l *link) {
 	}
 }
 
-// confirm records the server's confirmation of ch on l, releasing the
-// watches waiting for it; it reports whether ch had been confirmed before.
+// confirm records the server's confirmation of ch on l; the confirmation
+// of the last SUBSCRIBE sent releases the watches waiting for ch. It
+// reports whether ch was confirmed already, with no SUBSCRIBE pending (a
+// reconnection re-subscribed it).
 func (h *hub) confirm(l *link, ch string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	again := l.confirmed[ch]
+	if n := l.expect[ch]; n > 1 {
+		l.expect[ch] = n - 1
+		return false
+	}
+	again := l.expect[ch] == 0 && l.confirmed[ch]
+	delete(l.expect, ch)
 	if h.subs[ch] != nil {
 		l.confirmed[ch] = true
 	}

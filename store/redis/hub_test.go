@@ -85,3 +85,38 @@ func TestWatchesShareOneConnection(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // the server notices the close
 	}
 }
+
+// Watches of one key that come and go (as a candidate's do, round after
+// round) leave the shared connection subscribed to the key whenever a
+// watch is on: a later watch sees the next change.
+func TestWatchAgainAndAgain(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	key := randomKey()
+	keep, stopKeep := context.WithCancel(ctxFor(t))
+	defer stopKeep()
+	if _, err := st.Watch(keep, randomKey()); err != nil { // keeps the connection open
+		t.Fatal(err)
+	}
+	for range 100 {
+		ctx, cancel := context.WithCancel(ctxFor(t))
+		ch, err := st.Watch(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-ch
+		cancel()
+		for range ch {
+		}
+	}
+	ch, err := st.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	l, err := st.Acquire(ctxFor(t), key, "alpha", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Await(t, ch, time.Second, "the grant", func(r tenure.Record) bool { return r.Term == l.Term })
+}
