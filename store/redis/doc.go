@@ -95,11 +95,11 @@
 //     grant deleted or rewritten from outside (DEL, HSET, a key of another
 //     type) is reported gone by the very next keep-alive, as a plain
 //     grant's Renew would fail. That read is the server's only work that
-//     grows with the number of grants: measured about 1.5 to 4 µs of
-//     server time per grant on a shared 2-core machine, so 10,000 grants
-//     cost 18 to 40 ms of server time per keep-alive (about 1 % of a core
-//     with a 10 s TTL), during which the single-threaded server serves
-//     nobody else. Redis's INFO counts each of these reads in
+//     grows with the number of grants: measured 1.8 to 12 µs of server
+//     time per grant on a shared 2-core machine under load, so 10,000
+//     grants cost 18 to 120 ms of server time per keep-alive (under 2 % of
+//     a core with a 10 s TTL), during which the single-threaded server
+//     serves nobody else. Redis's INFO counts each of these reads in
 //     total_commands_processed; the client sends one request. Beyond a few
 //     tens of thousands of grants, use several sessions (several
 //     [tenure.Session]) or a longer TTL.
