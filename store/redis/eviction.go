@@ -21,8 +21,9 @@ const EvictionCheckParam = "tenure_eviction_check"
 // restart). It returns an error matching [tenure.ErrInvalid] naming the
 // policy and the fix if the policy is another, or if CONFIG GET is refused
 // and the URL does not set [EvictionCheckParam]=skip. A network failure is
-// returned as such, and the check is tried again at the next Acquire.
-func (s *Store) checkEviction(ctx context.Context) error {
+// returned as such, and the check is tried again at the next Acquire. It
+// asks through c.
+func (s *Store) checkEviction(ctx context.Context, c *goredis.Client) error {
 	s.evictionMu.Lock()
 	defer s.evictionMu.Unlock()
 	if s.evictionSkip || s.evictionCheck != "" {
@@ -30,7 +31,7 @@ func (s *Store) checkEviction(ctx context.Context) error {
 	}
 	var cur map[string]string
 	err := s.call(ctx, func() (err error) {
-		cur, err = s.client.ConfigGet(ctx, "maxmemory-policy").Result()
+		cur, err = c.ConfigGet(ctx, "maxmemory-policy").Result()
 		return err
 	})
 	var rerr goredis.Error
@@ -61,7 +62,7 @@ func (s *Store) EvictionCheck(ctx context.Context) (string, error) {
 	if err := s.begin(ctx); err != nil {
 		return "", err
 	}
-	if err := s.checkEviction(ctx); err != nil {
+	if err := s.checkEviction(ctx, s.client); err != nil {
 		return "", err
 	}
 	s.evictionMu.Lock()

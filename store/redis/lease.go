@@ -19,13 +19,17 @@ import (
 //
 //	PREFIX:{K}:lease  hash holder, term, token, ttl_ns, ttl_ms, value (the
 //	                  published value, absent before tenure had one); expires
-//	                  (PEXPIRE) when the grant does, judged by the server
+//	                  (PEXPIRE) when the grant does, judged by the server; a
+//	                  grant made in a session instead has the field session
+//	                  (the session's key) and no expiry (see session.go)
 //	PREFIX:{K}:term   counter of grants, INCRed by each; never expires,
 //	                  so terms never go back when a lease key expires
 //	PREFIX:{K}:last   hash term, ttl_ms, exp_ms (the server time the last
 //	                  grant expires, moved by each renewal), released (1
-//	                  once released); never expires: it tells a grant
-//	                  that expired or was released from one that vanished
+//	                  once released), session (the session's key of a
+//	                  session grant, else ""); never expires: it tells a
+//	                  grant that expired or was released from one that
+//	                  vanished
 //
 // and events about K are PUBLISHed on PREFIX:{K}:events.
 
@@ -39,33 +43,67 @@ func (s *Store) keyspaceChannel(key string) string {
 
 // The scripts run atomically on the server: nothing else runs between
 // their commands. Expiry and time are the server's (PEXPIRE, PTTL, TIME).
+//
+// A grant made in a session (see session.go) is a lease key without an
+// expiry of its own whose field session names the session's key: it is
+// held while that key exists, and its remaining time is that key's PTTL.
+// leaseLua, the start of every script that reads a lease key, judges both
+// kinds alike.
+const leaseLua = `
+local function held(lease, session)
+	if session then
+		local left = redis.call('PTTL', session)
+		if left == -2 then
+			return false
+		end
+		return left
+	end
+	return redis.call('PTTL', lease)
+end
+`
+
 var (
-	// KEYS: lease, term, last. ARGV: identity, token, ttl_ms, ttl_ns,
-	// channel, floor (the highest term the handle saw), seen_ttl_ms (the
-	// TTL of that grant), value. Returns {1, term, wait_ms, repaired} when
-	// granted, {0, holder, term, ttl_ns, pttl, value} when held.
+	// KEYS: lease, term, last, and the session's key for a session grant.
+	// ARGV: identity, token, ttl_ms, ttl_ns, channel, floor (the highest
+	// term the handle saw), seen_ttl_ms (the TTL of that grant), value.
+	// Returns {1,
+	// term, wait_ms, repaired} when granted, {0, holder, term, ttl_ns,
+	// pttl, value} when held, {2} when the session ended.
 	//
 	// wait_ms is what is left of the last grant's renew window if it ended
-	// neither by release nor by expiry (its lease key deleted or evicted),
-	// or the handle's last seen TTL when the record of the last grant is
-	// gone although the counter or the handle says there was one.
-	// repaired is 1 when the counter was at or below a term already handed
-	// out (deleted or evicted) and was moved past it.
-	acquireScript = goredis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value')
+	// neither by release nor by expiry (its lease key deleted or evicted,
+	// or its session's key), or the handle's last seen TTL when the record
+	// of the last grant is gone although the counter or the handle says
+	// there was one. A session grant's window is its session's, kept in
+	// the session's expiry key. repaired is 1 when the counter was at or
+	// below a term already handed out (deleted or evicted) and was moved
+	// past it.
+	acquireScript = goredis.NewScript(leaseLua + `
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
 if cur[1] then
-	return {0, cur[1], cur[2], cur[3], redis.call('PTTL', KEYS[1]), cur[4] or ''}
+	local left = held(KEYS[1], cur[5])
+	if left then
+		return {0, cur[1], cur[2], cur[3], left, cur[4] or ''}
+	end
+end
+local session = KEYS[4]
+if session and redis.call('EXISTS', session) == 0 then
+	return {2}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local floor = tonumber(ARGV[6])
 local wait = 0
-local last = redis.call('HMGET', KEYS[3], 'term', 'exp_ms', 'released')
+local last = redis.call('HMGET', KEYS[3], 'term', 'exp_ms', 'released', 'session')
 local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
 if last[1] then
 	floor = math.max(floor, tonumber(last[1]))
-	if last[3] ~= '1' and tonumber(last[2]) > now then
-		wait = tonumber(last[2]) - now
+	local exp = tonumber(last[2])
+	if last[4] and last[4] ~= '' then
+		exp = tonumber(redis.call('GET', last[4] .. ':exp') or '0')
+	end
+	if last[3] ~= '1' and exp > now then
+		wait = exp - now
 	end
 elseif counter > 0 or floor > 0 then
 	wait = math.max(tonumber(ARGV[7]), tonumber(ARGV[3]))
@@ -77,17 +115,26 @@ if term <= floor then
 	redis.call('SET', KEYS[2], term)
 	repaired = 1
 end
+redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'term', term, 'token', ARGV[2], 'ttl_ns', ARGV[4], 'ttl_ms', ARGV[3], 'value', ARGV[8])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('HSET', KEYS[3], 'term', term, 'ttl_ms', ARGV[3], 'exp_ms', now + tonumber(ARGV[3]), 'released', 0)
+local exp = now + tonumber(ARGV[3])
+if session then
+	redis.call('HSET', KEYS[1], 'session', session)
+	redis.call('HSET', session, KEYS[1], ARGV[2])
+	exp = now + redis.call('PTTL', session)
+else
+	redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+redis.call('HSET', KEYS[3], 'term', term, 'ttl_ms', ARGV[3], 'exp_ms', exp, 'released', 0, 'session', session or '')
 redis.call('PUBLISH', ARGV[5], 'acquired')
 return {1, term, wait, repaired}
 `)
 
 	// KEYS: lease, last. ARGV: identity, term, token. Returns 1 if renewed.
+	// A session grant is renewed by its session only.
 	renewScript = goredis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'ttl_ms')
-if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not cur[4] then
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'ttl_ms', 'session')
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not cur[4] or cur[5] then
 	return 0
 end
 redis.call('PEXPIRE', KEYS[1], cur[4])
@@ -100,13 +147,16 @@ return 1
 `)
 
 	// KEYS: lease, last. ARGV: identity, term, token, channel. Returns 1
-	// if released.
-	releaseScript = goredis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token')
-if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] then
+	// if released. A session grant leaves its session's set.
+	releaseScript = goredis.NewScript(leaseLua + `
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'session')
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not held(KEYS[1], cur[4]) then
 	return 0
 end
 redis.call('DEL', KEYS[1])
+if cur[4] then
+	redis.call('HDEL', cur[4], KEYS[1])
+end
 if redis.call('HGET', KEYS[2], 'term') == ARGV[2] then
 	redis.call('HSET', KEYS[2], 'released', 1)
 end
@@ -116,10 +166,13 @@ return 1
 
 	// KEYS: lease, term. Returns {holder, term, ttl_ns, pttl, value} when
 	// held, {'', last term or '0'} when free.
-	getScript = goredis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value')
+	getScript = goredis.NewScript(leaseLua + `
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
 if cur[1] then
-	return {cur[1], cur[2], cur[3], redis.call('PTTL', KEYS[1]), cur[4] or ''}
+	local left = held(KEYS[1], cur[5])
+	if left then
+		return {cur[1], cur[2], cur[3], left, cur[4] or ''}
+	end
 end
 return {'', redis.call('GET', KEYS[2]) or '0'}
 `)
@@ -145,6 +198,14 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // c.Value in the lease hash's value field, so it expires and is deleted
 // with the grant.
 func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	return s.acquire(ctx, key, c, "", newToken())
+}
+
+// acquire grants key for c with token, in the session whose Redis key is
+// session if that is not empty: the grant then has no expiry of its own and
+// lives as long as the session. An ended session gives an error matching
+// [tenure.ErrLost].
+func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session, token string) (tenure.Lease, error) {
 	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -156,15 +217,17 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		return tenure.Lease{}, err
 	}
 	sent := time.Now()
-	if err := s.checkEviction(ctx); err != nil {
+	if err := s.checkEviction(ctx, s.client); err != nil {
 		return tenure.Lease{}, err
 	}
-	token := newToken()
 	floor := s.seen.Highest(key)
+	keys := []string{s.leaseKey(key), s.termKey(key), s.lastKey(key)}
+	if session != "" {
+		keys = append(keys, session)
+	}
 	var res []any
 	err := s.call(ctx, func() (err error) {
-		res, err = acquireScript.Run(ctx, s.client,
-			[]string{s.leaseKey(key), s.termKey(key), s.lastKey(key)},
+		res, err = acquireScript.Run(ctx, s.client, keys,
 			identity, token, ttl.Milliseconds(), int64(ttl), s.channel(key),
 			floor.Term, floor.TTL.Milliseconds(), c.Value).Slice()
 		return err
@@ -172,7 +235,8 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire", err)
 	}
-	if granted, _ := res[0].(int64); granted == 1 && len(res) == 4 {
+	switch code, _ := res[0].(int64); {
+	case code == 1 && len(res) == 4:
 		term, ok := res[1].(int64)
 		waitMS, ok2 := res[2].(int64)
 		repaired, _ := res[3].(int64)
@@ -185,6 +249,8 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		s.seen.Observe(key, uint64(term), ttl)
 		return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token,
 			Wait: seen.WaitSince(sent, time.Duration(waitMS)*time.Millisecond), Value: c.Value}, nil
+	case code == 2:
+		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, key)
 	}
 	r, err := s.record(key, res[1:])
 	if err != nil {

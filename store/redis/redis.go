@@ -41,6 +41,7 @@ var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 // the server answered or its ctx is done.
 type Store struct {
 	client   *goredis.Client
+	keeper   *goredis.Client // sessions' keep-alives and closes, apart from client's pool
 	prefix   string
 	db       int
 	redacted string
@@ -56,6 +57,11 @@ type Store struct {
 	evictionMu    sync.Mutex
 	evictionSkip  bool   // the URL said not to check
 	evictionCheck string // what the check found, once it succeeded
+
+	clusterMu      sync.Mutex
+	clusterChecked bool // the server is not in cluster mode (or refused to say)
+
+	hub hub // every watch's subscriptions, on one connection
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
@@ -138,6 +144,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	opt.ContextTimeoutEnabled = true
 	s.db = opt.DB
 	s.client = goredis.NewClient(opt)
+	s.hub = hub{client: s.client, subs: map[string]map[*watcher]struct{}{}}
+	// A session's keep-alive, which keeps every grant of a process, must
+	// not wait for a connection behind thousands of Acquires.
+	kopt := *opt
+	kopt.PoolSize, kopt.MinIdleConns, kopt.MaxIdleConns = 2, 0, 2
+	s.keeper = goredis.NewClient(&kopt)
 	return s, nil
 }
 
@@ -155,7 +167,9 @@ func (s *Store) Close() error {
 	}
 	close(s.done)
 	s.watches.Wait()
-	return s.client.Close()
+	s.hub.close()
+	kerr := s.keeper.Close()
+	return errors.Join(s.client.Close(), kerr)
 }
 
 // begin checks what every call checks before it talks to the server.

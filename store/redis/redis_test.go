@@ -69,7 +69,8 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("restarting redis-server: %v", err)
 			}
 		},
-		Tamper: tamperOn(srv, redis.DefaultPrefix, 0),
+		Tamper:   tamperOn(srv, redis.DefaultPrefix, 0),
+		Sessions: true,
 	})
 }
 
@@ -81,6 +82,7 @@ func TestConformanceWithoutKeyspaceEvents(t *testing.T) {
 		Open: func(t testing.TB) tenure.Store {
 			return open(t, srv.URL(1)+"?"+redis.KeyspaceParam+"=false")
 		},
+		Sessions: true,
 	})
 	flags, err := client(t, srv).ConfigGet(ctxFor(t), "notify-keyspace-events").Result()
 	if err != nil {
