@@ -1,0 +1,210 @@
+package zk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tenurehq/tenure"
+)
+
+// undoTimeout bounds the clean-up of a grant whose acquisition failed
+// half-way.
+const undoTimeout = 5 * time.Second
+
+// Acquire implements [tenure.StoreSession] as [Store.AcquireClaim] does: a
+// read of the key node (through the store's control session; a held key
+// costs only that), then one multi-operation over the session's connection
+// that creates the lease node and the grant's marker as ephemeral nodes of
+// the session. Two more reads set the watches that tell the session when
+// the grant's nodes change (see KeepAlive). The lease's TTL is the
+// session's. An ended session gives an error matching [tenure.ErrLost].
+func (ss *storeSession) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
+	c := tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}
+	if err := tenure.CheckClaim(key, c); err != nil {
+		return tenure.Lease{}, err
+	}
+	if err := ss.usable(ctx); err != nil {
+		return tenure.Lease{}, err
+	}
+	return ss.s.acquireFree(ctx, key, func() {}, func(n node, sent time.Time) (tenure.Lease, error) {
+		return ss.tryAcquire(ctx, key, c, n, sent)
+	})
+}
+
+// tryAcquire creates the grant's nodes if the key node is still as prev
+// read it (else errRace), and watches them.
+func (ss *storeSession) tryAcquire(ctx context.Context, key string, c tenure.Claim, prev node, sent0 time.Time) (tenure.Lease, error) {
+	s := ss.s
+	p, err := s.grantNodes(ctx, ss.conn, ss.id, key, c, prev, sent0)
+	switch {
+	case errors.Is(err, errRace):
+		return tenure.Lease{}, err
+	case err != nil:
+		ss.undo(key) // the grant may have been made, and its answer lost
+		return tenure.Lease{}, ss.fail(ctx, "acquire", key, err)
+	}
+	l := tenure.Lease{Key: key, Identity: c.Identity, Term: p.term, TTL: c.TTL,
+		Token: fmt.Sprintf("%x.%x", ss.id, p.term), Value: c.Value, Wait: p.wait}
+	s.seen.Observe(key, l.Term, c.TTL)
+	sg := &sessionGrant{lease: l, version: p.version}
+	if err := ss.track(sg); err != nil {
+		return tenure.Lease{}, err // the grant ended with the session
+	}
+	if err := ss.watch(ctx, sg); err != nil {
+		ss.untrack(sg)
+		ss.undo(key)
+		return tenure.Lease{}, ss.fail(ctx, "acquire (watch the grant)", key, err)
+	}
+	return l, nil
+}
+
+// track adds sg to the session's grants, before its watches are set so
+// that no event is missed. A gone grant it replaces (of the same key, not
+// yet reported) is reported by the next KeepAlive.
+func (ss *storeSession) track(sg *sessionGrant) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	select {
+	case <-ss.ended:
+		return fmt.Errorf("%w: the ZooKeeper session ended: %s", tenure.ErrLost, ss.why)
+	default:
+	}
+	kp := ss.s.keyPath(sg.lease.Key)
+	if old := ss.grants[kp]; old != nil {
+		ss.orphans = append(ss.orphans, old.lease)
+	}
+	ss.grants[kp] = sg
+	return nil
+}
+
+// untrack forgets sg.
+func (ss *storeSession) untrack(sg *sessionGrant) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	kp := ss.s.keyPath(sg.lease.Key)
+	if ss.grants[kp] == sg {
+		delete(ss.grants, kp)
+	}
+}
+
+// watch sets a data watch on sg's key node (it fires when the node is
+// rewritten or deleted) and one on its lease node (when it is deleted),
+// over the session's connection, and marks sg gone if its nodes already
+// changed. The session's event callback marks it gone when they fire.
+func (ss *storeSession) watch(ctx context.Context, sg *sessionGrant) error {
+	l := sg.lease
+	kst, err := call(ctx, func() (*zk.Stat, error) {
+		_, st, _, err := ss.conn.GetW(ss.s.keyPath(l.Key))
+		return st, err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	ok, lst, err := callExists(ctx, ss.conn, ss.s.leasePath(l.Key))
+	if err != nil {
+		return err
+	}
+	if kst == nil || uint64(kst.Mzxid) != l.Term || kst.Version != sg.version || !ok || lst.EphemeralOwner != ss.id {
+		ss.mu.Lock()
+		sg.gone = true
+		ss.mu.Unlock()
+	}
+	return nil
+}
+
+// callExists is conn.ExistsW bounded by ctx.
+func callExists(ctx context.Context, conn *zk.Conn, p string) (bool, *zk.Stat, error) {
+	type result struct {
+		ok bool
+		st *zk.Stat
+	}
+	r, err := call(ctx, func() (result, error) {
+		ok, st, _, err := conn.ExistsW(p)
+		return result{ok, st}, err
+	})
+	return r.ok, r.st, err
+}
+
+// undo deletes, in the background, key's grant if it is this session's
+// and the session does not track it: a grant whose acquisition failed
+// after the request may have been applied. Without it, the grant would
+// hold the key until the session ends.
+func (ss *storeSession) undo(key string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+		defer cancel()
+		kst, err := call(ctx, func() (*zk.Stat, error) {
+			_, st, err := ss.conn.Exists(ss.s.keyPath(key))
+			return st, err
+		})
+		if err != nil || kst == nil {
+			return
+		}
+		lst, err := call(ctx, func() (*zk.Stat, error) {
+			_, st, err := ss.conn.Exists(ss.s.leasePath(key))
+			return st, err
+		})
+		if err != nil || lst == nil || lst.EphemeralOwner != ss.id || ss.tracks(key) {
+			return
+		}
+		_ = ss.s.releaseNodes(ctx, ss.conn, key, uint64(kst.Mzxid), kst.Version, ss.s.markerPath(key, ss.id))
+	}()
+}
+
+// tracks reports whether the session tracks a grant of key.
+func (ss *storeSession) tracks(key string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.grants[ss.s.keyPath(key)] != nil
+}
+
+// Release implements [tenure.StoreSession] as [Store.Release] does (a read,
+// then one multi-operation that deletes the grant's nodes if the key node
+// is still as the grant left it), over the session's connection. The
+// session lives on. A grant this session does not hold (released, reported
+// gone, superseded) gives an error matching [tenure.ErrLost].
+func (ss *storeSession) Release(ctx context.Context, l tenure.Lease) error {
+	if err := tenure.CheckKey(l.Key); err != nil {
+		return err
+	}
+	if err := ss.usable(ctx); err != nil {
+		return err
+	}
+	sg, err := ss.releasing(l)
+	if err != nil {
+		return err
+	}
+	err = ss.s.releaseNodes(ctx, ss.conn, l.Key, l.Term, sg.version, ss.s.markerPath(l.Key, ss.id))
+	switch {
+	case err == nil:
+		ss.untrack(sg)
+		return nil
+	case errors.Is(err, errSuperseded):
+		ss.untrack(sg)
+		go ss.dropMarkers([]string{ss.s.markerPath(l.Key, ss.id)})
+		return fmt.Errorf("%w: key %q term %d was superseded or deleted", tenure.ErrLost, l.Key, l.Term)
+	default:
+		ss.mu.Lock()
+		sg.releasing = false // the next KeepAlive reports it if it is gone
+		ss.mu.Unlock()
+		return ss.fail(ctx, "release", l.Key, err)
+	}
+}
+
+// releasing returns the grant l names, marked as being released, or an
+// error matching [tenure.ErrLost] if the session does not hold it.
+func (ss *storeSession) releasing(l tenure.Lease) (*sessionGrant, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	sg := ss.grants[ss.s.keyPath(l.Key)]
+	if sg == nil || sg.lease.Term != l.Term || sg.lease.Identity != l.Identity || sg.lease.Token != l.Token || sg.releasing {
+		return nil, fmt.Errorf("%w: key %q term %d is not held in this session (released, gone, or being released)",
+			tenure.ErrLost, l.Key, l.Term)
+	}
+	sg.releasing = true
+	return sg, nil
+}
