@@ -17,3 +17,11 @@ func Crash(st tenure.Store, l tenure.Lease) {
 
 // KeyPath is the key node of key under root, as the store names it.
 func KeyPath(root, key string) string { return (&Store{root: root}).keyPath(key) }
+
+// CrashSession cuts the connections of ss, a session of this store, the way
+// a crash or a partition would: the ZooKeeper session is not closed, so its
+// nodes stay until ZooKeeper expires it after its timeout.
+func CrashSession(ss tenure.StoreSession) { ss.(*storeSession).gate.cutAll() }
+
+// SessionID is the ZooKeeper session id of ss.
+func SessionID(ss tenure.StoreSession) int64 { return ss.(*storeSession).conn.SessionID() }
