@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"path"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -33,24 +33,38 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	return s.acquireFree(ctx, key, func() { s.makeSpare(c.TTL) }, func(n node, sent time.Time) (tenure.Lease, error) {
+	held := func(node, time.Time) (tenure.Lease, bool, error) {
+		s.makeSpare(c.TTL)
+		return tenure.Lease{}, false, nil
+	}
+	return s.acquireFree(ctx, nil, key, held, func(n node, sent time.Time) (tenure.Lease, error) {
 		return s.tryAcquire(ctx, key, c, n, sent)
 	})
 }
 
-// acquireFree reads the key node and, while the key is free, calls try
+// acquireFree reads the key node (over conn, or the control session if
+// conn is nil) and, while the key is free, calls try
 // with it and when the first read was sent, until try wins or fails with
 // an error other than errRace. A held key gives a *[tenure.HeldError],
-// after calling held.
-func (s *Store) acquireFree(ctx context.Context, key string, held func(), try func(node, time.Time) (tenure.Lease, error)) (tenure.Lease, error) {
+// unless held, called with the key node, returns true or an error.
+func (s *Store) acquireFree(ctx context.Context, conn *zk.Conn, key string, held func(node, time.Time) (tenure.Lease, bool, error),
+	try func(node, time.Time) (tenure.Lease, error)) (tenure.Lease, error) {
 	sent := time.Now()
 	for {
-		n, err := s.readNode(ctx, key)
+		var n node
+		var err error
+		if conn == nil {
+			n, err = s.readNode(ctx, key)
+		} else {
+			n, err = s.readNodeOn(ctx, conn, key)
+		}
 		if err != nil {
 			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 		}
 		if r := s.recordOf(key, n); r.Held() {
-			held()
+			if l, ok, err := held(n, sent); ok || err != nil {
+				return l, err
+			}
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
 		l, err := try(n, sent)
@@ -104,6 +118,9 @@ type placed struct {
 	version int32         // the key node's version right after the grant
 	sent    time.Time     // when the winning request was sent
 	wait    time.Duration // the grant's Lease.Wait
+	// unsure, with an error, says that the grant may have been made: the
+	// multi-operation was sent and its answer lost.
+	unsure bool
 }
 
 // grantNodes creates, over conn, whose session is sid, key's ephemeral
@@ -121,18 +138,13 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 		version = prev.st.Version
 	}
 	floor := s.seen.Highest(key)
-	last := decode(prev.data)
-	// Whether the last grant's session lives, asked beside the grant.
-	alive := make(chan bool, 1)
-	if prev.st != nil && last.Session != 0 && last.Session != sid {
-		go func() {
-			ok, _, err := conn.Exists(s.markerPath(key, last.Session))
-			alive <- ok || err != nil // unknown: assume the worst
-		}()
-	} else {
-		alive <- false
+	alive := s.lastAlive(conn, sid, key, prev) // asked beside the grant
+	own := false                               // this session's own marker was in the way
+	if prev.st == nil {                        // a new key: create its node first
+		if err := s.ensure(ctx, conn, kp); err != nil {
+			return placed{}, fmt.Errorf("create the key node: %w", err)
+		}
 	}
-	own := false // this session's own marker was in the way
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) {
@@ -145,11 +157,9 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 		switch {
 		case err == nil && len(res) == 3 && res[2].Stat != nil:
 			p := placed{term: uint64(res[2].Stat.Mzxid), version: res[2].Stat.Version, sent: sent}
-			switch {
-			case <-alive || own: // deleted from outside: its holder may not know
-				p.wait = seen.WaitSince(sent0, time.Duration(last.TTL))
-			case prev.st == nil && floor.Term > 0: // the key node is gone
-				p.wait = seen.WaitSince(sent0, floor.TTL)
+			p.wait = waitAfter(prev, <-alive, floor, sent0)
+			if own { // this session's own earlier grant may not know yet
+				p.wait = max(p.wait, seen.WaitSince(sent0, c.TTL))
 			}
 			return p, nil
 		case err == nil:
@@ -166,9 +176,41 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion):
 			return placed{}, errRace
 		default:
-			return placed{}, err
+			return placed{unsure: len(res) == 0}, err
 		}
 	}
+}
+
+// lastAlive asks over conn, in the background, whether the session of the
+// grant that key node prev names lives on although that grant is gone: its
+// marker exists (the lease node was deleted from outside). A session does
+// not wait for itself: sid is the asking session.
+func (s *Store) lastAlive(conn *zk.Conn, sid int64, key string, prev node) <-chan bool {
+	alive := make(chan bool, 1)
+	last := decode(prev.data)
+	if prev.st == nil || last.Session == 0 || last.Session == sid {
+		alive <- false
+		return alive
+	}
+	go func() {
+		ok, _, err := conn.Exists(s.markerPath(key, last.Session))
+		alive <- ok || err != nil // unknown: assume the worst
+	}()
+	return alive
+}
+
+// waitAfter is the Wait of a grant made after key node prev, Acquire
+// having been sent at sent0: the last grant's TTL if its session lives on
+// (alive), or, if the key node is gone although this Store saw the key
+// granted (floor), the TTL of the last grant it saw.
+func waitAfter(prev node, alive bool, floor seen.Grant, sent0 time.Time) time.Duration {
+	switch {
+	case alive: // deleted from outside: its holder may not know
+		return seen.WaitSince(sent0, time.Duration(decode(prev.data).TTL))
+	case prev.st == nil && floor.Term > 0: // the key node is gone
+		return seen.WaitSince(sent0, floor.TTL)
+	}
+	return 0
 }
 
 // ownMarkerExists reports whether the multi-operation of grantNodes failed
@@ -190,18 +232,26 @@ func (s *Store) takeOwnMarker(ctx context.Context, conn *zk.Conn, marker string)
 	return nil
 }
 
-// ensure creates the persistent node p and its ancestors if they are
-// missing.
+// ensure creates the persistent node p, and its ancestors if they are
+// missing: one request when only p is.
 func (s *Store) ensure(ctx context.Context, conn *zk.Conn, p string) error {
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i := range parts {
-		node := "/" + strings.Join(parts[:i+1], "/")
-		_, err := call(ctx, func() (string, error) { return conn.Create(node, nil, 0, s.acl) })
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	create := func() error {
+		_, err := call(ctx, func() (string, error) { return conn.Create(p, nil, 0, s.acl) })
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	}
+	err := create()
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	if parent := path.Dir(p); parent != "/" {
+		if err := s.ensure(ctx, conn, parent); err != nil {
 			return err
 		}
 	}
-	return nil
+	return create()
 }
 
 // held returns the grant l names, after the checks that Renew and Release
@@ -343,8 +393,13 @@ func (s *Store) readNode(ctx context.Context, key string) (node, error) {
 	if _, err := s.session(ctx); err != nil {
 		return node{}, err
 	}
+	return s.readNodeOn(ctx, s.ctl, key)
+}
+
+// readNodeOn reads the key node over conn.
+func (s *Store) readNodeOn(ctx context.Context, conn *zk.Conn, key string) (node, error) {
 	got, err := call(ctx, func() (node, error) {
-		data, st, err := s.ctl.Get(s.keyPath(key))
+		data, st, err := conn.Get(s.keyPath(key))
 		return node{data, st}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {

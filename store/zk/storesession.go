@@ -31,6 +31,8 @@ type storeSession struct {
 	id      int64                    // the ZooKeeper session id, once established
 	grants  map[string]*sessionGrant // by key node path
 	orphans []tenure.Lease           // gone grants replaced before a KeepAlive reported them
+	busy    map[string]chan struct{} // by key: closed when its Acquire or undo is over (see lockKey)
+	unsure  map[string]node          // by key: what Acquires whose answers were lost read (see adopt)
 	why     string                   // why the session ended; "" while it lives
 	ended   chan struct{}            // closed when it ends
 	expiry  *time.Timer              // ends the session when not kept alive for ttl
@@ -62,7 +64,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	}
 	sent := time.Now()
 	ss := &storeSession{s: s, ttl: ttl, gate: &dialGate{}, ready: make(chan struct{}),
-		grants: map[string]*sessionGrant{}, ended: make(chan struct{})}
+		grants: map[string]*sessionGrant{}, busy: map[string]chan struct{}{}, ended: make(chan struct{})}
 	conn, negotiated, err := s.dialSession(ttl, ss.event, ss.gate)
 	if err != nil {
 		return nil, s.fail(ctx, "open session", "", err)

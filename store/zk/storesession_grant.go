@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
 )
 
 // undoTimeout bounds the clean-up of a grant whose acquisition failed
@@ -30,9 +31,77 @@ func (ss *storeSession) Acquire(ctx context.Context, key, identity, value string
 	if err := ss.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	return ss.s.acquireFree(ctx, key, func() {}, func(n node, sent time.Time) (tenure.Lease, error) {
+	unlock, err := ss.lockKey(ctx, key)
+	if err != nil {
+		return tenure.Lease{}, ss.fail(ctx, "acquire", key, err)
+	}
+	defer unlock()
+	held := func(n node, sent time.Time) (tenure.Lease, bool, error) {
+		return ss.adopt(ctx, key, c, n, sent)
+	}
+	return ss.s.acquireFree(ctx, ss.conn, key, held, func(n node, sent time.Time) (tenure.Lease, error) {
 		return ss.tryAcquire(ctx, key, c, n, sent)
 	})
+}
+
+// adopt takes up a grant of c that this session holds without tracking it,
+// which key node n shows: one whose Acquire failed (a timeout, say) after
+// ZooKeeper may have made the grant, and that undo did not delete yet. Its
+// Wait is judged as that Acquire would have, from the key node it read
+// (the session's TTL if that is unknown). It reports false for any other
+// holder.
+func (ss *storeSession) adopt(ctx context.Context, key string, c tenure.Claim, n node, sent0 time.Time) (tenure.Lease, bool, error) {
+	rec := decode(n.data)
+	if rec.Session != ss.id || rec.Holder != c.Identity || rec.Value != c.Value || time.Duration(rec.TTL) != c.TTL || ss.tracks(key) {
+		return tenure.Lease{}, false, nil
+	}
+	wait := seen.WaitSince(sent0, c.TTL)
+	if prev, ok := ss.recall(key); ok {
+		wait = waitAfter(prev, <-ss.s.lastAlive(ss.conn, ss.id, key, prev), ss.s.seen.Highest(key), sent0)
+	}
+	term := uint64(n.st.Mzxid)
+	l := tenure.Lease{Key: key, Identity: c.Identity, Term: term, TTL: c.TTL,
+		Token: fmt.Sprintf("%x.%x", ss.id, term), Value: c.Value, Wait: wait}
+	sg := &sessionGrant{lease: l, version: n.st.Version}
+	if err := ss.track(sg); err != nil {
+		return tenure.Lease{}, false, err
+	}
+	if err := ss.watch(ctx, sg); err != nil || ss.isGone(sg) {
+		ss.untrack(sg)
+		if err != nil {
+			return tenure.Lease{}, false, ss.fail(ctx, "acquire (watch the grant)", key, err)
+		}
+		return tenure.Lease{}, false, nil
+	}
+	ss.s.seen.Observe(key, term, c.TTL)
+	return l, true, nil
+}
+
+// remember keeps the key node an Acquire of key read before its answer was
+// lost, for adopt.
+func (ss *storeSession) remember(key string, prev node) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.unsure == nil {
+		ss.unsure = map[string]node{}
+	}
+	ss.unsure[key] = prev
+}
+
+// recall returns and forgets what remember kept for key.
+func (ss *storeSession) recall(key string) (node, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n, ok := ss.unsure[key]
+	delete(ss.unsure, key)
+	return n, ok
+}
+
+// isGone reports whether a watch saw sg's nodes change.
+func (ss *storeSession) isGone(sg *sessionGrant) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return sg.gone
 }
 
 // tryAcquire creates the grant's nodes if the key node is still as prev
@@ -44,7 +113,10 @@ func (ss *storeSession) tryAcquire(ctx context.Context, key string, c tenure.Cla
 	case errors.Is(err, errRace):
 		return tenure.Lease{}, err
 	case err != nil:
-		ss.undo(key) // the grant may have been made, and its answer lost
+		if p.unsure { // the grant may have been made, and its answer lost
+			ss.remember(key, prev)
+			ss.undo(key)
+		}
 		return tenure.Lease{}, ss.fail(ctx, "acquire", key, err)
 	}
 	l := tenure.Lease{Key: key, Identity: c.Identity, Term: p.term, TTL: c.TTL,
@@ -56,6 +128,7 @@ func (ss *storeSession) tryAcquire(ctx context.Context, key string, c tenure.Cla
 	}
 	if err := ss.watch(ctx, sg); err != nil {
 		ss.untrack(sg)
+		ss.remember(key, prev)
 		ss.undo(key)
 		return tenure.Lease{}, ss.fail(ctx, "acquire (watch the grant)", key, err)
 	}
@@ -97,14 +170,25 @@ func (ss *storeSession) untrack(sg *sessionGrant) {
 // changed. The session's event callback marks it gone when they fire.
 func (ss *storeSession) watch(ctx context.Context, sg *sessionGrant) error {
 	l := sg.lease
+	type result struct {
+		ok  bool
+		st  *zk.Stat
+		err error
+	}
+	lease := make(chan result, 1)
+	go func() { // both requests in one round trip
+		ok, st, err := callExists(ctx, ss.conn, ss.s.leasePath(l.Key))
+		lease <- result{ok, st, err}
+	}()
 	kst, err := call(ctx, func() (*zk.Stat, error) {
 		_, st, _, err := ss.conn.GetW(ss.s.keyPath(l.Key))
 		return st, err
 	})
+	lr := <-lease
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
-	ok, lst, err := callExists(ctx, ss.conn, ss.s.leasePath(l.Key))
+	ok, lst, err := lr.ok, lr.st, lr.err
 	if err != nil {
 		return err
 	}
@@ -137,6 +221,11 @@ func (ss *storeSession) undo(key string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 		defer cancel()
+		unlock, err := ss.lockKey(ctx, key)
+		if err != nil {
+			return
+		}
+		defer unlock()
 		kst, err := call(ctx, func() (*zk.Stat, error) {
 			_, st, err := ss.conn.Exists(ss.s.keyPath(key))
 			return st, err
@@ -153,6 +242,33 @@ func (ss *storeSession) undo(key string) {
 		}
 		_ = ss.s.releaseNodes(ctx, ss.conn, key, uint64(kst.Mzxid), kst.Version, ss.s.markerPath(key, ss.id))
 	}()
+}
+
+// lockKey waits until no other Acquire or undo of key in the session is
+// under way, bounded by ctx, and returns the func that lets the next one
+// go: an undo never deletes a grant an Acquire is making or adopting.
+func (ss *storeSession) lockKey(ctx context.Context, key string) (unlock func(), err error) {
+	for {
+		ss.mu.Lock()
+		busy, ok := ss.busy[key]
+		if !ok {
+			done := make(chan struct{})
+			ss.busy[key] = done
+			ss.mu.Unlock()
+			return func() {
+				ss.mu.Lock()
+				delete(ss.busy, key)
+				ss.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		ss.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // tracks reports whether the session tracks a grant of key.

@@ -1,0 +1,139 @@
+package zk_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+)
+
+// mntr returns the server's "mntr" four-letter-word figures.
+func mntr(t testing.TB, addr string) map[string]int64 {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("mntr")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); ok && err == nil {
+			m[k] = n
+		}
+	}
+	if _, ok := m["zk_packets_received"]; !ok {
+		t.Fatalf("mntr answered no zk_packets_received: %q", b)
+	}
+	return m
+}
+
+// TestSessionThousandKeysDefaultConnLimit is issue 13's failing case: one
+// process leading 1,000 keys on a server with ZooKeeper's default limit of
+// 60 connections per client address. Through one Session every key is
+// led within seconds, over two connections (the store's control session
+// and the shared session).
+func TestSessionThousandKeysDefaultConnLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a ZooKeeper server of its own; skipped with -short")
+	}
+	srv, err := testserver.StartZooKeeperMaxConns(t.TempDir(), 60)
+	if errors.Is(err, testserver.ErrZooKeeperMissing) {
+		testserver.Missing(t, "ZooKeeper", testserver.ZooKeeperInstall)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	st := open(t, "zk://"+srv.Addr+"/thousand")
+	quiet := slog.New(slog.DiscardHandler)
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: 10 * time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leading := make(chan struct{}, n)
+	var mu sync.Mutex
+	events := map[tenure.EventKind]int{}
+	var firstErr error
+	failures := map[string]int{}
+	onEvent := func(ev tenure.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events[ev.Kind]++
+		if ev.Kind == tenure.EventLost {
+			firstErr = cmp.Or(firstErr, ev.Err)
+		}
+		if ev.Kind == tenure.EventAcquireFailed {
+			var held *tenure.HeldError
+			if errors.As(ev.Err, &held) {
+				failures["held by "+held.Record.Holder]++
+			} else {
+				failures[strings.SplitN(ev.Err.Error(), ": ", 3)[len(strings.SplitN(ev.Err.Error(), ": ", 3))-1]]++
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range n {
+		e, err := tenure.New(tenure.Config{Session: sess, Key: fmt.Sprintf("shard-%d", i), Identity: "alpha", Logger: quiet, OnEvent: onEvent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			_ = e.Run(ctx, func(ctx context.Context) error {
+				leading <- struct{}{}
+				<-ctx.Done()
+				return nil
+			})
+		})
+	}
+	timeout := time.After(60 * time.Second)
+	for i := range n {
+		select {
+		case <-leading:
+		case <-timeout:
+			t.Fatalf("only %d of %d keys led after 60s", i, n)
+		}
+	}
+	t.Logf("%d keys leading %s after the start, over one session", n, time.Since(began).Round(time.Millisecond))
+	mu.Lock()
+	if events[tenure.EventElected] != n || events[tenure.EventLost] != 0 {
+		t.Errorf("events %v, want %d elected and nothing lost (first error: %v)", events, n, firstErr)
+	}
+	t.Logf("events %v; failures %v", events, failures)
+	mu.Unlock()
+	m := mntr(t, srv.Addr)
+	if c := m["zk_num_alive_connections"]; c > 3 {
+		t.Errorf("%d connections to the server, want the control session's and the session's", c)
+	}
+	t.Logf("server: %d connections, %d ephemeral nodes, %d watches", m["zk_num_alive_connections"], m["zk_ephemerals_count"], m["zk_watch_count"])
+	cancel()
+	wg.Wait()
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	if err := sess.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+}
