@@ -74,30 +74,11 @@ func TestSessionThousandKeysDefaultConnLimit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	leading := make(chan struct{}, n)
-	var mu sync.Mutex
-	events := map[tenure.EventKind]int{}
-	var firstErr error
-	failures := map[string]int{}
-	onEvent := func(ev tenure.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		events[ev.Kind]++
-		if ev.Kind == tenure.EventLost {
-			firstErr = cmp.Or(firstErr, ev.Err)
-		}
-		if ev.Kind == tenure.EventAcquireFailed {
-			var held *tenure.HeldError
-			if errors.As(ev.Err, &held) {
-				failures["held by "+held.Record.Holder]++
-			} else {
-				failures[strings.SplitN(ev.Err.Error(), ": ", 3)[len(strings.SplitN(ev.Err.Error(), ": ", 3))-1]]++
-			}
-		}
-	}
+	var events eventCount
 	var wg sync.WaitGroup
 	began := time.Now()
 	for i := range n {
-		e, err := tenure.New(tenure.Config{Session: sess, Key: fmt.Sprintf("shard-%d", i), Identity: "alpha", Logger: quiet, OnEvent: onEvent})
+		e, err := tenure.New(tenure.Config{Session: sess, Key: fmt.Sprintf("shard-%d", i), Identity: "alpha", Logger: quiet, OnEvent: events.on})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,12 +99,7 @@ func TestSessionThousandKeysDefaultConnLimit(t *testing.T) {
 		}
 	}
 	t.Logf("%d keys leading %s after the start, over one session", n, time.Since(began).Round(time.Millisecond))
-	mu.Lock()
-	if events[tenure.EventElected] != n || events[tenure.EventLost] != 0 {
-		t.Errorf("events %v, want %d elected and nothing lost (first error: %v)", events, n, firstErr)
-	}
-	t.Logf("events %v; failures %v", events, failures)
-	mu.Unlock()
+	events.check(t, n)
 	m := mntr(t, srv.Addr)
 	if c := m["zk_num_alive_connections"]; c > 3 {
 		t.Errorf("%d connections to the server, want the control session's and the session's", c)
@@ -136,4 +112,43 @@ func TestSessionThousandKeysDefaultConnLimit(t *testing.T) {
 	if err := sess.Close(cctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// eventCount counts the events of electors, and their failed Acquires by
+// cause.
+type eventCount struct {
+	mu       sync.Mutex
+	kinds    map[tenure.EventKind]int
+	failures map[string]int
+	lost     error // the first EventLost's
+}
+
+func (c *eventCount) on(ev tenure.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kinds == nil {
+		c.kinds, c.failures = map[tenure.EventKind]int{}, map[string]int{}
+	}
+	c.kinds[ev.Kind]++
+	var held *tenure.HeldError
+	switch {
+	case ev.Kind == tenure.EventLost:
+		c.lost = cmp.Or(c.lost, ev.Err)
+	case ev.Kind == tenure.EventAcquireFailed && errors.As(ev.Err, &held):
+		c.failures["held by "+held.Record.Holder]++
+	case ev.Kind == tenure.EventAcquireFailed:
+		parts := strings.Split(ev.Err.Error(), ": ")
+		c.failures[parts[len(parts)-1]]++
+	}
+}
+
+// check fails t unless n electors were elected once and none lost.
+func (c *eventCount) check(t *testing.T, n int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kinds[tenure.EventElected] != n || c.kinds[tenure.EventLost] != 0 {
+		t.Errorf("events %v, want %d elected and nothing lost (first loss: %v)", c.kinds, n, c.lost)
+	}
+	t.Logf("events %v; failed acquisitions by cause %v", c.kinds, c.failures)
 }
