@@ -356,17 +356,22 @@ func (s *Store) releaseNodes(ctx context.Context, conn *zk.Conn, key string, ter
 	case st == nil || uint64(st.Mzxid) != term:
 		return errSuperseded
 	}
-	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
-		return conn.Multi(
-			&zk.CheckVersionRequest{Path: s.keyPath(key), Version: version},
-			&zk.DeleteRequest{Path: s.leasePath(key), Version: -1},
-			&zk.DeleteRequest{Path: marker, Version: -1})
-	})
-	switch err = multiErr(res, err); {
-	case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode):
-		return errSuperseded
-	default:
-		return err
+	ops := []any{
+		&zk.CheckVersionRequest{Path: s.keyPath(key), Version: version},
+		&zk.DeleteRequest{Path: s.leasePath(key), Version: -1},
+		&zk.DeleteRequest{Path: marker, Version: -1},
+	}
+	for {
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return conn.Multi(ops...) })
+		switch err = multiErr(res, err); {
+		case len(ops) == 3 && len(res) == 3 && errors.Is(res[2].Error, zk.ErrNoNode) &&
+			!errors.Is(res[0].Error, zk.ErrBadVersion) && !errors.Is(res[1].Error, zk.ErrNoNode):
+			ops = ops[:2] // only the marker is missing (deleted from outside): release without it
+		case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode):
+			return errSuperseded
+		default:
+			return err
+		}
 	}
 }
 

@@ -28,14 +28,15 @@ type storeSession struct {
 	ready chan struct{} // closed when the session is first established
 
 	mu      sync.Mutex
-	id      int64                    // the ZooKeeper session id, once established
-	grants  map[string]*sessionGrant // by key node path
-	orphans []tenure.Lease           // gone grants replaced before a KeepAlive reported them
-	busy    map[string]chan struct{} // by key: closed when its Acquire or undo is over (see lockKey)
-	unsure  map[string]node          // by key: what Acquires whose answers were lost read (see adopt)
-	why     string                   // why the session ended; "" while it lives
-	ended   chan struct{}            // closed when it ends
-	expiry  *time.Timer              // ends the session when not kept alive for ttl
+	id      int64                      // the ZooKeeper session id, once established
+	grants  map[string]*sessionGrant   // by key node path
+	pending map[*sessionGrant]struct{} // grants marked gone, for the next KeepAlive
+	orphans []tenure.Lease             // gone grants replaced before a KeepAlive reported them
+	busy    map[string]chan struct{}   // by key: closed when its Acquire or undo is over (see lockKey)
+	unsure  map[string]node            // by key: what Acquires whose answers were lost read (see adopt)
+	why     string                     // why the session ended; "" while it lives
+	ended   chan struct{}              // closed when it ends
+	expiry  *time.Timer                // ends the session when not kept alive for ttl
 }
 
 // sessionGrant is one grant of a storeSession.
@@ -64,7 +65,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	}
 	sent := time.Now()
 	ss := &storeSession{s: s, ttl: ttl, gate: &dialGate{}, ready: make(chan struct{}),
-		grants: map[string]*sessionGrant{}, busy: map[string]chan struct{}{}, ended: make(chan struct{})}
+		grants: map[string]*sessionGrant{}, pending: map[*sessionGrant]struct{}{}, busy: map[string]chan struct{}{}, ended: make(chan struct{})}
 	conn, negotiated, err := s.dialSession(ttl, ss.event, ss.gate)
 	if err != nil {
 		return nil, s.fail(ctx, "open session", "", err)
@@ -110,10 +111,16 @@ func (ss *storeSession) event(ev zk.Event) {
 		kp := strings.TrimSuffix(ev.Path, "/lease")
 		ss.mu.Lock()
 		if sg := ss.grants[kp]; sg != nil {
-			sg.gone = true
+			ss.markGoneLocked(sg)
 		}
 		ss.mu.Unlock()
 	}
+}
+
+// markGoneLocked records that sg's nodes changed; ss.mu is held.
+func (ss *storeSession) markGoneLocked(sg *sessionGrant) {
+	sg.gone = true
+	ss.pending[sg] = struct{}{}
 }
 
 // sessionEvent ends the session when ZooKeeper expired it. A disconnection
@@ -161,7 +168,7 @@ func (ss *storeSession) end(why string, wait bool) {
 		ss.expiry.Stop()
 	}
 	conn := ss.conn
-	ss.grants = nil
+	ss.grants, ss.pending = nil, nil
 	ss.mu.Unlock()
 	s := ss.s
 	s.mu.Lock()
@@ -239,26 +246,39 @@ func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 		return nil, fmt.Errorf("%w: the ZooKeeper session expired", tenure.ErrLost)
 	}
 	ss.expiry.Reset(time.Until(sent.Add(ss.ttl)))
-	gone, markers := ss.orphans, []string(nil)
+	gone, keys := ss.orphans, []string(nil)
 	ss.orphans = nil
-	for kp, sg := range ss.grants {
-		if sg.gone && !sg.releasing {
-			gone = append(gone, sg.lease)
-			markers = append(markers, ss.s.markerPath(sg.lease.Key, ss.id))
-			delete(ss.grants, kp)
+	for sg := range ss.pending { // as many as went, not as many as there are
+		if sg.releasing {
+			continue // its Release reports it, or leaves it pending if it fails
 		}
+		gone = append(gone, sg.lease)
+		keys = append(keys, sg.lease.Key)
+		delete(ss.pending, sg)
+		delete(ss.grants, ss.s.keyPath(sg.lease.Key))
 	}
-	if len(markers) > 0 {
-		go ss.dropMarkers(markers)
+	if len(keys) > 0 {
+		go ss.dropMarkers(keys)
 	}
 	return gone, nil
 }
 
-// dropMarkers deletes the markers of grants known gone: their holders
-// know, so the next holders of their keys need not wait for them.
-func (ss *storeSession) dropMarkers(markers []string) {
-	for _, m := range markers {
-		if err := ss.conn.Delete(m, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+// dropMarkers deletes the session's markers of keys whose grants are
+// known gone: their holders know, so the next holders of the keys need not
+// wait for them. A key the session holds again keeps its (new) marker.
+func (ss *storeSession) dropMarkers(keys []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	for _, key := range keys {
+		unlock, err := ss.lockKey(ctx, key)
+		if err != nil {
+			return
+		}
+		if !ss.tracks(key) {
+			err = ss.conn.Delete(ss.s.markerPath(key, ss.id), -1)
+		}
+		unlock()
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return // the session is gone or cut off: its markers go with it
 		}
 	}

@@ -149,6 +149,7 @@ func (ss *storeSession) track(sg *sessionGrant) error {
 	kp := ss.s.keyPath(sg.lease.Key)
 	if old := ss.grants[kp]; old != nil {
 		ss.orphans = append(ss.orphans, old.lease)
+		delete(ss.pending, old)
 	}
 	ss.grants[kp] = sg
 	return nil
@@ -162,6 +163,7 @@ func (ss *storeSession) untrack(sg *sessionGrant) {
 	if ss.grants[kp] == sg {
 		delete(ss.grants, kp)
 	}
+	delete(ss.pending, sg)
 }
 
 // watch sets a data watch on sg's key node (it fires when the node is
@@ -194,7 +196,9 @@ func (ss *storeSession) watch(ctx context.Context, sg *sessionGrant) error {
 	}
 	if kst == nil || uint64(kst.Mzxid) != l.Term || kst.Version != sg.version || !ok || lst.EphemeralOwner != ss.id {
 		ss.mu.Lock()
-		sg.gone = true
+		if ss.grants[ss.s.keyPath(l.Key)] == sg {
+			ss.markGoneLocked(sg)
+		}
 		ss.mu.Unlock()
 	}
 	return nil
@@ -301,7 +305,7 @@ func (ss *storeSession) Release(ctx context.Context, l tenure.Lease) error {
 		return nil
 	case errors.Is(err, errSuperseded):
 		ss.untrack(sg)
-		go ss.dropMarkers([]string{ss.s.markerPath(l.Key, ss.id)})
+		go ss.dropMarkers([]string{l.Key})
 		return fmt.Errorf("%w: key %q term %d was superseded or deleted", tenure.ErrLost, l.Key, l.Term)
 	default:
 		ss.mu.Lock()

@@ -340,3 +340,27 @@ func TestSessionServerRestart(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSessionReleaseWithoutMarker checks that a grant whose marker node was
+// deleted from outside is still released, rather than left in place.
+func TestSessionReleaseWithoutMarker(t *testing.T) {
+	srv := server(t)
+	raw := rawConn(t, srv)
+	st := open(t, "zk://"+srv.Addr+"/sessmarker")
+	ss := openSess(t, st, 5*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	l, err := ss.Acquire(ctx, "k", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("%s.s%x", zk.KeyPath("/sessmarker", "k"), uint64(zk.SessionID(ss)))
+	if err := raw.Delete(marker, -1); err != nil {
+		t.Fatalf("delete the marker %s: %v", marker, err)
+	}
+	if err := ss.Release(ctx, l); err != nil {
+		t.Fatalf("Release without a marker: %v", err)
+	}
+	if r, err := st.Get(ctx, "k"); err != nil || r.Held() {
+		t.Fatalf("after the release: %+v, %v", r, err)
+	}
+}
