@@ -141,8 +141,11 @@
 //   - An Acquire whose answer is lost (a timeout after the request was sent)
 //     may have made the grant: the next Acquire of the key in the session
 //     takes it up, and otherwise the store deletes it in the background.
-//   - After a reconnection the client sets its watches again and ZooKeeper
-//     fires those whose nodes changed meanwhile; the first KeepAlive after
-//     the reconnection may be answered before that, and a grant taken away
-//     during the disconnection is then reported by the next KeepAlive.
+//   - After a reconnection the client sets its watches again, and
+//     ZooKeeper fires those whose nodes changed meanwhile, but nothing says
+//     when that is done; so the store reads every grant's two nodes again,
+//     setting their watches itself (two reads per grant, once per
+//     reconnection), and KeepAlive waits for that before it syncs: a grant
+//     taken away while the connection was down is reported by the first
+//     KeepAlive that succeeds after it.
 package zk

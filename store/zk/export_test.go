@@ -25,3 +25,7 @@ func CrashSession(ss tenure.StoreSession) { ss.(*storeSession).gate.cutAll() }
 
 // SessionID is the ZooKeeper session id of ss.
 func SessionID(ss tenure.StoreSession) int64 { return ss.(*storeSession).conn.SessionID() }
+
+// PauseSession cuts the connections of ss, a session of this store, and
+// keeps it from reconnecting until resume is called.
+func PauseSession(ss tenure.StoreSession) (resume func()) { return ss.(*storeSession).gate.pause() }

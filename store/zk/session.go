@@ -110,9 +110,10 @@ func (s *Store) establish(ctx context.Context, conn *zk.Conn, ready <-chan struc
 // leaving the session to expire on the server as a crashed process's
 // would (tests use it to simulate crashes and partitions).
 type dialGate struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
+	mu     sync.Mutex
+	cut    bool
+	paused bool // dials fail until resumed (tests)
+	conns  []net.Conn
 }
 
 var errCut = errors.New("connection cut")
@@ -124,7 +125,7 @@ func (d *dialGate) dial(network, address string, timeout time.Duration) (net.Con
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.cut {
+	if d.cut || d.paused {
 		c.Close()
 		return nil, errCut
 	}
@@ -142,6 +143,23 @@ func (d *dialGate) cutAll() {
 		c.Close()
 	}
 	d.conns = nil
+}
+
+// pause closes the session's connections and makes dials fail until the
+// returned func is called: a network outage that the session survives.
+func (d *dialGate) pause() (resume func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.paused = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
+	return func() {
+		d.mu.Lock()
+		d.paused = false
+		d.mu.Unlock()
+	}
 }
 
 // takeSpare returns the spare session if it suits ttl and is connected,

@@ -32,6 +32,8 @@ type storeSession struct {
 	grants  map[string]*sessionGrant   // by key node path
 	pending map[*sessionGrant]struct{} // grants marked gone, for the next KeepAlive
 	orphans []tenure.Lease             // gone grants replaced before a KeepAlive reported them
+	checked chan struct{}              // closed once the grants were checked after the last reconnection
+	checks  int                        // counts disconnections and reconnections (see recheckLocked)
 	busy    map[string]chan struct{}   // by key: closed when its Acquire or undo is over (see lockKey)
 	unsure  map[string]node            // by key: what Acquires whose answers were lost read (see adopt)
 	why     string                     // why the session ended; "" while it lives
@@ -65,7 +67,8 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	}
 	sent := time.Now()
 	ss := &storeSession{s: s, ttl: ttl, gate: &dialGate{}, ready: make(chan struct{}),
-		grants: map[string]*sessionGrant{}, pending: map[*sessionGrant]struct{}{}, busy: map[string]chan struct{}{}, ended: make(chan struct{})}
+		checked: closedChan(), grants: map[string]*sessionGrant{}, pending: map[*sessionGrant]struct{}{},
+		busy: map[string]chan struct{}{}, ended: make(chan struct{})}
 	conn, negotiated, err := s.dialSession(ttl, ss.event, ss.gate)
 	if err != nil {
 		return nil, s.fail(ctx, "open session", "", err)
@@ -142,6 +145,12 @@ func (ss *storeSession) sessionEvent(ev zk.Event) {
 		} else if ss.id != 0 && ss.conn != nil && ss.conn.SessionID() != ss.id {
 			// The client made a new session after the old one expired.
 			go ss.end("its ZooKeeper session expired", false)
+		} else if ss.id != 0 {
+			ss.recheckLocked()
+		}
+	case zk.StateDisconnected:
+		if established && ss.id != 0 {
+			ss.uncheckedLocked()
 		}
 	case zk.StateExpired, zk.StateAuthFailed:
 		if established {
@@ -228,6 +237,9 @@ func (ss *storeSession) fail(ctx context.Context, op, key string, err error) err
 func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	if err := ss.usable(ctx); err != nil {
 		return nil, err
+	}
+	if err := ss.awaitChecked(ctx); err != nil {
+		return nil, ss.fail(ctx, "keep-alive", "", err)
 	}
 	sent := time.Now()
 	_, err := call(ctx, func() (string, error) { return ss.conn.Sync(ss.s.root) })

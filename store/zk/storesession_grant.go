@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxwait"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -327,4 +330,93 @@ func (ss *storeSession) releasing(l tenure.Lease) (*sessionGrant, error) {
 	}
 	sg.releasing = true
 	return sg, nil
+}
+
+// recheckLocked starts checking every grant again after the session's
+// connection was re-established; ss.mu is held. The client sets the
+// connection's watches again by itself, and ZooKeeper then fires those
+// whose nodes changed while it was away, but nothing says when it is done:
+// KeepAlive waits for this check instead, so that it reports every grant
+// taken away during the disconnection. It costs two reads per grant, once
+// per reconnection.
+func (ss *storeSession) recheckLocked() {
+	ss.uncheckedLocked()
+	check := ss.checks
+	grants := make([]*sessionGrant, 0, len(ss.grants))
+	for _, sg := range ss.grants {
+		grants = append(grants, sg)
+	}
+	go func() {
+		for !ss.checkAll(grants) { // until it succeeds or the session ends
+			select {
+			case <-ss.ended:
+				return
+			case <-time.After(ss.ttl / 10):
+			}
+		}
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if ss.checks == check { // else the connection dropped again meanwhile
+			close(ss.checked)
+		}
+	}()
+}
+
+// uncheckedLocked makes KeepAlive wait until the grants are checked again
+// (the connection dropped, or was re-established); ss.mu is held.
+func (ss *storeSession) uncheckedLocked() {
+	ss.checks++
+	select {
+	case <-ss.checked:
+		ss.checked = make(chan struct{})
+	default:
+	}
+}
+
+// checkAll sets the watches of grants again and marks those whose nodes
+// changed gone, 32 at a time, bounded by the session's TTL and its end. It
+// reports whether every check was answered.
+func (ss *storeSession) checkAll(grants []*sessionGrant) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), ss.ttl)
+	defer cancel()
+	ctxwait.CancelOnClose(ctx, ss.ended, cancel)
+	work := make(chan *sessionGrant)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(len(grants), 32) {
+		wg.Go(func() {
+			for sg := range work {
+				if ss.watch(ctx, sg) != nil {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	for _, sg := range grants {
+		work <- sg
+	}
+	close(work)
+	wg.Wait()
+	return !failed.Load()
+}
+
+// awaitChecked waits, bounded by ctx, until the grants were checked after
+// the last reconnection (see recheckLocked).
+func (ss *storeSession) awaitChecked(ctx context.Context) error {
+	ss.mu.Lock()
+	checked := ss.checked
+	ss.mu.Unlock()
+	select {
+	case <-checked:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the grants are still being checked after a reconnection: %w", ctx.Err())
+	}
+}
+
+// closedChan returns a closed channel.
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }

@@ -364,3 +364,52 @@ func TestSessionReleaseWithoutMarker(t *testing.T) {
 		t.Fatalf("after the release: %+v, %v", r, err)
 	}
 }
+
+// TestSessionGoneWhileDisconnected takes a grant away while the session's
+// connection is down: the first KeepAlive that succeeds after the client
+// reconnected reports it.
+func TestSessionGoneWhileDisconnected(t *testing.T) {
+	srv := server(t)
+	tm := tamperOn(t, srv, "/sessdisc")
+	st := open(t, "zk://"+srv.Addr+"/sessdisc")
+	ss := openSess(t, st, 10*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	var leases []tenure.Lease
+	for i := range 50 {
+		l, err := ss.Acquire(ctx, fmt.Sprint("k", i), "alpha", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	keepAlive(t, ss)
+	resume := zk.PauseSession(ss)
+	tm.DeleteGrant(t, "k7")
+	tm.OverwriteGrant(t, "k9", "mallory")
+	kctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err := ss.KeepAlive(kctx)
+	cancel()
+	if err == nil || errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("KeepAlive while disconnected: %v, want a transient error", err)
+	}
+	resume()
+	for {
+		kctx, cancel := context.WithTimeout(ctx, time.Second)
+		gone, err := ss.KeepAlive(kctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, tenure.ErrLost) || ctx.Err() != nil {
+				t.Fatalf("KeepAlive after the reconnection: %v", err)
+			}
+			continue
+		}
+		if len(gone) != 2 || gone[0].Key == gone[1].Key || gone[0] != leases[7] && gone[0] != leases[9] ||
+			gone[1] != leases[7] && gone[1] != leases[9] {
+			t.Fatalf("the first KeepAlive after the reconnection reported gone %+v, want k7 and k9", gone)
+		}
+		break
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("the next KeepAlive reported gone %+v", gone)
+	}
+}
