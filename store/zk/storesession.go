@@ -35,7 +35,7 @@ type storeSession struct {
 	checked chan struct{}              // closed once the grants were checked after the last reconnection
 	checks  int                        // counts disconnections and reconnections (see recheckLocked)
 	busy    map[string]chan struct{}   // by key: closed when its Acquire or undo is over (see lockKey)
-	unsure  map[string]node            // by key: what Acquires whose answers were lost read (see adopt)
+	unsure  map[string]unsure          // by key: what Acquires whose answers were lost read (see adopt)
 	why     string                     // why the session ended; "" while it lives
 	ended   chan struct{}              // closed when it ends
 	expiry  *time.Timer                // ends the session when not kept alive for ttl

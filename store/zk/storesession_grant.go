@@ -19,13 +19,14 @@ import (
 // half-way.
 const undoTimeout = 5 * time.Second
 
-// Acquire implements [tenure.StoreSession] as [Store.AcquireClaim] does: a
-// read of the key node (through the store's control session; a held key
-// costs only that), then one multi-operation over the session's connection
-// that creates the lease node and the grant's marker as ephemeral nodes of
-// the session. Two more reads set the watches that tell the session when
-// the grant's nodes change (see KeepAlive). The lease's TTL is the
-// session's. An ended session gives an error matching [tenure.ErrLost].
+// Acquire implements [tenure.StoreSession] as [Store.AcquireClaim] does,
+// over the session's connection: a read of the key node (a held key costs
+// only that), then one multi-operation that creates the lease node and the
+// grant's marker as ephemeral nodes of the session. Two more reads, sent
+// together, set the watches that tell the session when the grant's nodes
+// change (see KeepAlive). The lease's TTL is the session's. An ended
+// session gives an error matching [tenure.ErrLost]. Acquires of one key in
+// one session run one at a time.
 func (ss *storeSession) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
 	c := tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}
 	if err := tenure.CheckClaim(key, c); err != nil {
@@ -59,8 +60,14 @@ func (ss *storeSession) adopt(ctx context.Context, key string, c tenure.Claim, n
 		return tenure.Lease{}, false, nil
 	}
 	wait := seen.WaitSince(sent0, c.TTL)
-	if prev, ok := ss.recall(key); ok {
-		wait = waitAfter(prev, <-ss.s.lastAlive(ss.conn, ss.id, key, prev), ss.s.seen.Highest(key), sent0)
+	if u, ok := ss.recall(key); ok {
+		select {
+		case alive := <-ss.s.lastAlive(ss.conn, ss.id, key, u.prev):
+			wait = waitAfter(u.prev, alive, u.floor, sent0)
+		case <-ctx.Done():
+			ss.remember(key, u)
+			return tenure.Lease{}, false, ss.fail(ctx, "acquire", key, ctx.Err())
+		}
 	}
 	term := uint64(n.st.Mzxid)
 	l := tenure.Lease{Key: key, Identity: c.Identity, Term: term, TTL: c.TTL,
@@ -80,19 +87,25 @@ func (ss *storeSession) adopt(ctx context.Context, key string, c tenure.Claim, n
 	return l, true, nil
 }
 
-// remember keeps the key node an Acquire of key read before its answer was
-// lost, for adopt.
-func (ss *storeSession) remember(key string, prev node) {
+// unsure is what an Acquire whose answer was lost knew before it sent its
+// request, for adopt to judge the Wait as it would have.
+type unsure struct {
+	prev  node       // the key node it read
+	floor seen.Grant // the highest grant of the key the store had seen
+}
+
+// remember keeps what an Acquire of key whose answer was lost knew.
+func (ss *storeSession) remember(key string, u unsure) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.unsure == nil {
-		ss.unsure = map[string]node{}
+		ss.unsure = map[string]unsure{}
 	}
-	ss.unsure[key] = prev
+	ss.unsure[key] = u
 }
 
 // recall returns and forgets what remember kept for key.
-func (ss *storeSession) recall(key string) (node, bool) {
+func (ss *storeSession) recall(key string) (unsure, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	n, ok := ss.unsure[key]
@@ -111,13 +124,14 @@ func (ss *storeSession) isGone(sg *sessionGrant) bool {
 // read it (else errRace), and watches them.
 func (ss *storeSession) tryAcquire(ctx context.Context, key string, c tenure.Claim, prev node, sent0 time.Time) (tenure.Lease, error) {
 	s := ss.s
+	u := unsure{prev: prev, floor: s.seen.Highest(key)}
 	p, err := s.grantNodes(ctx, ss.conn, ss.id, key, c, prev, sent0)
 	switch {
 	case errors.Is(err, errRace):
 		return tenure.Lease{}, err
 	case err != nil:
 		if p.unsure { // the grant may have been made, and its answer lost
-			ss.remember(key, prev)
+			ss.remember(key, u)
 			ss.undo(key)
 		}
 		return tenure.Lease{}, ss.fail(ctx, "acquire", key, err)
@@ -131,7 +145,7 @@ func (ss *storeSession) tryAcquire(ctx context.Context, key string, c tenure.Cla
 	}
 	if err := ss.watch(ctx, sg); err != nil {
 		ss.untrack(sg)
-		ss.remember(key, prev)
+		ss.remember(key, u)
 		ss.undo(key)
 		return tenure.Lease{}, ss.fail(ctx, "acquire (watch the grant)", key, err)
 	}

@@ -413,3 +413,53 @@ func TestSessionGoneWhileDisconnected(t *testing.T) {
 		t.Fatalf("the next KeepAlive reported gone %+v", gone)
 	}
 }
+
+// TestSessionLostAnswer checks what follows an Acquire whose answer was
+// lost after ZooKeeper made the grant: the next Acquire of the key in the
+// session takes the grant up (without a wait, the key having been free),
+// and otherwise the session deletes it in the background.
+func TestSessionLostAnswer(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/sesslost")
+	b := open(t, "zk://"+srv.Addr+"/sesslost")
+	ss := openSess(t, st, 5*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	if err := zk.GrantUntracked(ctx, ss, "adopted", "alpha", false); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ss.Acquire(ctx, "adopted", "alpha", "")
+	if err != nil {
+		t.Fatalf("Acquire of the session's untracked grant: %v", err)
+	}
+	if r := mustRecord(t, b, "adopted"); r.Holder != "alpha" || r.Term != l.Term || l.Wait != 0 {
+		t.Fatalf("adopted lease %+v, record %+v: want the record's term and no wait", l, r)
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive reported gone %+v", gone)
+	}
+	if err := ss.Release(ctx, l); err != nil {
+		t.Fatalf("Release of the adopted grant: %v", err)
+	}
+	if err := zk.GrantUntracked(ctx, ss, "undone", "alpha", true); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := b.Acquire(ctx, "undone", "beta", time.Second)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, tenure.ErrHeld) || ctx.Err() != nil {
+			t.Fatalf("the untracked grant was not undone: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustRecord(t *testing.T, st *zk.Store, key string) tenure.Record {
+	t.Helper()
+	r, err := st.Get(ctxT(t, 10*time.Second), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
