@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +52,8 @@ func mntr(t testing.TB, addr string) map[string]int64 {
 // process leading 1,000 keys on a server with ZooKeeper's default limit of
 // 60 connections per client address. Through one Session every key is
 // led within seconds, over two connections (the store's control session
-// and the shared session).
+// and the shared session). TENURE_ZK_SCALE_KEYS sets another number of
+// keys.
 func TestSessionThousandKeysDefaultConnLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a ZooKeeper server of its own; skipped with -short")
@@ -70,7 +72,10 @@ func TestSessionThousandKeysDefaultConnLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 1000
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("TENURE_ZK_SCALE_KEYS")); err == nil && v > 0 {
+		n = v // e.g. 10000, the target
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	leading := make(chan struct{}, n)
@@ -95,6 +100,7 @@ func TestSessionThousandKeysDefaultConnLimit(t *testing.T) {
 		select {
 		case <-leading:
 		case <-timeout:
+			events.check(t, n)
 			t.Fatalf("only %d of %d keys led after 60s", i, n)
 		}
 	}

@@ -26,6 +26,7 @@ type storeSession struct {
 	ttl   time.Duration
 	gate  *dialGate
 	ready chan struct{} // closed when the session is first established
+	slots chan struct{} // one per Acquire or Release under way (see slot)
 
 	mu      sync.Mutex
 	id      int64                      // the ZooKeeper session id, once established
@@ -66,7 +67,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 		return nil, err
 	}
 	sent := time.Now()
-	ss := &storeSession{s: s, ttl: ttl, gate: &dialGate{}, ready: make(chan struct{}),
+	ss := &storeSession{s: s, ttl: ttl, gate: &dialGate{}, ready: make(chan struct{}), slots: make(chan struct{}, maxInFlight),
 		checked: closedChan(), grants: map[string]*sessionGrant{}, pending: map[*sessionGrant]struct{}{},
 		busy: map[string]chan struct{}{}, ended: make(chan struct{})}
 	conn, negotiated, err := s.dialSession(ttl, ss.event, ss.gate)

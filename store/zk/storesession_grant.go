@@ -35,6 +35,11 @@ func (ss *storeSession) Acquire(ctx context.Context, key, identity, value string
 	if err := ss.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	release, err := ss.slot(ctx)
+	if err != nil {
+		return tenure.Lease{}, ss.fail(ctx, "acquire", key, err)
+	}
+	defer release()
 	unlock, err := ss.lockKey(ctx, key)
 	if err != nil {
 		return tenure.Lease{}, ss.fail(ctx, "acquire", key, err)
@@ -265,6 +270,23 @@ func (ss *storeSession) undo(key string) {
 	}()
 }
 
+// maxInFlight bounds the Acquires and Releases a session has under way at
+// once, so that a burst of them (a process starting to campaign for
+// thousands of keys) queues in the store rather than on the connection,
+// where every KeepAlive would wait behind it.
+const maxInFlight = 64
+
+// slot waits, bounded by ctx, until fewer than maxInFlight Acquires and
+// Releases are under way, and returns the func that frees the slot.
+func (ss *storeSession) slot(ctx context.Context) (func(), error) {
+	select {
+	case ss.slots <- struct{}{}:
+		return func() { <-ss.slots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for one of the session's %d requests under way: %w", maxInFlight, ctx.Err())
+	}
+}
+
 // lockKey waits until no other Acquire or undo of key in the session is
 // under way, bounded by ctx, and returns the func that lets the next one
 // go: an undo never deletes a grant an Acquire is making or adopting.
@@ -311,6 +333,11 @@ func (ss *storeSession) Release(ctx context.Context, l tenure.Lease) error {
 	if err := ss.usable(ctx); err != nil {
 		return err
 	}
+	release, err := ss.slot(ctx)
+	if err != nil {
+		return ss.fail(ctx, "release", l.Key, err)
+	}
+	defer release()
 	sg, err := ss.releasing(l)
 	if err != nil {
 		return err
