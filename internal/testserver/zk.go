@@ -71,7 +71,13 @@ func ZooKeeper(t testing.TB) *ZKServer {
 // StartZooKeeper starts a ZooKeeper server with its data under dir and
 // waits until it serves clients. The caller stops it with Stop. It returns
 // an error matching [ErrZooKeeperMissing] when ZooKeeper is not installed.
-func StartZooKeeper(dir string) (*ZKServer, error) {
+// Its clients may open any number of connections.
+func StartZooKeeper(dir string) (*ZKServer, error) { return StartZooKeeperMaxConns(dir, 0) }
+
+// StartZooKeeperMaxConns is [StartZooKeeper] with the server's limit of
+// connections per client address (maxClientCnxns) at maxConns: 60 is
+// ZooKeeper's default, 0 no limit.
+func StartZooKeeperMaxConns(dir string, maxConns int) (*ZKServer, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, fmt.Errorf("%w: no java in PATH", ErrZooKeeperMissing)
@@ -101,11 +107,11 @@ clientPort=%d
 clientPortAddress=127.0.0.1
 minSessionTimeout=%d
 maxSessionTimeout=60000
-maxClientCnxns=0
+maxClientCnxns=%d
 forceSync=no
 admin.enableServer=false
-4lw.commands.whitelist=srvr,stat
-`, ZKTickTime.Milliseconds(), filepath.Join(dir, "data"), port, 2*ZKTickTime.Milliseconds())
+4lw.commands.whitelist=srvr,stat,mntr
+`, ZKTickTime.Milliseconds(), filepath.Join(dir, "data"), port, 2*ZKTickTime.Milliseconds(), maxConns)
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}

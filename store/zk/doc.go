@@ -1,7 +1,9 @@
 // Package zk is a [tenure.Store] on Apache ZooKeeper: each grant is an
 // ephemeral node owned by a ZooKeeper session of its own, whose session
 // timeout is the grant's TTL, so ZooKeeper ends the grant when the holder
-// crashes or is cut off.
+// crashes or is cut off. It is also a [tenure.SessionStore]: through a
+// [tenure.Session], many grants share one ZooKeeper session (see Sessions
+// below).
 //
 // Importing the package registers the URL scheme "zk" with [tenure.Open]:
 //
@@ -85,10 +87,73 @@
 //     successful Acquire or Renew was sent; if the holder is gone, ZooKeeper
 //     ends it after the session timeout, which it counts from the last
 //     message it received from the holder.
-//   - Besides its control session, a Store has one session per grant it
-//     holds, and, once an Acquire found the key held, one spare session made
+//   - Besides its control session, a Store has one session per plain grant
+//     it holds (grants in a [tenure.StoreSession] share its one), and, once an Acquire found the key held, one spare session made
 //     ready for its next attempt, so that taking over a released key costs
 //     two round trips.
 //   - Every candidate watching a key wakes when it changes (no predecessor
 //     chain): fine for the handful of candidates an election has.
+//
+// # Sessions
+//
+// A [tenure.StoreSession] of this store is one ZooKeeper session, on one
+// connection of its own, with the session timeout set to the session's
+// TTL; every grant made in it is an ephemeral lease node (and marker) of
+// that session, laid out and numbered exactly as plain grants are, so Get,
+// Watch and other stores see no difference (TTL and Remaining are the
+// session's TTL). A process leading a thousand keys through a
+// [tenure.Session] holds two connections (the store's control session and
+// the shared session) instead of a thousand, so ZooKeeper's default limit
+// of 60 connections per client address (maxClientCnxns) no longer caps it.
+//
+//   - Cost: KeepAlive is one request, a sync on the session's connection,
+//     whatever the number of grants; the client also pings every third of
+//     the session timeout, as every ZooKeeper client does. An idle session
+//     thus costs about 6/TTL requests per second (0.6 at a TTL of 10 s),
+//     plus the control session's 0.3: measured at 0.8 requests/s for 1, 100,
+//     1,000 and 10,000 grants (BenchmarkSessionIdle), under 0.1 % of a core
+//     and 21 MiB of heap at 10,000. Acquire costs a read, one
+//     multi-operation and two watch-setting reads sent together; Release a
+//     read and one multi-operation. At most 64 of them are under way per
+//     session at once (the others wait their turn, bounded by their
+//     contexts), so that a burst of campaigns does not queue on the
+//     connection ahead of the keep-alives: a process campaigning for 10,000
+//     keys at once leads them all within seconds to tens of seconds,
+//     depending on the machine, without losing its session.
+//   - Gone grants: each grant has a data watch on its key node and one on
+//     its lease node, on the session's connection (held by the server, no
+//     requests while nothing changes). ZooKeeper delivers a watch event
+//     before the answer to any request it handles later on that connection,
+//     and the sync makes the server catch up with the ensemble first, so a
+//     KeepAlive reports every grant deleted, rewritten or superseded from
+//     outside before it was sent. The marker of a grant deleted from outside
+//     stays until a KeepAlive reported it, so the next holder's Lease.Wait
+//     covers the session's window, as for plain grants.
+//   - The session ends, with every grant in it: on Close (at once: closing
+//     the ZooKeeper session deletes its nodes); when no KeepAlive succeeded
+//     for the TTL, counted on the holder's monotonic clock from when the
+//     last one (or OpenSession) was sent (the store closes it); and when
+//     ZooKeeper expires it because the process crashed or was cut off for
+//     the session timeout, counted from the last packet the server received
+//     (a KeepAlive or a ping). Later calls return an error matching
+//     [tenure.ErrLost]. A disconnection alone does not end it: the client
+//     reconnects within the session timeout and the session lives on, while
+//     KeepAlive fails with a timeout, so the [tenure.Session] counts down to
+//     its renew deadline.
+//   - The TTL follows the rules of plain grants: above the servers'
+//     maxSessionTimeout it is refused with [tenure.ErrInvalid], below their
+//     minSessionTimeout it is raised by them (a crashed process's grants
+//     last until the minimum), and expiry is judged in buckets of tickTime.
+//   - An Acquire whose answer is lost (a timeout after the request was sent)
+//     may have made the grant: the next Acquire of the key in the session
+//     takes it up, and otherwise the store deletes it in the background.
+//   - After a reconnection the client sets its watches again, and
+//     ZooKeeper fires those whose nodes changed meanwhile, but nothing says
+//     when that is done; so the store reads every grant's two nodes again,
+//     setting their watches itself (two reads per grant, once per
+//     reconnection), and KeepAlive waits for that before it syncs: a grant
+//     taken away while the connection was down is reported by the first
+//     KeepAlive that succeeds after it. That took 2.6 s for 10,000 grants
+//     on a loaded 2-core machine: with many grants and a short TTL, a
+//     reconnection can outlast the renew deadline and end the session.
 package zk

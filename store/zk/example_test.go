@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
+	"os/signal"
+	"sync"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -30,4 +33,37 @@ func ExampleOpen() {
 		return nil
 	})
 	log.Print(err)
+}
+
+// Lead many shards over one ZooKeeper session: one connection and one
+// keep-alive per RenewInterval, however many keys this process leads.
+func ExampleStore_OpenSession() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := zk.Open(ctx, "zk://zk1:2181,zk2:2181,zk3:2181/tenure")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for shard := range 1000 {
+		e, err := tenure.New(tenure.Config{Session: sess, Key: fmt.Sprintf("shard-%d", shard), Identity: "host-1"})
+		if err != nil {
+			log.Fatal(err)
+		}
+		wg.Go(func() {
+			_ = e.Run(ctx, func(ctx context.Context) error {
+				<-ctx.Done() // serve the shard until leadership ends
+				return nil
+			})
+		})
+	}
+	wg.Wait() // until interrupted
+	if err := sess.Close(context.Background()); err != nil {
+		log.Print(err)
+	}
 }

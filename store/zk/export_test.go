@@ -1,6 +1,11 @@
 package zk
 
-import "github.com/tenurehq/tenure"
+import (
+	"context"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
 
 // Crash cuts the connections of l's grant the way a crash or a partition
 // would: the session is not closed, so ZooKeeper keeps the lease node
@@ -17,3 +22,36 @@ func Crash(st tenure.Store, l tenure.Lease) {
 
 // KeyPath is the key node of key under root, as the store names it.
 func KeyPath(root, key string) string { return (&Store{root: root}).keyPath(key) }
+
+// CrashSession cuts the connections of ss, a session of this store, the way
+// a crash or a partition would: the ZooKeeper session is not closed, so its
+// nodes stay until ZooKeeper expires it after its timeout.
+func CrashSession(ss tenure.StoreSession) { ss.(*storeSession).gate.cutAll() }
+
+// SessionID is the ZooKeeper session id of ss.
+func SessionID(ss tenure.StoreSession) int64 { return ss.(*storeSession).conn.SessionID() }
+
+// PauseSession cuts the connections of ss, a session of this store, and
+// keeps it from reconnecting until resume is called.
+func PauseSession(ss tenure.StoreSession) (resume func()) { return ss.(*storeSession).gate.pause() }
+
+// GrantUntracked makes a grant of key in ss, a session of this store, as
+// an Acquire whose answer was lost would have: its nodes exist, the
+// session does not track it. With undo, the session then deletes it in the
+// background, as after such an Acquire.
+func GrantUntracked(ctx context.Context, st tenure.StoreSession, key, identity string, undo bool) error {
+	ss := st.(*storeSession)
+	n, err := ss.s.readNodeOn(ctx, ss.conn, key)
+	if err != nil {
+		return err
+	}
+	u := unsure{prev: n, floor: ss.s.seen.Highest(key)}
+	if _, err := ss.s.grantNodes(ctx, ss.conn, ss.id, key, tenure.Claim{Identity: identity, TTL: ss.ttl}, n, time.Now()); err != nil {
+		return err
+	}
+	ss.remember(key, u)
+	if undo {
+		ss.undo(key)
+	}
+	return nil
+}

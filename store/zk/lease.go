@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"path"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -30,21 +30,44 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	if err := tenure.CheckClaim(key, c); err != nil {
 		return tenure.Lease{}, err
 	}
-	ttl := c.TTL
 	if err := s.usable(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
+	held := func(node, time.Time) (tenure.Lease, bool, error) {
+		s.makeSpare(c.TTL)
+		return tenure.Lease{}, false, nil
+	}
+	return s.acquireFree(ctx, nil, key, held, func(n node, sent time.Time) (tenure.Lease, error) {
+		return s.tryAcquire(ctx, key, c, n, sent)
+	})
+}
+
+// acquireFree reads the key node (over conn, or the control session if
+// conn is nil) and, while the key is free, calls try
+// with it and when the first read was sent, until try wins or fails with
+// an error other than errRace. A held key gives a *[tenure.HeldError],
+// unless held, called with the key node, returns true or an error.
+func (s *Store) acquireFree(ctx context.Context, conn *zk.Conn, key string, held func(node, time.Time) (tenure.Lease, bool, error),
+	try func(node, time.Time) (tenure.Lease, error)) (tenure.Lease, error) {
 	sent := time.Now()
 	for {
-		n, err := s.readNode(ctx, key)
+		var n node
+		var err error
+		if conn == nil {
+			n, err = s.readNode(ctx, key)
+		} else {
+			n, err = s.readNodeOn(ctx, conn, key)
+		}
 		if err != nil {
 			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 		}
 		if r := s.recordOf(key, n); r.Held() {
-			s.makeSpare(ttl)
+			if l, ok, err := held(n, sent); ok || err != nil {
+				return l, err
+			}
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
-		l, err := s.tryAcquire(ctx, key, c, n, sent)
+		l, err := try(n, sent)
 		if errors.Is(err, errRace) {
 			continue // read who won, or try again if they are already gone
 		}
@@ -52,101 +75,183 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	}
 }
 
-// tryAcquire opens the grant's session and creates the lease node with it,
-// if the key node is still as prev read it (else errRace). The grant's Wait
-// is the last grant's TTL if that grant's session still lives (its marker
-// node exists: the lease node was deleted from outside), or, if the key
-// node is gone although this Store saw the key granted, the TTL of the last
-// grant it saw.
+// tryAcquire opens the grant's session and creates the lease node with it
+// (see [Store.grantNodes]), if the key node is still as prev read it (else
+// errRace).
 func (s *Store) tryAcquire(ctx context.Context, key string, c tenure.Claim, prev node, sent0 time.Time) (tenure.Lease, error) {
-	identity, ttl := c.Identity, c.TTL
-	g := s.takeSpare(ttl)
+	g := s.takeSpare(c.TTL)
 	if g == nil {
 		var err error
-		if g, err = s.newSession(ctx, ttl); err != nil {
+		if g, err = s.newSession(ctx, c.TTL); err != nil {
 			if errors.Is(err, tenure.ErrInvalid) {
 				return tenure.Lease{}, err
 			}
 			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 		}
 	}
-	g.key, g.identity = key, identity
+	g.key, g.identity = key, c.Identity
 	sid := g.conn.SessionID()
 	g.marker = s.markerPath(key, sid)
-	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(identity, ttl, sid, c.Value)
+	p, err := s.grantNodes(ctx, g.conn, sid, key, c, prev, sent0)
+	if err != nil {
+		// Closing the session also undoes a grant whose reply was lost.
+		g.end(false)
+		if errors.Is(err, errRace) {
+			return tenure.Lease{}, err
+		}
+		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
+	}
+	g.term, g.version = p.term, p.version
+	if !g.start(p.sent) {
+		why := g.lost()
+		g.end(false)
+		return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("the grant ended at once: "+why))
+	}
+	l := tenure.Lease{Key: key, Identity: c.Identity, Term: g.term, TTL: c.TTL, Token: g.token, Value: c.Value, Wait: p.wait}
+	s.seen.Observe(key, l.Term, c.TTL)
+	return l, nil
+}
+
+// placed is a grant's nodes as [Store.grantNodes] created them.
+type placed struct {
+	term    uint64        // the key node's Mzxid
+	version int32         // the key node's version right after the grant
+	sent    time.Time     // when the winning request was sent
+	wait    time.Duration // the grant's Lease.Wait
+	// unsure, with an error, says that the grant may have been made: the
+	// multi-operation was sent and its answer lost.
+	unsure bool
+}
+
+// grantNodes creates, over conn, whose session is sid, key's ephemeral
+// lease node and the grant's ephemeral marker and rewrites the key node in
+// one multi-operation, if the key node is still as prev read it (else
+// errRace). The grant's Wait is the last grant's TTL if that grant's
+// session still lives (its marker node exists: the lease node was deleted
+// from outside), or, if the key node is gone although this Store saw the
+// key granted, the TTL of the last grant it saw.
+func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key string, c tenure.Claim, prev node, sent0 time.Time) (placed, error) {
+	marker := s.markerPath(key, sid)
+	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(c.Identity, c.TTL, sid, c.Value)
 	version := int32(-1)
 	if prev.st != nil {
 		version = prev.st.Version
 	}
 	floor := s.seen.Highest(key)
-	// Whether the last grant's session lives, asked beside the grant.
-	last := decode(prev.data)
-	alive := make(chan bool, 1)
-	if prev.st != nil && last.Session != 0 {
-		go func() {
-			ok, _, err := g.conn.Exists(s.markerPath(key, last.Session))
-			alive <- ok || err != nil // unknown: assume the worst
-		}()
-	} else {
-		alive <- false
+	alive := s.lastAlive(conn, sid, key, prev) // asked beside the grant
+	own := false                               // this session's own marker was in the way
+	if prev.st == nil {                        // a new key: create its node first
+		if err := s.ensure(ctx, conn, kp); err != nil {
+			return placed{}, fmt.Errorf("create the key node: %w", err)
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
 		res, err := call(ctx, func() ([]zk.MultiResponse, error) {
-			return g.conn.Multi(
+			return conn.Multi(
 				&zk.CreateRequest{Path: lp, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
-				&zk.CreateRequest{Path: g.marker, Acl: s.acl, Flags: zk.FlagEphemeral},
+				&zk.CreateRequest{Path: marker, Acl: s.acl, Flags: zk.FlagEphemeral},
 				&zk.SetDataRequest{Path: kp, Data: data, Version: version})
 		})
 		err = multiErr(res, err)
 		switch {
 		case err == nil && len(res) == 3 && res[2].Stat != nil:
-			g.term, g.version = uint64(res[2].Stat.Mzxid), res[2].Stat.Version
-			if !g.start(sent) {
-				why := g.lost()
-				g.end(false)
-				return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("the grant ended at once: "+why))
+			p := placed{term: uint64(res[2].Stat.Mzxid), version: res[2].Stat.Version, sent: sent}
+			p.wait = waitAfter(prev, <-alive, floor, sent0)
+			if own { // this session's own earlier grant may not know yet
+				p.wait = max(p.wait, seen.WaitSince(sent0, c.TTL))
 			}
-			l := tenure.Lease{Key: key, Identity: identity, Term: g.term, TTL: ttl, Token: g.token, Value: c.Value}
-			switch {
-			case <-alive: // deleted from outside: its holder may not know
-				l.Wait = seen.WaitSince(sent0, time.Duration(last.TTL))
-			case prev.st == nil && floor.Term > 0: // the key node is gone
-				l.Wait = seen.WaitSince(sent0, floor.TTL)
-			}
-			s.seen.Observe(key, l.Term, ttl)
-			return l, nil
+			return p, nil
 		case err == nil:
-			g.end(false)
-			return tenure.Lease{}, s.fail(ctx, "acquire", key, errors.New("unexpected multi-operation response"))
+			return placed{}, errors.New("unexpected multi-operation response")
 		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
-			if err := s.ensure(ctx, g.conn, kp); err != nil {
-				g.end(false)
-				return tenure.Lease{}, s.fail(ctx, "acquire (create the key node)", key, err)
+			if err := s.ensure(ctx, conn, kp); err != nil {
+				return placed{}, fmt.Errorf("create the key node: %w", err)
 			}
+		case !own && ownMarkerExists(res):
+			if err := s.takeOwnMarker(ctx, conn, marker); err != nil {
+				return placed{}, err
+			}
+			own = true
 		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion):
-			g.end(false)
-			return tenure.Lease{}, errRace
+			return placed{}, errRace
 		default:
-			// Closing the session also undoes a grant whose reply was lost.
-			g.end(false)
-			return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
+			return placed{unsure: len(res) == 0}, err
 		}
 	}
 }
 
-// ensure creates the persistent node p and its ancestors if they are
-// missing.
+// lastAlive asks over conn, in the background, whether the session of the
+// grant that key node prev names lives on although that grant is gone: its
+// marker exists (the lease node was deleted from outside). A session does
+// not wait for itself: sid is the asking session.
+func (s *Store) lastAlive(conn *zk.Conn, sid int64, key string, prev node) <-chan bool {
+	alive := make(chan bool, 1)
+	last := decode(prev.data)
+	if prev.st == nil || last.Session == 0 || last.Session == sid {
+		alive <- false
+		return alive
+	}
+	go func() {
+		ok, _, err := conn.Exists(s.markerPath(key, last.Session))
+		alive <- ok || err != nil // unknown: assume the worst
+	}()
+	return alive
+}
+
+// waitAfter is the Wait of a grant made after key node prev, Acquire
+// having been sent at sent0: the last grant's TTL if its session lives on
+// (alive), or, if the key node is gone although this Store saw the key
+// granted (floor), the TTL of the last grant it saw.
+func waitAfter(prev node, alive bool, floor seen.Grant, sent0 time.Time) time.Duration {
+	switch {
+	case alive: // deleted from outside: its holder may not know
+		return seen.WaitSince(sent0, time.Duration(decode(prev.data).TTL))
+	case prev.st == nil && floor.Term > 0: // the key node is gone
+		return seen.WaitSince(sent0, floor.TTL)
+	}
+	return 0
+}
+
+// ownMarkerExists reports whether the multi-operation of grantNodes failed
+// because the session's own marker exists: a session of a
+// [tenure.StoreSession] outlives its grants, and the marker of one deleted
+// from outside stays until its holder is told.
+func ownMarkerExists(res []zk.MultiResponse) bool {
+	return len(res) == 3 && !errors.Is(res[0].Error, zk.ErrNodeExists) && errors.Is(res[1].Error, zk.ErrNodeExists)
+}
+
+// takeOwnMarker deletes the session's own marker of an earlier grant of
+// the key, so that it can take the key again; the new grant then waits as
+// any next holder would, since the old grant's holder may not know yet.
+func (s *Store) takeOwnMarker(ctx context.Context, conn *zk.Conn, marker string) error {
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, conn.Delete(marker, -1) })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("delete the session's old marker: %w", err)
+	}
+	return nil
+}
+
+// ensure creates the persistent node p, and its ancestors if they are
+// missing: one request when only p is.
 func (s *Store) ensure(ctx context.Context, conn *zk.Conn, p string) error {
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i := range parts {
-		node := "/" + strings.Join(parts[:i+1], "/")
-		_, err := call(ctx, func() (string, error) { return conn.Create(node, nil, 0, s.acl) })
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	create := func() error {
+		_, err := call(ctx, func() (string, error) { return conn.Create(p, nil, 0, s.acl) })
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	}
+	err := create()
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	if parent := path.Dir(p); parent != "/" {
+		if err := s.ensure(ctx, conn, parent); err != nil {
 			return err
 		}
 	}
-	return nil
+	return create()
 }
 
 // held returns the grant l names, after the checks that Renew and Release
@@ -220,32 +325,53 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	if err != nil {
 		return err
 	}
-	// A key node deleted and created again from outside starts counting
-	// versions afresh: check its zxid first, then its version in the multi.
+	switch err := s.releaseNodes(ctx, g.conn, l.Key, g.term, g.version, g.marker); {
+	case err == nil:
+		g.end(false)
+		return nil
+	case errors.Is(err, errSuperseded):
+		return superseded(g, l)
+	default:
+		return s.failGrant(ctx, "release", g, l, err)
+	}
+}
+
+// errSuperseded reports that the grant to release is no longer the key's.
+var errSuperseded = errors.New("the grant was superseded")
+
+// releaseNodes deletes, over conn, the lease node and marker of key's
+// grant of term term, after which the key node had version version: a
+// read checks that the key node's zxid is still term (a key node deleted
+// and created again from outside starts counting versions afresh), then
+// one multi-operation checks its version and deletes both. It returns
+// errSuperseded if the grant is not the key's any more.
+func (s *Store) releaseNodes(ctx context.Context, conn *zk.Conn, key string, term uint64, version int32, marker string) error {
 	st, err := call(ctx, func() (*zk.Stat, error) {
-		_, st, err := g.conn.Exists(s.keyPath(l.Key))
+		_, st, err := conn.Exists(s.keyPath(key))
 		return st, err
 	})
 	switch {
 	case err != nil:
-		return s.failGrant(ctx, "release", g, l, err)
-	case st == nil || uint64(st.Mzxid) != g.term:
-		return superseded(g, l)
+		return err
+	case st == nil || uint64(st.Mzxid) != term:
+		return errSuperseded
 	}
-	res, err := call(ctx, func() ([]zk.MultiResponse, error) {
-		return g.conn.Multi(
-			&zk.CheckVersionRequest{Path: s.keyPath(l.Key), Version: g.version},
-			&zk.DeleteRequest{Path: s.leasePath(l.Key), Version: -1},
-			&zk.DeleteRequest{Path: g.marker, Version: -1})
-	})
-	switch err = multiErr(res, err); {
-	case err == nil:
-		g.end(false)
-		return nil
-	case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode):
-		return superseded(g, l)
-	default:
-		return s.failGrant(ctx, "release", g, l, err)
+	ops := []any{
+		&zk.CheckVersionRequest{Path: s.keyPath(key), Version: version},
+		&zk.DeleteRequest{Path: s.leasePath(key), Version: -1},
+		&zk.DeleteRequest{Path: marker, Version: -1},
+	}
+	for {
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return conn.Multi(ops...) })
+		switch err = multiErr(res, err); {
+		case len(ops) == 3 && len(res) == 3 && errors.Is(res[2].Error, zk.ErrNoNode) &&
+			!errors.Is(res[0].Error, zk.ErrBadVersion) && !errors.Is(res[1].Error, zk.ErrNoNode):
+			ops = ops[:2] // only the marker is missing (deleted from outside): release without it
+		case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode):
+			return errSuperseded
+		default:
+			return err
+		}
 	}
 }
 
@@ -272,8 +398,13 @@ func (s *Store) readNode(ctx context.Context, key string) (node, error) {
 	if _, err := s.session(ctx); err != nil {
 		return node{}, err
 	}
+	return s.readNodeOn(ctx, s.ctl, key)
+}
+
+// readNodeOn reads the key node over conn.
+func (s *Store) readNodeOn(ctx context.Context, conn *zk.Conn, key string) (node, error) {
 	got, err := call(ctx, func() (node, error) {
-		data, st, err := s.ctl.Get(s.keyPath(key))
+		data, st, err := conn.Get(s.keyPath(key))
 		return node{data, st}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {

@@ -42,13 +42,9 @@ type grant struct {
 // bounded by ctx. It refuses a ttl above what the server grants.
 func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, error) {
 	g := &grant{s: s, ttl: ttl, ready: make(chan struct{}), ended: make(chan struct{}), gate: &dialGate{}}
-	negotiated := make(chan time.Duration, 1)
-	conn, _, err := zk.Connect(s.servers, ttl,
-		zk.WithLogger(logger{secret: s.secret, timeout: negotiated}),
-		zk.WithEventCallback(g.event),
-		zk.WithDialer(cappedDialer(handshakeLimit(ttl), g.gate.dial)))
+	conn, negotiated, err := s.dialSession(ttl, g.event, g.gate)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, err
 	}
 	g.mu.Lock()
 	g.conn = conn
@@ -57,44 +53,67 @@ func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, erro
 		conn.Close()
 		return nil, errors.New("the new ZooKeeper session ended at once")
 	}
-	if err := waitSession(ctx, conn, g.ready); err != nil {
+	if err := s.establish(ctx, conn, g.ready, negotiated, ttl); err != nil {
 		g.end(false)
 		return nil, err
 	}
 	g.mu.Lock()
 	g.sessionID = conn.SessionID()
 	g.mu.Unlock()
+	return g, nil
+}
+
+// dialSession starts a ZooKeeper session with timeout ttl, whose events go
+// to onEvent and whose connections go through gate. It returns at once,
+// with the channel that receives the timeout the server negotiated.
+func (s *Store) dialSession(ttl time.Duration, onEvent zk.EventCallback, gate *dialGate) (*zk.Conn, <-chan time.Duration, error) {
+	negotiated := make(chan time.Duration, 1)
+	conn, _, err := zk.Connect(s.servers, ttl,
+		zk.WithLogger(logger{secret: s.secret, timeout: negotiated}),
+		zk.WithEventCallback(onEvent),
+		zk.WithDialer(cappedDialer(handshakeLimit(ttl), gate.dial)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	return conn, negotiated, nil
+}
+
+// establish waits until conn has its session (ready is closed), bounded by
+// ctx, refuses a session timeout the server negotiated below ttl with an
+// error matching [tenure.ErrInvalid], and adds the store's credentials.
+func (s *Store) establish(ctx context.Context, conn *zk.Conn, ready <-chan struct{}, negotiated <-chan time.Duration, ttl time.Duration) error {
+	if err := waitSession(ctx, conn, ready); err != nil {
+		return err
+	}
 	// The client logs the negotiated timeout right after the session is
 	// established; give it a moment, then go on (an older or newer client
 	// may not log it: then the server's bounds are not checked here).
 	select {
 	case got := <-negotiated:
 		if got < ttl {
-			g.end(false)
-			return nil, fmt.Errorf("%w: ttl %s is above the ZooKeeper servers' maximum session timeout (they granted %s; raise maxSessionTimeout)",
+			return fmt.Errorf("%w: ttl %s is above the ZooKeeper servers' maximum session timeout (they granted %s; raise maxSessionTimeout)",
 				tenure.ErrInvalid, ttl, got)
 		}
 	case <-time.After(100 * time.Millisecond):
 	case <-ctx.Done():
-		g.end(false)
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	if s.auth != nil {
 		if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", s.auth) }); err != nil {
-			g.end(false)
-			return nil, fmt.Errorf("authenticate: %w", err)
+			return fmt.Errorf("authenticate: %w", err)
 		}
 	}
-	return g, nil
+	return nil
 }
 
 // dialGate dials a session's connections and can cut them all for good,
 // leaving the session to expire on the server as a crashed process's
 // would (tests use it to simulate crashes and partitions).
 type dialGate struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
+	mu     sync.Mutex
+	cut    bool
+	paused bool // dials fail until resumed (tests)
+	conns  []net.Conn
 }
 
 var errCut = errors.New("connection cut")
@@ -106,7 +125,7 @@ func (d *dialGate) dial(network, address string, timeout time.Duration) (net.Con
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.cut {
+	if d.cut || d.paused {
 		c.Close()
 		return nil, errCut
 	}
@@ -124,6 +143,23 @@ func (d *dialGate) cutAll() {
 		c.Close()
 	}
 	d.conns = nil
+}
+
+// pause closes the session's connections and makes dials fail until the
+// returned func is called: a network outage that the session survives.
+func (d *dialGate) pause() (resume func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.paused = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
+	return func() {
+		d.mu.Lock()
+		d.paused = false
+		d.mu.Unlock()
+	}
 }
 
 // takeSpare returns the spare session if it suits ttl and is connected,

@@ -40,8 +40,9 @@ type Store struct {
 
 	ctl *zk.Conn // the control session
 
-	mu     sync.Mutex
-	grants map[string]*grant // by Lease.Token
+	mu       sync.Mutex
+	grants   map[string]*grant // by Lease.Token
+	sessions map[*storeSession]struct{}
 
 	seen   seen.Terms // the highest term this Store saw per key
 	spare  *grant     // a session made ready for the next Acquire, or nil
@@ -91,15 +92,16 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 		}
 	}
 	s := &Store{
-		servers: servers,
-		root:    root,
-		acl:     zk.WorldACL(zk.PermAll),
-		where:   strings.Join(servers, ","),
-		grants:  map[string]*grant{},
-		done:    make(chan struct{}),
-		up:      make(chan struct{}),
-		authed:  make(chan struct{}),
-		down:    make(chan struct{}),
+		servers:  servers,
+		root:     root,
+		acl:      zk.WorldACL(zk.PermAll),
+		where:    strings.Join(servers, ","),
+		grants:   map[string]*grant{},
+		sessions: map[*storeSession]struct{}{},
+		done:     make(chan struct{}),
+		up:       make(chan struct{}),
+		authed:   make(chan struct{}),
+		down:     make(chan struct{}),
 	}
 	if u.User != nil {
 		pw, _ := u.User.Password()
@@ -175,9 +177,9 @@ func flip(on, off *chan struct{}) {
 	}
 }
 
-// Close ends every grant this store holds at once (closing their sessions
-// deletes their ephemeral nodes), ends watches, and closes the control
-// session. Later calls return [tenure.ErrClosed]. It waits up to about a
+// Close ends every grant this store holds at once (closing their sessions,
+// and every [tenure.StoreSession] it opened, deletes their ephemeral
+// nodes), ends watches, and closes the control session. Later calls return [tenure.ErrClosed]. It waits up to about a
 // second for ZooKeeper to confirm the sessions closed. Close is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -195,10 +197,17 @@ func (s *Store) Close() error {
 		gs = append(gs, s.spare)
 		s.spare = nil
 	}
+	sss := make([]*storeSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sss = append(sss, ss)
+	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, g := range gs {
 		wg.Go(func() { g.end(true) })
+	}
+	for _, ss := range sss {
+		wg.Go(func() { ss.end("the store was closed", true) })
 	}
 	wg.Go(s.ctl.Close)
 	wg.Wait()

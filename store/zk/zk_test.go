@@ -78,7 +78,8 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		Tamper: tamperOn(t, srv, "/conformance"),
+		Tamper:   tamperOn(t, srv, "/conformance"),
+		Sessions: true,
 	})
 }
 

@@ -1,0 +1,465 @@
+package zk_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/zk"
+)
+
+// openSess opens a session of st for ttl, closed at the end of the test.
+func openSess(t *testing.T, st *zk.Store, ttl time.Duration) tenure.StoreSession {
+	t.Helper()
+	ss, err := st.OpenSession(ctxT(t, 30*time.Second), ttl)
+	if err != nil {
+		t.Fatalf("OpenSession(%s): %v", ttl, err)
+	}
+	t.Cleanup(func() { _ = ss.Close(context.Background()) })
+	return ss
+}
+
+func keepAlive(t *testing.T, ss tenure.StoreSession) []tenure.Lease {
+	t.Helper()
+	gone, err := ss.KeepAlive(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("KeepAlive: %v", err)
+	}
+	return gone
+}
+
+// TestSessionKeepAliveWithoutGrants checks that a session kept alive before
+// its first grant, under a path that does not exist yet, works.
+func TestSessionKeepAliveWithoutGrants(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/fresh-"+fmt.Sprint(time.Now().UnixNano()))
+	ss := openSess(t, st, 2*time.Second)
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive of an empty session reported gone: %+v", gone)
+	}
+	l, err := ss.Acquire(ctxT(t, 10*time.Second), "k", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive reported gone: %+v (grant %+v)", gone, l)
+	}
+}
+
+// TestSessionBadTTLAndClosedStore checks a TTL the server cannot honour,
+// and the errors after the store's Close.
+func TestSessionBadTTLAndClosedStore(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/sessbad")
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := st.OpenSession(ctx, 2*time.Minute); !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("OpenSession above maxSessionTimeout: %v, want ErrInvalid", err)
+	}
+	if _, err := st.OpenSession(ctx, 0); !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("OpenSession(0): %v, want ErrInvalid", err)
+	}
+	ss := openSess(t, st, 2*time.Second)
+	l, err := ss.Acquire(ctx, "k", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := ss.KeepAlive(ctx); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("KeepAlive after the store closed: %v, want ErrClosed", err)
+	}
+	if _, err := ss.Acquire(ctx, "k2", "alpha", ""); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Acquire after the store closed: %v, want ErrClosed", err)
+	}
+	if err := ss.Release(ctx, l); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("Release after the store closed: %v, want ErrClosed", err)
+	}
+	if _, err := st.OpenSession(ctx, time.Second); !errors.Is(err, tenure.ErrClosed) {
+		t.Fatalf("OpenSession after the store closed: %v, want ErrClosed", err)
+	}
+	// The store's Close closed the session: the key is free at once.
+	b := open(t, "zk://"+srv.Addr+"/sessbad")
+	if _, err := b.Acquire(ctx, "k", "beta", time.Second); err != nil {
+		t.Fatalf("Acquire after the session's store closed: %v", err)
+	}
+}
+
+// TestSessionOverwrittenOrDeletedFromOutside checks that every way of
+// taking a grant away from outside is reported by the next keep-alive, and
+// that the session can take the key again afterwards.
+func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
+	srv := server(t)
+	tm := tamperOn(t, srv, "/sesstamper")
+	st := open(t, "zk://"+srv.Addr+"/sesstamper")
+	ss := openSess(t, st, 5*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	keys := []string{"deleted", "overwritten", "all-deleted", "kept"}
+	leases := map[string]tenure.Lease{}
+	for _, k := range keys {
+		l, err := ss.Acquire(ctx, k, "alpha", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[k] = l
+	}
+	tm.DeleteGrant(t, "deleted")
+	tm.OverwriteGrant(t, "overwritten", "mallory")
+	tm.DeleteAll(t, "all-deleted")
+	gone := keepAlive(t, ss)
+	got := map[string]bool{}
+	for _, l := range gone {
+		if l != leases[l.Key] {
+			t.Errorf("gone lease %+v is not the grant %+v", l, leases[l.Key])
+		}
+		got[l.Key] = true
+	}
+	if len(gone) != 3 || !got["deleted"] || !got["overwritten"] || !got["all-deleted"] {
+		t.Fatalf("KeepAlive reported gone %+v, want the three keys taken away", gone)
+	}
+	if err := ss.Release(ctx, leases["deleted"]); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Release of a grant reported gone: %v, want ErrLost", err)
+	}
+	// The session takes the deleted key again (its old marker is gone or
+	// taken back), with a term above the old one.
+	l, err := ss.Acquire(ctx, "deleted", "alpha", "")
+	if err != nil {
+		t.Fatalf("Acquire again in the same session: %v", err)
+	}
+	if l.Term <= leases["deleted"].Term {
+		t.Fatalf("term went from %d to %d", leases["deleted"].Term, l.Term)
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive after taking the key again reported gone: %+v", gone)
+	}
+}
+
+// TestSessionRetakesOwnDeletedGrant checks that a session whose grant was
+// deleted from outside can take the key again before a keep-alive told it,
+// that the new grant waits for the old one's window, and that the old
+// grant is still reported gone.
+func TestSessionRetakesOwnDeletedGrant(t *testing.T) {
+	srv := server(t)
+	tm := tamperOn(t, srv, "/sessretake")
+	st := open(t, "zk://"+srv.Addr+"/sessretake")
+	ss := openSess(t, st, 3*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	old, err := ss.Acquire(ctx, "k", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.DeleteGrant(t, "k")
+	l, err := ss.Acquire(ctx, "k", "alpha", "")
+	if err != nil {
+		t.Fatalf("Acquire again before a keep-alive: %v", err)
+	}
+	if l.Term <= old.Term || l.Wait < old.TTL || l.Wait > old.TTL+time.Second {
+		t.Fatalf("the new grant has term %d wait %s, want a term above %d and a wait of about %s", l.Term, l.Wait, old.Term, old.TTL)
+	}
+	gone := keepAlive(t, ss)
+	if len(gone) != 1 || gone[0] != old {
+		t.Fatalf("KeepAlive reported gone %+v, want just the old grant %+v", gone, old)
+	}
+	if err := ss.Release(ctx, l); err != nil {
+		t.Fatalf("Release of the new grant: %v", err)
+	}
+}
+
+// TestSessionKeepAliveRacesRelease releases grants while keep-alives run:
+// no released grant is reported gone, and nothing fails.
+func TestSessionKeepAliveRacesRelease(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/sessrace")
+	ss := openSess(t, st, 5*time.Second)
+	ctx := ctxT(t, 60*time.Second)
+	const n = 100
+	leases := make([]tenure.Lease, n)
+	for i := range leases {
+		l, err := ss.Acquire(ctx, fmt.Sprintf("k%d", i), "alpha", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[i] = l
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, n+1)
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			gone, err := ss.KeepAlive(ctx)
+			if err != nil || len(gone) != 0 {
+				errs <- fmt.Errorf("KeepAlive during releases: gone %+v, err %v", gone, err)
+				return
+			}
+		}
+	})
+	var rel sync.WaitGroup
+	for _, l := range leases {
+		rel.Go(func() {
+			if err := ss.Release(ctx, l); err != nil {
+				errs <- fmt.Errorf("Release(%q): %v", l.Key, err)
+			}
+		})
+	}
+	rel.Wait()
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive after the releases reported gone: %+v", gone)
+	}
+	b := open(t, "zk://"+srv.Addr+"/sessrace")
+	for _, l := range leases[:3] {
+		if _, err := b.Acquire(ctx, l.Key, "beta", time.Second); err != nil {
+			t.Fatalf("Acquire of a released key: %v", err)
+		}
+	}
+}
+
+// TestSessionCutOff cuts a session's connections as a crash or a partition
+// would: ZooKeeper expires it, freeing its keys within the TTL (and a tick)
+// of its last keep-alive, and the session's KeepAlive then reports it lost.
+func TestSessionCutOff(t *testing.T) {
+	srv := server(t)
+	a := open(t, "zk://"+srv.Addr+"/sesscut")
+	b := open(t, "zk://"+srv.Addr+"/sesscut")
+	const ttl = 2 * time.Second
+	ss := openSess(t, a, ttl)
+	ctx := ctxT(t, 30*time.Second)
+	l, err := ss.Acquire(ctx, "k", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	keepAlive(t, ss)
+	zk.CrashSession(ss)
+	for {
+		l2, err := b.Acquire(ctx, "k", "beta", time.Second)
+		if err == nil {
+			if l2.Term <= l.Term || l2.Wait != 0 {
+				t.Fatalf("the grant after the session expired: term %d wait %s, want a term above %d and no wait", l2.Term, l2.Wait, l.Term)
+			}
+			break
+		}
+		if !errors.Is(err, tenure.ErrHeld) {
+			t.Fatal(err)
+		}
+		if time.Since(sent) > ttl+time.Second {
+			t.Fatalf("the key of a cut-off session is still held %s after its last keep-alive", time.Since(sent))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if time.Since(sent) < ttl-testserver.ZKTickTime {
+		t.Fatalf("the key of a cut-off session was free after %s, before its TTL %s", time.Since(sent), ttl)
+	}
+	kctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := ss.KeepAlive(kctx); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("KeepAlive of the expired session: %v, want ErrLost", err)
+	}
+}
+
+// TestSessionServerRestart stops the server under two sessions: the one
+// whose TTL outlasts the outage lives on with its grants once the server is
+// back; the other is ended by the store when its TTL passes without a
+// keep-alive, and ZooKeeper frees its keys after the restart.
+func TestSessionServerRestart(t *testing.T) {
+	srv := server(t)
+	a := open(t, "zk://"+srv.Addr+"/sessrestart")
+	b := open(t, "zk://"+srv.Addr+"/sessrestart")
+	ctx := ctxT(t, 90*time.Second)
+	long, short := openSess(t, a, 40*time.Second), openSess(t, a, 2*time.Second)
+	ll, err := long.Acquire(ctx, "long", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := short.Acquire(ctx, "short", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepAlive(t, short)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		kctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err := short.KeepAlive(kctx)
+		cancel()
+		if errors.Is(err, tenure.ErrLost) {
+			break
+		}
+		if err == nil {
+			t.Fatal("KeepAlive succeeded with the server down")
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the short session did not end while the server was down: %v", err)
+		}
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		kctx, cancel := context.WithTimeout(ctx, time.Second)
+		gone, err := long.KeepAlive(kctx)
+		cancel()
+		if err == nil {
+			if len(gone) != 0 {
+				t.Fatalf("KeepAlive after the restart reported gone: %+v", gone)
+			}
+			break
+		}
+		if errors.Is(err, tenure.ErrLost) || ctx.Err() != nil {
+			t.Fatalf("the long session did not survive the restart: %v", err)
+		}
+	}
+	if r, err := b.Get(ctx, "long"); err != nil || r.Holder != "alpha" || r.Term != ll.Term {
+		t.Fatalf("the long session's grant after the restart: %+v, %v", r, err)
+	}
+	for {
+		l2, err := b.Acquire(ctx, "short", "beta", time.Second)
+		if err == nil {
+			if l2.Term <= ls.Term {
+				t.Fatalf("term went from %d to %d", ls.Term, l2.Term)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the ended session's key was never freed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSessionReleaseWithoutMarker checks that a grant whose marker node was
+// deleted from outside is still released, rather than left in place.
+func TestSessionReleaseWithoutMarker(t *testing.T) {
+	srv := server(t)
+	raw := rawConn(t, srv)
+	st := open(t, "zk://"+srv.Addr+"/sessmarker")
+	ss := openSess(t, st, 5*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	l, err := ss.Acquire(ctx, "k", "alpha", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("%s.s%x", zk.KeyPath("/sessmarker", "k"), uint64(zk.SessionID(ss)))
+	if err := raw.Delete(marker, -1); err != nil {
+		t.Fatalf("delete the marker %s: %v", marker, err)
+	}
+	if err := ss.Release(ctx, l); err != nil {
+		t.Fatalf("Release without a marker: %v", err)
+	}
+	if r, err := st.Get(ctx, "k"); err != nil || r.Held() {
+		t.Fatalf("after the release: %+v, %v", r, err)
+	}
+}
+
+// TestSessionGoneWhileDisconnected takes a grant away while the session's
+// connection is down: the first KeepAlive that succeeds after the client
+// reconnected reports it.
+func TestSessionGoneWhileDisconnected(t *testing.T) {
+	srv := server(t)
+	tm := tamperOn(t, srv, "/sessdisc")
+	st := open(t, "zk://"+srv.Addr+"/sessdisc")
+	ss := openSess(t, st, 10*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	var leases []tenure.Lease
+	for i := range 50 {
+		l, err := ss.Acquire(ctx, fmt.Sprint("k", i), "alpha", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	keepAlive(t, ss)
+	resume := zk.PauseSession(ss)
+	tm.DeleteGrant(t, "k7")
+	tm.OverwriteGrant(t, "k9", "mallory")
+	kctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err := ss.KeepAlive(kctx)
+	cancel()
+	if err == nil || errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("KeepAlive while disconnected: %v, want a transient error", err)
+	}
+	resume()
+	for {
+		kctx, cancel := context.WithTimeout(ctx, time.Second)
+		gone, err := ss.KeepAlive(kctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, tenure.ErrLost) || ctx.Err() != nil {
+				t.Fatalf("KeepAlive after the reconnection: %v", err)
+			}
+			continue
+		}
+		if len(gone) != 2 || gone[0].Key == gone[1].Key || gone[0] != leases[7] && gone[0] != leases[9] ||
+			gone[1] != leases[7] && gone[1] != leases[9] {
+			t.Fatalf("the first KeepAlive after the reconnection reported gone %+v, want k7 and k9", gone)
+		}
+		break
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("the next KeepAlive reported gone %+v", gone)
+	}
+}
+
+// TestSessionLostAnswer checks what follows an Acquire whose answer was
+// lost after ZooKeeper made the grant: the next Acquire of the key in the
+// session takes the grant up (without a wait, the key having been free),
+// and otherwise the session deletes it in the background.
+func TestSessionLostAnswer(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/sesslost")
+	b := open(t, "zk://"+srv.Addr+"/sesslost")
+	ss := openSess(t, st, 5*time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	if err := zk.GrantUntracked(ctx, ss, "adopted", "alpha", false); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ss.Acquire(ctx, "adopted", "alpha", "")
+	if err != nil {
+		t.Fatalf("Acquire of the session's untracked grant: %v", err)
+	}
+	if r := mustRecord(t, b, "adopted"); r.Holder != "alpha" || r.Term != l.Term || l.Wait != 0 {
+		t.Fatalf("adopted lease %+v, record %+v: want the record's term and no wait", l, r)
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive reported gone %+v", gone)
+	}
+	if err := ss.Release(ctx, l); err != nil {
+		t.Fatalf("Release of the adopted grant: %v", err)
+	}
+	if err := zk.GrantUntracked(ctx, ss, "undone", "alpha", true); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := b.Acquire(ctx, "undone", "beta", time.Second)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, tenure.ErrHeld) || ctx.Err() != nil {
+			t.Fatalf("the untracked grant was not undone: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustRecord(t *testing.T, st *zk.Store, key string) tenure.Record {
+	t.Helper()
+	r, err := st.Get(ctxT(t, 10*time.Second), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
