@@ -215,12 +215,13 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 	if err != nil {
 		return grant{}, err
 	}
+	sent := c.Clock.Now()
 	lease, err := g.ss.Acquire(ctx, c.Key, c.Identity, c.Value)
 	if err != nil {
 		return grant{}, err
 	}
 	sg := &sessionGrant{lease: lease, e: e, gen: g, lost: make(chan error, 1)}
-	deadline, err := g.add(sg)
+	deadline, err := g.add(sg, sent)
 	if err != nil {
 		// The session ended while the grant was being made, or the grant
 		// already led: give it back.

@@ -181,6 +181,7 @@ func (s *Session) openGeneration(ctx context.Context) (*generation, error) {
 	}
 	g := &generation{s: s, ss: ss, done: make(chan struct{}), closed: make(chan struct{}),
 		sent: sent, deadline: sent.Add(c.RenewDeadline), grants: map[*sessionGrant]struct{}{}}
+	g.settle(c.Clock.Now(), g.deadline)
 	if !c.Clock.Now().Before(g.deadline) {
 		g.end(fmt.Errorf("%w (opening the session took longer than the renew deadline)", ErrRenewDeadline))
 		return nil, g.cause

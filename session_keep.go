@@ -22,14 +22,27 @@ type generation struct {
 	deadline time.Time // sent + RenewDeadline
 	grants   map[*sessionGrant]struct{}
 	used     map[string]uint64 // the highest term of each key handed to an elector
-	cause    error             // why it ended; set before done is closed
-	ending   bool              // end was called
-	shut     bool              // the store session is being closed
+	kaSent   uint64            // keep-alives sent so far
+	// settled is the last few deadlines, with when each was known: a
+	// grant is covered by a keep-alive only if the store had the grant
+	// before the keep-alive arrived.
+	settled []settledDeadline
+	cause   error // why it ended; set before done is closed
+	ending  bool  // end was called
+	shut    bool  // the store session is being closed
 }
+
+// settledDeadline is a deadline and when the keep-alive (or the
+// OpenSession) that set it had returned.
+type settledDeadline struct{ at, deadline time.Time }
+
+// settledKept is how many settled deadlines a generation remembers.
+const settledKept = 4
 
 // sessionGrant is one grant of an elector in a generation.
 type sessionGrant struct {
 	lease Lease
+	seq   uint64 // keep-alives sent before the grant was added
 	e     *Elector
 	gen   *generation
 	term  *Term      // nil until the elector leads
@@ -45,11 +58,16 @@ func (sg *sessionGrant) notify(cause error) {
 // add registers a grant made in the generation and returns the deadline
 // its term starts from: the generation's. It fails with the cause if the
 // generation already ended, and if the grant already led once.
-func (g *generation) add(sg *sessionGrant) (time.Time, error) {
+func (g *generation) add(sg *sessionGrant, sent time.Time) (time.Time, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ending {
 		return time.Time{}, g.cause
+	}
+	deadline, ok := g.coveredSince(sent)
+	if !ok {
+		return time.Time{}, fmt.Errorf("tenure: keep-alives of the session kept completing during the acquisition of %q: %w",
+			sg.lease.Key, ErrUnavailable)
 	}
 	l := sg.lease
 	if g.used[l.Key] >= l.Term {
@@ -62,18 +80,30 @@ func (g *generation) add(sg *sessionGrant) (time.Time, error) {
 		g.used = map[string]uint64{}
 	}
 	g.used[l.Key] = l.Term
+	sg.seq = g.kaSent
 	g.grants[sg] = struct{}{}
-	return g.deadline, nil
+	return deadline, nil
 }
 
-// lead attaches the leader's term to sg, so that keep-alives extend it,
-// and moves it to the generation's current deadline.
+// coveredSince returns the deadline of the last keep-alive (or the
+// OpenSession) that had returned by sent, when an acquisition was sent:
+// the store had its effect before it had the grant, so it covers the
+// grant whatever the store. A keep-alive still in flight then may not.
+// Called with g.mu held.
+func (g *generation) coveredSince(sent time.Time) (time.Time, bool) {
+	for i := len(g.settled) - 1; i >= 0; i-- {
+		if !g.settled[i].at.After(sent) {
+			return g.settled[i].deadline, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// lead attaches the leader's term to sg, so that keep-alives extend it.
 func (g *generation) lead(sg *sessionGrant, t *Term) {
 	g.mu.Lock()
 	sg.term = t
-	d := g.deadline
 	g.mu.Unlock()
-	t.extend(d)
 }
 
 // forget removes sg, releasing its grant first unless it is known gone;
@@ -226,6 +256,7 @@ func (g *generation) keep(ctx context.Context) {
 	due := c.Clock.NewTimer(deadline.Sub(c.Clock.Now()))
 	defer due.Stop()
 	type result struct {
+		k    uint64 // which keep-alive
 		sent time.Time
 		gone []Lease
 		err  error
@@ -247,6 +278,10 @@ func (g *generation) keep(ctx context.Context) {
 			}
 			busy = true
 			at := c.Clock.Now()
+			g.mu.Lock()
+			g.kaSent++
+			k := g.kaSent
+			g.mu.Unlock()
 			limit := at.Add(c.RequestTimeout)
 			if deadline.Before(limit) {
 				limit = deadline
@@ -255,7 +290,7 @@ func (g *generation) keep(ctx context.Context) {
 			go func() {
 				defer cancel()
 				gone, err := g.ss.KeepAlive(rctx)
-				results <- result{at, gone, err}
+				results <- result{k, at, gone, err}
 			}()
 		case r := <-results:
 			busy = false
@@ -265,7 +300,7 @@ func (g *generation) keep(ctx context.Context) {
 				deadline = r.sent.Add(c.RenewDeadline)
 				due.Reset(deadline.Sub(now))
 				tick.Reset(c.RenewInterval - now.Sub(r.sent))
-				g.extended(r.sent, now, deadline, r.gone)
+				g.extended(r.k, r.sent, now, deadline, r.gone)
 			case r.err == nil:
 				g.end(fmt.Errorf("%w (the session's keep-alive succeeded too late)", ErrRenewDeadline))
 			case errors.Is(r.err, ErrLost):
@@ -278,9 +313,17 @@ func (g *generation) keep(ctx context.Context) {
 	}
 }
 
+// settle remembers deadline, known at now. Called with g.mu held.
+func (g *generation) settle(now, deadline time.Time) {
+	g.settled = append(g.settled, settledDeadline{now, deadline})
+	if len(g.settled) > settledKept {
+		g.settled = g.settled[len(g.settled)-settledKept:]
+	}
+}
+
 // extended moves every grant's deadline after a successful keep-alive and
 // ends the grants the store reported gone.
-func (g *generation) extended(sent, now, deadline time.Time, gone []Lease) {
+func (g *generation) extended(k uint64, sent, now, deadline time.Time, gone []Lease) {
 	type key struct {
 		k string
 		t uint64
@@ -291,13 +334,15 @@ func (g *generation) extended(sent, now, deadline time.Time, gone []Lease) {
 	}
 	g.mu.Lock()
 	g.sent, g.deadline = sent, deadline
+	g.settle(now, deadline)
 	var ended []*sessionGrant
 	for sg := range g.grants {
 		if goneSet[key{sg.lease.Key, sg.lease.Term}] {
 			ended = append(ended, sg)
 			continue
 		}
-		if sg.term != nil {
+		// Keep-alive k covers only the grants added before it was sent.
+		if sg.term != nil && sg.seq < k {
 			sg.term.extend(deadline)
 			sg.e.renewed(sent, now, deadline)
 		}

@@ -22,6 +22,8 @@ type counted struct {
 	*memory.Store
 	renews, opens, keepAlives atomic.Int64
 	partitioned               atomic.Bool
+	// gate, if set, holds every keep-alive until it is closed.
+	gate atomic.Pointer[chan struct{}]
 
 	mu       sync.Mutex
 	lastSent time.Time // when the last successful keep-alive was sent
@@ -82,6 +84,9 @@ func (s *countedSession) Close(ctx context.Context) error {
 func (s *countedSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	s.c.keepAlives.Add(1)
 	sent := time.Now()
+	if g := s.c.gate.Load(); g != nil {
+		<-*g
+	}
 	if err := s.c.cut(ctx); err != nil {
 		return nil, err
 	}
@@ -315,4 +320,43 @@ func TestSessionConfigErrors(t *testing.T) {
 	if _, err := tenure.New(cfg); !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), "Config.Store") {
 		t.Errorf("New with a store other than the session's: %v, want ErrInvalid naming Config.Store", err)
 	}
+}
+
+func TestSessionKeepAliveInFlightDoesNotCoverAGrantMadeMeanwhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &counted{Store: memory.New(nil)}
+		s := newSession(t, st)
+		first := startFleet(t, s, 1) // k0: opens the session
+		<-first.book.began
+		gate := make(chan struct{})
+		st.gate.Store(&gate)
+		kas := st.keepAlives.Load()
+		for st.keepAlives.Load() == kas {
+			time.Sleep(10 * time.Millisecond) // until a keep-alive is in flight
+		}
+		cfg := config(nil, "p1")
+		cfg.Store, cfg.TTL, cfg.Session, cfg.Key = nil, 0, s, "late"
+		e := newElector(t, cfg)
+		b := newBook()
+		r := start(e, b.task("late", nil))
+		<-b.began
+		before := e.Status().Deadline
+		st.gate.Store(nil)
+		close(gate) // the keep-alive in flight returns
+		synctest.Wait()
+		if got := e.Status().Deadline; !got.Equal(before) {
+			t.Errorf("a keep-alive sent before the grant was made moved its deadline by %s", got.Sub(before))
+		}
+		if got := first.electors[0].Status().Deadline; !got.After(before) {
+			t.Errorf("the keep-alive did not move the deadline of the grant it covered")
+		}
+		time.Sleep(s.Config().RenewInterval) // the next keep-alive covers it
+		synctest.Wait()
+		if got := e.Status().Deadline; !got.After(before) {
+			t.Errorf("the next keep-alive did not move the late grant's deadline")
+		}
+		r.cancel()
+		<-r.done
+		first.stop(t, s)
+	})
 }
