@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -25,11 +26,19 @@ type session struct {
 	ttl    time.Duration
 	keep   chan struct{} // a one-slot lock: one keep-alive at a time
 
-	mu     sync.Mutex
-	epoch  uint64            // counts keep-alives sent
-	grants map[string]*grant // by key
-	ended  error             // why the session ended, nil while it lives
+	mu       sync.Mutex
+	epoch    uint64            // counts keep-alives sent
+	grants   map[string]*grant // by key
+	doubtful []doubt           // grants that may exist unknown to the caller
+	ended    error             // why the session ended, nil while it lives
 }
+
+// doubt is a grant of the session that may exist though its caller was
+// told otherwise: an Acquire whose reply was lost, a Release that failed.
+// Keep-alives would keep it for as long as the session lives, holding
+// the key from everybody, its own elector included; the next keep-alive
+// releases it instead.
+type doubt struct{ key, token string }
 
 // grant is one grant of a session, as a keep-alive judges it.
 type grant struct {
@@ -117,6 +126,7 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 		})
 		switch {
 		case err != nil:
+			ss.doubt(key, token)
 			return tenure.Lease{}, s.fail(ctx, "session acquire", err)
 		case !live:
 			return tenure.Lease{}, ss.end(fmt.Errorf("%w: the session expired or was closed", tenure.ErrLost))
@@ -141,6 +151,13 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	}
 	s.seen.Observe(key, r.Term, r.TTL)
 	return tenure.Lease{}, &tenure.HeldError{Record: r}
+}
+
+// doubt records a grant that may exist unknown to the caller.
+func (ss *session) doubt(key, token string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.doubtful = append(ss.doubtful, doubt{key, token})
 }
 
 // add records a grant made in the session. A keep-alive sent before it was
@@ -171,42 +188,72 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	}
 	ss.mu.Lock()
 	ss.epoch++
-	epoch := ss.epoch
+	epoch, doubts := ss.epoch, ss.doubtful
 	ss.mu.Unlock()
-	s := ss.s
-	type renewed struct {
-		key  string
-		term int64
-	}
-	var live bool
-	var rows []renewed
+	var k keepResult
 	err := retry(ctx, func() error {
-		b := &pgx.Batch{}
-		b.Queue(s.sessions.q.keepSession, ss.id).Exec(func(tag pgconn.CommandTag) error {
-			live = tag.RowsAffected() == 1
-			return nil
-		})
-		b.Queue(s.sessions.q.keepGrants, ss.id, ss.prefix).Query(func(r pgx.Rows) error {
-			var err error
-			rows, err = pgx.CollectRows(r, func(row pgx.CollectableRow) (renewed, error) {
-				var x renewed
-				return x, row.Scan(&x.key, &x.term)
-			})
-			return err
-		})
-		return s.pool.SendBatch(ctx, b).Close()
+		k = keepResult{}
+		return ss.s.pool.SendBatch(ctx, ss.keepBatch(doubts, &k)).Close()
 	})
 	if err != nil {
-		return nil, s.fail(ctx, "session keep-alive", err)
+		return nil, ss.s.fail(ctx, "session keep-alive", err)
 	}
-	if !live {
+	ss.mu.Lock()
+	ss.doubtful = ss.doubtful[len(doubts):]
+	ss.mu.Unlock()
+	if !k.live {
 		return nil, ss.end(fmt.Errorf("%w: the session expired or was closed", tenure.ErrLost))
 	}
 	return ss.judge(epoch, func(mark func(key string, term uint64)) {
-		for _, r := range rows {
+		for _, r := range k.renewed {
 			mark(r.key, uint64(r.term))
 		}
 	}), nil
+}
+
+// keepResult is what a keep-alive learns.
+type keepResult struct {
+	live    bool // the session lived, and now lives a TTL longer
+	renewed []renewedGrant
+}
+
+// renewedGrant is a row a keep-alive extended.
+type renewedGrant struct {
+	key  string
+	term int64
+}
+
+// keepBatch returns the statements of a keep-alive, in lock order: the
+// session's row, then the rows of grants in doubt (released), then every
+// row of the session (extended); they fill in k.
+func (ss *session) keepBatch(doubts []doubt, k *keepResult) *pgx.Batch {
+	s := ss.s
+	b := &pgx.Batch{}
+	b.Queue(s.sessions.q.keepSession, ss.id).Exec(func(tag pgconn.CommandTag) error {
+		k.live = tag.RowsAffected() == 1
+		return nil
+	})
+	if len(doubts) > 0 {
+		keys, tokens := make([]string, len(doubts)), make([]string, len(doubts))
+		for i, d := range doubts {
+			keys[i], tokens[i] = d.key, d.token
+		}
+		b.Queue(s.sessions.q.releaseDoubtful, keys, tokens, s.channel).QueryRow(func(r pgx.Row) error {
+			var released int64
+			return r.Scan(&released)
+		})
+	}
+	b.Queue(s.sessions.q.keepGrants, ss.id, ss.prefix).Query(func(r pgx.Rows) error {
+		for r.Next() {
+			k.renewed = append(k.renewed, renewedGrant{})
+			x := &k.renewed[len(k.renewed)-1]
+			if err := r.Scan(&x.key, &x.term); err != nil {
+				return err
+			}
+		}
+		return r.Err()
+	})
+	return b
 }
 
 // judge marks the grants that keep-alive epoch renewed (each reported to
@@ -231,14 +278,19 @@ func (ss *session) judge(epoch uint64, renewed func(mark func(key string, term u
 }
 
 // Release implements [tenure.StoreSession]: it forgets l, then releases it
-// as [Store.Release] does.
+// as [Store.Release] does. If that fails other than with ErrLost, the
+// next keep-alive releases it.
 func (ss *session) Release(ctx context.Context, l tenure.Lease) error {
 	ss.mu.Lock()
 	if g := ss.grants[l.Key]; g != nil && g.lease.Term == l.Term {
 		delete(ss.grants, l.Key)
 	}
 	ss.mu.Unlock()
-	return ss.s.Release(ctx, l)
+	err := ss.s.Release(ctx, l)
+	if err != nil && !errors.Is(err, tenure.ErrLost) && !errors.Is(err, tenure.ErrClosed) && l.Token != "" {
+		ss.doubt(l.Key, l.Token)
+	}
+	return err
 }
 
 // Close implements [tenure.StoreSession]. It is one transaction of two

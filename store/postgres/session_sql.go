@@ -27,6 +27,7 @@ type sessionQueries struct {
 	open, acquire                 string
 	keepSession, keepGrants       string
 	closeSession, releaseSessions string
+	releaseDoubtful               string
 }
 
 // maxIdent is PostgreSQL's longest identifier, in bytes.
@@ -129,6 +130,15 @@ FROM ` + s + ` AS s
 WHERE s.id = $1 AND s.expires_at > now()
 	AND l.session = $1 AND starts_with(l.token, $2) AND l.holder <> '' AND l.expires_at > now()
 RETURNING l.key, l.term`
+	// Grants in doubt (see doubt), by key and token.
+	q.releaseDoubtful = `WITH released AS (
+	UPDATE ` + t + ` SET holder = '', token = '', ttl_ns = 0, expires_at = NULL, value = ''
+	WHERE key = ANY($1::text[]) AND token = ANY($2::text[]) AND holder <> ''
+	RETURNING key
+), notified AS (
+	SELECT pg_notify($3, key) FROM released
+)
+SELECT count(*) FROM notified`
 	q.closeSession = `DELETE FROM ` + s + ` WHERE id = $1 RETURNING expires_at > now()`
 	q.releaseSessions = `WITH released AS (
 	UPDATE ` + t + ` SET holder = '', token = '', ttl_ns = 0, expires_at = NULL, value = ''

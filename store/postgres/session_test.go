@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +46,7 @@ func keepAlive(t *testing.T, ss tenure.StoreSession) []tenure.Lease {
 }
 
 // sqlConn is a plain connection to the test server, as psql would be.
-func sqlConn(t *testing.T) *pgx.Conn {
+func sqlConn(t testing.TB) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(ctxFor(t), server(t).URL())
 	if err != nil {
@@ -356,5 +357,130 @@ func TestDerivedNames(t *testing.T) {
 	}
 	if n := postgres.DerivedName("leases", "_sessions"); n != "leases_sessions" {
 		t.Fatalf("short name derived as %q", n)
+	}
+}
+
+// Two processes lead keys through a tenure.Session each. The first
+// crashes (its store closes without releasing anything): every key fails
+// over to the second within about a TTL, and no task of the second starts
+// before the first's task for that key was cancelled.
+func TestSessionElectorsFailOver(t *testing.T) {
+	const keys, ttl = 20, time.Second
+	table := randomName("sess_fail_")
+	quiet := slog.New(slog.DiscardHandler)
+	var mu sync.Mutex
+	ended := map[string]time.Time{} // when the first process's task for a key ended
+	var overlaps []string
+	run := func(st *postgres.Store, first bool, led chan<- string) (stop func()) {
+		sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for i := range keys {
+			key := fmt.Sprintf("shard-%d", i)
+			e, err := tenure.New(tenure.Config{Store: st, Session: sess, TTL: ttl, Key: key, Identity: fmt.Sprint(first), Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				_ = e.Run(ctx, func(ctx context.Context) error {
+					mu.Lock()
+					if end, ok := ended[key]; !first && (!ok || time.Now().Before(end)) {
+						overlaps = append(overlaps, key)
+					}
+					mu.Unlock()
+					led <- key
+					<-ctx.Done()
+					if first {
+						mu.Lock()
+						ended[key] = time.Now()
+						mu.Unlock()
+					}
+					return nil
+				})
+			})
+		}
+		return func() {
+			cancel()
+			wg.Wait()
+			_ = sess.Close(context.Background())
+		}
+	}
+	a, b := openTable(t, table), openTable(t, table)
+	ledA, ledB := make(chan string, keys), make(chan string, keys)
+	stopA := run(a, true, ledA)
+	defer stopA()
+	for range keys {
+		<-ledA
+	}
+	stopB := run(b, false, ledB)
+	defer stopB()
+	time.Sleep(ttl) // the second process campaigns, watching every key
+	crash := time.Now()
+	_ = a.Close()
+	for i := range keys {
+		select {
+		case <-ledB:
+		case <-time.After(ttl + 3*time.Second):
+			t.Fatalf("%d of %d keys failed over within %s of the crash", i, keys, time.Since(crash))
+		}
+	}
+	took := time.Since(crash)
+	t.Logf("%d keys failed over in %s (TTL %s)", keys, took, ttl)
+	if took > ttl+time.Second {
+		t.Errorf("failover took %s, more than the TTL %s and a second", took, ttl)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(overlaps) > 0 {
+		t.Fatalf("the second process led %v before the first's task ended", overlaps)
+	}
+}
+
+// A grant made by an Acquire whose reply never came (here: its context
+// ended while the statement waited for a lock, which the server then got
+// and committed) is unknown to its caller. Keep-alives must not keep it
+// for the session's whole life, holding the key from everybody: the next
+// one releases it.
+func TestSessionReleasesGrantsInDoubt(t *testing.T) {
+	table := randomName("sess_doubt_")
+	st, b := openTable(t, table), openTable(t, table)
+	ss := openSessionOn(t, st, time.Minute)
+	key := randomName("k")
+	conn := sqlConn(t)
+	tx, err := conn.Begin(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctxFor(t), `SELECT 1 FROM `+pgx.Identifier{st.SessionsTable()}.Sanitize()+` WHERE id = $1 FOR UPDATE`,
+		postgres.SessionID(ss)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctxFor(t), 300*time.Millisecond)
+	defer cancel()
+	if _, err := ss.Acquire(ctx, key, "alpha", ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire blocked behind the lock: %v, want a deadline error", err)
+	}
+	if err := tx.Commit(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !get(t, b, key).Held() {
+		if time.Now().After(deadline) {
+			t.Skip("the server did not commit the abandoned Acquire: nothing in doubt to release")
+		}
+		time.Sleep(20 * time.Millisecond) // the abandoned statement commits on its own time
+	}
+	if gone := keepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive reported %+v gone: the caller never had it", gone)
+	}
+	if r := get(t, b, key); r.Held() {
+		t.Fatalf("the grant in doubt survived a keep-alive: %+v", r)
+	}
+	if l := acquireIn(t, ss, key); l.Wait != 0 {
+		t.Fatalf("the next grant waits %s for a grant nobody had", l.Wait)
 	}
 }
