@@ -73,24 +73,7 @@ func newSessionQueries(table, st string) sessionQueries {
 	s := pgx.Identifier{st}.Sanitize()
 	idx := pgx.Identifier{derivedName(table, "_session_idx")}
 	var q sessionQueries
-	q.migrate = []string{
-		`CREATE TABLE IF NOT EXISTS ` + s + ` (
-	id         text PRIMARY KEY,
-	ttl_ns     bigint NOT NULL,
-	expires_at timestamptz NOT NULL
-)`,
-		// Altered and indexed only if missing: both lock the lease table
-		// against every renewal, even when they change nothing.
-		`DO $tenure$
-BEGIN
-	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = ` + quoteLiteral(t) + `::regclass AND attname = 'session' AND NOT attisdropped) THEN
-		ALTER TABLE ` + t + ` ADD COLUMN IF NOT EXISTS session text;
-	END IF;
-	IF to_regclass(` + quoteLiteral(idx.Sanitize()) + `) IS NULL THEN
-		CREATE INDEX IF NOT EXISTS ` + idx.Sanitize() + ` ON ` + t + ` (session) WHERE session IS NOT NULL;
-	END IF;
-END $tenure$`,
-	}
+	q.migrate = sessionMigrations(t, s, idx.Sanitize())
 	// Sessions that expired are of no use to anybody: their owners'
 	// keep-alives fail the same with or without the row.
 	q.open = `WITH gc AS (
@@ -149,6 +132,29 @@ SELECT count(*) FROM notified`
 )
 SELECT count(*) FROM notified`
 	return q
+}
+
+// sessionMigrations returns the statements that make lease table t ready
+// for sessions, with sessions table s and index idx (all sanitized).
+func sessionMigrations(t, s, idx string) []string {
+	return []string{
+		`CREATE TABLE IF NOT EXISTS ` + s + ` (
+	id         text PRIMARY KEY,
+	ttl_ns     bigint NOT NULL,
+	expires_at timestamptz NOT NULL
+)`,
+		// Altered and indexed only if missing: both lock the lease table
+		// against every renewal, even when they change nothing.
+		`DO $tenure$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = ` + quoteLiteral(t) + `::regclass AND attname = 'session' AND NOT attisdropped) THEN
+		ALTER TABLE ` + t + ` ADD COLUMN IF NOT EXISTS session text;
+	END IF;
+	IF to_regclass(` + quoteLiteral(idx) + `) IS NULL THEN
+		CREATE INDEX IF NOT EXISTS ` + idx + ` ON ` + t + ` (session) WHERE session IS NOT NULL;
+	END IF;
+END $tenure$`,
+	}
 }
 
 // migrateSessions creates what sessions need, once per store, under the
