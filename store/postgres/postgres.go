@@ -133,6 +133,7 @@ func (s *Store) Close() error {
 	}
 	close(s.done)
 	s.listener.stop()
+	s.sessions.conns.closeAll()
 	s.pool.Close()
 	return nil
 }

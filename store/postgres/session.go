@@ -24,7 +24,10 @@ type session struct {
 	id     string
 	prefix string // id + ".": how every grant token of the session starts
 	ttl    time.Duration
-	keep   chan struct{} // a one-slot lock: one keep-alive at a time
+	cfg    *pgx.ConnConfig // of the session's own connection
+
+	keep chan struct{} // a one-slot lock on conn: one keep-alive or close at a time
+	conn *pgx.Conn     // the session's own connection (session_conn.go), nil until used
 
 	mu       sync.Mutex
 	epoch    uint64            // counts keep-alives sent
@@ -62,15 +65,28 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 		return nil, err
 	}
 	id := newToken()
-	err := retry(ctx, func() error {
-		_, err := s.pool.Exec(ctx, s.sessions.q.open, id, int64(ttl))
-		return err
+	ss := &session{s: s, id: id, prefix: id + ".", ttl: ttl, cfg: s.pool.Config().ConnConfig,
+		keep: make(chan struct{}, 1), grants: map[string]*grant{}}
+	if !s.sessions.conns.add(ss) {
+		return nil, tenure.ErrClosed
+	}
+	// On the session's own connection, which its keep-alives then find
+	// ready.
+	if err := ss.lock(ctx); err != nil {
+		s.sessions.conns.remove(ss)
+		return nil, err
+	}
+	defer ss.unlock()
+	err := ss.exchange(ctx, func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(s.sessions.q.open, id, int64(ttl)).Exec(func(pgconn.CommandTag) error { return nil })
+		return b
 	})
 	if err != nil {
-		return nil, s.fail(ctx, "open session", err)
+		err = s.fail(ctx, "open session", err)
+		return nil, ss.finish(err)
 	}
-	return &session{s: s, id: id, prefix: id + ".", ttl: ttl, keep: make(chan struct{}, 1),
-		grants: map[string]*grant{}}, nil
+	return ss, nil
 }
 
 // check returns why a call on the session cannot go ahead: the store's
@@ -177,13 +193,14 @@ func (ss *session) add(l tenure.Lease) {
 // returns their keys and terms. The grants this process made before the
 // keep-alive was sent and that are not among them are gone.
 func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
-	select {
-	case ss.keep <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := ss.lock(ctx); err != nil {
+		return nil, err
 	}
-	defer func() { <-ss.keep }()
+	defer ss.unlock()
 	if err := ss.check(ctx); err != nil {
+		if errors.Is(err, tenure.ErrLost) {
+			ss.finish(err)
+		}
 		return nil, err
 	}
 	ss.mu.Lock()
@@ -191,9 +208,9 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	epoch, doubts := ss.epoch, ss.doubtful
 	ss.mu.Unlock()
 	var k keepResult
-	err := retry(ctx, func() error {
+	err := ss.exchange(ctx, func() *pgx.Batch {
 		k = keepResult{}
-		return ss.s.pool.SendBatch(ctx, ss.keepBatch(doubts, &k)).Close()
+		return ss.keepBatch(doubts, &k)
 	})
 	if err != nil {
 		return nil, ss.s.fail(ctx, "session keep-alive", err)
@@ -202,7 +219,7 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	ss.doubtful = ss.doubtful[len(doubts):]
 	ss.mu.Unlock()
 	if !k.live {
-		return nil, ss.end(fmt.Errorf("%w: the session expired or was closed", tenure.ErrLost))
+		return nil, ss.finish(fmt.Errorf("%w: the session expired or was closed", tenure.ErrLost))
 	}
 	return ss.judge(epoch, func(mark func(key string, term uint64)) {
 		for _, r := range k.renewed {
@@ -299,12 +316,20 @@ func (ss *session) Release(ctx context.Context, l tenure.Lease) error {
 // granted in it, notifying watchers as a release does. It returns an
 // error matching [tenure.ErrLost] if the session had already ended.
 func (ss *session) Close(ctx context.Context) error {
+	if err := ss.lock(ctx); err != nil {
+		return err
+	}
+	defer ss.unlock()
 	if err := ss.check(ctx); err != nil {
+		if errors.Is(err, tenure.ErrLost) {
+			ss.finish(err)
+		}
 		return err
 	}
 	s := ss.s
 	var existed, live bool
-	err := retry(ctx, func() error {
+	err := ss.exchange(ctx, func() *pgx.Batch {
+		existed, live = false, false
 		b := &pgx.Batch{}
 		b.Queue(s.sessions.q.closeSession, ss.id).Query(func(r pgx.Rows) error {
 			for r.Next() {
@@ -319,14 +344,18 @@ func (ss *session) Close(ctx context.Context) error {
 			var released int64
 			return r.Scan(&released)
 		})
-		return s.pool.SendBatch(ctx, b).Close()
+		return b
 	})
-	if err != nil {
-		return s.fail(ctx, "session close", err)
+	switch {
+	case err != nil:
+		// Whether it was closed or not, the caller is done with it: its
+		// grants end with it at the latest.
+		err = s.fail(ctx, "session close", err)
+		ss.finish(fmt.Errorf("%w: the session was closed (%w)", tenure.ErrLost, err))
+		return err
+	case !existed || !live:
+		return ss.finish(fmt.Errorf("%w: the session had expired", tenure.ErrLost))
 	}
-	if !existed || !live {
-		return ss.end(fmt.Errorf("%w: the session had expired", tenure.ErrLost))
-	}
-	ss.end(fmt.Errorf("%w: the session was closed", tenure.ErrLost))
+	ss.finish(fmt.Errorf("%w: the session was closed", tenure.ErrLost))
 	return nil
 }

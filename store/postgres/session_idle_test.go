@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/postgres"
 )
 
 // BenchmarkSessionIdle measures what one process leading N keys through one
@@ -62,19 +63,23 @@ func BenchmarkSessionIdle(b *testing.B) {
 
 // serverSample is what the server says it has done so far.
 type serverSample struct {
-	xacts   int64   // committed and rolled back transactions of the database
-	wal     string  // the WAL position
-	cpu     float64 // seconds of CPU of the server's processes
-	backend int     // the measuring connection's process
+	xacts     int64   // committed and rolled back transactions of the database
+	rollbacks int64   // of which rolled back
+	keeps     int64   // updates of the sessions table: keep-alives
+	vacuums   int64   // autovacuums and autoanalyzes of the lease table
+	wal       string  // the WAL position
+	cpu       float64 // seconds of CPU of the server's processes
 }
 
-func sampleServer(b *testing.B, conn *pgx.Conn) serverSample {
+func sampleServer(b *testing.B, conn *pgx.Conn, table, sessions string) serverSample {
 	b.Helper()
 	var s serverSample
 	var pids []int32
-	err := conn.QueryRow(ctxFor(b), `SELECT xact_commit + xact_rollback, pg_current_wal_lsn()::text,
-	(SELECT array_agg(pid) FROM pg_stat_activity), pg_backend_pid()
-FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.xacts, &s.wal, &pids, &s.backend)
+	err := conn.QueryRow(ctxFor(b), `SELECT xact_commit + xact_rollback, xact_rollback, pg_current_wal_lsn()::text,
+	(SELECT array_agg(pid) FROM pg_stat_activity),
+	(SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables WHERE relname = $2),
+	(SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_user_tables WHERE relname = $1)
+FROM pg_stat_database WHERE datname = current_database()`, table, sessions).Scan(&s.xacts, &s.rollbacks, &s.wal, &pids, &s.keeps, &s.vacuums)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,9 +131,10 @@ func idleSession(b *testing.B, n int, window time.Duration) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		var first sync.Once // a key that leads again (a new session) counts once
 		wg.Go(func() {
 			_ = e.Run(ctx, func(ctx context.Context) error {
-				led <- struct{}{}
+				first.Do(func() { led <- struct{}{} })
 				<-ctx.Done()
 				return nil
 			})
@@ -151,14 +157,14 @@ func idleSession(b *testing.B, n int, window time.Duration) {
 	// of going idle: the setup's transactions are all counted after that.
 	time.Sleep(11 * time.Second)
 	conn := sqlConn(b)
-	idleWindow(b, conn, n, window, elected)
+	idleWindow(b, conn, st, n, window, elected)
 }
 
-func idleWindow(b *testing.B, conn *pgx.Conn, n int, window, elected time.Duration) {
-	before := sampleServer(b, conn)
+func idleWindow(b *testing.B, conn *pgx.Conn, st *postgres.Store, n int, window, elected time.Duration) {
+	before := sampleServer(b, conn, st.Table(), st.SessionsTable())
 	cpu0, t0 := rusageCPU(), time.Now()
 	time.Sleep(window)
-	after := sampleServer(b, conn)
+	after := sampleServer(b, conn, st.Table(), st.SessionsTable())
 	cpu1, secs := rusageCPU(), time.Since(t0).Seconds()
 	var wal int64
 	if err := conn.QueryRow(ctxFor(b), `SELECT pg_wal_lsn_diff($1::text::pg_lsn, $2::text::pg_lsn)::bigint`, after.wal, before.wal).Scan(&wal); err != nil {
@@ -172,8 +178,9 @@ func idleWindow(b *testing.B, conn *pgx.Conn, n int, window, elected time.Durati
 	b.ReportMetric(float64(reqs)/secs, "req/s")
 	b.ReportMetric(100*(cpu1-cpu0).Seconds()/secs, "client-%core")
 	b.ReportMetric(100*(after.cpu-before.cpu)/secs, "server-%core")
-	b.Logf("N=%d: elected in %s; idle %.1fs: %d server transactions (%.2f/s), server CPU %.2f%% of a core, WAL %.1f KiB/s; "+
-		"client CPU %.2f%% of a core, heap in use %.1f MiB",
+	b.Logf("N=%d: elected in %s; idle %.1fs: %d server transactions (%.2f/s; %d rolled back; %d keep-alives; %d autovacuums), "+
+		"server CPU %.2f%% of a core, WAL %.1f KiB/s; client CPU %.2f%% of a core, heap in use %.1f MiB",
 		n, elected.Round(time.Millisecond), secs, reqs, float64(reqs)/secs,
+		after.rollbacks-before.rollbacks, after.keeps-before.keeps, after.vacuums-before.vacuums,
 		100*(after.cpu-before.cpu)/secs, float64(wal)/1024/secs, 100*(cpu1-cpu0).Seconds()/secs, float64(ms.HeapInuse)/(1<<20))
 }

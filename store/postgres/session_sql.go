@@ -19,6 +19,8 @@ type sessionSchema struct {
 
 	mu       sync.Mutex
 	migrated atomic.Bool
+
+	conns sessionConns // see session_conn.go
 }
 
 // sessionQueries holds the SQL of sessions, names filled in.
