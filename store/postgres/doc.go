@@ -122,13 +122,21 @@
 //   - Expired sessions' rows are deleted by the next OpenSession on the
 //     table.
 //
-// Cost: per keep-alive, one request and one transaction (plus the
-// liveness ping pgxpool sends on a connection idle for over a second),
-// and on the server one row update per grant: idle requests do not grow
-// with the number of keys, but the server's work and WAL do, by one small
-// HOT update per grant per keep-alive (about 10,000 row updates every 3s
-// for 10,000 keys at a 10s TTL). The reply carries each grant's key and
-// term. Acquire and Release stay one statement per key.
+// A session keeps alive and closes on a connection of its own, apart from
+// the pool (one more connection per open session), made by OpenSession
+// and re-made after a failure: its keep-alives never queue behind a pool
+// busy with thousands of campaigning electors. A grant whose Acquire
+// failed without a clear answer (its reply lost after the commit), or
+// whose Release failed, may still be held in the session; the next
+// keep-alive releases it, so it does not hold its key for the session's
+// whole life.
+//
+// Cost: per keep-alive, one request and one transaction, and on the
+// server one row update per grant: idle requests do not grow with the
+// number of keys, but the server's work and WAL do, by one small (HOT)
+// row update per grant per keep-alive, and the reply carries each grant's
+// key and term. Acquire and Release stay one statement per key, through
+// the pool. BenchmarkSessionIdle measures it.
 //
 // Limits: Renew of a session grant through [Store.Renew] extends that grant
 // alone, past its session; leave session grants to the session. The

@@ -25,9 +25,8 @@ import (
 // own), CPU of the server's processes, WAL written; and the process's CPU
 // (getrusage) and heap. A backend reports its count up to 10s late, so a
 // count is good to a few transactions: use a window of a minute for
-// figures to quote. Each keep-alive is one transaction, plus one for the
-// liveness ping pgxpool sends on a connection idle for over a second.
-// Run it alone, as
+// figures to quote. Each keep-alive is one transaction, on the session's
+// own connection. Run it alone, as
 //
 //	go test -run '^$' -bench SessionIdle -benchtime 1x ./store/postgres/
 //
