@@ -327,13 +327,38 @@ func TestSessionAfterClose(t *testing.T) {
 	// Another handle of the same session id cannot exist; a second
 	// session, its store closed, says ErrClosed.
 	ss2 := openSessionOn(t, b, time.Minute)
+	keepAlive(t, ss2)
+	if n := sessionConns(t, table); n != 1 {
+		t.Fatalf("%d connections keep the session alive, want 1", n)
+	}
 	_ = b.Close()
 	if _, err := ss2.KeepAlive(ctxFor(t)); !errors.Is(err, tenure.ErrClosed) {
 		t.Fatalf("KeepAlive after the store's Close: %v, want ErrClosed", err)
 	}
+	// The store's Close let the session's own connection go.
+	deadline := time.Now().Add(5 * time.Second)
+	for sessionConns(t, table) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the session's connection outlived its store")
+		}
+		time.Sleep(20 * time.Millisecond) // the server notices the closed socket on its own time
+	}
 	if _, err := st.OpenSession(ctxFor(t), 0); !errors.Is(err, tenure.ErrInvalid) {
 		t.Fatalf("OpenSession(0): %v, want ErrInvalid", err)
 	}
+}
+
+// sessionConns counts the server's connections whose last statement was
+// a keep-alive on table's sessions (the session's own connection).
+func sessionConns(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	err := sqlConn(t).QueryRow(ctxFor(t), `SELECT count(*) FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND query LIKE 'UPDATE %' || $1 || '_sessions%'`, table).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // A lease table made before sessions (no session column) gains what
