@@ -81,4 +81,65 @@
 //     not known to the caller; it simply expires after its TTL.
 //   - The expiry has microsecond resolution; a TTL is cut down to whole
 //     microseconds and must be at least one.
+//
+// # Sessions
+//
+// A Store is a [tenure.SessionStore]: a process leading many keys through
+// one [tenure.Session] sends one keep-alive per interval for all of them.
+// The first OpenSession on a table creates a second table, the table's
+// name plus _sessions (one row per session: id, TTL, expiry), adds a
+// nullable session column to the lease table, with a partial index on it
+// (ALTER TABLE and CREATE INDEX, once, under the same advisory lock, which
+// needs the table's owner). Stores that never open a session change
+// nothing.
+//
+// Each grant in a session stays an ordinary row of the lease table, with
+// its own term, token, holder and value: Acquire, Get, Watch, terms and
+// fencing work exactly as for other grants, and the row's expires_at is
+// the session's expiry, so Get's Remaining and the expiry a watch waits
+// for are the session's. Its token starts with the session's id; the
+// session column names the session.
+//
+//   - KeepAlive is one transaction in one round trip (two statements sent
+//     together): it moves the session's expiry to the server's now plus
+//     its TTL and copies it to every row still granted in the session,
+//     whatever their number. Its reply lists their keys and terms; a grant
+//     this process made that is not among them was deleted, rewritten or
+//     taken over from outside, and is reported gone. A keep-alive changes
+//     no holder, term or token, so it notifies no watcher.
+//   - A grant in a session holds the session's row (FOR SHARE) while it is
+//     made, and copies its latest expiry; a keep-alive or close takes that
+//     row first, then acts on grant rows with a fresh snapshot. So a grant
+//     racing a keep-alive is never left with the session's earlier expiry.
+//   - Close is likewise one transaction: it deletes the session's row and
+//     releases every row still granted in it, notifying watchers as a
+//     release does. A session that expires ends its grants at the same
+//     instant on the server's clock; watchers see it when the
+//     server-reported remaining time runs out, as for any expiry.
+//   - A grant deleted or rewritten from outside leaves its expires_at: the
+//     next holder's Lease.Wait covers the session's window, as for other
+//     grants.
+//   - Expired sessions' rows are deleted by the next OpenSession on the
+//     table.
+//
+// A session keeps alive and closes on a connection of its own, apart from
+// the pool (one more connection per open session), made by OpenSession
+// and re-made after a failure: its keep-alives never queue behind a pool
+// busy with thousands of campaigning electors. A grant whose Acquire
+// failed without a clear answer (its reply lost after the commit), or
+// whose Release failed, may still be held in the session; the next
+// keep-alive releases it, so it does not hold its key for the session's
+// whole life.
+//
+// Cost: per keep-alive, one request and one transaction, and on the
+// server one row update per grant: idle requests do not grow with the
+// number of keys, but the server's work and WAL do, by one small (HOT)
+// row update per grant per keep-alive, and the reply carries each grant's
+// key and term. Acquire and Release stay one statement per key, through
+// the pool. BenchmarkSessionIdle measures it.
+//
+// Limits: Renew of a session grant through [Store.Renew] extends that grant
+// alone, past its session; leave session grants to the session. The
+// sessions table grows by one row per session open at once (and expired
+// ones until the next OpenSession).
 package postgres

@@ -43,6 +43,8 @@ type Store struct {
 	q    queries
 	seen seen.Terms // the highest term this Store saw per key
 
+	sessions *sessionSchema // see session_sql.go
+
 	migrateMu sync.Mutex
 	migrated  atomic.Bool
 
@@ -101,6 +103,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		redacted: redacted,
 		secret:   secret,
 		q:        newQueries(table),
+		sessions: newSessionSchema(table),
 		done:     make(chan struct{}),
 	}
 	s.listener = newListener(s, cfg.ConnConfig)
@@ -130,6 +133,7 @@ func (s *Store) Close() error {
 	}
 	close(s.done)
 	s.listener.stop()
+	s.sessions.conns.closeAll()
 	s.pool.Close()
 	return nil
 }

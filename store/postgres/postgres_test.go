@@ -93,7 +93,8 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("restarting PostgreSQL: %v", err)
 			}
 		},
-		Tamper: tamperOn(s, "conformance"),
+		Tamper:   tamperOn(s, "conformance"),
+		Sessions: true,
 	})
 }
 
@@ -105,6 +106,7 @@ func TestConformanceSimpleProtocol(t *testing.T) {
 		Open: func(t testing.TB) tenure.Store {
 			return openURL(t, s.URL()+"&tenure_table=simple&default_query_exec_mode=simple_protocol")
 		},
+		Sessions: true,
 	})
 }
 
