@@ -96,6 +96,15 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	return &Session{cfg: cfg, store: ss, open: make(chan struct{}, 1), bgCtx: bgCtx, bgCancel: bgCancel}, nil
 }
 
+// errSessionClosed is the cause of the terms a Session's Close ends, and
+// the error of campaigns after it; it matches [ErrClosed].
+var errSessionClosed error = sessionClosed{}
+
+type sessionClosed struct{}
+
+func (sessionClosed) Error() string { return "tenure: session closed" }
+func (sessionClosed) Unwrap() error { return ErrClosed }
+
 // Config returns the session's configuration, defaults filled in.
 func (s *Session) Config() SessionConfig { return s.cfg }
 
@@ -114,7 +123,7 @@ func (s *Session) Close(ctx context.Context) error {
 	if g == nil {
 		return nil
 	}
-	g.end(fmt.Errorf("tenure: session closed: %w", ErrClosed))
+	g.end(errSessionClosed)
 	select {
 	case <-g.closed:
 		return nil
@@ -151,7 +160,7 @@ func (s *Session) current(ctx context.Context) (*generation, error) {
 	s.mu.Unlock()
 	switch {
 	case closed:
-		return nil, fmt.Errorf("tenure: session closed: %w", ErrClosed)
+		return nil, errSessionClosed
 	case g != nil:
 		return g, nil
 	}
@@ -162,8 +171,8 @@ func (s *Session) current(ctx context.Context) (*generation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		g.end(fmt.Errorf("tenure: session closed: %w", ErrClosed))
-		return nil, fmt.Errorf("tenure: session closed: %w", ErrClosed)
+		g.end(errSessionClosed)
+		return nil, errSessionClosed
 	}
 	s.cur = g
 	return g, nil

@@ -27,6 +27,7 @@ func (s *suite) sessions(t *testing.T) {
 	t.Run("Expires", s.sessionExpires)
 	t.Run("ManyGrantsOneKeepAlive", s.sessionManyGrants)
 	t.Run("GrantDeletedFromOutside", s.sessionGrantDeleted)
+	t.Run("GrantOverwrittenFromOutside", s.sessionGrantOverwritten)
 }
 
 // openSession opens a session of st's for ttl, closed at the end of the test.
@@ -219,7 +220,15 @@ func (s *suite) sessionExpires(t *testing.T) {
 	ttl := s.o.TTL
 	ss := openSession(t, a, ttl)
 	l := mustAcquireIn(t, ss, Key(t), "alpha", "", ttl)
-	s.waitAcquirable(t, b, l.Key, time.Now().Add(ttl+s.o.Tolerance), "a grant of an expired session")
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	ch, err := b.Watch(ctx, l.Key)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	Await(t, ch, s.o.Tolerance, "the session grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	AwaitEnd(t, ch, l, ttl+s.o.Tolerance, "the session's expiry")
+	s.waitAcquirable(t, b, l.Key, time.Now().Add(s.o.Tolerance), "a grant of an expired session")
 	// Well past the session's end, so that even a store that judges expiry
 	// coarsely has ended it.
 	time.Sleep(s.o.Tolerance)
@@ -276,5 +285,25 @@ func (s *suite) sessionGrantDeleted(t *testing.T) {
 	}
 	if r := mustGet(t, b, k1); r.Holder != "beta" || r.Term != next.Term {
 		t.Fatalf("the session changed the new holder's record: %+v", r)
+	}
+}
+
+// sessionGrantOverwritten: a session grant rewritten in place to name
+// someone else is reported gone by the next keep-alive, and the session
+// neither renews nor releases the new holder's grant.
+func (s *suite) sessionGrantOverwritten(t *testing.T) {
+	tm := s.tamperOr(t, func(tm *Tamper) bool { return tm.OverwriteGrant != nil }, "OverwriteGrant")
+	b, ss, l1, l2 := s.twoInSession(t)
+	tm.OverwriteGrant(t, l1.Key, "mallory")
+	gone := mustKeepAlive(t, ss)
+	if len(gone) != 1 || gone[0].Key != l1.Key || gone[0].Term != l1.Term {
+		t.Fatalf("KeepAlive after %q was overwritten reported gone %+v, want just its grant of term %d", l1.Key, gone, l1.Term)
+	}
+	wantLost(t, ss.Release(ctxFor(t), l1), "the session's Release of an overwritten grant")
+	if r := mustGet(t, b, l1.Key); r.Holder != "mallory" {
+		t.Fatalf("the session changed the overwritten record: %+v", r)
+	}
+	if r := mustGet(t, b, l2.Key); r.Holder != "alpha" || r.Term != l2.Term {
+		t.Fatalf("the other grant after the overwrite: %+v", r)
 	}
 }
