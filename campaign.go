@@ -12,10 +12,10 @@ const minWait = time.Millisecond
 
 // campaign tries to acquire the lease until it succeeds or ctx is done. It
 // returns the lease and the time the successful request was sent, from
-// which the renew deadline counts. It wakes on a watch event where the store
-// watch, when the holder's grant is due to expire, and, while it cannot
-// watch, polls every jittered RetryInterval; store errors back off
-// exponentially up to TTL.
+// which the renew deadline counts. Once refused, it wakes on a watch event
+// where the store can watch, when the holder's grant is due to expire, and,
+// while it cannot watch, polls every jittered RetryInterval; store errors
+// back off exponentially up to TTL.
 func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 	c := &e.cfg
 	// unsure is set while the last acquisition failed without an answer:
@@ -36,13 +36,6 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		if err := ctx.Err(); err != nil {
 			return grant{}, err
 		}
-		if watch == nil && failures == 0 {
-			stopWatch()
-			var err error
-			if watch, stopWatch, err = watchWithin(ctx, c.Clock, c.Store, c.Key, c.RequestTimeout); err != nil && ctx.Err() == nil {
-				e.logStoreError("tenure: cannot watch the key; polling instead", err)
-			}
-		}
 		start := c.Clock.Now()
 		rctx, cancel := e.requestContext(ctx, time.Time{})
 		gr, err := e.acquire(rctx, start)
@@ -60,6 +53,16 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		case errors.As(err, &held):
 			failures = 0
 			e.noteHolder(&known, held.Record)
+			if watch == nil {
+				// Watched from the first refusal on, not before: a key that is
+				// free costs one request. The watch delivers the key's record
+				// at once, so a release since the refusal is not missed.
+				stopWatch()
+				var werr error
+				if watch, stopWatch, werr = watchWithin(ctx, c.Clock, c.Store, c.Key, c.RequestTimeout); werr != nil && ctx.Err() == nil {
+					e.logStoreError("tenure: cannot watch the key; polling instead", werr)
+				}
+			}
 			wait = e.heldWait(held.Record, watch != nil)
 		case isPermanent(err):
 			return grant{}, err
