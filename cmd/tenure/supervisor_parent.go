@@ -186,6 +186,7 @@ func (e *cmdExit) Unwrap() error { return e.lost }
 // the lease only once CMD is gone. After a signal to tenure its result is
 // the last ([tenure.Last]): the elector's loop ends with it.
 func (r *runner) task(ctx context.Context) error {
+	mark(stepTask)
 	term, _ := tenure.TermFrom(ctx)
 	sup, err := r.supervisorForTerm()
 	if err != nil {
@@ -195,6 +196,7 @@ func (r *runner) task(ctx context.Context) error {
 	if err != nil {
 		return r.result(err)
 	}
+	mark(stepStartSent)
 	defer sup.conn.Close()
 	stopFollowing := followRenewals(term, feed)
 	defer stopFollowing()
@@ -211,6 +213,7 @@ func (r *runner) task(ctx context.Context) error {
 	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
 		waitGroupGone(pg, r.opts.grace)
 	}
+	mark(stepCmdGone)
 	return r.result(r.outcome(term, sup.code, lost, log))
 }
 
