@@ -162,7 +162,23 @@ func (s *Store) migrate(ctx context.Context) error {
 		return s.fail(ctx, "creating table "+s.table, err)
 	}
 	s.migrated.Store(true)
+	s.prepareIdle(ctx)
 	return nil
+}
+
+// prepareIdle readies the statements on the pool's idle connections, the
+// ones opened before the table existed (the one that created it, at
+// least), for which AfterConnect had nothing to prepare. Otherwise the
+// first Release or Acquire on such a connection, on the handoff's path,
+// waits for one more round trip to parse and plan the statement.
+func (s *Store) prepareIdle(ctx context.Context) {
+	if s.pool.Config().AfterConnect == nil {
+		return // a mode without prepared statements (see Open)
+	}
+	for _, c := range s.pool.AcquireAllIdle(ctx) {
+		_ = s.prepare(ctx, c.Conn())
+		c.Release()
+	}
 }
 
 // prepare readies the store's statements on a new pooled connection, so

@@ -347,3 +347,26 @@ func listeners(t *testing.T, channel string) int {
 	}
 	return n
 }
+
+// The connection that created the table has the lease statements prepared
+// once the table exists, like every connection opened after: a handoff's
+// Release or Acquire never waits to parse and plan its statement.
+func TestStatementsPreparedAfterMigration(t *testing.T) {
+	st := openTable(t, randomName("prep_"))
+	ctx := ctxFor(t)
+	if _, err := st.Get(ctx, "k"); err != nil { // creates the table
+		t.Fatal(err)
+	}
+	counts, err := postgres.PreparedOnIdle(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) == 0 {
+		t.Fatal("no idle connection after Get")
+	}
+	for i, n := range counts {
+		if n != 4 {
+			t.Errorf("idle connection %d has %d of the 4 lease statements prepared", i, n)
+		}
+	}
+}
