@@ -272,7 +272,7 @@ func (r *runner) startCmd(ctx context.Context, term *tenure.Term, sup *superviso
 	// The supervisor starts CMD on this message, with the elector's own
 	// deadline for this term (set at the acquisition, or later by a
 	// renewal), and follows it as renewals move it.
-	if err := feed.start(lease.Term, term.Deadline(), leaseFiles); err != nil {
+	if err := feed.start(term, leaseFiles); err != nil {
 		_ = syscall.Kill(-sup.cmd.Process.Pid, syscall.SIGKILL)
 		<-sup.done
 		return nil, err
@@ -316,7 +316,7 @@ func followRenewals(term *tenure.Term, feed *deadlineFeed) (stop func()) {
 		for {
 			select {
 			case <-term.Renewed():
-				feed.advance(term.Deadline())
+				feed.advance(term)
 			case <-quit:
 				return
 			}

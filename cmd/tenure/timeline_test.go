@@ -34,7 +34,7 @@ func TestTimelineRecordsATermsSteps(t *testing.T) {
 	}
 	before := func(a, b string) bool { return slices.Index(got, a) < slices.Index(got, b) }
 	for _, p := range [][2]string{{stepAcquired, stepTask}, {stepTask, stepStartReceived}, {stepStartReceived, stepCmdStarted},
-		{stepCmdStarted, stepCmdExited}, {stepExitSent, stepCmdGone}, {stepCmdGone, stepReleased}} {
+		{stepCmdStarted, stepCmdExited}, {stepCmdExited, stepCmdGone}, {stepCmdGone, stepReleased}} {
 		if !before(p[0], p[1]) {
 			t.Errorf("timeline %v: %s not before %s", got, p[0], p[1])
 		}
