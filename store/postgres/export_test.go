@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // PreparedOnIdle returns, for each idle connection of s's pool, how many of
 // the store's four lease statements the server holds prepared for it.
@@ -18,3 +22,17 @@ func PreparedOnIdle(ctx context.Context, s *Store) ([]int, error) {
 	}
 	return out, nil
 }
+
+// IdleConnChecks returns, for each idle connection of s's pool, its
+// backend's PID and whether the pool would ping it after PingIdle and more
+// of idleness.
+func IdleConnChecks(ctx context.Context, s *Store) (pids []uint32, ping []bool) {
+	for _, c := range s.pool.AcquireAllIdle(ctx) {
+		pids = append(pids, c.Conn().PgConn().PID())
+		ping = append(ping, shouldPing(ctx, pgxpool.ShouldPingParams{Conn: c.Conn(), IdleDuration: 2 * pingIdle}))
+		c.Release()
+	}
+	return pids, ping
+}
+
+const PingIdle = pingIdle

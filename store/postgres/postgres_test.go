@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -368,5 +369,50 @@ func TestStatementsPreparedAfterMigration(t *testing.T) {
 		if n != 4 {
 			t.Errorf("idle connection %d has %d of the 4 lease statements prepared", i, n)
 		}
+	}
+}
+
+// A pooled connection that sat idle is handed out without a ping while its
+// socket is quiet, and pinged (so the pool replaces it) once the server
+// ended it; calls then go on working.
+func TestIdleConnectionPingedOnlyWhenEnded(t *testing.T) {
+	st := openTable(t, randomName("ping_"))
+	ctx := ctxFor(t)
+	if _, err := st.Get(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	pids, ping := postgres.IdleConnChecks(ctx, st)
+	if len(pids) == 0 {
+		t.Fatal("no idle connection after Get")
+	}
+	for i := range ping {
+		if ping[i] {
+			t.Fatalf("a healthy idle connection (backend %d) would be pinged", pids[i])
+		}
+	}
+	admin, err := pgx.Connect(ctx, server(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, pid := range pids {
+		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", int64(pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server's last message and its close reach the sockets soon after.
+	for {
+		_, ping = postgres.IdleConnChecks(ctx, st)
+		if !slices.Contains(ping, false) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("connections ended by the server still look quiet: %v", ping)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(postgres.PingIdle + 100*time.Millisecond) // so the pool asks
+	if _, err := st.Get(ctx, "k"); err != nil {
+		t.Fatalf("Get after the server ended the idle connections: %v", err)
 	}
 }
