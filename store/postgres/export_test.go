@@ -36,3 +36,15 @@ func IdleConnChecks(ctx context.Context, s *Store) (pids []uint32, ping []bool) 
 }
 
 const PingIdle = pingIdle
+
+// WarmOne runs the trigger warm-up on one of s's idle connections and
+// returns the session's transaction status after it ('I': idle).
+func WarmOne(ctx context.Context, s *Store) (byte, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Release()
+	s.warmTrigger(ctx, c.Conn())
+	return c.Conn().PgConn().TxStatus(), nil
+}

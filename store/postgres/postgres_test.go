@@ -416,3 +416,44 @@ func TestIdleConnectionPingedOnlyWhenEnded(t *testing.T) {
 		t.Fatalf("Get after the server ended the idle connections: %v", err)
 	}
 }
+
+// The warm-up that fires the notify trigger on a new connection leaves
+// nothing behind: no row of key ”, no notification, an idle session, and
+// the key's grant as it was.
+func TestTriggerWarmUpLeavesNoTrace(t *testing.T) {
+	table := randomName("warm_")
+	st := openTable(t, table)
+	ctx := ctxFor(t)
+	l, err := st.Acquire(ctx, "k", "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen, err := pgx.Connect(ctx, server(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Close(ctx)
+	if _, err := listen.Exec(ctx, "LISTEN "+table); err != nil {
+		t.Fatal(err)
+	}
+	status, err := postgres.WarmOne(ctx, st)
+	if err != nil || status != 'I' {
+		t.Fatalf("after the warm-up: transaction status %q, err %v; want 'I'", status, err)
+	}
+	// Notifications arrive in commit order: had the warm-up notified, its
+	// notification would come before this one.
+	if _, err := listen.Exec(ctx, "SELECT pg_notify($1, 'sentinel')", table); err != nil {
+		t.Fatal(err)
+	}
+	n, err := listen.WaitForNotification(ctx)
+	if err != nil || n.Payload != "sentinel" {
+		t.Fatalf("first notification after the warm-up: %+v, %v; want the sentinel", n, err)
+	}
+	var rows int
+	if err := listen.QueryRow(ctx, "SELECT count(*) FROM "+table+" WHERE key = ''").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("rows of key '' after the warm-up: %d, %v", rows, err)
+	}
+	if r, err := st.Get(ctx, "k"); err != nil || r.Holder != "a" || r.Term != l.Term {
+		t.Fatalf("the key after the warm-up: %+v, %v; want held by a in term %d", r, err, l.Term)
+	}
+}
