@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,15 +29,22 @@ var benchStores = []struct {
 }
 
 // BenchmarkStoreHandoff measures, for the local store and each server
-// store, the handoff a rolling deploy causes: SIGTERM of the leading `tenure
-// run` (three candidates, --ttl 10s, the lean worker as CMD) → the next
-// leader's CMD starts. Beside it, on the same server, the library-level
-// handoff: the leading elector's Run cancelled → the next elector's task
-// starts (three electors in this process, as many as candidates). It prints the median and p99 of
-// each and their difference, which is what tenure run adds, and fails if
-// two CMDs ever ran at once. TENURE_BENCH_TRIALS sets the trials per store
-// (default 20); TENURE_BENCH_TENURE names another tenure binary to run as
-// the candidates, to compare two builds back to back:
+// store, with three `tenure run` candidates (--ttl 10s, the lean worker as
+// CMD):
+//
+//   - graceful: the leader's CMD exits → the next leader's CMD starts;
+//   - sigterm, the handoff a rolling deploy causes: SIGTERM of the leading
+//     `tenure run` → the next leader's CMD starts;
+//
+// and beside them, on the same server, the library-level handoff: the
+// leading elector's Run cancelled → the next elector's task starts (three
+// electors in this process, as many as candidates). It prints the median
+// and p99 of each, what `tenure run` adds to the library's median, and
+// the SIGTERM handoff broken down into its steps (see timeline.go); it
+// fails if two CMDs ever ran at once. TENURE_BENCH_TRIALS sets the trials
+// per store and case (default 20); TENURE_BENCH_TENURE names another
+// tenure binary to run as the candidates, to compare two builds back to
+// back (its steps are not broken down unless it records them too):
 //
 //	go test -bench StoreHandoff -run '^$' ./cmd/tenure/
 func BenchmarkStoreHandoff(b *testing.B) {
@@ -52,20 +57,38 @@ func BenchmarkStoreHandoff(b *testing.B) {
 		tenureBin = bin
 		b.Cleanup(func() { tenureBin = old })
 	}
-	fmt.Printf("\n  %-10s %-28s %-28s %s\n", "store", "library p50 / p99", "tenure run SIGTERM p50 / p99", "run − library (p50)")
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
 			url := st.url(b)
 			lib := libraryHandoff(b, url, trials)
-			cli := measureKill(b, trials, syscall.SIGTERM, st.name+" sigterm", url)
-			l50, c50 := pct(lib, 50), pct(cli, 50)
-			fmt.Printf("  %-10s %-28s %-28s %s\n", st.name,
-				ms(l50)+" / "+ms(pct(lib, 99)), ms(c50)+" / "+ms(pct(cli, 99))+fmt.Sprintf(" (%s–%s)", ms(slices.Min(cli)), ms(slices.Max(cli))), ms(c50-l50))
-			b.ReportMetric(float64(l50)/1e6, "library-p50-ms")
-			b.ReportMetric(float64(c50)/1e6, "sigterm-p50-ms")
-			b.ReportMetric(float64(pct(cli, 99))/1e6, "sigterm-p99-ms")
+			graceful := measureGraceful(b, trials, url, []string{"--ttl", "10s"})
+			sigterm := measureSigterm(b, trials, url)
+			printStoreHandoff(st.name, lib, graceful.durations(), sigterm.durations())
+			printBreakdown(st.name+" graceful", graceful.steps)
+			printBreakdown(st.name+" sigterm", sigterm.steps)
+			b.ReportMetric(float64(pct(lib, 50))/1e6, "library-p50-ms")
+			b.ReportMetric(float64(pct(graceful.durations(), 50))/1e6, "graceful-p50-ms")
+			b.ReportMetric(float64(pct(sigterm.durations(), 50))/1e6, "sigterm-p50-ms")
+			b.ReportMetric(float64(pct(sigterm.durations(), 99))/1e6, "sigterm-p99-ms")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// printStoreHandoff prints one store's figures: p50 / p99 of each case
+// and, for the CLI's cases, their p50 minus the library's.
+func printStoreHandoff(store string, lib, graceful, sigterm []time.Duration) {
+	fmt.Printf("\n  %-10s %-34s %-20s %s\n", store, "case", "p50 / p99", "p50 − library p50")
+	l50 := pct(lib, 50)
+	for _, c := range []struct {
+		name string
+		d    []time.Duration
+	}{{"library (Run cancelled → next task)", lib}, {"graceful (CMD exits → next CMD)", graceful}, {"sigterm (SIGTERM tenure → next CMD)", sigterm}} {
+		extra := ""
+		if c.name[0] != 'l' {
+			extra = ms(pct(c.d, 50) - l50)
+		}
+		fmt.Printf("  %-10s %-34s %-20s %s\n", "", c.name, ms(pct(c.d, 50))+" / "+ms(pct(c.d, 99)), extra)
 	}
 }
 

@@ -34,78 +34,50 @@ const failoverTrials = 40
 //   - crash failover: SIGKILL of the leading `tenure run` → the next
 //     leader's CMD starts.
 //
-// It reports the median and p99 of each and fails if two leaders' CMDs ever
+// It reports the median and p99 of each, breaks the SIGTERM handoff down
+// into its steps (see timeline.go), and fails if two leaders' CMDs ever
 // ran at once (see checkHistory). Run it with
 //
 //	go test -bench Failover -run '^$' ./cmd/tenure/
 func BenchmarkLocalFailover(b *testing.B) {
 	trials := max(failoverTrials, b.N)
-	graceful := measureGraceful(b, trials)
-	sigterm := measureSigterm(b, trials)
+	graceful := measureGraceful(b, trials, "", []string{"--ttl", "1s"})
+	sigterm := measureSigterm(b, trials, "")
 	crash := measureCrash(b, trials)
 	fmt.Printf("\n  %-36s %8s %8s %8s %8s\n", fmt.Sprintf("local store, %d trials each", trials), "p50", "p99", "min", "max")
 	for _, m := range []struct {
 		name string
 		d    []time.Duration
-	}{{"graceful (CMD exits → next CMD)", graceful}, {"sigterm (SIGTERM tenure → next CMD)", sigterm}, {"crash (SIGKILL tenure → next CMD)", crash}} {
+	}{{"graceful (CMD exits → next CMD)", graceful.durations()}, {"sigterm (SIGTERM tenure → next CMD)", sigterm.durations()}, {"crash (SIGKILL tenure → next CMD)", crash.durations()}} {
 		fmt.Printf("  %-36s %8s %8s %8s %8s\n", m.name, ms(pct(m.d, 50)), ms(pct(m.d, 99)), ms(slices.Min(m.d)), ms(slices.Max(m.d)))
 	}
-	b.ReportMetric(float64(pct(graceful, 50))/1e6, "graceful-p50-ms")
-	b.ReportMetric(float64(pct(graceful, 99))/1e6, "graceful-p99-ms")
-	b.ReportMetric(float64(pct(sigterm, 50))/1e6, "sigterm-p50-ms")
-	b.ReportMetric(float64(pct(sigterm, 99))/1e6, "sigterm-p99-ms")
-	b.ReportMetric(float64(pct(crash, 50))/1e6, "crash-p50-ms")
-	b.ReportMetric(float64(pct(crash, 99))/1e6, "crash-p99-ms")
+	printBreakdown("local sigterm", sigterm.steps)
+	for _, m := range []struct {
+		name string
+		r    handoffRun
+	}{{"graceful", graceful}, {"sigterm", sigterm}, {"crash", crash}} {
+		b.ReportMetric(float64(pct(m.r.durations(), 50))/1e6, m.name+"-p50-ms")
+		b.ReportMetric(float64(pct(m.r.durations(), 99))/1e6, m.name+"-p99-ms")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
-// measureGraceful lets leaders hand over by exiting: each CMD exits by
-// itself after a while and its candidate (--restart) campaigns again.
-func measureGraceful(b *testing.B, trials int) []time.Duration {
-	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "1s", "--restart"}, []string{"--exit-after", "100ms"})
-	c.worker = leanWorkerBin
-	for _, id := range []string{"a", "b", "c"} {
-		if _, err := c.start(id); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var out []time.Duration
-	next := 0
-	for len(out) < trials {
-		stop, i, ok := c.events.waitFor(next, wait, func(e workerEvent) bool { return e.Kind == "stop" })
-		if !ok {
-			b.Fatalf("no CMD exited within %s", wait)
-		}
-		start, j, ok := c.events.nextStart(i+1, wait)
-		if !ok {
-			b.Fatalf("no CMD started within %s of the last exit", wait)
-		}
-		out = append(out, time.Duration(start.Mono-stop.Mono))
-		next = j + 1
-	}
-	c.stopAll(10 * time.Second)
-	checkNoOverlap(b, "graceful", c.events.events())
-	return out
+// handoffRun is what one measurement saw: its handoffs and, per handoff,
+// when each step of it happened (see breakdown).
+type handoffRun struct {
+	handoffs []handoff
+	steps    []map[string]time.Duration
 }
 
-// measureCrash kills the leading tenure with SIGKILL, then restarts it as a
-// candidate so that three always run.
-func measureCrash(b *testing.B, trials int) []time.Duration {
-	return measureKill(b, trials, syscall.SIGKILL, "crash", "")
-}
+func (r handoffRun) durations() []time.Duration { return durations(r.handoffs) }
 
-// measureSigterm stops the leading tenure with SIGTERM, as a rolling deploy
-// does: tenure forwards it to CMD's group, waits for CMD, releases and
-// exits. It is then restarted as a candidate so that three always run.
-func measureSigterm(b *testing.B, trials int) []time.Duration {
-	return measureKill(b, trials, syscall.SIGTERM, "sigterm", "")
-}
-
-// measureKill sends sig to the leading tenure and measures until the next
-// leader's CMD starts, then restarts the victim as a candidate. The
-// candidates use the local store, or storeURL if it is not "".
-func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL string) []time.Duration {
-	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "10s", "--restart"}, nil)
+// timelineCluster is a cluster of three candidates (flags runArgs, the lean
+// worker with workArgs as CMD) on the local store, or on storeURL if it is
+// not "", which record their steps in the returned timeline file.
+func timelineCluster(b *testing.B, storeURL string, runArgs, workArgs []string) (*cluster, string) {
+	timeline := filepath.Join(b.TempDir(), "timeline")
+	b.Setenv(envTimeline, timeline)
+	c := testCluster(b, "bench", append([]string{"--quiet", "--restart"}, runArgs...), workArgs)
 	c.worker = leanWorkerBin
 	if storeURL != "" {
 		c.storeURL = storeURL
@@ -115,12 +87,58 @@ func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL st
 			b.Fatal(err)
 		}
 	}
+	return c, timeline
+}
+
+// measureGraceful lets leaders hand over by exiting: each CMD exits by
+// itself after a while and its candidate (--restart) campaigns again. The
+// candidates use the local store, or storeURL if it is not "".
+func measureGraceful(b *testing.B, trials int, storeURL string, runArgs []string) handoffRun {
+	c, timeline := timelineCluster(b, storeURL, runArgs, []string{"--exit-after", "100ms"})
+	var hs []handoff
+	next := 0
+	for len(hs) < trials {
+		stop, i, ok := c.events.waitFor(next, wait, func(e workerEvent) bool { return e.Kind == "stop" })
+		if !ok {
+			b.Fatalf("no CMD exited within %s", wait)
+		}
+		start, j, ok := c.events.nextStart(i+1, wait)
+		if !ok {
+			b.Fatalf("no CMD started within %s of the last exit", wait)
+		}
+		hs = append(hs, handoff{stop.Mono, start.Mono})
+		next = j + 1
+	}
+	c.stopAll(10 * time.Second)
+	checkNoOverlap(b, "graceful", c.events.events())
+	return handoffRun{hs, breakdown(readTimeline(b, timeline), c.events.events(), hs)}
+}
+
+// measureCrash kills the leading tenure with SIGKILL, then restarts it as a
+// candidate so that three always run.
+func measureCrash(b *testing.B, trials int) handoffRun {
+	return measureKill(b, trials, syscall.SIGKILL, "crash", "")
+}
+
+// measureSigterm stops the leading tenure with SIGTERM, as a rolling deploy
+// does: tenure forwards it to CMD's group, waits for CMD, releases and
+// exits. It is then restarted as a candidate so that three always run. The
+// candidates use the local store, or storeURL if it is not "".
+func measureSigterm(b *testing.B, trials int, storeURL string) handoffRun {
+	return measureKill(b, trials, syscall.SIGTERM, "sigterm", storeURL)
+}
+
+// measureKill sends sig to the leading tenure and measures until the next
+// leader's CMD starts, then restarts the victim as a candidate. The
+// candidates use the local store, or storeURL if it is not "".
+func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL string) handoffRun {
+	c, timeline := timelineCluster(b, storeURL, []string{"--ttl", "10s"}, nil)
 	leader, i, ok := c.events.nextStart(0, wait)
 	if !ok {
 		b.Fatal("no leader")
 	}
-	var out []time.Duration
-	for len(out) < trials {
+	var hs []handoff
+	for len(hs) < trials {
 		victim := c.get(leader.ID)
 		t0 := monoNow()
 		_ = victim.Cmd.Process.Signal(sig)
@@ -128,7 +146,7 @@ func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL st
 		if !ok {
 			b.Fatalf("no new leader within %s of killing %s", wait, leader.ID)
 		}
-		out = append(out, time.Duration(ev.Mono-t0))
+		hs = append(hs, handoff{t0, ev.Mono})
 		<-victim.Done
 		if _, err := c.start(victim.ID); err != nil {
 			b.Fatal(err)
@@ -140,7 +158,7 @@ func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL st
 	}
 	c.stopAll(10 * time.Second)
 	checkNoOverlap(b, what, c.events.events())
-	return out
+	return handoffRun{hs, breakdown(readTimeline(b, timeline), c.events.events(), hs)}
 }
 
 func checkNoOverlap(b *testing.B, what string, evs []workerEvent) {

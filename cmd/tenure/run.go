@@ -305,6 +305,7 @@ func newRunner(o runOpts, self string, store tenure.Store, logger *slog.Logger, 
 // runs (the task then ends the elector's loop once CMD exited); otherwise
 // campaigning ends. Either way tenure exits once CMD is done.
 func (r *runner) stop(sig syscall.Signal) {
+	mark(stepSignal)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sig == 0 {
@@ -380,6 +381,7 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 // starting one (a whole tenure process) right after a release would take
 // CPU from the next leader's start on the same machine.
 func (r *runner) onEvent(ev tenure.Event) {
+	markEvent(ev)
 	if ev.Kind == tenure.EventLeaderChanged && ev.Holder != r.opts.id && r.signalled() == 0 {
 		r.prepare()
 	}

@@ -60,6 +60,7 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		return exitNotStarted
 	}
 	_ = leaseFDs // held open until this process exits
+	mark(stepStartReceived)
 
 	argv := fs.Args()
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -69,6 +70,7 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tenure: cannot start %s: %v\n", argv[0], err)
 		return exitCannotExec
 	}
+	mark(stepCmdStarted)
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
@@ -170,9 +172,11 @@ func (g *group) kill() int {
 // exited is the end once CMD is dead: it kills what is left of the group,
 // reports CMD's exit code to tenure and returns it.
 func (g *group) exited() int {
+	mark(stepCmdExited)
 	code := exitCode(g.cmd.ProcessState)
 	leaveAndKill(g.pg)
 	sendExit(g.uc, code)
+	mark(stepExitSent)
 	return code
 }
 

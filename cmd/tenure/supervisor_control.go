@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure"
 )
 
 // The control channel joins `tenure run` to its supervisor: a
@@ -141,12 +143,14 @@ func monoAt(t time.Time) int64 { return monoNow() + int64(time.Until(t)) }
 // monoUntil is how long until the CLOCK_MONOTONIC instant at.
 func monoUntil(at int64) time.Duration { return time.Duration(at - monoNow()) }
 
-// deadlineFeed sends the supervisor of one term the deadlines it enforces.
-// Deadlines only move forward: each is the time a successful renewal (or
-// the acquisition) was sent plus the renew deadline, a moment the store
-// cannot reach before the lease can lapse. Safe for concurrent use.
+// deadlineFeed sends the supervisor of one term the deadlines it enforces,
+// the term's own ([tenure.Term.Deadlines]). They only move forward: each
+// stop deadline is the time a successful renewal (or the acquisition) was
+// sent plus the renew deadline, and its kill deadline grace later, both
+// before the store can grant the key to anyone else. Safe for concurrent
+// use.
 type deadlineFeed struct {
-	grace time.Duration
+	grace time.Duration // --grace
 
 	mu      sync.Mutex
 	c       *net.UnixConn
@@ -154,16 +158,16 @@ type deadlineFeed struct {
 	latest  time.Time
 }
 
-func (f *deadlineFeed) msg(at time.Time, term uint64) []byte {
-	return deadlineMsg{termAt: monoAt(at), killAt: monoAt(at.Add(f.grace)), term: term}.encode()
+func msg(stop, kill time.Time, term uint64) []byte {
+	return deadlineMsg{termAt: monoAt(stop), killAt: monoAt(kill), term: term}.encode()
 }
 
-// start sends the first message: CMD may start, in term, until deadline at;
-// files are the lease files the supervisor must hold.
-func (f *deadlineFeed) start(term uint64, at time.Time, files []*os.File) error {
+// start sends the first message: CMD may start, in term, until term's
+// deadlines; files are the lease files the supervisor must hold.
+func (f *deadlineFeed) start(term *tenure.Term, files []*os.File) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	at = later(at, f.latest)
+	stop, kill := term.Deadlines(f.grace)
 	var oob []byte
 	if len(files) > 0 {
 		fds := make([]int, len(files))
@@ -172,38 +176,23 @@ func (f *deadlineFeed) start(term uint64, at time.Time, files []*os.File) error 
 		}
 		oob = unix.UnixRights(fds...)
 	}
-	if _, _, err := f.c.WriteMsgUnix(f.msg(at, term), oob, nil); err != nil {
+	if _, _, err := f.c.WriteMsgUnix(msg(stop, kill, term.Lease().Term), oob, nil); err != nil {
 		return fmt.Errorf("cannot reach the supervisor: %w", err)
 	}
-	f.started, f.latest = true, at
+	f.started, f.latest = true, stop
 	return nil
 }
 
-// advance moves the leader deadline to at (no-op if not later) and tells
-// the supervisor once it started. Errors (the supervisor is gone) are
-// ignored: its end is noticed by waiting for it.
-func (f *deadlineFeed) advance(at time.Time) {
+// advance passes term's deadlines on to the supervisor if they moved
+// since the last message (a no-op before start). Errors (the supervisor is
+// gone) are ignored: its end is noticed by waiting for it.
+func (f *deadlineFeed) advance(term *tenure.Term) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !at.After(f.latest) {
+	stop, kill := term.Deadlines(f.grace)
+	if !f.started || !stop.After(f.latest) {
 		return
 	}
-	f.latest = at
-	if f.started {
-		_, _ = f.c.Write(f.msg(at, 0))
-	}
-}
-
-// deadline is the current leader deadline.
-func (f *deadlineFeed) deadline() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.latest
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+	f.latest = stop
+	_, _ = f.c.Write(msg(stop, kill, 0))
 }

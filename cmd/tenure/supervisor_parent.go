@@ -186,6 +186,7 @@ func (e *cmdExit) Unwrap() error { return e.lost }
 // the lease only once CMD is gone. After a signal to tenure its result is
 // the last ([tenure.Last]): the elector's loop ends with it.
 func (r *runner) task(ctx context.Context) error {
+	mark(stepTask)
 	term, _ := tenure.TermFrom(ctx)
 	sup, err := r.supervisorForTerm()
 	if err != nil {
@@ -195,6 +196,7 @@ func (r *runner) task(ctx context.Context) error {
 	if err != nil {
 		return r.result(err)
 	}
+	mark(stepStartSent)
 	defer sup.conn.Close()
 	stopFollowing := followRenewals(term, feed)
 	defer stopFollowing()
@@ -211,6 +213,7 @@ func (r *runner) task(ctx context.Context) error {
 	if syscall.Kill(-pg, syscall.SIGKILL) == nil {
 		waitGroupGone(pg, r.opts.grace)
 	}
+	mark(stepCmdGone)
 	return r.result(r.outcome(term, sup.code, lost, log))
 }
 
@@ -269,7 +272,7 @@ func (r *runner) startCmd(ctx context.Context, term *tenure.Term, sup *superviso
 	// The supervisor starts CMD on this message, with the elector's own
 	// deadline for this term (set at the acquisition, or later by a
 	// renewal), and follows it as renewals move it.
-	if err := feed.start(lease.Term, term.Deadline(), leaseFiles); err != nil {
+	if err := feed.start(term, leaseFiles); err != nil {
 		_ = syscall.Kill(-sup.cmd.Process.Pid, syscall.SIGKILL)
 		<-sup.done
 		return nil, err
@@ -313,7 +316,7 @@ func followRenewals(term *tenure.Term, feed *deadlineFeed) (stop func()) {
 		for {
 			select {
 			case <-term.Renewed():
-				feed.advance(term.Deadline())
+				feed.advance(term)
 			case <-quit:
 				return
 			}

@@ -58,7 +58,16 @@
 //     except once when the pool hands out a connection that turns out dead
 //     before anything was sent (as after a server restart). The pool
 //     reconnects by itself, so a store keeps working after the server comes
-//     back, and the LISTEN connection is re-made for the next watch.
+//     back, and the LISTEN connection is re-made for the next watch. A
+//     connection idle for over a second is checked before use without a
+//     round trip (a peek at its socket for the server's close or last
+//     message; pgxpool's default is a ping), so that the Release and the
+//     waiting candidate's re-read of a handoff cost one round trip each.
+//     Each new connection prepares the lease statements and fires the
+//     notify trigger once in a transaction it rolls back (on a row of the
+//     empty key, never a valid one, so no grant is locked or notified), so
+//     that its first grant does not wait for the server to plan those or
+//     to compile the trigger's function.
 //   - Errors never contain the password of the URL.
 //
 // # Non-guarantees

@@ -112,6 +112,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		// that cannot keep prepared statements.
 		cfg.AfterConnect = s.prepare
 	}
+	if cfg.ShouldPing == nil {
+		cfg.ShouldPing = shouldPing
+	}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, tenure.RedactError(err, rawURL)))
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -348,4 +349,113 @@ func listeners(t *testing.T, channel string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// The connection that created the table has the lease statements prepared
+// once the table exists, like every connection opened after: a handoff's
+// Release or Acquire never waits to parse and plan its statement.
+func TestStatementsPreparedAfterMigration(t *testing.T) {
+	st := openTable(t, randomName("prep_"))
+	ctx := ctxFor(t)
+	if _, err := st.Get(ctx, "k"); err != nil { // creates the table
+		t.Fatal(err)
+	}
+	counts, err := postgres.PreparedOnIdle(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) == 0 {
+		t.Fatal("no idle connection after Get")
+	}
+	for i, n := range counts {
+		if n != 4 {
+			t.Errorf("idle connection %d has %d of the 4 lease statements prepared", i, n)
+		}
+	}
+}
+
+// A pooled connection that sat idle is handed out without a ping while its
+// socket is quiet, and pinged (so the pool replaces it) once the server
+// ended it; calls then go on working.
+func TestIdleConnectionPingedOnlyWhenEnded(t *testing.T) {
+	st := openTable(t, randomName("ping_"))
+	ctx := ctxFor(t)
+	if _, err := st.Get(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	pids, ping := postgres.IdleConnChecks(ctx, st)
+	if len(pids) == 0 {
+		t.Fatal("no idle connection after Get")
+	}
+	for i := range ping {
+		if ping[i] {
+			t.Fatalf("a healthy idle connection (backend %d) would be pinged", pids[i])
+		}
+	}
+	admin, err := pgx.Connect(ctx, server(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, pid := range pids {
+		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", int64(pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server's last message and its close reach the sockets soon after.
+	for {
+		_, ping = postgres.IdleConnChecks(ctx, st)
+		if !slices.Contains(ping, false) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("connections ended by the server still look quiet: %v", ping)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(postgres.PingIdle + 100*time.Millisecond) // so the pool asks
+	if _, err := st.Get(ctx, "k"); err != nil {
+		t.Fatalf("Get after the server ended the idle connections: %v", err)
+	}
+}
+
+// The warm-up that fires the notify trigger on a new connection leaves
+// nothing behind: no row of key ”, no notification, an idle session, and
+// the key's grant as it was.
+func TestTriggerWarmUpLeavesNoTrace(t *testing.T) {
+	table := randomName("warm_")
+	st := openTable(t, table)
+	ctx := ctxFor(t)
+	l, err := st.Acquire(ctx, "k", "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen, err := pgx.Connect(ctx, server(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Close(ctx)
+	if _, err := listen.Exec(ctx, "LISTEN "+table); err != nil {
+		t.Fatal(err)
+	}
+	status, err := postgres.WarmOne(ctx, st)
+	if err != nil || status != 'I' {
+		t.Fatalf("after the warm-up: transaction status %q, err %v; want 'I'", status, err)
+	}
+	// Notifications arrive in commit order: had the warm-up notified, its
+	// notification would come before this one.
+	if _, err := listen.Exec(ctx, "SELECT pg_notify($1, 'sentinel')", table); err != nil {
+		t.Fatal(err)
+	}
+	n, err := listen.WaitForNotification(ctx)
+	if err != nil || n.Payload != "sentinel" {
+		t.Fatalf("first notification after the warm-up: %+v, %v; want the sentinel", n, err)
+	}
+	var rows int
+	if err := listen.QueryRow(ctx, "SELECT count(*) FROM "+table+" WHERE key = ''").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("rows of key '' after the warm-up: %d, %v", rows, err)
+	}
+	if r, err := st.Get(ctx, "k"); err != nil || r.Holder != "a" || r.Term != l.Term {
+		t.Fatalf("the key after the warm-up: %+v, %v; want held by a in term %d", r, err, l.Term)
+	}
 }
