@@ -97,6 +97,17 @@
 // which CMD failed (a non-zero exit while leading), up to the TTL. Without
 // --restart it is [tenure.Elector.Do].
 //
+// # tenure watch --exec
+//
+// tenure watch --exec CMD runs CMD with /bin/sh -c for the state found at
+// start and on each change of leader or term, with TENURE_KEY,
+// TENURE_LEADER ("" when nobody leads), TENURE_TERM and TENURE_VALUE added
+// to its environment. Runs are serialized; while one runs, newer changes
+// replace the pending state, so the next run sees only the newest one. The
+// watch hands states to the runner without waiting, so a slow or failing
+// hook never delays its output. Failures are logged with the exit status,
+// never the command line.
+//
 // Exit codes of tenure status: 0 the key is held, 3 it is free, 1 the store
 // could not be read, 2 bad command line. tenure watch exits 0 on SIGINT or
 // SIGTERM. Every error is a single line "tenure: ..." on stderr.
