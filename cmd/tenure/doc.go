@@ -125,4 +125,9 @@
 // free, the holder published nothing, or the store cannot publish values
 // (the lowest, bully and ring peer modes, and peer observers). Fields may
 // be added, never renamed or removed.
+//
+// tenure status --json adds acquire_time, renew_time and transitions (see
+// grantTimes): renew_time is derived from the time left on stores that
+// count it themselves, null elsewhere; acquire_time and transitions are
+// null, since no store reports them.
 package main
