@@ -64,12 +64,12 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	defer store.Close()
+	var view *viewServer
 	if o.httpAddr != "" {
-		view, err := listenView(o.httpAddr, o.key, store, logger)
-		if err != nil {
+		if view, err = listenView(o.httpAddr, o.key, store, logger); err != nil {
 			return fail(stderr, err)
 		}
-		view.serve(ctx, logger)
+		view.start(ctx, logger)
 	}
 	var hk *hook
 	if o.exec != "" {
@@ -79,8 +79,12 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer stopHook()
 	}
 	obs := &tenure.Observer{Store: store, Key: o.key, Logger: logger}
+	records := obs.Changes(ctx)
+	if view != nil {
+		records = view.follow(ctx, records) // one watch for the view, the metrics and the output
+	}
 	enc := json.NewEncoder(stdout)
-	for rec := range obs.Changes(ctx) {
+	for rec := range records {
 		if hk != nil {
 			hk.notify(rec)
 		}
