@@ -99,7 +99,9 @@ func (o *Observer) use(ctx context.Context, key string) error {
 // Get asks every member, in parallel, whom it follows, and returns the
 // record of the coordinator with the highest epoch reported: Holder its ID
 // in decimal, Term its epoch, TTL and Remaining as the reporting member
-// says (the coordinator's own report when it answered). If no member that
+// says (the coordinator's own report when it answered), and Value what
+// the coordinator published with its grant, if it answered itself ("" if
+// only other members did). If no member that
 // answered follows a coordinator, Holder is "" and Term the highest epoch
 // reported. If no member answers, the error names each one and why; a
 // process without the group's secret gets only that error. Get blocks for
@@ -174,6 +176,9 @@ func pick(key string, got []answer) tenure.Record {
 	rec.Holder = strconv.FormatUint(best.r.Leader, 10)
 	rec.Term = best.r.LeaderEpoch
 	rec.TTL, rec.Remaining = max(best.r.TTL, 0), max(best.r.Remaining, 0)
+	if best.id == best.r.Leader {
+		rec.Value = best.r.Value // only the coordinator's own word
+	}
 	return rec
 }
 

@@ -122,9 +122,11 @@
 // held is false and holder "" when the key is free; term is then the last
 // term granted, 0 if never. value is what the holder published with
 // tenure run --advertise (or [tenure.Config.Value]); "" when the key is
-// free, the holder published nothing, or the store cannot publish values
-// (the lowest, bully and ring peer modes, and peer observers). Fields may
-// be added, never renamed or removed.
+// free, the holder published nothing, or the store cannot publish values.
+// In the lowest, bully and ring peer modes only the coordinator knows the
+// value: a peer observer shows it when the coordinator itself answered,
+// and a member's view shows it on the coordinator only. Fields may be
+// added, never renamed or removed.
 //
 // tenure status --json adds acquire_time, renew_time and transitions (see
 // grantTimes): renew_time is derived from the time left on stores that

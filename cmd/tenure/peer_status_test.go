@@ -174,3 +174,52 @@ func TestPeerStatusErrors(t *testing.T) {
 		t.Fatalf("status with every member down: code %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestPeerAdvertise: in the lowest, bully and ring modes, the value a
+// coordinator's elector publishes reaches `tenure status` and `tenure
+// watch` on an observer URL (carried in the coordinator's status replies).
+func TestPeerAdvertise(t *testing.T) {
+	for alg, coord := range map[string]uint64{"bully": 3, "lowest": 1, "ring": 3} {
+		t.Run(alg, func(t *testing.T) {
+			g := newPeerGroup(t, alg, 3)
+			id := strconv.FormatUint(coord, 10)
+			value := "10.0.0." + id + ":8080"
+			elected := make(chan struct{}, 1)
+			e, err := tenure.New(tenure.Config{Store: g.members[coord], Key: "job", Identity: id, Value: value,
+				Logger: slog.New(slog.DiscardHandler), OnEvent: func(ev tenure.Event) {
+					if ev.Kind == tenure.EventElected {
+						select {
+						case elected <- struct{}{}:
+						default:
+						}
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = e.Run(ctx, func(ctx context.Context) error { <-ctx.Done(); return nil })
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+			select {
+			case <-elected:
+			case <-afterWait():
+				t.Fatalf("member %s was not elected within %s", id, wait)
+			}
+			st := runTenure(t, "status", "--store", g.observerURL(), "--key", "job", "--json")
+			var got recordJSON
+			if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Holder != id || got.Value != value {
+				t.Fatalf("status --json: exit %d, %q (%v); want holder %s with value %q", st.code, st.stdout, err, id, value)
+			}
+			w, err := newLineReader(t, "watch", "--store", g.observerURL(), "--key", "job", "--json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := w.record(t, "the value"); r.Value != value; r = w.record(t, "the value") {
+			}
+		})
+	}
+}
