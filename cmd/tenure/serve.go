@@ -45,7 +45,10 @@ func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*vi
 	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	view, err := httpview.New(httpview.Options{
 		Key: key, Store: store, Logger: logger,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		// Uncompressed: gzip tripled the CPU of a scrape of these ~12 KB
+		// (2.5 ms against 0.8 ms, measured on the 2-core VM), and the idle
+		// cost of --http is mostly scrapes.
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true}),
 	})
 	if err != nil {
 		ln.Close()
