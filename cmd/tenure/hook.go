@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,21 @@ import (
 
 // execFlagUsage is the usage of tenure watch --exec.
 const execFlagUsage = "run `CMD` (with /bin/sh -c) on each leadership change, with TENURE_KEY, TENURE_LEADER, TENURE_TERM and TENURE_VALUE in its environment; one run at a time, the latest state wins"
+
+// hookFlag is the value of --exec: a command for /bin/sh -c, refused when
+// empty or blank.
+type hookFlag string
+
+func (f *hookFlag) String() string { return string(*f) }
+
+// Set implements [flag.Value].
+func (f *hookFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("it must be a command, not empty")
+	}
+	*f = hookFlag(s)
+	return nil
+}
 
 // hookStopGrace is how long a hook still running when tenure watch stops
 // has, after SIGTERM to its process group, before it is killed.

@@ -74,7 +74,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var hk *hook
 	if o.exec != "" {
 		hctx, stopHook := context.WithCancel(ctx)
-		hk = newHook(hctx, o.exec, o.key, stderr, logger)
+		hk = newHook(hctx, string(o.exec), o.key, stderr, logger)
 		defer hk.wait()
 		defer stopHook()
 	}
