@@ -94,8 +94,11 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 // c.Value with the grant. Only the coordinator knows the value: its own
 // [Node.Get] and its answers to observers' status queries carry it while
 // the grant is outstanding (so [Observer.Get] reports it when the
-// coordinator answered); the other members' records have none. A bad
-// value is an error wrapping [tenure.ErrInvalid] (see [tenure.CheckValue]).
+// coordinator answered); the other members' records (their Get, Watch
+// and HeldError) have none. That is weaker than what [tenure.Claim]
+// promises of a store, where every record of the key carries the value:
+// route through an observer, not through another member. A bad value is
+// an error wrapping [tenure.ErrInvalid] (see [tenure.CheckValue]).
 func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
 	identity, ttl := c.Identity, c.TTL
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
