@@ -125,7 +125,8 @@
 // free, the holder published nothing, or the store cannot publish values.
 // In the lowest, bully and ring peer modes only the coordinator knows the
 // value: a peer observer shows it when the coordinator itself answered,
-// and a member's view shows it on the coordinator only. Fields may be
+// and a member's view shows it on the coordinator only. In raft every
+// member knows it once applied. Fields may be
 // added, never renamed or removed.
 //
 // tenure status --json adds acquire_time, renew_time and transitions (see
