@@ -33,7 +33,8 @@ start, then on each change, with these added to its environment:
   TENURE_LEADER  the leader's identity; "" when nobody leads
   TENURE_TERM    the term (the last one when nobody leads)
   TENURE_VALUE   what the leader published with tenure run --advertise, or ""
-For a virtual IP, a DNS record, a notification. CMD's output goes to
+For a virtual IP, a DNS record, a notification. CMD inherits tenure's
+environment ($TENURE_STORE included, if set) and its output goes to
 stderr. A slow or failing CMD never delays the watch: runs are one at a
 time, and changes seen while one runs are coalesced, so the next run gets
 only the newest state (the latest state wins; the ones between are
