@@ -14,6 +14,11 @@
 //	go view.Run(ctx)               // follow the store
 //	http.Handle("/", view)
 //
+// A program that already follows the key (and feeds a metrics collector
+// from the same [tenure.Observer]) calls [Handler.Follow] with its records
+// instead of Run, or [Handler.Observe] per record, so the key is watched
+// once.
+//
 // # Routes
 //
 //   - GET / with Accept: application/json (or no Accept header): the

@@ -71,3 +71,39 @@ func Example() {
 	// /readyz 200
 	// /healthz 200
 }
+
+// A program that already follows the key feeds the view the same records
+// it uses itself (here it also prints them), so the key is watched once.
+func ExampleHandler_Follow() {
+	store := memory.New(nil)
+	view, err := httpview.New(httpview.Options{Key: "reports", Store: store})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	records := make(chan tenure.Record)
+	done := make(chan error)
+	go func() { done <- view.Follow(ctx, records) }()
+
+	obs := tenure.Observer{Store: store, Key: "reports"}
+	changes := obs.Changes(ctx)
+	if _, err := store.AcquireClaim(ctx, "reports", tenure.Claim{Identity: "worker-1", TTL: time.Minute, Value: "10.0.0.7:8080"}); err != nil {
+		panic(err)
+	}
+	for r := range changes {
+		records <- r // the view takes it; Follow applies each record before receiving the next
+		if r.Held() {
+			fmt.Println("seen:", r.Holder, r.Term)
+			break
+		}
+	}
+	close(records)
+	fmt.Println("Follow returned:", <-done)
+	l := view.Current()
+	fmt.Println("view:", l.Name, l.Term, l.Value)
+	// Output:
+	// seen: worker-1 1
+	// Follow returned: <nil>
+	// view: worker-1 1 10.0.0.7:8080
+}

@@ -229,19 +229,52 @@ func (h *Handler) publish(holder string, term uint64, ttl time.Duration, value s
 // Store errors are logged by the observer and retried.
 func (h *Handler) Run(ctx context.Context) error {
 	obs := tenure.Observer{Store: h.opts.Store, Key: h.opts.Key, Clock: h.clock, Logger: h.logger}
-	for r := range obs.Changes(ctx) {
-		if h.ownsNewer(r) {
-			continue
+	return h.Follow(ctx, obs.Changes(ctx))
+}
+
+// Follow is [Handler.Run] with the records supplied by the caller, for a
+// program that already follows the key with a [tenure.Observer] and feeds
+// the same records to other consumers too (a promtenure collector, its own
+// output), so that the key is watched once. It passes every record from
+// records to [Handler.Observe] until records is closed or ctx is done;
+// then it ends the open /events streams and returns ctx's error (nil if
+// records was closed while ctx was live). It blocks until then. Call it once, in its
+// own goroutine, instead of Run.
+func (h *Handler) Follow(ctx context.Context, records <-chan tenure.Record) error {
+	defer h.endStreams()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case r, ok := <-records:
+			if !ok {
+				return ctx.Err()
+			}
+			h.Observe(r)
 		}
-		h.see(r.Holder, r.Term, r.TTL, r.Value, h.clock.Now())
 	}
+}
+
+// Observe applies one record of the key, as [tenure.Observer.Changes]
+// delivers them, and publishes the view to /events clients if leadership
+// changed. Records of other keys are ignored. It never blocks: it takes a
+// short lock and hands events to clients without waiting. Safe for
+// concurrent use with [Handler.OnEvent].
+func (h *Handler) Observe(r tenure.Record) {
+	if (r.Key != "" && r.Key != h.opts.Key) || h.ownsNewer(r) {
+		return
+	}
+	h.see(r.Holder, r.Term, r.TTL, r.Value, h.clock.Now())
+}
+
+// endStreams ends the open /events streams.
+func (h *Handler) endStreams() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.clients {
 		delete(h.clients, c)
 		close(c.ch)
 	}
-	return ctx.Err()
 }
 
 // ownsNewer reports whether this process's elector leads r's term or a

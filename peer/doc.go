@@ -10,7 +10,7 @@
 // alone in a test:
 //
 //   - peer/wire: the [wire.Message] members exchange and its frame format
-//     (version 3), with fuzzed decoders. No I/O, no state.
+//     (version 4), with fuzzed decoders. No I/O, no state.
 //   - peer/transport: the [transport.Transport] interface a node sends and
 //     receives through (status queries included, with their reply), the
 //     observer's [transport.Asker], and the member list ([transport.Group]).
@@ -121,7 +121,8 @@
 // shared secret, which coordinator it follows and under which epoch. Get
 // returns the coordinator with the highest epoch that a member which
 // answered reports (Holder its ID, Term its epoch, TTL and Remaining as
-// that member says), Holder "" when none reports one, and an error naming
+// that member says, Value what the coordinator published with its grant
+// when the coordinator itself answered), Holder "" when none reports one, and an error naming
 // each member and why when none answers. Watch repeats that every
 // Heartbeat and delivers changes. The Observer is a [tenure.Reader];
 // [tenure.Open] returns its Store face ([Observer.Store]), whose Acquire,
@@ -156,7 +157,7 @@
 // # Transport and security
 //
 // Members talk over the authenticated TCP transport of package peer/tcp
-// (protocol version 3: a handshake with fresh nonces from both sides,
+// (protocol version 4: a handshake with fresh nonces from both sides,
 // per-group keys derived with HKDF, per-connection MACs with sequence
 // numbers; its package doc states what it protects and what not). Package
 // peer/memnet is an in-memory transport with seeded faults for tests. Both

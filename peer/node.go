@@ -53,6 +53,7 @@ type grant struct {
 	epoch   uint64 // 0: none
 	ttl     time.Duration
 	renewed time.Time // the last successful Acquire or Renew
+	value   string    // published with the grant ([Node.AcquireClaim])
 }
 
 // handover is a new coordinator's wait before it grants its lease: every
@@ -132,7 +133,7 @@ func (n *Node) answer(q transport.Delivery) {
 	n.mu.Lock()
 	r := n.recordLocked(time.Now())
 	reply := wire.Message{Type: wire.StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
-		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining}
+		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining, Value: r.Value}
 	n.mu.Unlock()
 	select {
 	case q.Reply <- reply:

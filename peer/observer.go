@@ -99,7 +99,10 @@ func (o *Observer) use(ctx context.Context, key string) error {
 // Get asks every member, in parallel, whom it follows, and returns the
 // record of the coordinator with the highest epoch reported: Holder its ID
 // in decimal, Term its epoch, TTL and Remaining as the reporting member
-// says (the coordinator's own report when it answered). If no member that
+// says (the coordinator's own report when it answered), and Value what
+// the coordinator published with its grant, as the coordinator reports
+// it, else as any member reports it for that coordinator and epoch (raft
+// members know it; in lowest, bully and ring only the coordinator does). If no member that
 // answered follows a coordinator, Holder is "" and Term the highest epoch
 // reported. If no member answers, the error names each one and why; a
 // process without the group's secret gets only that error. Get blocks for
@@ -174,6 +177,18 @@ func pick(key string, got []answer) tenure.Record {
 	rec.Holder = strconv.FormatUint(best.r.Leader, 10)
 	rec.Term = best.r.LeaderEpoch
 	rec.TTL, rec.Remaining = max(best.r.TTL, 0), max(best.r.Remaining, 0)
+	rec.Value = best.r.Value
+	if best.id != best.r.Leader {
+		// Not the coordinator's own word: any value reported for that
+		// coordinator and epoch (raft members all apply it; in lowest,
+		// bully and ring only the coordinator knows it).
+		for _, a := range got {
+			if a.r.Leader == best.r.Leader && a.r.LeaderEpoch == best.r.LeaderEpoch && a.r.Value != "" {
+				rec.Value = a.r.Value
+				break
+			}
+		}
+	}
 	return rec
 }
 

@@ -39,6 +39,18 @@ func TestPick(t *testing.T) {
 			{id: 1, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 150 * ms}},
 			{id: 3, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 20 * ms}}},
 			tenure.Record{Key: "k", Holder: "2", Term: 5, TTL: 300 * ms, Remaining: 20 * ms}},
+		{"the value: the coordinator's own word first", []answer{
+			{id: 1, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 50 * ms, Value: "other"}},
+			{id: 2, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, TTL: 300 * ms, Remaining: 300 * ms, Value: "10.0.0.2:80"}}},
+			tenure.Record{Key: "k", Holder: "2", Term: 5, TTL: 300 * ms, Remaining: 300 * ms, Value: "10.0.0.2:80"}},
+		{"the value from a member, for the same coordinator and epoch (raft)", []answer{
+			{id: 1, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5}},
+			{id: 3, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, Value: "10.0.0.2:80"}}},
+			tenure.Record{Key: "k", Holder: "2", Term: 5, Value: "10.0.0.2:80"}},
+		{"no value of another epoch", []answer{
+			{id: 1, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5}},
+			{id: 3, r: transport.Report{Leader: 2, LeaderEpoch: 4, Epoch: 5, Value: "old"}}},
+			tenure.Record{Key: "k", Holder: "2", Term: 5}},
 	} {
 		if got := pick("k", tc.got); got != tc.want {
 			t.Errorf("%s: pick = %+v, want %+v", tc.name, got, tc.want)

@@ -24,7 +24,8 @@ var ErrElecting = fmt.Errorf("peer: election in progress, no coordinator known y
 var ErrHandover = fmt.Errorf("peer: elected, waiting for the previous coordinator to step down (%w)", tenure.ErrUnavailable)
 
 var (
-	_ tenure.Store = (*Node)(nil)
+	_ tenure.Store     = (*Node)(nil)
+	_ tenure.Publisher = (*Node)(nil)
 )
 
 // enter checks ctx and that the node is open, then key against the
@@ -63,6 +64,8 @@ func (n *Node) recordLocked(now time.Time) tenure.Record {
 	r.Remaining = n.cfg.Timeout
 	if !n.isCoordinator() {
 		r.Remaining = max(n.leaderHeard.Add(n.cfg.Timeout).Sub(now), 0)
+	} else if n.granted == n.leaderEpoch && n.held.epoch == n.granted {
+		r.Value = n.held.value // only the coordinator knows it
 	}
 	return r
 }
@@ -84,7 +87,24 @@ func (n *Node) recordLocked(now time.Time) tenure.Record {
 // the node then yields to the coordinator it follows. Acquire never blocks
 // on the network.
 func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	return n.AcquireClaim(ctx, key, tenure.Claim{Identity: identity, TTL: ttl})
+}
+
+// AcquireClaim implements [tenure.Publisher]: [Node.Acquire], publishing
+// c.Value with the grant. Only the coordinator knows the value: its own
+// [Node.Get] and its answers to observers' status queries carry it while
+// the grant is outstanding (so [Observer.Get] reports it when the
+// coordinator answered); the other members' records (their Get, Watch
+// and HeldError) have none. That is weaker than what [tenure.Claim]
+// promises of a store, where every record of the key carries the value:
+// route through an observer, not through another member. A bad value is
+// an error wrapping [tenure.ErrInvalid] (see [tenure.CheckValue]).
+func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	identity, ttl := c.Identity, c.TTL
 	if err := tenure.CheckAcquire(key, identity, ttl); err != nil {
+		return tenure.Lease{}, err
+	}
+	if err := tenure.CheckValue(c.Value); err != nil {
 		return tenure.Lease{}, err
 	}
 	if identity != n.Identity() {
@@ -110,9 +130,9 @@ func (n *Node) Acquire(ctx context.Context, key, identity string, ttl time.Durat
 			n.leaderEpoch, now.Sub(n.ho.since).Round(time.Millisecond))
 	}
 	n.granted = n.leaderEpoch
-	n.held = grant{epoch: n.leaderEpoch, ttl: ttl, renewed: now}
+	n.held = grant{epoch: n.leaderEpoch, ttl: ttl, renewed: now, value: c.Value}
 	return tenure.Lease{Key: key, Identity: identity, Term: n.leaderEpoch, TTL: ttl,
-		Token: strconv.FormatUint(n.leaderEpoch, 10)}, nil
+		Token: strconv.FormatUint(n.leaderEpoch, 10), Value: c.Value}, nil
 }
 
 // current checks that l is the outstanding lease of this node's current

@@ -219,7 +219,9 @@ func (c *Collector) Observe(r tenure.Record) {
 
 // Run follows the key in store with a [tenure.Observer] and passes every
 // record to [Collector.Observe] until ctx is done; then it returns ctx's
-// error. Store errors are logged by the observer and retried.
+// error. Store errors are logged by the observer and retried. A program
+// that already follows the key (for an httpview view, say) passes its
+// records to Observe instead, so the key is watched once.
 func (c *Collector) Run(ctx context.Context, store tenure.Reader) error {
 	obs := tenure.Observer{Store: store, Key: c.key}
 	for r := range obs.Changes(ctx) {

@@ -57,6 +57,7 @@ func TestBadInput(t *testing.T) {
 		{"state dir is a file", []string{"run", "--store", "file://" + notDir, "--key", "job", "--", "true"}, exitRuntime, "not a directory"},
 		{"corrupt state", []string{"run", "--store", "file://" + corrupt, "--key", "job", "--", "true"}, exitRuntime, `cannot read key "job"`},
 		{"corrupt state, status", []string{"status", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
+		{"empty --exec", []string{"watch", "--store", store, "--key", "job", "--exec", " "}, exitUsage, `invalid value " " for flag -exec: it must be a command`},
 		{"corrupt state, watch", []string{"watch", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
 		{"status without key", []string{"status", "--store", store}, exitUsage, "--key is required"},
 		{"status extra argument", []string{"status", "--store", store, "--key", "job", "extra"}, exitUsage, `unexpected argument "extra"`},

@@ -97,6 +97,17 @@
 // which CMD failed (a non-zero exit while leading), up to the TTL. Without
 // --restart it is [tenure.Elector.Do].
 //
+// # tenure watch --exec
+//
+// tenure watch --exec CMD runs CMD with /bin/sh -c for the state found at
+// start and on each change of leader or term, with TENURE_KEY,
+// TENURE_LEADER ("" when nobody leads), TENURE_TERM and TENURE_VALUE added
+// to its environment. Runs are serialized; while one runs, newer changes
+// replace the pending state, so the next run sees only the newest one. The
+// watch hands states to the runner without waiting, so a slow or failing
+// hook never delays its output. Failures are logged with the exit status,
+// never the command line.
+//
 // Exit codes of tenure status: 0 the key is held, 3 it is free, 1 the store
 // could not be read, 2 bad command line. tenure watch exits 0 on SIGINT or
 // SIGTERM. Every error is a single line "tenure: ..." on stderr.
@@ -111,7 +122,15 @@
 // held is false and holder "" when the key is free; term is then the last
 // term granted, 0 if never. value is what the holder published with
 // tenure run --advertise (or [tenure.Config.Value]); "" when the key is
-// free, the holder published nothing, or the store cannot publish values
-// (the lowest, bully and ring peer modes, and peer observers). Fields may
-// be added, never renamed or removed.
+// free, the holder published nothing, or the store cannot publish values.
+// In the lowest, bully and ring peer modes only the coordinator knows the
+// value: a peer observer shows it when the coordinator itself answered,
+// and a member's view shows it on the coordinator only. In raft every
+// member knows it once applied. Fields may be
+// added, never renamed or removed.
+//
+// tenure status --json adds acquire_time, renew_time and transitions (see
+// grantTimes): renew_time is derived from the time left on stores that
+// count it themselves, null elsewhere; acquire_time and transitions are
+// null, since no store reports them.
 package main

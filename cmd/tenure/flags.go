@@ -240,6 +240,8 @@ type keyCmdOpts struct {
 	json      bool
 	httpAddr  string // tenure watch --http
 	logFormat string // tenure watch --log-format
+
+	exec hookFlag // tenure watch --exec
 }
 
 // parseKeyCmd parses and checks the command line of subcommand name,
@@ -252,6 +254,7 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	if name == "watch" {
 		fs.StringVar(&o.httpAddr, "http", "", httpFlagUsage)
 		fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
+		fs.Var(&o.exec, "exec", execFlagUsage)
 	}
 	if code, done := parseFlags(fs, args, help, stdout, stderr); done {
 		return o, code, true

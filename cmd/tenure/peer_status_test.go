@@ -174,3 +174,64 @@ func TestPeerStatusErrors(t *testing.T) {
 		t.Fatalf("status with every member down: code %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestPeerAdvertise: in every peer mode, the value the coordinator's
+// elector publishes reaches `tenure status` and `tenure watch` on an
+// observer URL (in lowest, bully and ring the coordinator's status replies
+// carry it; in raft every member's do). Every member campaigns, each
+// publishing its own value.
+func TestPeerAdvertise(t *testing.T) {
+	for _, alg := range []string{"bully", "lowest", "ring", "raft"} {
+		t.Run(alg, func(t *testing.T) {
+			g := newPeerGroup(t, alg, 3)
+			elected := make(chan string, 3)
+			for id, st := range g.members {
+				campaignWithValue(t, st, strconv.FormatUint(id, 10), elected)
+			}
+			var leader string
+			select {
+			case leader = <-elected:
+			case <-afterWait():
+				t.Fatalf("no member was elected within %s", wait)
+			}
+			value := "10.0.0." + leader + ":8080"
+			st := runTenure(t, "status", "--store", g.observerURL(), "--key", "job", "--json")
+			var got recordJSON
+			if err := json.Unmarshal([]byte(st.stdout), &got); err != nil || got.Holder != leader || got.Value != value {
+				t.Fatalf("status --json: exit %d, %q (%v); want holder %s with value %q", st.code, st.stdout, err, leader, value)
+			}
+			w, err := newLineReader(t, "watch", "--store", g.observerURL(), "--key", "job", "--json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := w.record(t, "the value"); r.Value != value; r = w.record(t, "the value") {
+			}
+		})
+	}
+}
+
+// campaignWithValue runs an elector for member id of st until the test
+// ends, publishing "10.0.0.ID:8080"; its identity goes to elected each
+// time it is elected.
+func campaignWithValue(t *testing.T, st tenure.Store, id string, elected chan<- string) {
+	t.Helper()
+	e, err := tenure.New(tenure.Config{Store: st, Key: "job", Identity: id, Value: "10.0.0." + id + ":8080",
+		Logger: slog.New(slog.DiscardHandler), OnEvent: func(ev tenure.Event) {
+			if ev.Kind == tenure.EventElected {
+				select {
+				case elected <- id:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.Run(ctx, func(ctx context.Context) error { <-ctx.Done(); return nil })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}

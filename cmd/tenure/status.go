@@ -21,7 +21,13 @@ With --json it prints one object:
   {"key":"jobs","held":true,"holder":"node-1","term":7,"ttl_ms":10000,"remaining_ms":8312,"value":"10.0.0.7:8080"}
 held is false and holder "" when the key is free; term is then the last
 term granted (0 if never). value is what the holder published with
-tenure run --advertise; "" when free or when it published nothing. Fields are only ever added, never renamed.
+tenure run --advertise; "" when free or when it published nothing.
+renew_time (RFC 3339) is when the store last extended the grant, derived
+from the time left where the store counts it (file, memory, Redis,
+PostgreSQL; etcd to the second), null elsewhere and when free.
+acquire_time and transitions are always null: no store reports when a
+grant began or how often the key changed hands (tenure watch --http shows
+what it sees). Fields are only ever added, never renamed.
 On a Redis store a line "store check: ..." (JSON: "store_checks") says what
 was checked of the server's maxmemory-policy.
 
@@ -45,6 +51,7 @@ type recordJSON struct {
 // statusJSON is status's JSON: the record, plus what the store checked.
 type statusJSON struct {
 	recordJSON
+	grantTimes
 	StoreChecks []string `json:"store_checks,omitempty"`
 }
 
@@ -83,12 +90,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer store.Close()
 	rec, err := store.Get(ctx, o.key)
+	readAt := time.Now()
 	if err != nil {
 		return fail(stderr, fmt.Errorf("cannot read key %q: %w", o.key, err))
 	}
 	checks := storeChecks(ctx, store) // what the store verified of its server (Redis: eviction)
 	if o.json {
-		j := statusJSON{recordJSON: toJSON(rec), StoreChecks: checks}
+		j := statusJSON{recordJSON: toJSON(rec), grantTimes: deriveGrantTimes(o.store.url, rec, readAt), StoreChecks: checks}
 		_ = json.NewEncoder(stdout).Encode(j)
 	} else {
 		fmt.Fprintln(stdout, describe(rec))

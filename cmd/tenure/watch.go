@@ -27,6 +27,22 @@ does, without ever campaigning: one dashboard for a whole group. GET /
 (JSON, or a live page in a browser), /healthz, /readyz (503: an observer
 never leads; ?standbyok makes it 200), /events, /metrics.
 
+With --exec CMD it runs CMD with /bin/sh -c once for the state found at
+start, then on each change, with these added to its environment:
+  TENURE_KEY     the key
+  TENURE_LEADER  the leader's identity; "" when nobody leads
+  TENURE_TERM    the term (the last one when nobody leads)
+  TENURE_VALUE   what the leader published with tenure run --advertise, or ""
+For a virtual IP, a DNS record, a notification. CMD inherits tenure's
+environment ($TENURE_STORE included, if set) and its output goes to
+stderr. A slow or failing CMD never delays the watch: runs are one at a
+time, and changes seen while one runs are coalesced, so the next run gets
+only the newest state (the latest state wins; the ones between are
+skipped). A failing run is logged (its exit status, never the command
+line) and the watch goes on. On SIGINT or SIGTERM a run in progress gets
+SIGTERM (its process group), SIGKILL 5s later, and pending states are
+dropped.
+
 Flags:
 `
 
@@ -49,16 +65,30 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	defer store.Close()
+	var view *viewServer
 	if o.httpAddr != "" {
-		view, err := listenView(o.httpAddr, o.key, store, logger)
-		if err != nil {
+		if view, err = listenView(o.httpAddr, o.key, store, logger); err != nil {
 			return fail(stderr, err)
 		}
-		view.serve(ctx, logger)
+		view.start(ctx, logger)
+	}
+	var hk *hook
+	if o.exec != "" {
+		hctx, stopHook := context.WithCancel(ctx)
+		hk = newHook(hctx, string(o.exec), o.key, stderr, logger)
+		defer hk.wait()
+		defer stopHook()
 	}
 	obs := &tenure.Observer{Store: store, Key: o.key, Logger: logger}
+	records := obs.Changes(ctx)
+	if view != nil {
+		records = view.follow(ctx, records) // one watch for the view, the metrics and the output
+	}
 	enc := json.NewEncoder(stdout)
-	for rec := range obs.Changes(ctx) {
+	for rec := range records {
+		if hk != nil {
+			hk.notify(rec)
+		}
 		now := time.Now()
 		if o.json {
 			j := toJSON(rec)

@@ -29,7 +29,7 @@
 //     before granting, and every member's Get and Watch report it while
 //     that term lasts, once the member applied it. The log is the only
 //     state machine input; a snapshot keeps the value and its term.
-//     Observers (below) do not report values yet.
+//     Observers (below) report it too.
 //   - Close stops the member; a majority of the others elects a new leader
 //     after the heartbeat timeout.
 //
@@ -42,8 +42,9 @@
 // The same URL without id and state-dir opens a read-only [peer.Observer]
 // (for `tenure status` and `tenure watch`): it asks every member whom it
 // sees leading and in which term, and reports the leader of the highest
-// term (Holder "" when no member knows one; TTL and Remaining 0). It is
-// not a raft server: not in the configuration, no vote, no log.
+// term (Holder "" when no member knows one; TTL and Remaining 0), with
+// the value published in that term as the members that applied it report
+// it. It is not a raft server: not in the configuration, no vote, no log.
 //
 // The question travels on the member's raft port. The observer completes
 // the same pre-authentication and mutual TLS 1.3 handshake as a member (so
@@ -52,7 +53,9 @@
 // "tenure-raft-status/1"; raft's own connections ask for none. A member
 // hands a connection that negotiated it to a small responder instead of
 // raft: each request byte '?' gets one JSON line
-// {"leader":"2","term":7,"state":"Follower"}, on a connection the observer
+// {"leader":"2","term":7,"state":"Follower","value":"10.0.0.2:8080"}
+// ("value" omitted when none was published, and by members that predate
+// it; fields are only added), on a connection the observer
 // keeps between polls (closed after 30s idle). A member built before this
 // protocol negotiates none, and the observer reports that it does not
 // answer status queries.

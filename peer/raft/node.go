@@ -119,7 +119,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	if n.layer != nil {
 		r := n.raft
-		n.layer.setStatus(func() statusReply { return nodeStatus(r) })
+		n.layer.setStatus(func() statusReply { return nodeStatus(r, &n.fsm) })
 	}
 	ok = true
 	return n, nil

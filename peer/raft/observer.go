@@ -121,7 +121,7 @@ func (a *tlsAsker) query(ctx context.Context, c *askConn) (statusReply, error) {
 // report turns a member's answer into a peer report. Peer member IDs are
 // decimal, so a leader ID that is not is a bad answer.
 func report(s statusReply) (transport.Report, error) {
-	r := transport.Report{LeaderEpoch: s.Term, Epoch: s.Term}
+	r := transport.Report{LeaderEpoch: s.Term, Epoch: s.Term, Value: s.Value}
 	if s.Leader == "" {
 		r.LeaderEpoch = 0
 		return r, nil

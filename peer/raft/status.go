@@ -38,17 +38,25 @@ type statusReply struct {
 	Term uint64 `json:"term"`
 	// State is this member's raft state (Follower, Candidate, Leader...).
 	State string `json:"state"`
+	// Value is the value the leader published in Term, once this member
+	// applied it; omitted when none (and by members that predate it).
+	Value string `json:"value,omitempty"`
 }
 
 // setStatus makes the layer answer status connections with f's result;
 // until then they are closed unanswered. f must not block.
 func (l *tlsLayer) setStatus(f func() statusReply) { l.status.Store(&f) }
 
-// nodeStatus is a raft member's statusReply; it does not block on the
+// nodeStatus is a raft member's statusReply, with the value published in
+// its current term as fsm has applied it; it does not block on the
 // network.
-func nodeStatus(r *hraft.Raft) statusReply {
+func nodeStatus(r *hraft.Raft, fsm *valueFSM) statusReply {
 	_, id := r.LeaderWithID()
-	return statusReply{Leader: string(id), Term: r.CurrentTerm(), State: r.State().String()}
+	s := statusReply{Leader: string(id), Term: r.CurrentTerm(), State: r.State().String()}
+	if s.Leader != "" {
+		s.Value = fsm.published(s.Term)
+	}
+	return s
 }
 
 // serveStatus answers an observer's requests on c until it closes, stays
@@ -71,6 +79,7 @@ func (l *tlsLayer) serveStatus(c *tls.Conn) {
 	}
 	r := bufio.NewReader(c)
 	enc := json.NewEncoder(c)
+	enc.SetEscapeHTML(false) // a value of MaxValueLen bytes stays well under maxStatusLine
 	for {
 		c.SetReadDeadline(time.Now().Add(statusIdle))
 		b, err := r.ReadByte()

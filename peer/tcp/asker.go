@@ -130,7 +130,7 @@ func (a *asker) query(ctx context.Context, c *askConn) (transport.Report, error)
 			continue // an answer to an earlier query that timed out
 		}
 		return transport.Report{Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Epoch: m.Epoch,
-			TTL: max(m.TTL, 0), Remaining: max(m.Remaining, 0)}, nil
+			TTL: max(m.TTL, 0), Remaining: max(m.Remaining, 0), Value: m.Value}, nil
 	}
 }
 
@@ -142,7 +142,7 @@ func (a *asker) ioErr(ctx context.Context, err error) error {
 		return a.pool.CtxErr(ctx)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
-		return errors.New("the member closed the connection without answering (wrong secret-file, or a member version without status queries)")
+		return errors.New("the member closed the connection without answering (wrong secret-file, or a member running another tenure version)")
 	}
 	return err
 }

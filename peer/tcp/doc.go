@@ -9,9 +9,12 @@
 //
 // # Protocol and security
 //
-// The transport ([Listen]) speaks protocol version 3 (see package
-// peer/wire); members of versions 1 and 2 do not interoperate with it:
-// upgrade every member together.
+// The transport ([Listen]) speaks protocol version 4 (see package
+// peer/wire; version 4 added the published value to status replies);
+// members and observers of other versions do not interoperate with it:
+// their frames are refused with [wire.ErrVersion] naming both versions
+// (counted as OtherGroup, and logged once per transport), so upgrade every
+// member and observer together.
 //
 //   - Group keys. The transport never uses the secret directly: it derives
 //     a group key from it with HKDF-SHA256 over the URL's key parameter

@@ -53,8 +53,9 @@ type Stats struct {
 	// does not verify (a wrong secret, or a handshake recorded on another
 	// connection and replayed). Malformed: a frame that does not parse, or
 	// a bad length. Oversized: a length prefix above MaxFrameLen.
-	// OtherGroup: a frame with another group's tag or protocol version (a
-	// secret shared by two groups or keys). Stale: a frame whose
+	// OtherGroup: a frame with another group's tag (a secret shared by
+	// two groups or keys) or of another protocol version (a member or
+	// observer of another tenure version; the first is logged). Stale: a frame whose
 	// connection tag is another connection's (recorded earlier, before a
 	// restart). Replayed: an authenticated frame out of sequence on its
 	// connection. Misaddressed: a connection for another member or from a
@@ -89,7 +90,7 @@ func (c *counters) count(err error) {
 		err error
 		n   *atomic.Uint64
 	}{
-		{wire.ErrBadMAC, &c.badMAC}, {wire.ErrFrameTooLarge, &c.oversized}, {wire.ErrOtherGroup, &c.otherGroup},
+		{wire.ErrBadMAC, &c.badMAC}, {wire.ErrFrameTooLarge, &c.oversized}, {wire.ErrOtherGroup, &c.otherGroup}, {wire.ErrVersion, &c.otherGroup},
 		{wire.ErrStale, &c.stale}, {wire.ErrReplayed, &c.replayed}, {wire.ErrMalformed, &c.malformed},
 		{errMisaddressed, &c.misaddressed},
 	} {
@@ -130,6 +131,8 @@ type Transport struct {
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	c           counters
+	// versionLogged: a connection of another protocol version was logged.
+	versionLogged atomic.Bool
 
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -520,6 +523,9 @@ func (t *Transport) admit(c net.Conn) *session {
 			t.c.authTimeouts.Add(1)
 		}
 		t.c.count(err)
+		if errors.Is(err, wire.ErrVersion) && t.versionLogged.CompareAndSwap(false, true) {
+			t.cfg.Logger.Warn("peer: refused a connection from another tenure version (logged once)", "id", t.cfg.Self, "err", err)
+		}
 		return nil
 	}
 	c.SetWriteDeadline(time.Time{})

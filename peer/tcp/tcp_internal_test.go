@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,5 +427,55 @@ func TestTCPNothingBeforeAuth(t *testing.T) {
 	}
 	if bytes.Equal(nonces[0], nonces[1]) {
 		t.Fatal("the acceptor's nonce repeated across connections")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestOtherVersionRefused: a handshake of another protocol version (a
+// member of another tenure version) is refused: the connection is closed,
+// counted as OtherGroup, and logged once with both versions.
+func TestOtherVersionRefused(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	var logs syncBuffer
+	tr := wireListen(t, g, 1, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	for range 2 {
+		c, err := net.Dial("tcp", g.Addr(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		hello := wire.EncodeHandshake(wire.Header{Kind: wire.KindHello, Group: gk.tag, From: 2, To: 1}, make([]byte, wire.NonceLen))
+		hello[4] = wire.FrameVersion - 1
+		if _, err := c.Write(hello); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("the acceptor answered a handshake of another version")
+		}
+		c.Close()
+	}
+	if n := tr.Stats().OtherGroup; n != 2 {
+		t.Errorf("OtherGroup = %d, want 2", n)
+	}
+	out := logs.String()
+	if strings.Count(out, "another tenure version") != 1 || !strings.Contains(out, "version 3, this end speaks version 4") {
+		t.Errorf("want one log line naming versions 3 and 4; got:\n%s", out)
 	}
 }

@@ -48,10 +48,14 @@ type Transport interface {
 
 // Report is a member's answer to a status query: the coordinator it follows
 // (Leader 0: none) and that coordinator's epoch, the highest epoch it
-// knows, and its record's TTL and Remaining (see peer.Node.Get).
+// knows, and its record's TTL and Remaining (see peer.Node.Get). Value is
+// the value published with the coordinator's grant, reported by the
+// coordinator itself only ("" from other members, and when none was
+// published).
 type Report struct {
 	Leader, LeaderEpoch, Epoch uint64
 	TTL, Remaining             time.Duration
+	Value                      string
 }
 
 // Asker is how an observer (peer.Observer) reaches members: it asks one

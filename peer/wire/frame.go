@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
 )
 
-// Wire format, version 3. All integers are big-endian; every frame starts
+// Wire format, version 4. All integers are big-endian; every frame starts
 // with the same 32-byte Header:
 //
 //	offset size field
 //	0      4    length of the rest of the frame (frame size - 4)
-//	4      1    version (3)
+//	4      1    version (4)
 //	5      1    kind: a message [Type] (1-10) or a handshake kind (0x81-0x85)
 //	6      1    flags
 //	7      1    reserved, 0
@@ -27,7 +28,8 @@ import (
 // Handshake frames (64 bytes) add one 32-byte field at offset 32: the
 // sender's fresh random nonce in Hello and Challenge, an HMAC-SHA256 under
 // the group key over the handshake transcript in Proof and Welcome (see
-// package peer/tcp). Message frames (152 bytes, also the Keepalive) add
+// package peer/tcp). Message frames (152 bytes plus the value's length,
+// also the Keepalive) add
 //
 //	32     8    connection tag: the first 8 bytes of SHA-256(dialer nonce ||
 //	            acceptor nonce), public
@@ -41,21 +43,32 @@ import (
 //	96     8    hops
 //	104    8    ttl, nanoseconds (status replies)
 //	112    8    remaining, nanoseconds (status replies)
-//	120    32   HMAC-SHA256 over bytes 0-119 under the direction's session
-//	            key, derived from the group key and both nonces
+//	120    n    value: the coordinator's published value, UTF-8, at most
+//	            MaxValueLen bytes; only in a StatusReply (n = 0 in every
+//	            other frame). n is the frame's length minus 152.
+//	120+n  32   HMAC-SHA256 over bytes 0 to 119+n under the direction's
+//	            session key, derived from the group key and both nonces
 //
-// Versions 1 and 2 (one MAC under the raw secret, replay state in memory)
-// are gone: a version-3 member drops their frames as malformed and
-// members of different versions do not interoperate.
+// Version 4 added the value. Members and observers of different versions
+// do not interoperate: every frame of another version, the first
+// handshake frame included, is refused with [ErrVersion] (its error names
+// both versions), so a member or observer of another tenure version never
+// gets past the handshake. Versions 1 and 2 had one MAC under the raw
+// secret and replay state in memory; version 3 frames were 152 bytes, with
+// no value.
 const (
-	FrameVersion = 3
-	// FrameLen is the size of a message frame, HandshakeLen of a handshake
+	FrameVersion = 4
+	// FrameLen is the size of a message frame without a value (a
+	// StatusReply adds its value's length), HandshakeLen of a handshake
 	// frame.
 	FrameLen     = bodyLen + MACLen
 	HandshakeLen = 64
 	// MaxFrameLen bounds the length prefix a reader accepts; a larger one is
 	// counted as oversized and the connection dropped.
-	MaxFrameLen = 1024
+	MaxFrameLen = 2048
+	// MaxValueLen is the longest value a StatusReply carries, in bytes: a
+	// published value's limit (tenure.MaxValueLen).
+	MaxValueLen = 1024
 	// MACLen is the size of an HMAC-SHA256 tag.
 	MACLen = sha256.Size
 	// NonceLen is the size of a handshake frame's field: a nonce or a MAC.
@@ -81,9 +94,11 @@ var (
 	ErrMalformed     = errors.New("peer: malformed frame")
 	ErrBadMAC        = errors.New("peer: frame authentication failed")
 	// ErrOtherGroup: the frame's group tag is not this group's (another
-	// key, member list or algorithm shares the secret), or its version is
-	// not [FrameVersion].
-	ErrOtherGroup = errors.New("peer: frame of another group or protocol version")
+	// key, member list or algorithm shares the secret).
+	ErrOtherGroup = errors.New("peer: frame of another group")
+	// ErrVersion: the frame's version is not [FrameVersion]: its sender
+	// runs another tenure version. The error names both versions.
+	ErrVersion = errors.New("peer: frame of another protocol version")
 	// ErrStale: the frame's connection tag is not this connection's: it
 	// was recorded on an earlier connection (before a restart) and
 	// replayed.
@@ -138,7 +153,7 @@ func parseHeader(b []byte, group uint64) (Header, error) {
 		return Header{}, fmt.Errorf("%w: %d bytes (length prefix %d)", ErrMalformed, len(b), size)
 	}
 	if b[4] != FrameVersion {
-		return Header{}, fmt.Errorf("%w: version %d (want %d)", ErrOtherGroup, b[4], FrameVersion)
+		return Header{}, fmt.Errorf("%w: version %d, this end speaks version %d: every member and observer of a group must run the same tenure version", ErrVersion, b[4], FrameVersion)
 	}
 	h := Header{Kind: b[5], Flags: b[6], Group: binary.BigEndian.Uint64(b[8:]),
 		From: binary.BigEndian.Uint64(b[16:]), To: binary.BigEndian.Uint64(b[24:])}
@@ -184,41 +199,47 @@ type Direction struct {
 }
 
 // Seal encodes m as the next message frame of d (kind is m.Type, or
-// KindKeepalive) and advances d's sequence number. It sets m.Seq.
+// KindKeepalive) and advances d's sequence number. It sets m.Seq. m.Value
+// must be at most [MaxValueLen] bytes of UTF-8 and set only on a
+// StatusReply; Open refuses the frame otherwise.
 func (d *Direction) Seal(kind byte, m Message) []byte {
 	d.seq++
-	b := make([]byte, FrameLen)
+	n := len(m.Value)
+	b := make([]byte, FrameLen+n)
 	putHeader(b, Header{Kind: kind, Flags: m.Flags, Group: d.Group, From: m.From, To: m.To})
 	for i, v := range []uint64{d.Conn, d.seq, m.Incarnation, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops, uint64(m.TTL), uint64(m.Remaining)} {
 		binary.BigEndian.PutUint64(b[headerLen+8*i:], v)
 	}
+	copy(b[bodyLen:], m.Value)
 	mac := hmac.New(sha256.New, d.Key)
-	mac.Write(b[:bodyLen])
-	copy(b[bodyLen:], mac.Sum(nil))
+	mac.Write(b[:bodyLen+n])
+	copy(b[bodyLen+n:], mac.Sum(nil))
 	return b
 }
 
 // Open authenticates and parses one whole message frame of d (length
 // prefix included) and advances d's sequence number. It checks, in order,
-// the size and version, the group tag ([ErrOtherGroup]), the connection
-// tag ([ErrStale]), the MAC ([ErrBadMAC]), the sequence number
-// ([ErrReplayed]) and the fields ([ErrMalformed]); no field is trusted
-// before the MAC verified. The kind returned is the message type or
-// KindKeepalive. It never panics, whatever b holds.
+// the size and version ([ErrVersion]), the group tag ([ErrOtherGroup]),
+// the connection tag ([ErrStale]), the MAC ([ErrBadMAC]), the sequence
+// number ([ErrReplayed]) and the fields ([ErrMalformed]: a value outside a
+// StatusReply or not UTF-8 too); no field is trusted before the MAC
+// verified. The kind returned is the message type or KindKeepalive. It
+// never panics, whatever b holds.
 func (d *Direction) Open(b []byte) (byte, Message, error) {
 	h, err := parseHeader(b, d.Group)
 	if err != nil {
 		return 0, Message{}, err
 	}
-	if len(b) != FrameLen {
-		return 0, Message{}, fmt.Errorf("%w: %d bytes (want %d for a message frame)", ErrMalformed, len(b), FrameLen)
+	n := len(b) - FrameLen
+	if n < 0 || n > MaxValueLen {
+		return 0, Message{}, fmt.Errorf("%w: %d bytes (want %d to %d for a message frame)", ErrMalformed, len(b), FrameLen, FrameLen+MaxValueLen)
 	}
 	if binary.BigEndian.Uint64(b[headerLen:]) != d.Conn {
 		return 0, Message{}, ErrStale
 	}
 	mac := hmac.New(sha256.New, d.Key)
-	mac.Write(b[:bodyLen])
-	if !hmac.Equal(mac.Sum(nil), b[bodyLen:]) {
+	mac.Write(b[:bodyLen+n])
+	if !hmac.Equal(mac.Sum(nil), b[bodyLen+n:]) {
 		return 0, Message{}, ErrBadMAC
 	}
 	var f [11]uint64
@@ -230,16 +251,23 @@ func (d *Direction) Open(b []byte) (byte, Message, error) {
 	}
 	d.seq++
 	if h.Kind == KindKeepalive {
+		if n != 0 {
+			return 0, Message{}, fmt.Errorf("%w: a keepalive with a value", ErrMalformed)
+		}
 		return KindKeepalive, Message{}, nil
 	}
 	m := Message{Type: Type(h.Kind), Flags: h.Flags, From: h.From, To: h.To, Seq: f[1], Incarnation: f[2],
 		Epoch: f[3], Leader: f[4], LeaderEpoch: f[5], Candidate: f[6], Ref: f[7], Hops: f[8],
-		TTL: time.Duration(f[9]), Remaining: time.Duration(f[10])}
-	if !m.Type.Valid() {
+		TTL: time.Duration(f[9]), Remaining: time.Duration(f[10]), Value: string(b[bodyLen : bodyLen+n])}
+	switch {
+	case !m.Type.Valid():
 		return 0, Message{}, fmt.Errorf("%w: unknown message type %d", ErrMalformed, h.Kind)
-	}
-	if !m.Type.IsStatus() && (m.TTL != 0 || m.Remaining != 0) {
+	case !m.Type.IsStatus() && (m.TTL != 0 || m.Remaining != 0):
 		return 0, Message{}, fmt.Errorf("%w: %s with status timings", ErrMalformed, m.Type)
+	case m.Type != StatusReply && n != 0:
+		return 0, Message{}, fmt.Errorf("%w: %s with a value", ErrMalformed, m.Type)
+	case !utf8.ValidString(m.Value):
+		return 0, Message{}, fmt.Errorf("%w: a value that is not UTF-8", ErrMalformed)
 	}
 	return h.Kind, m, nil
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,10 +26,11 @@ const testGroup = 0x6a6f6273
 func TestFrameRoundTrip(t *testing.T) {
 	out, in := testConn(testGroup, 1)
 	m := Message{Type: StatusReply, Flags: FlagAbstain, From: 2, To: 1, Incarnation: 1 << 60,
-		Epoch: 9, Leader: 3, LeaderEpoch: 9, Candidate: 3, Ref: 7, Hops: 2, TTL: time.Second, Remaining: time.Millisecond}
+		Epoch: 9, Leader: 3, LeaderEpoch: 9, Candidate: 3, Ref: 7, Hops: 2, TTL: time.Second, Remaining: time.Millisecond,
+		Value: "10.0.0.7:8080"}
 	f := out.Seal(byte(m.Type), m)
-	if len(f) != FrameLen {
-		t.Fatalf("frame is %d bytes, want %d", len(f), FrameLen)
+	if len(f) != FrameLen+len(m.Value) {
+		t.Fatalf("frame is %d bytes, want %d", len(f), FrameLen+len(m.Value))
 	}
 	for i := range len(f) * 8 {
 		g := bytes.Clone(f)
@@ -67,6 +69,7 @@ func FuzzFrameDecode(f *testing.F) {
 		{Type: Election, From: 2, To: 1, Candidate: 2, Hops: 1},
 		{Type: StatusQuery, From: ObserverID, To: 1, Ref: 99},
 		{Type: StatusReply, From: 2, To: 1, Ref: 99, TTL: time.Second},
+		{Type: StatusReply, From: 2, To: 1, Ref: 99, TTL: time.Second, Leader: 2, LeaderEpoch: 3, Value: "10.0.0.7:8080"},
 	} {
 		f.Add(d.Seal(byte(m.Type), m))
 	}
@@ -75,6 +78,9 @@ func FuzzFrameDecode(f *testing.F) {
 		f.Add(EncodeHandshake(Header{Kind: k, Group: testGroup, From: 2, To: 1}, bytes.Repeat([]byte{k}, NonceLen)))
 	}
 	f.Add([]byte{0, 0, 0, 4, 3, 2, 1, 0})
+	v3 := d.Seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1})
+	v3[4] = 3 // a version-3 member's frame
+	f.Add(v3)
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -97,4 +103,48 @@ func FuzzFrameDecode(f *testing.F) {
 			t.Fatalf("accepted frame %x re-seals to %x", b, got)
 		}
 	})
+}
+
+// TestFrameValue: only a StatusReply carries a value, of at most
+// MaxValueLen bytes of UTF-8; anything else is refused as malformed even
+// with a valid MAC.
+func TestFrameValue(t *testing.T) {
+	for _, c := range []struct {
+		m    Message
+		kind byte
+		ok   bool
+	}{
+		{Message{Type: StatusReply, Value: strings.Repeat("v", MaxValueLen)}, byte(StatusReply), true},
+		{Message{Type: StatusReply, Value: strings.Repeat("v", MaxValueLen+1)}, byte(StatusReply), false},
+		{Message{Type: StatusReply, Value: "\xff"}, byte(StatusReply), false},
+		{Message{Type: Heartbeat, Value: "v"}, byte(Heartbeat), false},
+		{Message{Type: StatusQuery, Value: "v"}, byte(StatusQuery), false},
+		{Message{Value: "v"}, KindKeepalive, false},
+	} {
+		out, in := testConn(testGroup, 1)
+		c.m.From, c.m.To = 2, 1
+		_, got, err := in.Open(out.Seal(c.kind, c.m))
+		switch {
+		case c.ok && (err != nil || got.Value != c.m.Value):
+			t.Errorf("%s with a %d-byte value: %v, value %d bytes", c.m.Type, len(c.m.Value), err, len(got.Value))
+		case !c.ok && !errors.Is(err, ErrMalformed):
+			t.Errorf("kind %#x with value %.12q: %v, want ErrMalformed", c.kind, c.m.Value, err)
+		}
+	}
+}
+
+// TestFrameOtherVersion: a frame of another protocol version, handshake
+// or message, is refused with ErrVersion naming both versions.
+func TestFrameOtherVersion(t *testing.T) {
+	out, in := testConn(testGroup, 1)
+	f := out.Seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1})
+	hello := EncodeHandshake(Header{Kind: KindHello, Group: testGroup, From: 2, To: 1}, make([]byte, NonceLen))
+	f[4], hello[4] = 3, 3
+	_, _, err := in.Open(f)
+	_, _, herr := DecodeHandshake(hello, testGroup, KindHello)
+	for _, e := range []error{err, herr} {
+		if !errors.Is(e, ErrVersion) || !strings.Contains(e.Error(), "version 3, this end speaks version 4") {
+			t.Errorf("a version-3 frame: %v, want ErrVersion naming versions 3 and 4", e)
+		}
+	}
 }

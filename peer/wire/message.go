@@ -41,8 +41,9 @@ const (
 	StatusQuery
 	// StatusReply answers a StatusQuery on the same connection: Leader and
 	// LeaderEpoch are the coordinator the member follows (0: none), Epoch
-	// its highest known epoch, TTL and Remaining what its record says, and
-	// Ref echoes the query's nonce.
+	// its highest known epoch, TTL and Remaining what its record says,
+	// Value the value published with its grant if it is the coordinator,
+	// and Ref echoes the query's nonce.
 	StatusReply
 	// Yield answers a coordinator's claim (From follows Leader at
 	// LeaderEpoch): with LeaderEpoch equal to the coordinator's epoch it
@@ -116,6 +117,10 @@ type Message struct {
 	// TTL and Remaining are a StatusReply's record timings (zero in every
 	// other type).
 	TTL, Remaining time.Duration
+	// Value is, in a StatusReply from the coordinator itself, the value
+	// published with its outstanding grant (tenure.Claim.Value); "" in
+	// every other message and when none was published.
+	Value string
 }
 
 func (m Message) String() string {

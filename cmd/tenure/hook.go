@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// execFlagUsage is the usage of tenure watch --exec.
+const execFlagUsage = "run `CMD` (with /bin/sh -c) on each leadership change, with TENURE_KEY, TENURE_LEADER, TENURE_TERM and TENURE_VALUE in its environment; one run at a time, the latest state wins"
+
+// hookFlag is the value of --exec: a command for /bin/sh -c, refused when
+// empty or blank.
+type hookFlag string
+
+func (f *hookFlag) String() string { return string(*f) }
+
+// Set implements [flag.Value].
+func (f *hookFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("it must be a command, not empty")
+	}
+	*f = hookFlag(s)
+	return nil
+}
+
+// hookStopGrace is how long a hook still running when tenure watch stops
+// has, after SIGTERM to its process group, before it is killed.
+const hookStopGrace = 5 * time.Second
+
+// hook runs a shell command on leadership changes for tenure watch --exec.
+// Runs are serialized: while one runs, changes only replace the pending
+// state, so the next run sees the newest state and the ones in between are
+// skipped. The watch hands it states with [hook.notify], which never
+// blocks, so a slow or hung hook never delays the watch's output. Create it
+// with [newHook]; safe for concurrent use.
+type hook struct {
+	cmd    string // given to /bin/sh -c; never logged: it may hold a token
+	key    string
+	out    io.Writer // the hook's stdout and stderr: tenure watch's stderr
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	pending *tenure.Record // the newest state not yet run, nil if none
+	wake    chan struct{}  // buffered 1: a state is pending
+	done    chan struct{}  // closed when run returns
+}
+
+// newHook returns a hook running cmd for key, and starts its runner, which
+// stops when ctx is done: a run in progress then gets SIGTERM (its whole
+// process group), SIGKILL after hookStopGrace, and pending states are
+// dropped. Wait for it with [hook.wait].
+func newHook(ctx context.Context, cmd, key string, out io.Writer, logger *slog.Logger) *hook {
+	h := &hook{cmd: cmd, key: key, out: out, logger: logger,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go h.run(ctx)
+	return h
+}
+
+// notify makes r the state the next run sees, replacing any pending one.
+// It never blocks.
+func (h *hook) notify(r tenure.Record) {
+	h.mu.Lock()
+	h.pending = &r
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default: // a wake-up is already pending; it will see r
+	}
+}
+
+// wait blocks until the runner has stopped (after ctx is done and the run
+// in progress, if any, has ended).
+func (h *hook) wait() { <-h.done }
+
+// run runs the pending state, one at a time, until ctx is done.
+func (h *hook) run(ctx context.Context) {
+	defer close(h.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		}
+		h.mu.Lock()
+		r := h.pending
+		h.pending = nil
+		h.mu.Unlock()
+		if r != nil && ctx.Err() == nil {
+			h.once(ctx, *r)
+		}
+	}
+}
+
+// once runs the command for r and logs its failure: the exit status or
+// the reason it could not start, never the command line (it may hold a
+// secret).
+func (h *hook) once(ctx context.Context, r tenure.Record) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", h.cmd)
+	cmd.Env = append(os.Environ(),
+		"TENURE_KEY="+h.key,
+		"TENURE_LEADER="+r.Holder,
+		"TENURE_TERM="+strconv.FormatUint(r.Term, 10),
+		"TENURE_VALUE="+r.Value)
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = h.out, h.out
+	// Its own process group, so that stopping tenure watch stops whatever
+	// the shell started, too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = hookStopGrace
+	began := time.Now()
+	err := cmd.Run()
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		// Could not start (no /bin/sh?): err names the program, not the
+		// command line.
+		h.logger.Error("tenure: --exec hook could not run", "key", h.key, "leader", r.Holder, "term", r.Term, "err", err)
+		return
+	}
+	h.logger.Warn("tenure: --exec hook failed", "key", h.key, "leader", r.Holder, "term", r.Term,
+		"status", exit.ProcessState.String(), "took", time.Since(began).Round(time.Millisecond))
+}

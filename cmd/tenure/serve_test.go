@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// countingReader counts the watches opened on a store.
+type countingReader struct {
+	tenure.Reader
+	watches atomic.Int64
+}
+
+func (c *countingReader) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	c.watches.Add(1)
+	return c.Reader.Watch(ctx, key)
+}
+
+// TestViewServerWatchesOnce: --http's view and metrics are fed by one
+// observer, on tenure run (serve) and on tenure watch (follow, whose
+// caller prints the same records): the key is watched once.
+func TestViewServerWatchesOnce(t *testing.T) {
+	for _, mode := range []string{"run", "watch"} {
+		t.Run(mode, func(t *testing.T) {
+			st := memory.New(nil)
+			defer st.Close()
+			reader := &countingReader{Reader: st}
+			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+			v, err := listenView("127.0.0.1:0", "once", reader, logger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var printed <-chan tenure.Record
+			if mode == "run" {
+				v.serve(ctx, logger)
+			} else {
+				v.start(ctx, logger)
+				obs := &tenure.Observer{Store: reader, Key: "once", Logger: logger}
+				printed = v.follow(ctx, obs.Changes(ctx))
+			}
+			l, err := st.Acquire(ctx, "once", "a", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if printed != nil {
+				waitRecord(t, printed, "a")
+			}
+			waitFor(t, func() bool {
+				return v.view.Current().Name == "a" && strings.Contains(scrapeView(v), `tenure_term{key="once"} `+strconv.FormatUint(l.Term, 10))
+			})
+			if n := reader.watches.Load(); n != 1 {
+				t.Fatalf("%d watches of the key, want 1 feeding both the view and the metrics", n)
+			}
+		})
+	}
+}
+
+// waitRecord receives records until one has holder.
+func waitRecord(t *testing.T, ch <-chan tenure.Record, holder string) {
+	t.Helper()
+	for {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				t.Fatal("the records ended")
+			}
+			if r.Holder == holder {
+				return
+			}
+		case <-time.After(wait):
+			t.Fatalf("no record with holder %q within %s", holder, wait)
+		}
+	}
+}
+
+func scrapeView(v *viewServer) string {
+	rec := httptest.NewRecorder()
+	v.view.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
