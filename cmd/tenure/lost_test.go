@@ -51,7 +51,7 @@ func TestRunLostLeadershipStubbornCMD(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "900ms", "--grace", "100ms", "--",
+	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "3s", "--grace", "100ms", "--",
 		"sh", "-c", `trap "" TERM; echo $$ > ` + pidFile + `; while :; do sleep 0.05; done`}, &stdout, &stderr)
 	if code != exitRuntime {
 		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitRuntime, stderr.String())
