@@ -37,7 +37,7 @@ func kubeScale(t *testing.T) scaleStore {
 // scaled to the TTL as in the kubernetes pair, and measures the idle
 // window.
 func measureClientGo(ctx context.Context, s scaleStore, n int, idle time.Duration) (scaleResult, error) {
-	r := scaleResult{store: s.name, mode: "client-go leaderelection, one Lease per key", n: n}
+	r := scaleResult{store: s.name, mode: "client-go leaderelection, one Lease per key", n: n, base: memNow()}
 	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
 	if err != nil {
 		return r, err

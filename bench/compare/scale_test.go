@@ -46,8 +46,9 @@ type scaleResult struct {
 	elect       time.Duration // until every key was led
 	reqPerSec   float64       // idle store requests per second, counted by the server
 	cpuPct      float64       // idle CPU of this process, % of one core
-	heapMiB     float64       // heap in use after a GC, while leading
-	stackMiB    float64       // goroutine stacks in use, while leading
+	heapMiB     float64       // heap in use after a GC while leading, above what it was before
+	stackMiB    float64       // goroutine stacks in use while leading, above what they were before
+	base        memBase       // the memory in use before the electors started
 }
 
 // scaleStore is a server TestScale measures, and its request counter.
@@ -203,6 +204,7 @@ func measureTenure(ctx context.Context, s scaleStore, mode string, n int, idle t
 		}
 	}
 	prefix := fmt.Sprintf("scale-%s-%d-%d", strings.ReplaceAll(mode, " ", ""), n, time.Now().UnixNano())
+	r := scaleResult{store: s.name, mode: "tenure, " + mode, n: n, base: memNow()}
 	runCtx, stop := context.WithCancel(ctx)
 	var led atomic.Int64
 	all := make(chan struct{})
@@ -232,7 +234,6 @@ func measureTenure(ctx context.Context, s scaleStore, mode string, n int, idle t
 			})
 		}()
 	}
-	r := scaleResult{store: s.name, mode: "tenure, " + mode, n: n}
 	err = waitAll(ctx, all, &led, n, 3*time.Minute)
 	r.elect = time.Since(begin)
 	if err == nil {
@@ -261,7 +262,7 @@ func measureElection(ctx context.Context, s scaleStore, n int, idle time.Duratio
 		return scaleResult{}, err
 	}
 	defer sess.Close()
-	r := scaleResult{store: s.name, mode: "etcd concurrency.Election, one Session", n: n}
+	r := scaleResult{store: s.name, mode: "etcd concurrency.Election, one Session", n: n, base: memNow()}
 	prefix := fmt.Sprintf("/scale-election-%d-%d", n, time.Now().UnixNano())
 	begin := time.Now()
 	sem := make(chan struct{}, 64) // campaigns in flight
@@ -298,6 +299,18 @@ func waitAll(ctx context.Context, all <-chan struct{}, led *atomic.Int64, n int,
 	}
 }
 
+// memBase is the heap and stacks in use, after a GC.
+type memBase struct{ heap, stack uint64 }
+
+// memNow returns the memory in use now, after a GC: what a measurement
+// subtracts, so that what earlier measurements left does not count.
+func memNow() memBase {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memBase{ms.HeapInuse, ms.StackInuse}
+}
+
 // measureIdle settles for a keep-alive interval, then counts the server's
 // requests and this process's CPU over idle, and reads its memory.
 func measureIdle(ctx context.Context, s scaleStore, idle time.Duration, r *scaleResult) error {
@@ -307,7 +320,8 @@ func measureIdle(ctx context.Context, s scaleStore, idle time.Duration, r *scale
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	r.heapMiB, r.stackMiB = float64(ms.HeapInuse)/(1<<20), float64(ms.StackInuse)/(1<<20)
+	r.heapMiB = float64(int64(ms.HeapInuse)-int64(r.base.heap)) / (1 << 20)
+	r.stackMiB = float64(int64(ms.StackInuse)-int64(r.base.stack)) / (1 << 20)
 	req0, err := s.requests(ctx)
 	if err != nil {
 		return err
