@@ -34,6 +34,9 @@ func (e *Elector) campaign(ctx context.Context) (Lease, time.Time, error) {
 				e.logStoreError("tenure: cannot watch the key; polling instead", err)
 			}
 		}
+		if err := e.beforeAcquire(ctx); err != nil {
+			return Lease{}, time.Time{}, err
+		}
 		start := c.Clock.Now()
 		rctx, cancel := e.requestContext(ctx, time.Time{})
 		lease, err := acquire(rctx, c)

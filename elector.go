@@ -28,6 +28,8 @@ type Elector struct {
 
 	mu     sync.Mutex
 	status Status
+
+	ctl controlState // Config.Control's state: see controlelector.go
 }
 
 // New returns an elector for cfg, with defaults filled in
@@ -77,6 +79,7 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	defer e.register(ctx)()
 	failures := 0
 	for {
 		lease, start, err := e.campaign(ctx)
@@ -159,6 +162,7 @@ func (e *Elector) Do(ctx context.Context, task Task) error {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	defer e.register(ctx)()
 	for {
 		lease, start, err := e.campaign(ctx)
 		if err != nil {

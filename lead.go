@@ -75,9 +75,10 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 	}
 
 	renewCtx, cancelRenews := context.WithCancel(ctx)
-	lost := make(chan error, 1)
+	lost := make(chan error, 2) // watchLoss and watchControl send at most once each
 	watchDone := make(chan struct{})
 	go e.watchLoss(renewCtx, lease, lost, watchDone)
+	controlDone := e.watchControl(renewCtx, lease, lost)
 
 	cause = t.loop(ctx, leaderCtx, startTimer, lost, task)
 	// Leadership is over or in doubt: stop the task first, then everything else.
@@ -91,6 +92,7 @@ func (e *Elector) lead(ctx context.Context, lease Lease, acquired time.Time, tas
 	}
 	cancelRenews()
 	<-watchDone
+	<-controlDone
 	if t.renewing {
 		<-t.renewDone
 	}

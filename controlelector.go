@@ -1,0 +1,186 @@
+package tenure
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// controlState is what an elector with [Config.Control] remembers between
+// terms. Its fields are safe for concurrent use.
+type controlState struct {
+	// stepped is the control-key term of the last step-down request this
+	// elector obeyed: while that request is live it holds back, even when
+	// the request named nobody.
+	stepped atomic.Uint64
+	// warned is set once the control key was found unusable (a peer store).
+	warned sync.Once
+
+	mu     sync.Mutex
+	others []Candidate // the other registered candidates, as last read
+}
+
+// setOthers records the other registered candidates.
+func (s *controlState) setOthers(cs []Candidate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.others = cs
+}
+
+// rank is the number of distinct priorities above p among the other
+// registered candidates.
+func (s *controlState) rank(p int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[int]bool{}
+	for _, c := range s.others {
+		if c.Priority > p {
+			seen[c.Priority] = true
+		}
+	}
+	return len(seen)
+}
+
+// blocks reports whether grant g keeps candidate id, leading term (0 when
+// campaigning), from the key: a live request names term, or names another
+// candidate, or names nobody and id obeyed it already.
+func (s *controlState) blocks(g controlGrant, id string, term uint64) bool {
+	switch {
+	case term != 0 && g.term == term:
+		return true
+	case g.to != "":
+		return g.to != id
+	}
+	return s.stepped.Load() == g.ctlTerm
+}
+
+// controlRead reads the key's control grant; ok is false when there is
+// none, or when it cannot be read (then the elector campaigns as if there
+// were none: control is advisory, leadership is not held hostage to it).
+func (e *Elector) controlRead(ctx context.Context) (controlGrant, bool) {
+	rctx, cancel := e.requestContext(ctx, time.Time{})
+	defer cancel()
+	r, err := e.cfg.Store.Get(rctx, ControlKey(e.cfg.Key))
+	if err != nil {
+		e.controlError(err)
+		return controlGrant{}, false
+	}
+	return parseControl(r)
+}
+
+// controlError logs a failed read of the control key: once as a warning
+// if it can never work, else at debug level.
+func (e *Elector) controlError(err error) {
+	if isPermanent(err) {
+		e.ctl.warned.Do(func() {
+			e.logStoreError("tenure: the store refuses the control key; step-down requests are ignored", err)
+		})
+		return
+	}
+	e.cfg.Logger.Debug("tenure: cannot read the control key", "key", e.cfg.Key, "id", e.cfg.Identity, "err", err)
+}
+
+// beforeAcquire is what a candidate with Config.Control does before each
+// Acquire: never, at priority NeverLead (it blocks until ctx is done);
+// hold back while a step-down request is for another candidate; give the
+// higher priorities their head start. It returns ctx's error if ctx ends
+// first; without Config.Control it returns at once.
+func (e *Elector) beforeAcquire(ctx context.Context) error {
+	ctl := e.cfg.Control
+	if ctl == nil {
+		return nil
+	}
+	if ctl.Priority == NeverLead {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	for {
+		g, ok := e.controlRead(ctx)
+		if !ok || !e.ctl.blocks(g, e.cfg.Identity, 0) {
+			if ok && g.to == e.cfg.Identity {
+				return ctx.Err() // the named successor: no head start for others
+			}
+			break
+		}
+		e.cfg.Logger.Debug("tenure: holding back while a step-down is for another candidate",
+			"key", e.cfg.Key, "id", e.cfg.Identity, "to", g.to, "window_left", g.remaining)
+		if !sleep(ctx, e.cfg.Clock, g.remaining+expiryMargin) {
+			return ctx.Err()
+		}
+	}
+	step := ctl.Step
+	if step == 0 {
+		step = e.cfg.RetryInterval
+	}
+	if !sleep(ctx, e.cfg.Clock, time.Duration(e.ctl.rank(ctl.Priority))*step) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// watchControl watches the control key while l is held and sends on lost
+// an error matching [ErrSteppedDown] once a live request blocks l (see
+// controlState.blocks). It returns a channel closed when it is done: when
+// ctx is done, after sending, or at once without Config.Control. A watch
+// that fails is set up again after RetryInterval; one the store refuses
+// for good is given up.
+func (e *Elector) watchControl(ctx context.Context, l Lease, lost chan<- error) <-chan struct{} {
+	done := make(chan struct{})
+	if e.cfg.Control == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		c := &e.cfg
+		for ctx.Err() == nil {
+			ch, stop, err := watchWithin(ctx, c.Clock, c.Store, ControlKey(c.Key), c.RequestTimeout)
+			if err == nil {
+				g, asked := e.awaitStepDown(ctx, l, ch)
+				stop()
+				if asked {
+					e.ctl.stepped.Store(g.ctlTerm)
+					lost <- stepDownError(g)
+					return
+				}
+			} else if ctx.Err() == nil {
+				e.controlError(err)
+				if isPermanent(err) {
+					return
+				}
+			}
+			if !sleep(ctx, c.Clock, c.RetryInterval) {
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// awaitStepDown reads ch until a request blocks l, and returns it; asked
+// is false when ch closes or ctx is done.
+func (e *Elector) awaitStepDown(ctx context.Context, l Lease, ch <-chan Record) (g controlGrant, asked bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return g, false
+		case r, ok := <-ch:
+			if !ok {
+				return g, false
+			}
+			if g, ok := parseControl(r); ok && e.ctl.blocks(g, e.cfg.Identity, l.Term) {
+				return g, true
+			}
+		}
+	}
+}
+
+// stepDownError is the cause of a leader context ended by request g.
+func stepDownError(g controlGrant) error {
+	if g.to == "" {
+		return fmt.Errorf("%w (any other candidate may take over)", ErrSteppedDown)
+	}
+	return fmt.Errorf("%w (handing over to %q)", ErrSteppedDown, g.to)
+}
