@@ -20,6 +20,8 @@ import (
 // slot with a lease of its own TTL, renewed every [Config.RenewInterval]
 // while Run or Do runs, and publishes its priority and start time as the
 // slot's value. A candidate that dies drops out when its slot expires.
+// Each elector re-reads the slots every third renewal of its own slot
+// (about once per TTL) to learn the others' priorities.
 type Candidate struct {
 	Identity string
 	Priority int
@@ -98,12 +100,12 @@ func (e *Elector) register(ctx context.Context) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	since := e.cfg.Clock.Now()
-	slot := e.registerOnce(ctx, Lease{}, since)
+	slot := e.registerOnce(ctx, Lease{}, since, true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for sleep(ctx, e.cfg.Clock, e.cfg.RenewInterval) {
-			slot = e.registerOnce(ctx, slot, since)
+		for n := 1; sleep(ctx, e.cfg.Clock, e.cfg.RenewInterval); n++ {
+			slot = e.registerOnce(ctx, slot, since, n%listEvery == 0)
 		}
 		if slot.Key != "" {
 			e.release(ctx, slot)
@@ -115,9 +117,13 @@ func (e *Elector) register(ctx context.Context) (stop func()) {
 	}
 }
 
-// registerOnce renews slot, or takes one if it has none or lost it, then
-// re-reads the other candidates. It returns the slot held, if any.
-func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time) Lease {
+// listEvery is how many registration renewals pass between two reads of
+// the other candidates: reading costs CandidateSlots requests.
+const listEvery = 3
+
+// registerOnce renews slot, or takes one if it has none or lost it, then,
+// if list, re-reads the other candidates. It returns the slot held, if any.
+func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time, list bool) Lease {
 	c := &e.cfg
 	if slot.Key != "" {
 		if err := e.renewSlot(ctx, slot); errors.Is(err, ErrLost) {
@@ -126,6 +132,9 @@ func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time)
 	}
 	if slot.Key == "" {
 		slot, _ = e.takeSlot(ctx, since)
+	}
+	if !list {
+		return slot
 	}
 	rctx, cancel := e.requestContext(ctx, time.Time{})
 	cs, err := Candidates(rctx, c.Store, c.Key)

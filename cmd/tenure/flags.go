@@ -240,6 +240,8 @@ type keyCmdOpts struct {
 	json      bool
 	httpAddr  string // tenure watch --http
 	logFormat string // tenure watch --log-format
+	// tenure status --candidates (see candidates.go)
+	candidates bool
 }
 
 // parseKeyCmd parses and checks the command line of subcommand name,
@@ -249,6 +251,9 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	sf := addStoreFlags(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` (required)")
 	fs.BoolVar(&o.json, "json", false, jsonUsage)
+	if name == "status" {
+		fs.BoolVar(&o.candidates, "candidates", false, candidatesUsage)
+	}
 	if name == "watch" {
 		fs.StringVar(&o.httpAddr, "http", "", httpFlagUsage)
 		fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)

@@ -46,6 +46,8 @@ type recordJSON struct {
 type statusJSON struct {
 	recordJSON
 	StoreChecks []string `json:"store_checks,omitempty"`
+	// Candidates is --candidates: the registered candidates, best first.
+	Candidates []candidateJSON `json:"candidates,omitempty"`
 }
 
 func toJSON(r tenure.Record) recordJSON {
@@ -87,12 +89,17 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, fmt.Errorf("cannot read key %q: %w", o.key, err))
 	}
 	checks := storeChecks(ctx, store) // what the store verified of its server (Redis: eviction)
+	cands, err := listCandidates(ctx, store, o, rec)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	if o.json {
-		j := statusJSON{recordJSON: toJSON(rec), StoreChecks: checks}
+		j := statusJSON{recordJSON: toJSON(rec), StoreChecks: checks, Candidates: cands}
 		_ = json.NewEncoder(stdout).Encode(j)
 	} else {
 		fmt.Fprintln(stdout, describe(rec))
 		printChecks(stdout, checks)
+		printCandidates(stdout, o, cands)
 	}
 	if !rec.Held() {
 		return exitFree
