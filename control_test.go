@@ -3,6 +3,7 @@ package tenure_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -254,4 +255,35 @@ func TestControlConfigIsValidated(t *testing.T) {
 			t.Errorf("New with Control %+v and a %d-byte key: %v, want ErrInvalid", tc.ctl, len(cfg.Key), err)
 		}
 	}
+}
+
+// TestHeldBackCandidateTakesTheNextTransferAtOnce: a candidate holding back
+// during one transfer's window is named by the next, made as soon as the
+// first ended early: it must not sleep out the first window.
+func TestHeldBackCandidateTakesTheNextTransferAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		b := newBook()
+		runs, first := startControlled(t, store, b, "a", "b", "c")
+		defer stopAll(runs)
+		ids := []string{"a", "b", "c"}
+		leader := first.id
+		for round := range 4 {
+			to := ids[(slices.Index(ids, leader)+1+round%2)%3]
+			asked := time.Now()
+			sd, err := tenure.RequestStepDown(context.Background(), store, "job", tenure.StepDownRequest{To: to, Window: 10 * ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-b.ended
+			next := <-b.began
+			if next.id != to || next.start.Sub(asked) > ttl/2 {
+				t.Fatalf("round %d: %s took over after %s; want %s at once", round, next.id, next.start.Sub(asked), to)
+			}
+			if err := store.Release(context.Background(), sd.Grant); err != nil {
+				t.Fatal(err)
+			}
+			leader = to
+		}
+	})
 }

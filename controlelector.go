@@ -106,7 +106,7 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 		}
 		e.cfg.Logger.Debug("tenure: holding back while a step-down is for another candidate",
 			"key", e.cfg.Key, "id", e.cfg.Identity, "to", g.to, "window_left", g.remaining)
-		if !sleep(ctx, e.cfg.Clock, g.remaining+expiryMargin) {
+		if !e.awaitControlChange(ctx, g) {
 			return ctx.Err()
 		}
 	}
@@ -118,6 +118,36 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// awaitControlChange waits, while g holds this candidate back, until the
+// control key changes (the request released early, or replaced) or g's
+// window ends. It watches the control key, or without a watch sleeps
+// until the window ends. It reports false if ctx ended first.
+func (e *Elector) awaitControlChange(ctx context.Context, g controlGrant) bool {
+	c := &e.cfg
+	ch, stop, err := watchWithin(ctx, c.Clock, c.Store, ControlKey(c.Key), c.RequestTimeout)
+	defer stop()
+	if err != nil {
+		return sleep(ctx, c.Clock, g.remaining+expiryMargin)
+	}
+	t := c.Clock.NewTimer(g.remaining + expiryMargin)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C():
+			return true
+		case r, ok := <-ch:
+			if !ok {
+				return true
+			}
+			if now, live := parseControl(r); !live || now.ctlTerm != g.ctlTerm {
+				return true
+			}
+		}
+	}
 }
 
 // watchControl watches the control key while l is held and sends on lost
