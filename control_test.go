@@ -277,7 +277,7 @@ func TestHeldBackCandidateTakesTheNextTransferAtOnce(t *testing.T) {
 			}
 			<-b.ended
 			next := <-b.began
-			if next.id != to || next.start.Sub(asked) > ttl/2 {
+			if next.id != to || next.start.Sub(asked) > ttl/100 {
 				t.Fatalf("round %d: %s took over after %s; want %s at once", round, next.id, next.start.Sub(asked), to)
 			}
 			if err := store.Release(context.Background(), sd.Grant); err != nil {

@@ -99,6 +99,9 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 			failures = 0 // it failed because leadership ended
 		}
 		wait := e.retryWait(failures)
+		if errors.Is(cause, ErrSteppedDown) {
+			wait = 0 // holding back is the step-down request's job (see beforeAcquire)
+		}
 		if taskErr != nil && ctx.Err() == nil {
 			e.cfg.Logger.Warn("tenure: leader task failed", "key", e.cfg.Key, "id", e.cfg.Identity,
 				"term", lease.Term, "err", taskErr, "retry_in", wait)
