@@ -13,7 +13,8 @@ import (
 // Task is the work a leader does. It runs with a leader context: one that
 // carries the lease ([LeaseFrom]) and is cancelled when leadership ends or is
 // in doubt, with a cause ([context.Cause]) matching [ErrLost],
-// [ErrRenewDeadline] or [ErrStalled], or the caller's context error. The task
+// [ErrRenewDeadline] or [ErrStalled], [ErrSteppedDown] when it was asked
+// to step down, or the caller's context error. The task
 // must return promptly once its context is done: the elector cannot stop a
 // goroutine, and a task that keeps acting after cancellation acts without the
 // lease. Fence every write to the protected resource with the lease's term.
@@ -150,7 +151,7 @@ func lastResult(taskErr error) (result error, last bool) {
 // returns: the way to say "the leader runs this once". It returns task's
 // error if the task returned while still leading. If leadership ended first,
 // it returns an error matching the cause ([ErrLost], [ErrRenewDeadline],
-// [ErrStalled] or ctx's error) once the task returned, which also wraps the
+// [ErrStalled], [ErrSteppedDown] or ctx's error) once the task returned, which also wraps the
 // task's own error if it returned one, so errors.As finds the task's result
 // either way; the task may then have done only part of its work, and the
 // caller decides whether to call Do again. A task's [Last] wrapper is

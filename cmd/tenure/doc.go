@@ -5,6 +5,7 @@
 //	tenure run --key nightly -- ./backup.sh      run only while leading "nightly"
 //	tenure status --key nightly [--json]         who leads; exit 0 held, 3 free
 //	tenure watch --key nightly [--json]          one line per change of leader
+//	tenure step-down --key nightly [--to ID]     the leader hands over (see README)
 //
 // Every subcommand that uses a store takes --store URL, or --store-file PATH
 // (a file holding the URL, refused unless only its owner can read it), or
