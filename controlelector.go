@@ -1,6 +1,7 @@
 package tenure
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -85,8 +86,10 @@ func (e *Elector) controlError(err error) {
 // beforeAcquire is what a candidate with Config.Control does before each
 // Acquire: never, at priority NeverLead (it blocks until ctx is done);
 // hold back while a step-down request is for another candidate; give the
-// higher priorities their head start. It returns ctx's error if ctx ends
-// first; without Config.Control it returns at once.
+// higher priorities their head start, then check for a request again, so
+// that one made during the head start is obeyed. The named successor of a
+// request goes at once. It returns ctx's error if ctx ends first; without
+// Config.Control it returns at once.
 func (e *Elector) beforeAcquire(ctx context.Context) error {
 	ctl := e.cfg.Control
 	if ctl == nil {
@@ -96,42 +99,42 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}
+	headStart := time.Duration(e.ctl.rank(ctl.Priority)) * cmp.Or(ctl.Step, e.cfg.RetryInterval)
 	for {
 		g, ok := e.controlRead(ctx)
-		if !ok || !e.ctl.blocks(g, e.cfg.Identity, 0) {
-			if ok && g.to == e.cfg.Identity {
-				return ctx.Err() // the named successor: no head start for others
+		switch {
+		case ok && g.to == e.cfg.Identity:
+			return ctx.Err() // the named successor: no head start for others
+		case ok && e.ctl.blocks(g, e.cfg.Identity, 0):
+			e.cfg.Logger.Debug("tenure: holding back while a step-down is for another candidate",
+				"key", e.cfg.Key, "id", e.cfg.Identity, "to", g.to, "window_left", g.remaining)
+			if !e.awaitControlChange(ctx, g, true, g.remaining+expiryMargin) {
+				return ctx.Err()
 			}
-			break
+		case headStart > 0:
+			// A request made meanwhile ends the head start: it may name us.
+			if !e.awaitControlChange(ctx, g, ok, headStart) {
+				return ctx.Err()
+			}
+			headStart = 0
+		default:
+			return nil
 		}
-		e.cfg.Logger.Debug("tenure: holding back while a step-down is for another candidate",
-			"key", e.cfg.Key, "id", e.cfg.Identity, "to", g.to, "window_left", g.remaining)
-		if !e.awaitControlChange(ctx, g) {
-			return ctx.Err()
-		}
 	}
-	step := ctl.Step
-	if step == 0 {
-		step = e.cfg.RetryInterval
-	}
-	if !sleep(ctx, e.cfg.Clock, time.Duration(e.ctl.rank(ctl.Priority))*step) {
-		return ctx.Err()
-	}
-	return nil
 }
 
-// awaitControlChange waits, while g holds this candidate back, until the
-// control key changes (the request released early, or replaced) or g's
-// window ends. It watches the control key, or without a watch sleeps
-// until the window ends. It reports false if ctx ended first.
-func (e *Elector) awaitControlChange(ctx context.Context, g controlGrant) bool {
+// awaitControlChange waits d, or until the control key shows another
+// request than g (live says whether g was one), whichever comes first: a
+// request released early, replaced, or made. It watches the control key,
+// or without a watch just sleeps. It reports false if ctx ended first.
+func (e *Elector) awaitControlChange(ctx context.Context, g controlGrant, live bool, d time.Duration) bool {
 	c := &e.cfg
 	ch, stop, err := watchWithin(ctx, c.Clock, c.Store, ControlKey(c.Key), c.RequestTimeout)
 	defer stop()
 	if err != nil {
-		return sleep(ctx, c.Clock, g.remaining+expiryMargin)
+		return sleep(ctx, c.Clock, d)
 	}
-	t := c.Clock.NewTimer(g.remaining + expiryMargin)
+	t := c.Clock.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
@@ -143,7 +146,7 @@ func (e *Elector) awaitControlChange(ctx context.Context, g controlGrant) bool {
 			if !ok {
 				return true
 			}
-			if now, live := parseControl(r); !live || now.ctlTerm != g.ctlTerm {
+			if now, ok := parseControl(r); ok != live || ok && now.ctlTerm != g.ctlTerm {
 				return true
 			}
 		}
