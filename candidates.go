@@ -140,9 +140,46 @@ func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time,
 	cs, err := Candidates(rctx, c.Store, c.Key)
 	cancel()
 	if err == nil {
-		e.ctl.setOthers(slices.DeleteFunc(cs, func(x Candidate) bool { return x.Identity == c.Identity }))
+		others := slices.DeleteFunc(cs, func(x Candidate) bool { return x.Identity == c.Identity })
+		e.ctl.setOthers(others)
+		e.maybeYield(ctx, others)
 	}
 	return slot
+}
+
+// maybeYield is Control.YieldAfter: called with the other candidates each
+// time they are read, it asks this leader to step down in favour of the
+// best one of a higher priority seen registered for YieldAfter.
+func (e *Elector) maybeYield(ctx context.Context, others []Candidate) {
+	c := &e.cfg
+	now := c.Clock.Now()
+	seen := map[string]time.Time{}
+	for _, o := range others {
+		first, ok := e.ctl.firstSeen[o.Identity]
+		if !ok {
+			first = now
+		}
+		seen[o.Identity] = first
+	}
+	e.ctl.firstSeen = seen
+	st := e.Status()
+	if c.Control.YieldAfter <= 0 || !st.Leading {
+		return
+	}
+	for _, o := range others { // best first
+		if o.Priority <= c.Control.Priority {
+			return
+		}
+		if now.Sub(seen[o.Identity]) < c.Control.YieldAfter {
+			continue
+		}
+		rctx, cancel := e.requestContext(ctx, time.Time{})
+		_, err := RequestStepDown(rctx, c.Store, c.Key, StepDownRequest{To: o.Identity, Window: c.TTL, Issuer: c.Identity, Term: st.Term})
+		cancel()
+		c.Logger.Info("tenure: yielding to a candidate of higher priority", "key", c.Key, "id", c.Identity,
+			"term", st.Term, "to", o.Identity, "priority", o.Priority, "err", err)
+		return
+	}
 }
 
 // takeSlot acquires a free registration slot, trying them in an order

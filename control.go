@@ -76,6 +76,15 @@ type Control struct {
 	// Step is the head start given per priority rank. Default
 	// [Config.RetryInterval].
 	Step time.Duration
+	// YieldAfter, if positive, makes this elector, while it leads, hand
+	// over (as [RequestStepDown] does, with a window of one TTL) to the
+	// best registered candidate of a higher priority once it has seen that
+	// candidate registered for YieldAfter without a break: the way to
+	// prefer a holder, with a delay so that a flapping candidate does not
+	// bounce leadership. It is checked when the candidates are re-read,
+	// about once per TTL, so the hand-over comes up to a TTL after
+	// YieldAfter. Default 0: a leader keeps leading.
+	YieldAfter time.Duration
 }
 
 // validateControl checks c.Control; Validate calls it.
@@ -89,6 +98,8 @@ func (c Config) validateControl() error {
 		return invalidf("Config.Control.Priority (%d) must be from %d to %d", ctl.Priority, NeverLead, MaxPriority)
 	case ctl.Step < 0 || ctl.Step > c.TTL:
 		return invalidf("Config.Control.Step (%s) must be from 0 to Config.TTL (%s)", ctl.Step, c.TTL)
+	case ctl.YieldAfter < 0 || ctl.YieldAfter > MaxTTL:
+		return invalidf("Config.Control.YieldAfter (%s) must be from 0 to %s", ctl.YieldAfter, MaxTTL)
 	case len(c.Key) > MaxControlledKeyLen:
 		return invalidf("Config.Key is %d bytes; with Config.Control it may be at most %d, to leave room for %q",
 			len(c.Key), MaxControlledKeyLen, CandidateSuffix+"00")

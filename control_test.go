@@ -288,3 +288,34 @@ func TestHeldBackCandidateTakesTheNextTransferAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaderYieldsToAHigherPriorityAfterTheDelay: with YieldAfter, a
+// leader hands over to a candidate of higher priority once it has been
+// registered that long, not before.
+func TestLeaderYieldsToAHigherPriorityAfterTheDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		b := newBook()
+		const delay = 5 * ttl
+		cfg := controlled(store, "low", 1)
+		cfg.Control.YieldAfter = delay
+		low := start(newElector(t, cfg), b.task("low", nil))
+		defer low.stop()
+		if first := <-b.began; first.id != "low" {
+			t.Fatalf("%s leads, want low", first.id)
+		}
+		time.Sleep(2 * ttl)
+		joined := time.Now()
+		high := start(newElector(t, controlled(store, "high", 5)), b.task("high", nil))
+		defer high.stop()
+		next := <-b.began
+		if d := next.start.Sub(joined); next.id != "high" || d < delay || d > delay+2*ttl {
+			t.Fatalf("%s took over %s after high joined; want high after %s, within two TTLs of it", next.id, d, delay)
+		}
+		time.Sleep(10 * ttl)
+		synctest.Wait()
+		if r, _ := store.Get(context.Background(), "job"); r.Holder != "high" {
+			t.Fatalf("after the hand-over %q leads, want high to keep leading", r.Holder)
+		}
+	})
+}

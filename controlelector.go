@@ -21,6 +21,11 @@ type controlState struct {
 
 	mu     sync.Mutex
 	others []Candidate // the other registered candidates, as last read
+
+	// firstSeen is when each other candidate was first seen registered,
+	// without a break, on this elector's clock. Used by the registration
+	// goroutine only.
+	firstSeen map[string]time.Time
 }
 
 // setOthers records the other registered candidates.

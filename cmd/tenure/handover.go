@@ -18,12 +18,14 @@ import (
 const (
 	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
 	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority) instead of a plain release"
+	yieldUsage    = "while leading, hand over to a candidate of higher --priority once it has been registered for `DUR` (the preferred holder; 0: never)"
 )
 
 // controlFlags adds --priority and --handover to fs.
 func (o *runOpts) controlFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.priority, "priority", tenure.DefaultPriority, priorityUsage)
 	fs.BoolVar(&o.handover, "handover", false, handoverUsage)
+	fs.DurationVar(&o.yieldAfter, "yield-after", 0, yieldUsage)
 }
 
 // checkControl validates --priority and --handover; given says whether
@@ -34,15 +36,18 @@ func (o *runOpts) checkControl(given bool) error {
 		return usageErrorf("--priority %d is out of range: want %d (never lead) to %d", o.priority, tenure.NeverLead, tenure.MaxPriority)
 	case o.priority == tenure.NeverLead && o.try:
 		return usageErrorf("--priority 0 never campaigns; it cannot be combined with --try")
+	case o.yieldAfter < 0 || o.yieldAfter > tenure.MaxTTL:
+		return usageErrorf("--yield-after %s is out of range: want 0 to %s", o.yieldAfter, tenure.MaxTTL)
 	case len(o.key) > tenure.MaxControlledKeyLen:
 		return usageErrorf("--key is %d bytes; tenure run needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
 	}
-	if given || o.handover {
-		what := "--handover"
-		if given {
-			what = "--priority"
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"--priority", given}, {"--handover", o.handover}, {"--yield-after", o.yieldAfter > 0}} {
+		if f.set {
+			return refusePeer(f.name, o.store)
 		}
-		return refusePeer(what, o.store)
 	}
 	return nil
 }
@@ -56,7 +61,7 @@ func (o *runOpts) control(s tenure.Store) *tenure.Control {
 	if _, ok := s.(tenure.Publisher); !ok {
 		return nil
 	}
-	return &tenure.Control{Priority: o.priority}
+	return &tenure.Control{Priority: o.priority, YieldAfter: o.yieldAfter}
 }
 
 // campaignAgain reports whether Do's result err, with no signal to tenure,

@@ -46,7 +46,8 @@ be able to publish values.
 Leadership control (not in peer modes): "tenure step-down --key KEY" makes
 the leader stop CMD and release KEY, and it stays a candidate. --priority N
 ranks candidates when KEY is free (highest first; 0 never leads); --handover
-hands KEY to the best waiting candidate on SIGTERM.
+hands KEY to the best waiting candidate on SIGTERM; --yield-after DUR hands
+it to a candidate of higher priority registered for DUR.
 
 KEY, the identity and the advertised value may also come from $TENURE_KEY,
 $TENURE_ID and $TENURE_ADVERTISE.
@@ -74,6 +75,7 @@ type runOpts struct {
 	logFormat      string        // --log-format
 	priority       int           // --priority (see handover.go)
 	handover       bool          // --handover
+	yieldAfter     time.Duration // --yield-after
 	// Which of --id, --ttl and --grace were given; the others take the
 	// store's defaults (tenure.Defaulter) or ours.
 	idSet, ttlSet, graceSet bool

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,4 +195,24 @@ func TestStepDownBadInput(t *testing.T) {
 			t.Errorf("tenure %s: exit %d, stderr %q; want exit %d and one line saying %q", strings.Join(tc.args, " "), code, line, tc.code, tc.want)
 		}
 	}
+}
+
+// TestYieldAfter: a leader with --yield-after hands over to a candidate of
+// higher priority once it has been registered that long, not before.
+func TestYieldAfter(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "1s", "--quiet"}, nil)
+	base := c.runArgs
+	c.runArgs = slices.Concat(base, []string{"--yield-after", "2s"})
+	_, _, i := startLeader(t, c, "low")
+	c.runArgs = slices.Concat(base, []string{"--priority", "5"})
+	joined := monoNow()
+	if _, err := c.start("high"); err != nil {
+		t.Fatal(err)
+	}
+	next, _, ok := c.events.nextStart(i+1, wait)
+	if d := time.Duration(next.Mono - joined); !ok || next.ID != "high" || d < 2*time.Second || d > 6*time.Second {
+		t.Fatalf("next start %+v (found %v) %s after high joined; want high after 2s, within a few TTLs", next, ok, d)
+	}
+	c.stopAll(10 * time.Second)
+	requireNoOverlap(t, c)
 }
