@@ -37,6 +37,11 @@
 //     holder, or the key becoming free), and one when this process's own
 //     elector is elected or steps down (is_self changes), each with the
 //     JSON view as data.
+//   - /candidates: the candidates registered for the key by electors with
+//     [tenure.Config.Control] (as `tenure status --candidates` lists them),
+//     best first: {"key", "candidates": [{"id", "priority", "since",
+//     "leading"}]}; 503 when they cannot be read (peer stores keep no
+//     registry). Each request reads [tenure.CandidateSlots] keys.
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //
