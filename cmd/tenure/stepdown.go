@@ -27,7 +27,7 @@ The request is a grant of the control key KEY~tenure-control (KEY may be
 at most 236 bytes). Peer modes (peer://) are not supported.
 
 Exit codes: 0 a new leader took over (or, with --no-wait, the request was
-made); 1 a runtime error, another step-down under way, or nobody took over
+made; or --to ID already leads, and nothing was done); 1 a runtime error, another step-down under way, or nobody took over
 within the window and one TTL; 2 a bad command line; 3 nobody leads KEY.
 
 Flags:
@@ -115,6 +115,10 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return fail(stderr, err)
 	}
 	defer store.Close()
+	if rec, err := store.Get(openCtx, o.key); err == nil && o.to != "" && rec.Holder == o.to {
+		fmt.Fprintf(stdout, "%s: %s already leads, term %d; nothing to do\n", o.key, rec.Holder, rec.Term)
+		return exitOK
+	}
 	sd, err := tenure.RequestStepDown(openCtx, store, o.key, tenure.StepDownRequest{To: o.to, Window: o.window})
 	if errors.Is(err, tenure.ErrNoLeader) {
 		fmt.Fprintf(stderr, "tenure: nobody leads %q; nothing to step down\n", o.key)

@@ -48,6 +48,9 @@ func TestStepDownHandsOverToTheNamedCandidate(t *testing.T) {
 	if !ok {
 		t.Fatal("no leader")
 	}
+	if r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", leader.ID); r.code != exitOK || !strings.Contains(r.stdout, "already leads") {
+		t.Fatalf("step-down --to the leader: exit %d, stdout %q; want 0, already leads", r.code, r.stdout)
+	}
 	for round := range 4 {
 		to := otherThan(leader.ID, ids[(round+1)%3], ids[(round+2)%3])
 		r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", to)
