@@ -62,9 +62,16 @@ func candidateKey(key string, i int) string {
 
 // Control opts an elector in to leadership control (see [Config.Control]).
 // Its zero value is a candidate of priority [NeverLead]: set Priority.
+//
+// Costs: [Elector.Run] and [Elector.Do] first register the candidate
+// (up to [CandidateSlots]+1 store requests) before campaigning; then each
+// candidate renews its slot with its own renewals and re-reads the slots
+// about once per TTL; each Acquire attempt is preceded by a read of the
+// control key; a leader keeps a watch of the control key open.
 type Control struct {
 	// Priority ranks this candidate, from [NeverLead] (0: never campaigns;
-	// the key stays free if only such candidates are left) to
+	// Run and Do then only register and block until their context is
+	// done; the key stays free if only such candidates are left) to
 	// [MaxPriority]. When the key is free, a candidate waits Step for every
 	// distinct priority above its own among the other registered
 	// candidates before it asks for it, so the highest priority that is

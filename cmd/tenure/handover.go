@@ -34,8 +34,8 @@ func (o *runOpts) checkControl(given bool) error {
 	switch {
 	case o.priority < tenure.NeverLead || o.priority > tenure.MaxPriority:
 		return usageErrorf("--priority %d is out of range: want %d (never lead) to %d", o.priority, tenure.NeverLead, tenure.MaxPriority)
-	case o.priority == tenure.NeverLead && o.try:
-		return usageErrorf("--priority 0 never campaigns; it cannot be combined with --try")
+	case o.priority == tenure.NeverLead && (o.try || o.wait > 0):
+		return usageErrorf("--priority 0 never campaigns; it cannot be combined with --try or --wait")
 	case o.yieldAfter < 0 || o.yieldAfter > tenure.MaxTTL:
 		return usageErrorf("--yield-after %s is out of range: want 0 to %s", o.yieldAfter, tenure.MaxTTL)
 	case len(o.key) > tenure.MaxControlledKeyLen:
