@@ -147,7 +147,8 @@ func awaitHandover(ctx context.Context, store tenure.Store, o stepDownOpts, sd t
 	defer cancel()
 	rec, err := tenure.AwaitSuccessor(wctx, store, o.key, sd.Leader.Term)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("nobody took over %q within the window (%s) and one TTL (%s)", o.key, o.window, sd.Leader.TTL))
+		return fail(stderr, fmt.Errorf("nobody took over %q within the window (%s) and one TTL (%s); does %s run with leadership control (tenure run, or Config.Control)?",
+			o.key, o.window, sd.Leader.TTL, sd.Leader.Holder))
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	_ = store.Release(rctx, sd.Grant) // the window's work is done; it may have expired already
