@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure"
 )
 
 // requireNoOverlap fails t if two workers ever ran at once or terms did
@@ -218,4 +221,28 @@ func TestYieldAfter(t *testing.T) {
 	}
 	c.stopAll(10 * time.Second)
 	requireNoOverlap(t, c)
+}
+
+// TestStepDownOfAnUncontrolledLeader: a holder that ignores step-down
+// requests keeps the key; step-down gives up after the window and a TTL,
+// exit 1, saying why it may be.
+func TestStepDownOfAnUncontrolledLeader(t *testing.T) {
+	url := "file://" + t.TempDir()
+	store, err := tenure.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.Acquire(context.Background(), "job", "plain", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := runInProcess([]string{"step-down", "--store", url, "--key", "job", "--window", "300ms"}, &stdout, &stderr)
+	if code != exitRuntime || !strings.Contains(stderr.String(), `does plain run with leadership control`) {
+		t.Fatalf("exit %d, stderr %q; want 1 and a hint", code, stderr.String())
+	}
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("gave up after %s, before the window", time.Since(start))
+	}
 }
