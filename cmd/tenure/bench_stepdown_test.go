@@ -18,11 +18,12 @@ import (
 // hand-over: from the start of `tenure step-down --to ID` (a new process)
 // until ID's CMD is running, with three `tenure run` candidates (--ttl 10s,
 // the lean worker as CMD) on the local store and on each server store of
-// benchStores that is installed. Beside it, in this process on the memory
-// store, the library's: from RequestStepDown until the named elector's
-// task runs. Every transfer must go to the named candidate, and no two
-// CMDs may ever run at once. TENURE_BENCH_TRIALS sets the trials (default
-// 20):
+// benchStores that is installed; alternating with those, the same with the
+// request made by RequestStepDown in the benchmark's process (no process
+// start). Beside it, in this process on the memory store, the library's:
+// from RequestStepDown until the named elector's task runs. Every
+// transfer must go to the named candidate, and no two CMDs may ever run at
+// once. TENURE_BENCH_TRIALS sets the trials of each kind (default 20):
 //
 //	go test -bench StepDownTransfer -run '^$' ./cmd/tenure/
 func BenchmarkStepDownTransfer(b *testing.B) {
@@ -31,25 +32,32 @@ func BenchmarkStepDownTransfer(b *testing.B) {
 		trials = v
 	}
 	lib := libraryTransfer(b, trials)
-	fmt.Printf("\n  %-28s %10s %10s %10s %10s\n", fmt.Sprintf("step-down → named CMD, %d trials", trials), "p50", "p99", "min", "max")
+	fmt.Printf("\n  %-36s %10s %10s %10s %10s\n", fmt.Sprintf("step-down → named CMD, %d trials", trials), "p50", "p99", "min", "max")
 	printRow := func(name string, d []time.Duration) {
-		fmt.Printf("  %-28s %10s %10s %10s %10s\n", name, ms(pct(d, 50)), ms(pct(d, 99)), ms(slices.Min(d)), ms(slices.Max(d)))
+		fmt.Printf("  %-36s %10s %10s %10s %10s\n", name, ms(pct(d, 50)), ms(pct(d, 99)), ms(slices.Min(d)), ms(slices.Max(d)))
 	}
 	printRow("memory (library, in-process)", lib)
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
-			d := cliTransfer(b, st.url(b), trials)
-			printRow(st.name+" (tenure step-down)", d)
-			b.ReportMetric(float64(pct(d, 50))/1e6, "p50-ms")
-			b.ReportMetric(float64(pct(d, 99))/1e6, "p99-ms")
+			cli, req := cliTransfer(b, st.url(b), trials)
+			printRow(st.name+": tenure step-down", cli)
+			printRow(st.name+": RequestStepDown", req)
+			b.ReportMetric(float64(pct(cli, 50))/1e6, "p50-ms")
+			b.ReportMetric(float64(pct(cli, 99))/1e6, "p99-ms")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
 
-// cliTransfer measures trials named transfers among three `tenure run`
-// candidates on the store at url.
-func cliTransfer(b *testing.B, url string, trials int) []time.Duration {
+// cliTransfer measures named transfers among three `tenure run`
+// candidates on the store at url: trials requested by `tenure step-down`
+// (cli) and, alternating, trials by RequestStepDown in this process (req).
+func cliTransfer(b *testing.B, url string, trials int) (cli, req []time.Duration) {
+	store, err := tenure.Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
 	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "10s"}, nil)
 	c.worker, c.storeURL = leanWorkerBin, url
 	ids := []string{"a", "b", "c"}
@@ -63,25 +71,38 @@ func cliTransfer(b *testing.B, url string, trials int) []time.Duration {
 		b.Fatal("no leader")
 	}
 	time.Sleep(time.Second) // every candidate is up and watching
-	var out []time.Duration
-	for n := 0; len(out) < trials; n++ {
+	for n := 0; len(req) < trials; n++ {
 		to := otherThan(leader.ID, ids[(n+1)%3], ids[(n+2)%3])
 		t0 := monoNow()
-		r := runTenure(b, "step-down", "--store", url, "--key", "bench", "--to", to, "--window", "5s")
-		if r.code != exitOK {
-			b.Fatalf("step-down: exit %d: %s", r.code, r.stderr)
+		var grant tenure.Lease
+		if n%2 == 0 {
+			r := runTenure(b, "step-down", "--store", url, "--key", "bench", "--to", to, "--window", "5s")
+			if r.code != exitOK {
+				b.Fatalf("step-down: exit %d: %s", r.code, r.stderr)
+			}
+		} else {
+			sd, err := tenure.RequestStepDown(context.Background(), store, "bench", tenure.StepDownRequest{To: to, Window: 5 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			grant = sd.Grant
 		}
 		next, j, ok := c.events.nextStart(i+1, wait)
 		if !ok || next.ID != to {
 			b.Fatalf("transfer %d: next start %+v (found %v), want %s", n, next, ok, to)
 		}
-		out = append(out, time.Duration(next.Mono-t0))
+		if d := time.Duration(next.Mono - t0); n%2 == 0 {
+			cli = append(cli, d)
+		} else {
+			req = append(req, d)
+			_ = store.Release(context.Background(), grant) // as tenure step-down does
+		}
 		leader, i = next, j
 		time.Sleep(200 * time.Millisecond) // pace: the old leader campaigns again
 	}
 	c.stopAll(10 * time.Second)
 	checkNoOverlap(b, "step-down", c.events.events())
-	return out
+	return cli, req
 }
 
 // libraryTransfer measures trials named transfers among three electors
