@@ -119,6 +119,9 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stdout, "%s: %s already leads, term %d; nothing to do\n", o.key, rec.Holder, rec.Term)
 		return exitOK
 	}
+	if err := checkTarget(openCtx, store, o, stderr); err != nil {
+		return fail(stderr, err)
+	}
 	sd, err := tenure.RequestStepDown(openCtx, store, o.key, tenure.StepDownRequest{To: o.to, Window: o.window})
 	if errors.Is(err, tenure.ErrNoLeader) {
 		fmt.Fprintf(stderr, "tenure: nobody leads %q; nothing to step down\n", o.key)
@@ -137,6 +140,30 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitOK
 	}
 	return awaitHandover(ctx, store, o, sd, stdout, stderr)
+}
+
+// checkTarget refuses a --to candidate registered with priority 0, which
+// never leads, and warns about one not registered at all (the transfer
+// then falls back after the window unless it appears).
+func checkTarget(ctx context.Context, store tenure.Store, o stepDownOpts, stderr io.Writer) error {
+	if o.to == "" {
+		return nil
+	}
+	cs, err := tenure.Candidates(ctx, store, o.key)
+	if err != nil {
+		return nil // the registry is advisory; the request may still work
+	}
+	for _, c := range cs {
+		if c.Identity == o.to && c.Priority == tenure.NeverLead {
+			return fmt.Errorf("--to %s: that candidate runs with priority 0 and never leads", o.to)
+		}
+		if c.Identity == o.to {
+			return nil
+		}
+	}
+	fmt.Fprintf(stderr, "tenure: warning: %s is not registered as a candidate of %q; unless it takes over within the window (%s), any candidate may after it\n",
+		o.to, o.key, o.window)
+	return nil
 }
 
 // awaitHandover waits up to the window plus the old grant's TTL for a new

@@ -91,7 +91,7 @@ func TestStepDownToAnAbsentCandidateFallsBack(t *testing.T) {
 	const window = 2 * time.Second
 	t0 := monoNow()
 	r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", "ghost", "--window", window.String())
-	if r.code != exitOK || !strings.Contains(r.stdout, "ghost did not take over") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "ghost did not take over") || !strings.Contains(r.stderr, "ghost is not registered") {
 		t.Fatalf("step-down --to ghost: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	next, _, ok := c.events.nextStart(i+1, wait)
@@ -119,6 +119,10 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 	r := runTenure(t, "status", "--store", c.storeURL, "--key", "job", "--candidates")
 	if r.code != exitFree || !strings.Contains(r.stdout, "no leader (never granted)") || !strings.Contains(r.stdout, "standby priority 0") {
 		t.Fatalf("status: exit %d, stdout %q; want free (3), never granted, the standby listed", r.code, r.stdout)
+	}
+	r = runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", "standby")
+	if r.code != exitRuntime || !strings.Contains(r.stderr, "priority 0 and never leads") {
+		t.Fatalf("step-down --to the standby: exit %d, stderr %q; want 1, never leads", r.code, r.stderr)
 	}
 	select {
 	case <-c.get("standby").Done:
