@@ -61,7 +61,9 @@ func (e *Elector) Config() Config { return e.cfg }
 // definitively or cannot succeed before [Config.RenewDeadline], or the task
 // stalls, the leader context is cancelled first and the lease released (if
 // still held) once the task returned. Either way Run waits a jittered
-// [Config.RetryInterval] and campaigns again: it is not one-shot. While the
+// [Config.RetryInterval] and campaigns again: it is not one-shot. After a
+// step-down ([ErrSteppedDown]) it campaigns again at once, and the
+// request holds it back. While the
 // task keeps failing (it returned an error while still leading, term after
 // term), the wait doubles with each failure, up to [Config.TTL], so a
 // broken task does not churn through terms; any other term ends the
@@ -103,7 +105,7 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 		if errors.Is(cause, ErrSteppedDown) {
 			wait = 0 // holding back is the step-down request's job (see beforeAcquire)
 		}
-		if taskErr != nil && ctx.Err() == nil {
+		if taskErr != nil && ctx.Err() == nil && !errors.Is(cause, ErrSteppedDown) {
 			e.cfg.Logger.Warn("tenure: leader task failed", "key", e.cfg.Key, "id", e.cfg.Identity,
 				"term", lease.Term, "err", taskErr, "retry_in", wait)
 		}
