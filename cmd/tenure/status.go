@@ -24,6 +24,9 @@ term granted (0 if never). value is what the holder published with
 tenure run --advertise; "" when free or when it published nothing. Fields are only ever added, never renamed.
 On a Redis store a line "store check: ..." (JSON: "store_checks") says what
 was checked of the server's maxmemory-policy.
+With --candidates it also lists the candidates tenure run registered for
+KEY, best first, with priority and since when (JSON: "candidates", each
+{"id","priority","since","leading"}); not in peer modes.
 
 Flags:
 `
