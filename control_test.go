@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/faultstore"
 	"github.com/tenurehq/tenure/store/memory"
 )
 
@@ -316,6 +317,32 @@ func TestLeaderYieldsToAHigherPriorityAfterTheDelay(t *testing.T) {
 		synctest.Wait()
 		if r, _ := store.Get(context.Background(), "job"); r.Holder != "high" {
 			t.Fatalf("after the hand-over %q leads, want high to keep leading", r.Holder)
+		}
+	})
+}
+
+// TestControlIsAdvisory: when the control key and the candidate slots
+// cannot be read (every Get and Watch fails), a candidate with Control
+// still gets elected and leads: control never holds leadership hostage.
+func TestControlIsAdvisory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{Ops: faultstore.OpGet | faultstore.OpWatch, FailBefore: 1}})
+		b := newBook()
+		r := start(newElector(t, controlled(faultstore.Wrap(mem, f), "a", 1)), b.task("a", nil))
+		defer r.stop()
+		select {
+		case tm := <-b.began:
+			if tm.id != "a" {
+				t.Fatalf("%s leads", tm.id)
+			}
+		case <-time.After(5 * ttl):
+			t.Fatal("not elected within 5 TTLs while the control key could not be read")
+		}
+		time.Sleep(5 * ttl)
+		synctest.Wait()
+		if rec, _ := mem.Get(context.Background(), "job"); rec.Holder != "a" {
+			t.Fatalf("holder %q, want a to keep leading", rec.Holder)
 		}
 	})
 }
