@@ -22,8 +22,9 @@
 //     keeps the leader-elector sidecar convention ({"name": ...}).
 //   - GET / with Accept: text/html: a live page showing the key, who
 //     leads, the term, the leader's published value, for how long, the
-//     candidates seen and a timeline of recent leadership changes that
-//     redraws on every /events event.
+//     candidates seen, the candidates registered (from /candidates) and a
+//     timeline of recent leadership changes that redraws on every /events
+//     event.
 //     Everything it needs is embedded in the binary; it loads nothing from
 //     elsewhere.
 //   - /healthz: liveness. With an elector, 200 while
