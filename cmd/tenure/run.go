@@ -382,6 +382,8 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 		return exitRuntime // leadership lost while CMD ran: the task said so
 	case errors.As(err, &exit):
 		return exit.code
+	case sig != 0 && errors.Is(err, tenure.ErrSteppedDown):
+		return 0 // CMD exited 0 after the signal; the step-down (--handover) came after
 	case sig != 0:
 		return 128 + int(sig)
 	case ctx.Err() != nil:

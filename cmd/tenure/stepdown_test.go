@@ -161,6 +161,9 @@ func TestHandoverOnSigterm(t *testing.T) {
 		t.Fatalf("after SIGTERM of the leader: next start %+v (found %v); want high", next, ok)
 	}
 	waitDone(t, c.get("a").Done, wait, "the old leader")
+	if code := exitCode(c.get("a").Cmd.ProcessState); code != 0 {
+		t.Errorf("the old leader exited %d; want its CMD's 0, as without --handover", code)
+	}
 	c.stopAll(10 * time.Second)
 	requireNoOverlap(t, c)
 	if !strings.Contains(logs.String(), `msg="tenure: handing over" key=job id=a term=1 to=high priority=7`) {
