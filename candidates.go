@@ -55,9 +55,11 @@ func parseCandidate(r Record) (Candidate, bool) {
 }
 
 // Candidates returns the candidates registered for key, best first:
-// highest priority, then longest registered, then by identity. It reads
-// the [CandidateSlots] slots one by one, so the list is not a snapshot of
-// one instant. It blocks for those reads and returns the first error.
+// highest priority, then most recently registered (in a rolling restart,
+// the one restarted last, already updated, so that a hand-over to it is
+// the last move), then by identity. It reads the [CandidateSlots] slots
+// one by one, so the list is not a snapshot of one instant. It blocks for
+// those reads and returns the first error.
 func Candidates(ctx context.Context, r Reader, key string) ([]Candidate, error) {
 	var out []Candidate
 	seen := map[string]bool{}
@@ -72,7 +74,7 @@ func Candidates(ctx context.Context, r Reader, key string) ([]Candidate, error) 
 		}
 	}
 	slices.SortFunc(out, func(a, b Candidate) int {
-		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.Since.Compare(b.Since), cmp.Compare(a.Identity, b.Identity))
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), b.Since.Compare(a.Since), cmp.Compare(a.Identity, b.Identity))
 	})
 	return out, nil
 }

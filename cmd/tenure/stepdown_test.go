@@ -253,3 +253,42 @@ func TestStepDownOfAnUncontrolledLeader(t *testing.T) {
 		t.Fatalf("gave up after %s, before the window", time.Since(start))
 	}
 }
+
+// TestRollingRestartWithHandover: restarting every node in turn (SIGTERM,
+// then start again), as a rolling deploy does, moves leadership at most
+// twice with --handover: each hand-over goes to the most recently
+// registered candidate, a node already restarted once one exists.
+func TestRollingRestartWithHandover(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet", "--handover"}, nil)
+	ids := []string{"a", "b", "c"}
+	_, _, i := startLeader(t, c, ids[0])
+	for _, id := range ids[1:] {
+		time.Sleep(20 * time.Millisecond) // registered in order: since differs
+		if _, err := c.start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCandidates(t, c, 3)
+	for _, id := range ids {
+		if err := c.signal(id, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, c.get(id).Done, wait, id)
+		if _, err := c.start(id); err != nil {
+			t.Fatal(err)
+		}
+		waitCandidates(t, c, 3)
+	}
+	time.Sleep(time.Second)
+	c.stopAll(10 * time.Second)
+	moves := 0
+	for _, e := range c.events.events()[i+1:] {
+		if e.Kind == "start" {
+			moves++
+		}
+	}
+	if moves < 1 || moves > 2 {
+		t.Fatalf("leadership moved %d times in a rolling restart of 3 nodes; want 1 or 2", moves)
+	}
+	requireNoOverlap(t, c)
+}
