@@ -36,6 +36,9 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		if err := ctx.Err(); err != nil {
 			return grant{}, err
 		}
+		if err := e.beforeAcquire(ctx); err != nil {
+			return grant{}, err
+		}
 		start := c.Clock.Now()
 		rctx, cancel := e.requestContext(ctx, time.Time{})
 		gr, err := e.acquire(rctx, start)
@@ -223,7 +226,8 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 	if err != nil {
 		return grant{}, err
 	}
-	sg := &sessionGrant{lease: lease, e: e, gen: g, lost: make(chan error, 1)}
+	// Room for the session's cause and the control watch's.
+	sg := &sessionGrant{lease: lease, e: e, gen: g, lost: make(chan error, 2)}
 	deadline, err := g.add(sg, sent)
 	if err != nil {
 		// The session ended while the grant was being made, or the grant

@@ -138,6 +138,12 @@ type Config struct {
 	// OnEvent, if set, is called for every [Event], synchronously from the
 	// elector's goroutine: it must not block.
 	OnEvent func(Event)
+	// Control, if set, opts in to leadership control: this elector obeys
+	// step-down requests ([RequestStepDown]) while it leads and while it
+	// campaigns, registers as a candidate ([Candidates]) and campaigns
+	// with [Control.Priority]. Default nil: none of that.
+	Control *Control
+
 	// Rand, if set, draws the jitter; it is used from one goroutine at a
 	// time. Deterministic tests set it. Default: a randomly seeded source.
 	Rand *rand.Rand
@@ -286,7 +292,7 @@ func (c Config) Validate() error {
 	case c.StopTimeout < 0:
 		return invalidf("Config.StopTimeout (%s) must not be negative", c.StopTimeout)
 	}
-	return nil
+	return c.validateControl()
 }
 
 // validateSession checks that the fields a Session sets agree with it.

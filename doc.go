@@ -25,6 +25,12 @@
 // every term in it, with the same deadline as a single elector's. Stores
 // that can do this are [SessionStore]s.
 //
+// With [Config.Control] set, an elector also obeys step-down requests
+// ([RequestStepDown]: stop, release, and let a named candidate take over),
+// registers as a candidate ([Candidates]) and campaigns with a priority
+// ([Control]). It works on any store that serves more than one key and
+// publishes values: a request is a grant of the key's [ControlKey].
+//
 // Stores live in their own packages under store/ (memory, local, etcd,
 // postgres, redis, azblob, zk) and register a URL scheme, so [Open] turns a
 // URL into a store. This package imports only the standard library.
@@ -58,5 +64,8 @@
 //   - The store is a single point of failure for progress (not for safety):
 //     while it is unreachable nobody can be elected, and a leader steps down
 //     at its renew deadline.
-//   - Which candidate wins is not specified and not fair.
+//   - Which candidate wins is not specified and not fair. With
+//     [Config.Control], a higher priority gets a head start, not a
+//     guarantee, and a step-down's window is kept only by electors that
+//     set Control.
 package tenure

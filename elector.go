@@ -13,7 +13,8 @@ import (
 // Task is the work a leader does. It runs with a leader context: one that
 // carries the lease ([LeaseFrom]) and is cancelled when leadership ends or is
 // in doubt, with a cause ([context.Cause]) matching [ErrLost],
-// [ErrRenewDeadline] or [ErrStalled], or the caller's context error. The task
+// [ErrRenewDeadline] or [ErrStalled], [ErrSteppedDown] when it was asked
+// to step down, or the caller's context error. The task
 // must return promptly once its context is done: the elector cannot stop a
 // goroutine, and a task that keeps acting after cancellation acts without the
 // lease. Fence every write to the protected resource with the lease's term.
@@ -28,6 +29,8 @@ type Elector struct {
 
 	mu     sync.Mutex
 	status Status
+
+	ctl controlState // Config.Control's state: see controlelector.go
 }
 
 // New returns an elector for cfg, with defaults filled in
@@ -58,7 +61,9 @@ func (e *Elector) Config() Config { return e.cfg }
 // definitively or cannot succeed before [Config.RenewDeadline], or the task
 // stalls, the leader context is cancelled first and the lease released (if
 // still held) once the task returned. Either way Run waits a jittered
-// [Config.RetryInterval] and campaigns again: it is not one-shot. While the
+// [Config.RetryInterval] and campaigns again: it is not one-shot. After a
+// step-down ([ErrSteppedDown]) it campaigns again at once, and the
+// request holds it back. While the
 // task keeps failing (it returned an error while still leading, term after
 // term), the wait doubles with each failure, up to [Config.TTL], so a
 // broken task does not churn through terms; any other term ends the
@@ -77,6 +82,7 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	defer e.register(ctx)()
 	failures := 0
 	for {
 		gr, err := e.campaign(ctx)
@@ -97,7 +103,10 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 			failures = 0 // it failed because leadership ended
 		}
 		wait := e.retryWait(failures)
-		if taskErr != nil && ctx.Err() == nil {
+		if errors.Is(cause, ErrSteppedDown) {
+			wait = 0 // holding back is the step-down request's job (see beforeAcquire)
+		}
+		if taskErr != nil && ctx.Err() == nil && !errors.Is(cause, ErrSteppedDown) {
 			e.cfg.Logger.Warn("tenure: leader task failed", "key", e.cfg.Key, "id", e.cfg.Identity,
 				"term", lease.Term, "err", taskErr, "retry_in", wait)
 		}
@@ -145,7 +154,7 @@ func lastResult(taskErr error) (result error, last bool) {
 // returns: the way to say "the leader runs this once". It returns task's
 // error if the task returned while still leading. If leadership ended first,
 // it returns an error matching the cause ([ErrLost], [ErrRenewDeadline],
-// [ErrStalled] or ctx's error) once the task returned, which also wraps the
+// [ErrStalled], [ErrSteppedDown] or ctx's error) once the task returned, which also wraps the
 // task's own error if it returned one, so errors.As finds the task's result
 // either way; the task may then have done only part of its work, and the
 // caller decides whether to call Do again. A task's [Last] wrapper is
@@ -160,6 +169,7 @@ func (e *Elector) Do(ctx context.Context, task Task) error {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	defer e.register(ctx)()
 	for {
 		gr, err := e.campaign(ctx)
 		if err != nil {

@@ -46,6 +46,15 @@ var (
 	// logs them at debug level instead of as warnings.
 	ErrUnavailable = errors.New("tenure: temporarily unavailable")
 
+	// ErrSteppedDown is the cause of a leader context cancelled because a
+	// step-down was requested ([RequestStepDown]) for its term. The term
+	// ends as released ([EventReleased]), not lost, and the elector keeps
+	// campaigning; [Elector.Do] returns an error matching it.
+	ErrSteppedDown = errors.New("tenure: leader stepped down on request")
+
+	// ErrNoLeader is returned by [RequestStepDown] when nobody leads the key.
+	ErrNoLeader = errors.New("tenure: nobody leads the key")
+
 	// ErrRunning is returned by [Elector.Run] and [Elector.Do] when the
 	// elector is already running.
 	ErrRunning = errors.New("tenure: elector already running")

@@ -34,8 +34,9 @@ const (
 	// deadline; Took is its round trip.
 	EventRenewed
 	// EventReleased: this candidate gave its term up and released the
-	// lease: its task returned while it led (Err is nil), or the context
-	// of Run or Do ended (Err is the context's error).
+	// lease: its task returned while it led (Err is nil), the context
+	// of Run or Do ended (Err is the context's error), or it stepped down
+	// on request (Err matches [ErrSteppedDown]).
 	EventReleased
 )
 

@@ -65,7 +65,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	defer cancelLeader(errTaskReturned)
 
 	renewCtx, cancelRenews := context.WithCancel(ctx)
-	lost := make(chan error, 1)
+	lost := make(chan error, 2) // watchLoss (or the session) and watchControl send at most once each
 	watchDone := make(chan struct{})
 	if sg := gr.session; sg != nil {
 		// The session renews and watches for the grant; it extends the
@@ -87,6 +87,8 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 			"key", c.Key, "id", c.Identity, "term", lease.Term, "wait", lease.Wait)
 	}
 
+	controlDone := e.watchControl(renewCtx, lease, lost)
+
 	cause = t.loop(ctx, leaderCtx, startTimer, lost, task)
 	// Leadership is over or in doubt: stop the task first, then everything else.
 	if cause != nil {
@@ -99,6 +101,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	}
 	cancelRenews()
 	<-watchDone
+	<-controlDone
 	if t.renewing {
 		<-t.renewDone
 	}

@@ -46,7 +46,7 @@ type sessionGrant struct {
 	e     *Elector
 	gen   *generation
 	term  *Term      // nil until the elector leads
-	lost  chan error // receives the cause that ends this grant
+	lost  chan error // receives the cause that ends this grant (and the control watch's)
 	once  sync.Once  // lost receives once
 }
 

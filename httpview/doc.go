@@ -27,8 +27,9 @@
 //     keeps the leader-elector sidecar convention ({"name": ...}).
 //   - GET / with Accept: text/html: a live page showing the key, who
 //     leads, the term, the leader's published value, for how long, the
-//     candidates seen and a timeline of recent leadership changes that
-//     redraws on every /events event.
+//     candidates seen, the candidates registered (from /candidates) and a
+//     timeline of recent leadership changes that redraws on every /events
+//     event.
 //     Everything it needs is embedded in the binary; it loads nothing from
 //     elsewhere.
 //   - /healthz: liveness. With an elector, 200 while
@@ -42,6 +43,11 @@
 //     holder, or the key becoming free), and one when this process's own
 //     elector is elected or steps down (is_self changes), each with the
 //     JSON view as data.
+//   - /candidates: the candidates registered for the key by electors with
+//     [tenure.Config.Control] (as `tenure status --candidates` lists them),
+//     best first: {"key", "candidates": [{"id", "priority", "since",
+//     "leading"}]}; 503 when they cannot be read (peer stores keep no
+//     registry). Each request reads [tenure.CandidateSlots] keys.
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //

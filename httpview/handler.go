@@ -29,6 +29,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveReady(w, r)
 	case "/events":
 		h.serveEvents(w, r)
+	case "/candidates":
+		h.serveCandidates(w, r)
 	case "/metrics":
 		if h.opts.Metrics == nil {
 			http.NotFound(w, r)

@@ -5,6 +5,7 @@
 //	tenure run --key nightly -- ./backup.sh      run only while leading "nightly"
 //	tenure status --key nightly [--json]         who leads; exit 0 held, 3 free
 //	tenure watch --key nightly [--json]          one line per change of leader
+//	tenure step-down --key nightly [--to ID]     the leader hands over (see README)
 //
 // Every subcommand that uses a store takes --store URL, or --store-file PATH
 // (a file holding the URL, refused unless only its owner can read it), or
@@ -111,6 +112,19 @@
 // Exit codes of tenure status: 0 the key is held, 3 it is free, 1 the store
 // could not be read, 2 bad command line. tenure watch exits 0 on SIGINT or
 // SIGTERM. Every error is a single line "tenure: ..." on stderr.
+//
+// # Leadership control
+//
+// tenure run turns on [tenure.Config.Control] except on peer stores:
+// --priority (default 1; 0 never leads), --handover and --yield-after set
+// it. tenure step-down --key KEY [--to ID] [--window DUR] [--no-wait] makes
+// the leader's elector cancel CMD's term with cause [tenure.ErrSteppedDown]
+// (CMD gets SIGTERM, then SIGKILL after --grace), release the key once
+// CMD's group is gone, and campaign again: tenure run does not exit, with
+// or without --restart. Only ID may take the key during the window. The
+// usual guarantee holds: the old CMD is dead before the new one starts.
+// tenure status --candidates lists the registered candidates. Peer modes
+// refuse all of these with one line naming the mode, exit code 2.
 //
 // # JSON
 //

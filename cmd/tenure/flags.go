@@ -242,6 +242,8 @@ type keyCmdOpts struct {
 	logFormat string // tenure watch --log-format
 
 	exec hookFlag // tenure watch --exec
+	// tenure status --candidates (see candidates.go)
+	candidates bool
 }
 
 // parseKeyCmd parses and checks the command line of subcommand name,
@@ -251,6 +253,9 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	sf := addStoreFlags(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` (required)")
 	fs.BoolVar(&o.json, "json", false, jsonUsage)
+	if name == "status" {
+		fs.BoolVar(&o.candidates, "candidates", false, candidatesUsage)
+	}
 	if name == "watch" {
 		fs.StringVar(&o.httpAddr, "http", "", httpFlagUsage)
 		fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)

@@ -36,6 +36,8 @@ Usage:
                                        run CMD only while leading KEY
   tenure status [flags] --key KEY      who leads KEY (exit 0 held, 3 free)
   tenure watch  [flags] --key KEY      print every change of leader of KEY
+  tenure step-down [flags] --key KEY [--to ID]
+                                       make the leader of KEY hand over
 
 Run "tenure COMMAND -h" for a command's flags. Stores are named by URL:
   file:///var/lib/tenure   the local store (default: file:// = %s)
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return statusCmd(ctx, rest, stdout, stderr)
 	case "watch":
 		return watchCmd(ctx, rest, stdout, stderr)
+	case "step-down":
+		return stepDownCmd(ctx, rest, stdout, stderr)
 	case "demo":
 		return demoCmd(ctx, rest, stdout, stderr)
 	case superviseCmdName:
@@ -70,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printUsage(stdout)
 		return exitOK
 	default:
-		err = usageErrorf("unknown command %q (want demo, run, status or watch)", name)
+		err = usageErrorf("unknown command %q (want demo, run, status, step-down or watch)", name)
 	}
 	return fail(stderr, err)
 }

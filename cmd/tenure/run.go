@@ -43,6 +43,12 @@ short string) with each grant this process wins: tenure status, tenure
 watch and the --http view show it while this process leads. The store must
 be able to publish values.
 
+Leadership control (not in peer modes): "tenure step-down --key KEY" makes
+the leader stop CMD and release KEY, and it stays a candidate. --priority N
+ranks candidates when KEY is free (highest first; 0 never leads); --handover
+hands KEY to the best waiting candidate on SIGTERM; --yield-after DUR hands
+it to a candidate of higher priority registered for DUR.
+
 KEY, the identity and the advertised value may also come from $TENURE_KEY,
 $TENURE_ID and $TENURE_ADVERTISE.
 
@@ -67,6 +73,9 @@ type runOpts struct {
 	wait           time.Duration // --wait: give up after campaigning this long
 	httpAddr       string        // --http
 	logFormat      string        // --log-format
+	priority       int           // --priority (see handover.go)
+	handover       bool          // --handover
+	yieldAfter     time.Duration // --yield-after
 	// Which of --id, --ttl and --grace were given; the others take the
 	// store's defaults (tenure.Defaulter) or ours.
 	idSet, ttlSet, graceSet bool
@@ -91,6 +100,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	fs.DurationVar(&o.wait, "wait", 0, "give up with code 75 after campaigning for `DUR` without being elected")
 	fs.StringVar(&o.httpAddr, "http", "", httpFlagUsage)
 	fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
+	o.controlFlags(fs)
 	if code, done := parseFlags(fs, args, runHelp, stdout, stderr); done {
 		return o, code, true
 	}
@@ -100,8 +110,14 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	if o.store, err = sf.resolve(os.Getenv); err != nil {
 		return o, fail(stderr, err), true
 	}
-	fs.Visit(func(f *flag.Flag) { o.ttlSet = o.ttlSet || f.Name == "ttl" })
+	prioritySet := false
+	fs.Visit(func(f *flag.Flag) {
+		o.ttlSet, prioritySet = o.ttlSet || f.Name == "ttl", prioritySet || f.Name == "priority"
+	})
 	if err := o.validate(fs.Args()); err != nil {
+		return o, fail(stderr, err), true
+	}
+	if err := o.checkControl(prioritySet); err != nil {
 		return o, fail(stderr, err), true
 	}
 	return o, 0, false
@@ -244,14 +260,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		onEvent = view.onEvent(onEvent)
 	}
+	es := electorStore(store)
 	el, err := tenure.New(tenure.Config{
-		Store:    electorStore(store),
+		Store:    es,
 		Key:      o.key,
 		Identity: o.id,
 		Value:    o.advertise,
 		TTL:      o.ttl,
 		Logger:   logger,
 		OnEvent:  onEvent,
+		Control:  o.control(es),
 	})
 	if err != nil {
 		return fail(stderr, err)
@@ -345,11 +363,9 @@ func (r *runner) run(ctx context.Context, sigs <-chan os.Signal) int {
 	}
 	for {
 		err := r.elector.Do(ctx, r.task)
-		if !errors.Is(err, errNotStarted) || r.signalled() != 0 || ctx.Err() != nil {
+		if !r.campaignAgain(ctx, err) {
 			return r.exitCode(ctx, err)
 		}
-		r.logger.Info("tenure: leadership ended before the command could start; campaigning again",
-			"key", r.opts.key, "id", r.opts.id, "err", err)
 	}
 }
 
@@ -367,6 +383,8 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 		return exitRuntime // leadership lost while CMD ran: the task said so
 	case errors.As(err, &exit):
 		return exit.code
+	case sig != 0 && errors.Is(err, tenure.ErrSteppedDown):
+		return 0 // CMD exited 0 after the signal; the step-down (--handover) came after
 	case sig != 0:
 		return 128 + int(sig)
 	case ctx.Err() != nil:

@@ -30,6 +30,9 @@ grant began or how often the key changed hands (tenure watch --http shows
 what it sees). Fields are only ever added, never renamed.
 On a Redis store a line "store check: ..." (JSON: "store_checks") says what
 was checked of the server's maxmemory-policy.
+With --candidates it also lists the candidates tenure run registered for
+KEY, best first, with priority and since when (JSON: "candidates", each
+{"id","priority","since","leading"}); not in peer modes.
 
 Flags:
 `
@@ -53,6 +56,8 @@ type statusJSON struct {
 	recordJSON
 	grantTimes
 	StoreChecks []string `json:"store_checks,omitempty"`
+	// Candidates is --candidates: the registered candidates, best first.
+	Candidates []candidateJSON `json:"candidates,omitempty"`
 }
 
 func toJSON(r tenure.Record) recordJSON {
@@ -95,12 +100,17 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, fmt.Errorf("cannot read key %q: %w", o.key, err))
 	}
 	checks := storeChecks(ctx, store) // what the store verified of its server (Redis: eviction)
+	cands, err := listCandidates(ctx, store, o, rec)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	if o.json {
-		j := statusJSON{recordJSON: toJSON(rec), grantTimes: deriveGrantTimes(o.store.url, rec, readAt), StoreChecks: checks}
+		j := statusJSON{recordJSON: toJSON(rec), grantTimes: deriveGrantTimes(o.store.url, rec, readAt), StoreChecks: checks, Candidates: cands}
 		_ = json.NewEncoder(stdout).Encode(j)
 	} else {
 		fmt.Fprintln(stdout, describe(rec))
 		printChecks(stdout, checks)
+		printCandidates(stdout, o, cands)
 	}
 	if !rec.Held() {
 		return exitFree

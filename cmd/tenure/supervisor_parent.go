@@ -205,6 +205,9 @@ func (r *runner) task(ctx context.Context) error {
 	log.Info("tenure: command started", "cmd", r.opts.path, "pgid", pg)
 
 	lost := r.await(ctx, sup, log)
+	if lost == nil {
+		r.handOver(term, log) // --handover, after a SIGTERM
+	}
 	r.mu.Lock()
 	r.pg = 0
 	r.mu.Unlock()
@@ -230,7 +233,7 @@ func (r *runner) outcome(term *tenure.Term, code int, lost error, log *slog.Logg
 	case lost == nil:
 		log.Info("tenure: command exited", "code", code)
 	}
-	if lost != nil && r.signalled() == 0 {
+	if lost != nil && r.signalled() == 0 && !errors.Is(lost, tenure.ErrSteppedDown) {
 		log.Warn("tenure: leadership lost while the command ran; it was stopped", "err", lost)
 	}
 	if code == 0 && lost == nil {

@@ -1,0 +1,221 @@
+package tenure
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Candidate is one candidate registered for a key by an elector with
+// [Config.Control].
+//
+// The [Store] contract cannot list keys, so registration uses a fixed set
+// of [CandidateSlots] keys derived from the key: each elector holds one
+// slot with a lease of its own TTL, renewed every [Config.RenewInterval]
+// while Run or Do runs, and publishes its priority and start time as the
+// slot's value. A candidate that dies drops out when its slot expires.
+// Each elector re-reads the slots every third renewal of its own slot
+// (about once per TTL) to learn the others' priorities.
+type Candidate struct {
+	Identity string
+	Priority int
+	// Since is when the candidate registered, on its own clock.
+	Since time.Time
+	// Remaining is how long its registration lasts unless renewed.
+	Remaining time.Duration
+}
+
+// candidatePrefix starts the value of a registration slot.
+const candidatePrefix = "candidate"
+
+func encodeCandidate(priority int, since time.Time) string {
+	return fmt.Sprintf("%s %d %d", candidatePrefix, priority, since.UnixMilli())
+}
+
+func parseCandidate(r Record) (Candidate, bool) {
+	if !r.Held() {
+		return Candidate{}, false
+	}
+	f := strings.Fields(r.Value)
+	if len(f) != 3 || f[0] != candidatePrefix {
+		return Candidate{}, false
+	}
+	p, err1 := strconv.Atoi(f[1])
+	ms, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Candidate{}, false
+	}
+	return Candidate{Identity: r.Holder, Priority: p, Since: time.UnixMilli(ms), Remaining: r.Remaining}, true
+}
+
+// Candidates returns the candidates registered for key, best first:
+// highest priority, then most recently registered (in a rolling restart,
+// the one restarted last, already updated, so that a hand-over to it is
+// the last move), then by identity. It reads the [CandidateSlots] slots
+// one by one, so the list is not a snapshot of one instant. It blocks for
+// those reads and returns the first error.
+func Candidates(ctx context.Context, r Reader, key string) ([]Candidate, error) {
+	var out []Candidate
+	seen := map[string]bool{}
+	for i := range CandidateSlots {
+		rec, err := r.Get(ctx, candidateKey(key, i))
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := parseCandidate(rec); ok && !seen[c.Identity] {
+			seen[c.Identity] = true
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), b.Since.Compare(a.Since), cmp.Compare(a.Identity, b.Identity))
+	})
+	return out, nil
+}
+
+// BestCandidate returns the first candidate of cs (as [Candidates] sorts
+// them) that is not except and may lead (priority above [NeverLead]).
+func BestCandidate(cs []Candidate, except string) (Candidate, bool) {
+	for _, c := range cs {
+		if c.Identity != except && c.Priority > NeverLead {
+			return c, true
+		}
+	}
+	return Candidate{}, false
+}
+
+// register keeps this elector registered in a candidate slot and its list
+// of the other candidates fresh, until the returned func is called (it
+// waits for that, and releases the slot). It registers and reads the list
+// once before it returns, so that priorities count from the first
+// election; that blocks for up to CandidateSlots+1 store requests. Without
+// Config.Control it does nothing.
+func (e *Elector) register(ctx context.Context) (stop func()) {
+	if e.cfg.Control == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	since := e.cfg.Clock.Now()
+	slot := e.registerOnce(ctx, Lease{}, since, true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; sleep(ctx, e.cfg.Clock, e.cfg.RenewInterval); n++ {
+			slot = e.registerOnce(ctx, slot, since, n%listEvery == 0)
+		}
+		if slot.Key != "" {
+			e.release(ctx, slot)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// listEvery is how many registration renewals pass between two reads of
+// the other candidates: reading costs CandidateSlots requests.
+const listEvery = 3
+
+// registerOnce renews slot, or takes one if it has none or lost it, then,
+// if list, re-reads the other candidates. It returns the slot held, if any.
+func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time, list bool) Lease {
+	c := &e.cfg
+	if slot.Key != "" {
+		if err := e.renewSlot(ctx, slot); errors.Is(err, ErrLost) {
+			slot = Lease{}
+		}
+	}
+	if slot.Key == "" {
+		slot, _ = e.takeSlot(ctx, since)
+	}
+	if !list {
+		return slot
+	}
+	rctx, cancel := e.requestContext(ctx, time.Time{})
+	cs, err := Candidates(rctx, c.Store, c.Key)
+	cancel()
+	if err == nil {
+		others := slices.DeleteFunc(cs, func(x Candidate) bool { return x.Identity == c.Identity })
+		e.ctl.setOthers(others)
+		e.maybeYield(ctx, others)
+	}
+	return slot
+}
+
+// maybeYield is Control.YieldAfter: called with the other candidates each
+// time they are read, it asks this leader to step down in favour of the
+// best one of a higher priority seen registered for YieldAfter.
+func (e *Elector) maybeYield(ctx context.Context, others []Candidate) {
+	c := &e.cfg
+	now := c.Clock.Now()
+	seen := map[string]time.Time{}
+	for _, o := range others {
+		first, ok := e.ctl.firstSeen[o.Identity]
+		if !ok {
+			first = now
+		}
+		seen[o.Identity] = first
+	}
+	e.ctl.firstSeen = seen
+	st := e.Status()
+	if c.Control.YieldAfter <= 0 || !st.Leading {
+		return
+	}
+	for _, o := range others { // best first
+		if o.Priority <= c.Control.Priority {
+			return
+		}
+		if now.Sub(seen[o.Identity]) < c.Control.YieldAfter {
+			continue
+		}
+		rctx, cancel := e.requestContext(ctx, time.Time{})
+		_, err := RequestStepDown(rctx, c.Store, c.Key, StepDownRequest{To: o.Identity, Window: c.TTL, Issuer: c.Identity, Term: st.Term})
+		cancel()
+		c.Logger.Info("tenure: yielding to a candidate of higher priority", "key", c.Key, "id", c.Identity,
+			"term", st.Term, "to", o.Identity, "priority", o.Priority, "err", err)
+		return
+	}
+}
+
+// takeSlot acquires a free registration slot, trying them in an order
+// derived from the identity, so that candidates rarely contend.
+func (e *Elector) takeSlot(ctx context.Context, since time.Time) (Lease, error) {
+	c := &e.cfg
+	p, ok := c.Store.(Publisher)
+	if !ok {
+		return Lease{}, invalidf("the store cannot publish values")
+	}
+	h := fnv.New32a()
+	h.Write([]byte(c.Identity))
+	first := int(h.Sum32() % CandidateSlots)
+	claim := Claim{Identity: c.Identity, TTL: c.TTL, Value: encodeCandidate(c.Control.Priority, since)}
+	var err error
+	for i := range CandidateSlots {
+		rctx, cancel := e.requestContext(ctx, time.Time{})
+		var l Lease
+		l, err = p.AcquireClaim(rctx, candidateKey(c.Key, (first+i)%CandidateSlots), claim)
+		cancel()
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, ErrHeld) {
+			e.controlError(err)
+			return Lease{}, err
+		}
+	}
+	c.Logger.Debug("tenure: every candidate slot is taken; campaigning unregistered", "key", c.Key, "id", c.Identity)
+	return Lease{}, err
+}
+
+func (e *Elector) renewSlot(ctx context.Context, l Lease) error {
+	rctx, cancel := e.requestContext(ctx, time.Time{})
+	defer cancel()
+	return e.cfg.Store.Renew(rctx, l)
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// tenure status --candidates.
+
+const candidatesUsage = "also list the candidates registered by tenure run (not in peer modes), best first, with priority and since when (JSON: \"candidates\")"
+
+// candidateJSON is the stable JSON form of a registered candidate.
+type candidateJSON struct {
+	ID       string `json:"id"`
+	Priority int    `json:"priority"`
+	Since    string `json:"since"` // RFC 3339, on the candidate's clock
+	Leading  bool   `json:"leading"`
+}
+
+// listCandidates reads the registered candidates if --candidates was
+// given; rec is the key's record, to mark the leader.
+func listCandidates(ctx context.Context, store tenure.Store, o keyCmdOpts, rec tenure.Record) ([]candidateJSON, error) {
+	if !o.candidates {
+		return nil, nil
+	}
+	if err := refusePeer("status --candidates", o.store); err != nil {
+		return nil, err
+	}
+	cs, err := tenure.Candidates(ctx, store, o.key)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the candidates of %q: %w", o.key, err)
+	}
+	out := make([]candidateJSON, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, candidateJSON{ID: c.Identity, Priority: c.Priority,
+			Since: c.Since.UTC().Format(time.RFC3339), Leading: rec.Held() && rec.Holder == c.Identity})
+	}
+	return out, nil
+}
+
+// printCandidates prints the candidates for people, one a line.
+func printCandidates(w io.Writer, o keyCmdOpts, cs []candidateJSON) {
+	if !o.candidates {
+		return
+	}
+	if len(cs) == 0 {
+		fmt.Fprintln(w, "candidates: none registered")
+		return
+	}
+	fmt.Fprintf(w, "candidates (%d, best first):\n", len(cs))
+	for _, c := range cs {
+		note := ""
+		switch {
+		case c.Leading:
+			note = ", leading"
+		case c.Priority == tenure.NeverLead:
+			note = ", never leads"
+		}
+		fmt.Fprintf(w, "  %s priority %d, since %s%s\n", c.ID, c.Priority, c.Since, note)
+	}
+}

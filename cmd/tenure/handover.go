@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"syscall"
+
+	"github.com/tenurehq/tenure"
+)
+
+// Leadership control in `tenure run`: --priority and --handover, and
+// staying a candidate after a step-down. It is on for every store but the
+// peer stores, which elect for one key and have no control key.
+
+const (
+	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
+	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority) instead of a plain release"
+	yieldUsage    = "while leading, hand over to a candidate of higher --priority once it has been registered for `DUR` (the preferred holder; 0: never)"
+)
+
+// controlFlags adds --priority and --handover to fs.
+func (o *runOpts) controlFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.priority, "priority", tenure.DefaultPriority, priorityUsage)
+	fs.BoolVar(&o.handover, "handover", false, handoverUsage)
+	fs.DurationVar(&o.yieldAfter, "yield-after", 0, yieldUsage)
+}
+
+// checkControl validates --priority and --handover; given says whether
+// --priority was on the command line.
+func (o *runOpts) checkControl(given bool) error {
+	switch {
+	case o.priority < tenure.NeverLead || o.priority > tenure.MaxPriority:
+		return usageErrorf("--priority %d is out of range: want %d (never lead) to %d", o.priority, tenure.NeverLead, tenure.MaxPriority)
+	case o.priority == tenure.NeverLead && (o.try || o.wait > 0):
+		return usageErrorf("--priority 0 never campaigns; it cannot be combined with --try or --wait")
+	case o.yieldAfter < 0 || o.yieldAfter > tenure.MaxTTL:
+		return usageErrorf("--yield-after %s is out of range: want 0 to %s", o.yieldAfter, tenure.MaxTTL)
+	case len(o.key) > tenure.MaxControlledKeyLen:
+		return usageErrorf("--key is %d bytes; tenure run needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"--priority", given}, {"--handover", o.handover}, {"--yield-after", o.yieldAfter > 0}} {
+		if f.set {
+			return refusePeer(f.name, o.store)
+		}
+	}
+	return nil
+}
+
+// control is the elector's Config.Control for store s: nil on a peer
+// store, or one that cannot publish values (only test wrappers).
+func (o *runOpts) control(s tenure.Store) *tenure.Control {
+	if _, peer := peerMode(o.store.url); peer {
+		return nil
+	}
+	if _, ok := s.(tenure.Publisher); !ok {
+		return nil
+	}
+	return &tenure.Control{Priority: o.priority, YieldAfter: o.yieldAfter}
+}
+
+// campaignAgain reports whether Do's result err, with no signal to tenure,
+// means leadership ended before or while CMD ran and tenure should
+// campaign again: CMD never started, or the leader stepped down on request
+// (tenure step-down). It logs why.
+func (r *runner) campaignAgain(ctx context.Context, err error) bool {
+	if r.signalled() != 0 || ctx.Err() != nil {
+		return false
+	}
+	switch {
+	case errors.Is(err, tenure.ErrSteppedDown):
+		r.logger.Info("tenure: stepped down on request; campaigning again", "key", r.opts.key, "id", r.opts.id, "err", err)
+	case errors.Is(err, errNotStarted):
+		r.logger.Info("tenure: leadership ended before the command could start; campaigning again",
+			"key", r.opts.key, "id", r.opts.id, "err", err)
+	default:
+		return false
+	}
+	return true
+}
+
+// handOver is --handover: once CMD exited after a SIGTERM to tenure, and
+// while the lease is still held, it asks for a step-down of term naming
+// the best waiting candidate, so that when the elector releases the key
+// only that candidate may take it for one TTL. Failing that (no candidate
+// registered, a store error) the release is a plain one.
+func (r *runner) handOver(term *tenure.Term, log *slog.Logger) {
+	if !r.opts.handover || r.signalled() != syscall.SIGTERM {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ttl/3)
+	defer cancel()
+	cs, err := tenure.Candidates(ctx, r.store, r.opts.key)
+	best, ok := tenure.BestCandidate(cs, r.opts.id)
+	if err != nil || !ok {
+		log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
+		return
+	}
+	_, err = tenure.RequestStepDown(ctx, r.store, r.opts.key, tenure.StepDownRequest{
+		To: best.Identity, Window: r.opts.ttl, Issuer: r.opts.id, Term: term.Lease().Term})
+	if err != nil {
+		log.Info("tenure: hand-over failed; releasing", "to", best.Identity, "err", err)
+		return
+	}
+	log.Info("tenure: handing over", "to", best.Identity, "priority", best.Priority, "window", r.opts.ttl)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprint(err)
+}

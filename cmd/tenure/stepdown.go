@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+const stepDownHelp = `Usage: tenure step-down [flags] --key KEY [--to ID] [--window DUR]
+
+Asks the leader of KEY to step down: its command is stopped (SIGTERM, then
+SIGKILL after its --grace), the lease released, and the leading tenure run
+stays a candidate. With --to ID, only candidate ID may take KEY during the
+window; without it, any candidate but the old leader may. After the window
+any candidate may, so a transfer to a dead or absent ID falls back by
+itself. Candidates obey only if they run tenure run (which enables
+leadership control) or set tenure.Config.Control.
+
+It waits until a new leader holds KEY and prints it, unless --no-wait.
+The request is a grant of the control key KEY~tenure-control (KEY may be
+at most 236 bytes). Peer modes (peer://) are not supported.
+
+Exit codes: 0 a new leader took over (or, with --no-wait, the request was
+made; or --to ID already leads, and nothing was done); 1 a runtime error, another step-down under way, or nobody took over
+within the window and one TTL; 2 a bad command line; 3 nobody leads KEY.
+
+Flags:
+`
+
+// stepDownOpts is a validated `tenure step-down` command line.
+type stepDownOpts struct {
+	store  storeSource
+	key    string
+	to     string
+	window time.Duration
+	noWait bool
+}
+
+func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, code int, done bool) {
+	fs := newFlagSet("step-down")
+	sf := addStoreFlags(fs)
+	fs.StringVar(&o.key, "key", "", "the lease `KEY` whose leader steps down (required)")
+	fs.StringVar(&o.to, "to", "", "hand over to candidate `ID` (default: any candidate but the leader)")
+	fs.DurationVar(&o.window, "window", tenure.DefaultStepDownWindow, "how long the other candidates hold back for --to `DUR` (from 100ms to 24h)")
+	fs.BoolVar(&o.noWait, "no-wait", false, "return once the request is made, without waiting for the new leader")
+	if code, done := parseFlags(fs, args, stepDownHelp, stdout, stderr); done {
+		return o, code, true
+	}
+	o.key = orEnv(o.key, envKey)
+	err := noArgs(fs)
+	if err == nil {
+		err = checkKeyFlag(o.key)
+	}
+	if err == nil && len(o.key) > tenure.MaxControlledKeyLen {
+		err = usageErrorf("--key is %d bytes; step-down needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
+	}
+	if err == nil && (o.window < tenure.MinTTL || o.window > tenure.MaxTTL) {
+		err = usageErrorf("--window %s is out of range: want %s to %s", o.window, tenure.MinTTL, tenure.MaxTTL)
+	}
+	if err == nil && o.to != "" {
+		if err = tenure.CheckAcquire(o.key, o.to, time.Second); err != nil {
+			err = fmt.Errorf("--to: %w", err)
+		}
+	}
+	if err == nil {
+		o.store, err = sf.resolve(os.Getenv)
+	}
+	if err == nil {
+		err = refusePeer("step-down", o.store)
+	}
+	if err != nil {
+		return o, fail(stderr, err), true
+	}
+	return o, 0, false
+}
+
+// refusePeer rejects leadership control on a peer store, naming its mode:
+// a peer node elects for one key and has no control key.
+func refusePeer(what string, src storeSource) error {
+	mode, ok := peerMode(src.url)
+	if !ok {
+		return nil
+	}
+	return usageErrorf("%s is not supported in peer mode (algorithm %s): peer stores elect for one key and cannot hold a control key", what, mode)
+}
+
+// peerMode reports whether raw is a peer:// URL and its algorithm.
+func peerMode(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "peer" {
+		return "", false
+	}
+	if a := u.Query().Get("algorithm"); a != "" {
+		return a, true
+	}
+	return "bully", true
+}
+
+// stepDownCmd is `tenure step-down`.
+func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code, done := parseStepDown(args, stdout, stderr)
+	if done {
+		return code
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := openStore(openCtx, o.store)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer store.Close()
+	if rec, err := store.Get(openCtx, o.key); err == nil && o.to != "" && rec.Holder == o.to {
+		fmt.Fprintf(stdout, "%s: %s already leads, term %d; nothing to do\n", o.key, rec.Holder, rec.Term)
+		return exitOK
+	}
+	if err := checkTarget(openCtx, store, o, stderr); err != nil {
+		return fail(stderr, err)
+	}
+	sd, err := tenure.RequestStepDown(openCtx, store, o.key, tenure.StepDownRequest{To: o.to, Window: o.window})
+	if errors.Is(err, tenure.ErrNoLeader) {
+		fmt.Fprintf(stderr, "tenure: nobody leads %q; nothing to step down\n", o.key)
+		return exitFree
+	}
+	if err != nil {
+		return fail(stderr, fmt.Errorf("step-down of %q: %w", o.key, err))
+	}
+	to := o.to
+	if to == "" {
+		to = "any other candidate"
+	}
+	fmt.Fprintf(stdout, "%s: asked %s (term %d) to step down, handing over to %s (window %s)\n",
+		o.key, sd.Leader.Holder, sd.Leader.Term, to, o.window)
+	if o.noWait {
+		return exitOK
+	}
+	return awaitHandover(ctx, store, o, sd, stdout, stderr)
+}
+
+// checkTarget refuses a --to candidate registered with priority 0, which
+// never leads, and warns about one not registered at all (the transfer
+// then falls back after the window unless it appears).
+func checkTarget(ctx context.Context, store tenure.Store, o stepDownOpts, stderr io.Writer) error {
+	if o.to == "" {
+		return nil
+	}
+	cs, err := tenure.Candidates(ctx, store, o.key)
+	if err != nil {
+		return nil // the registry is advisory; the request may still work
+	}
+	for _, c := range cs {
+		if c.Identity == o.to && c.Priority == tenure.NeverLead {
+			return fmt.Errorf("--to %s: that candidate runs with priority 0 and never leads", o.to)
+		}
+		if c.Identity == o.to {
+			return nil
+		}
+	}
+	fmt.Fprintf(stderr, "tenure: warning: %s is not registered as a candidate of %q; unless it takes over within the window (%s), any candidate may after it\n",
+		o.to, o.key, o.window)
+	return nil
+}
+
+// awaitHandover waits up to the window plus the old grant's TTL for a new
+// leader, prints it, and ends the window early once one leads.
+func awaitHandover(ctx context.Context, store tenure.Store, o stepDownOpts, sd tenure.StepDown, stdout, stderr io.Writer) int {
+	began := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, o.window+sd.Leader.TTL)
+	defer cancel()
+	rec, err := tenure.AwaitSuccessor(wctx, store, o.key, sd.Leader.Term)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("nobody took over %q within the window (%s) and one TTL (%s); does %s run with leadership control (tenure run, or Config.Control)?",
+			o.key, o.window, sd.Leader.TTL, sd.Leader.Holder))
+	}
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	_ = store.Release(rctx, sd.Grant) // the window's work is done; it may have expired already
+	rcancel()
+	note := ""
+	if o.to != "" && rec.Holder != o.to {
+		note = fmt.Sprintf(" (%s did not take over within the window)", o.to)
+	}
+	fmt.Fprintf(stdout, "%s: %s leads, term %d, %s after the request%s\n", o.key, rec.Holder, rec.Term,
+		time.Since(began).Round(time.Millisecond), note)
+	return exitOK
+}

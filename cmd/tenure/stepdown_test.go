@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+// requireNoOverlap fails t if two workers ever ran at once or terms did
+// not grow, by the checker every harness shares.
+func requireNoOverlap(t *testing.T, c *cluster) {
+	t.Helper()
+	evs := c.events.events()
+	if h := checkHistory(evs); h.Overlaps != 0 || !h.TermsGrow {
+		for _, e := range evs {
+			t.Logf("%+v", e)
+		}
+		t.Fatalf("%d overlapping leaders, terms growing: %v", h.Overlaps, h.TermsGrow)
+	}
+}
+
+// otherThan returns the first of ids that is not id.
+func otherThan(id string, ids ...string) string {
+	for _, x := range ids {
+		if x != id {
+			return x
+		}
+	}
+	return ""
+}
+
+// TestStepDownHandsOverToTheNamedCandidate: real `tenure run` candidates
+// (without --restart: a leader that steps down must stay a candidate, not
+// exit); each `tenure step-down --to ID` makes ID's CMD the next to start,
+// after the old one stopped.
+func TestStepDownHandsOverToTheNamedCandidate(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet"}, nil)
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		if _, err := c.start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader, i, ok := c.events.nextStart(0, wait)
+	if !ok {
+		t.Fatal("no leader")
+	}
+	if r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", leader.ID); r.code != exitOK || !strings.Contains(r.stdout, "already leads") {
+		t.Fatalf("step-down --to the leader: exit %d, stdout %q; want 0, already leads", r.code, r.stdout)
+	}
+	for round := range 4 {
+		to := otherThan(leader.ID, ids[(round+1)%3], ids[(round+2)%3])
+		r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", to)
+		if r.code != exitOK || !strings.Contains(r.stdout, to+" leads") {
+			t.Fatalf("step-down --to %s: exit %d, stdout %q, stderr %q", to, r.code, r.stdout, r.stderr)
+		}
+		next, j, ok := c.events.nextStart(i+1, wait)
+		if !ok || next.ID != to {
+			t.Fatalf("round %d: next start %+v (found %v); want %s", round, next, ok, to)
+		}
+		select {
+		case <-c.get(leader.ID).Done:
+			t.Fatalf("%s exited after stepping down; it must stay a candidate", leader.ID)
+		default:
+		}
+		leader, i = next, j
+	}
+	c.stopAll(10 * time.Second)
+	requireNoOverlap(t, c)
+}
+
+// TestStepDownToAnAbsentCandidateFallsBack: nobody takes the key during the
+// window, and a candidate does once it passed.
+func TestStepDownToAnAbsentCandidateFallsBack(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet"}, nil)
+	for _, id := range []string{"a", "b"} {
+		if _, err := c.start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, i, ok := c.events.nextStart(0, wait)
+	if !ok {
+		t.Fatal("no leader")
+	}
+	const window = 2 * time.Second
+	t0 := monoNow()
+	r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", "ghost", "--window", window.String())
+	if r.code != exitOK || !strings.Contains(r.stdout, "ghost did not take over") || !strings.Contains(r.stderr, "ghost is not registered") {
+		t.Fatalf("step-down --to ghost: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	next, _, ok := c.events.nextStart(i+1, wait)
+	if !ok {
+		t.Fatal("nobody took over after the window")
+	}
+	if d := time.Duration(next.Mono - t0); d < window || d > window+2*time.Second {
+		t.Fatalf("%s took over %s after the request; want after the %s window, within a TTL of it", next.ID, d, window)
+	}
+	c.stopAll(10 * time.Second)
+	requireNoOverlap(t, c)
+}
+
+// TestPriorityZeroNeverLeads: a lone --priority 0 candidate never takes the
+// key; status reports it free and lists the candidate.
+func TestPriorityZeroNeverLeads(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "1s", "--quiet", "--priority", "0"}, nil)
+	if _, err := c.start("standby"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if n := c.events.length(); n != 0 {
+		t.Fatalf("a priority-0 candidate ran its command (%d events)", n)
+	}
+	r := runTenure(t, "status", "--store", c.storeURL, "--key", "job", "--candidates")
+	if r.code != exitFree || !strings.Contains(r.stdout, "no leader (never granted)") || !strings.Contains(r.stdout, "standby priority 0") {
+		t.Fatalf("status: exit %d, stdout %q; want free (3), never granted, the standby listed", r.code, r.stdout)
+	}
+	r = runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", "standby")
+	if r.code != exitRuntime || !strings.Contains(r.stderr, "priority 0 and never leads") {
+		t.Fatalf("step-down --to the standby: exit %d, stderr %q; want 1, never leads", r.code, r.stderr)
+	}
+	select {
+	case <-c.get("standby").Done:
+		t.Fatal("the priority-0 candidate exited")
+	default:
+	}
+}
+
+// TestHandoverOnSigterm: with --handover, SIGTERM of the leading tenure
+// hands the key to the highest-priority waiting candidate, and says so.
+func TestHandoverOnSigterm(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "2s", "--handover"}, nil)
+	var logs bytes.Buffer
+	c.stderr = lockWriter(&logs)
+	if _, err := c.start("a"); err != nil {
+		t.Fatal(err)
+	}
+	_, i, ok := c.events.nextStart(0, wait)
+	if !ok {
+		t.Fatal("no leader")
+	}
+	c.runArgs = append(c.runArgs, "--priority", "1")
+	if _, err := c.start("low"); err != nil {
+		t.Fatal(err)
+	}
+	c.runArgs = append(c.runArgs[:len(c.runArgs)-1], "7")
+	if _, err := c.start("high"); err != nil {
+		t.Fatal(err)
+	}
+	waitCandidates(t, c, 3)
+	if err := c.signal("a", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	next, _, ok := c.events.nextStart(i+1, wait)
+	if !ok || next.ID != "high" {
+		t.Fatalf("after SIGTERM of the leader: next start %+v (found %v); want high", next, ok)
+	}
+	waitDone(t, c.get("a").Done, wait, "the old leader")
+	if code := exitCode(c.get("a").Cmd.ProcessState); code != 0 {
+		t.Errorf("the old leader exited %d; want its CMD's 0, as without --handover", code)
+	}
+	c.stopAll(10 * time.Second)
+	requireNoOverlap(t, c)
+	if !strings.Contains(logs.String(), `msg="tenure: handing over" key=job id=a term=1 to=high priority=7`) {
+		t.Fatalf("the old leader did not log its hand-over to high:\n%s", logs.String())
+	}
+}
+
+// waitCandidates waits until n candidates are registered.
+func waitCandidates(t *testing.T, c *cluster, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		r := runTenure(t, "status", "--store", c.storeURL, "--key", "job", "--candidates")
+		if strings.Contains(r.stdout, "candidates ("+string(rune('0'+n))+",") {
+			return
+		}
+	}
+	t.Fatalf("%d candidates not registered within %s", n, wait)
+}
+
+func TestStepDownBadInput(t *testing.T) {
+	store := "file://" + t.TempDir()
+	peer := "peer://?id=1&peers=1=127.0.0.1:1&algorithm=ring&secret-file=/nonexistent"
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"step-down", "--store", store, "--key", "job"}, exitFree, `nobody leads "job"`},
+		{[]string{"step-down", "--store", store}, exitUsage, "--key is required"},
+		{[]string{"step-down", "--store", store, "--key", "job", "--window", "1ms"}, exitUsage, "--window 1ms is out of range"},
+		{[]string{"step-down", "--store", store, "--key", strings.Repeat("k", 240)}, exitUsage, "step-down needs at most 236"},
+		{[]string{"step-down", "--store", store, "--key", "job", "--to", "a\x01"}, exitUsage, "control character"},
+		{[]string{"step-down", "--store", peer, "--key", "job"}, exitUsage, "step-down is not supported in peer mode (algorithm ring)"},
+		{[]string{"run", "--store", peer, "--key", "job", "--handover", "--", "true"}, exitUsage, "--handover is not supported in peer mode (algorithm ring)"},
+		{[]string{"run", "--store", store, "--key", "job", "--priority", "-1", "--", "true"}, exitUsage, "--priority -1 is out of range"},
+		{[]string{"run", "--store", store, "--key", "job", "--priority", "0", "--try", "--", "true"}, exitUsage, "--priority 0 never campaigns"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runInProcess(tc.args, &stdout, &stderr)
+		line := stderr.String()
+		if code != tc.code || !strings.Contains(line, tc.want) || strings.Count(line, "\n") != 1 || !strings.HasPrefix(line, "tenure: ") {
+			t.Errorf("tenure %s: exit %d, stderr %q; want exit %d and one line saying %q", strings.Join(tc.args, " "), code, line, tc.code, tc.want)
+		}
+	}
+}
+
+// TestYieldAfter: a leader with --yield-after hands over to a candidate of
+// higher priority once it has been registered that long, not before.
+func TestYieldAfter(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "1s", "--quiet"}, nil)
+	base := c.runArgs
+	c.runArgs = slices.Concat(base, []string{"--yield-after", "2s"})
+	_, _, i := startLeader(t, c, "low")
+	c.runArgs = slices.Concat(base, []string{"--priority", "5"})
+	joined := monoNow()
+	if _, err := c.start("high"); err != nil {
+		t.Fatal(err)
+	}
+	next, _, ok := c.events.nextStart(i+1, wait)
+	if d := time.Duration(next.Mono - joined); !ok || next.ID != "high" || d < 2*time.Second || d > 6*time.Second {
+		t.Fatalf("next start %+v (found %v) %s after high joined; want high after 2s, within a few TTLs", next, ok, d)
+	}
+	c.stopAll(10 * time.Second)
+	requireNoOverlap(t, c)
+}
+
+// TestStepDownOfAnUncontrolledLeader: a holder that ignores step-down
+// requests keeps the key; step-down gives up after the window and a TTL,
+// exit 1, saying why it may be.
+func TestStepDownOfAnUncontrolledLeader(t *testing.T) {
+	url := "file://" + t.TempDir()
+	store, err := tenure.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.Acquire(context.Background(), "job", "plain", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := runInProcess([]string{"step-down", "--store", url, "--key", "job", "--window", "300ms"}, &stdout, &stderr)
+	if code != exitRuntime || !strings.Contains(stderr.String(), `does plain run with leadership control`) {
+		t.Fatalf("exit %d, stderr %q; want 1 and a hint", code, stderr.String())
+	}
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("gave up after %s, before the window", time.Since(start))
+	}
+}
+
+// TestRollingRestartWithHandover: restarting every node in turn (SIGTERM,
+// then start again), as a rolling deploy does, moves leadership at most
+// twice with --handover: each hand-over goes to the most recently
+// registered candidate, a node already restarted once one exists.
+func TestRollingRestartWithHandover(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet", "--handover"}, nil)
+	ids := []string{"a", "b", "c"}
+	_, _, i := startLeader(t, c, ids[0])
+	for _, id := range ids[1:] {
+		time.Sleep(20 * time.Millisecond) // registered in order: since differs
+		if _, err := c.start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCandidates(t, c, 3)
+	for _, id := range ids {
+		if err := c.signal(id, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, c.get(id).Done, wait, id)
+		if _, err := c.start(id); err != nil {
+			t.Fatal(err)
+		}
+		waitCandidates(t, c, 3)
+	}
+	time.Sleep(time.Second)
+	c.stopAll(10 * time.Second)
+	moves := 0
+	for _, e := range c.events.events()[i+1:] {
+		if e.Kind == "start" {
+			moves++
+		}
+	}
+	if moves < 1 || moves > 2 {
+		t.Fatalf("leadership moved %d times in a rolling restart of 3 nodes; want 1 or 2", moves)
+	}
+	requireNoOverlap(t, c)
+}

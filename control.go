@@ -1,0 +1,270 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Leadership control: step down, hand over to a named candidate, priority
+// and candidate registration, built on the ordinary [Store] contract (no
+// store method of its own), so it works on every store that serves more
+// than one key and publishes values. Peer stores (one key per node) do not.
+//
+// A step-down is a grant of the key's control key ([ControlKey]) whose
+// published value names the term asked to step down and the candidate to
+// hand over to. The grant's TTL is the hand-over window: while it is live,
+// only the named candidate may take the key (any candidate but the one that
+// stepped down, when none is named). It is advisory, between cooperating
+// electors with [Config.Control] set: an elector without it ignores it.
+
+// Derived keys. A key used with [Config.Control] must leave room for the
+// longest suffix within [MaxKeyLen]: at most [MaxControlledKeyLen] bytes.
+const (
+	// ControlSuffix is appended to a key to name its control key.
+	ControlSuffix = "~tenure-control"
+	// CandidateSuffix, followed by a two-digit slot number, names the key's
+	// candidate registration slots.
+	CandidateSuffix = "~tenure-candidate-"
+	// CandidateSlots is how many candidates can be registered for one key
+	// at once; candidates beyond it still campaign but are not listed, and
+	// their priority is unknown to the others.
+	CandidateSlots = 16
+	// MaxControlledKeyLen is the longest key [Config.Control] accepts.
+	MaxControlledKeyLen = MaxKeyLen - len(CandidateSuffix) - 2
+)
+
+// Priorities of [Control.Priority].
+const (
+	// NeverLead is the priority of a candidate that never leads: it
+	// registers and observes but never asks for the key.
+	NeverLead = 0
+	// DefaultPriority is the priority `tenure run` uses by default.
+	DefaultPriority = 1
+	// MaxPriority is the highest priority.
+	MaxPriority = 1000
+)
+
+// DefaultStepDownWindow is the hand-over window of a [StepDownRequest]
+// that sets none.
+const DefaultStepDownWindow = 10 * time.Second
+
+// ControlKey returns the control key of key: key + [ControlSuffix].
+func ControlKey(key string) string { return key + ControlSuffix }
+
+// candidateKey returns the key of registration slot i of key.
+func candidateKey(key string, i int) string {
+	return fmt.Sprintf("%s%s%02d", key, CandidateSuffix, i)
+}
+
+// Control opts an elector in to leadership control (see [Config.Control]).
+// Its zero value is a candidate of priority [NeverLead]: set Priority.
+//
+// Costs: [Elector.Run] and [Elector.Do] first register the candidate
+// (up to [CandidateSlots]+1 store requests) before campaigning; then each
+// candidate renews its slot with its own renewals and re-reads the slots
+// about once per TTL; each Acquire attempt is preceded by a read of the
+// control key; a leader keeps a watch of the control key open.
+type Control struct {
+	// Priority ranks this candidate, from [NeverLead] (0: never campaigns;
+	// Run and Do then only register and block until their context is
+	// done; the key stays free if only such candidates are left) to
+	// [MaxPriority]. When the key is free, a candidate waits Step for every
+	// distinct priority above its own among the other registered
+	// candidates before it asks for it, so the highest priority that is
+	// alive usually wins. It is a head start, not a guarantee: a candidate
+	// whose request takes longer than Step, or whose registration is not
+	// yet seen (registrations are re-read every [Config.RenewInterval]),
+	// can lose to a lower one. It never preempts a leader.
+	Priority int
+	// Step is the head start given per priority rank. Default
+	// [Config.RetryInterval].
+	Step time.Duration
+	// YieldAfter, if positive, makes this elector, while it leads, hand
+	// over (as [RequestStepDown] does, with a window of one TTL) to the
+	// best registered candidate of a higher priority once it has seen that
+	// candidate registered for YieldAfter without a break: the way to
+	// prefer a holder, with a delay so that a flapping candidate does not
+	// bounce leadership. It is checked when the candidates are re-read,
+	// about once per TTL, so the hand-over comes up to a TTL after
+	// YieldAfter. Default 0: a leader keeps leading.
+	YieldAfter time.Duration
+}
+
+// validateControl checks c.Control; Validate calls it.
+func (c Config) validateControl() error {
+	ctl := c.Control
+	if ctl == nil {
+		return nil
+	}
+	switch {
+	case ctl.Priority < NeverLead || ctl.Priority > MaxPriority:
+		return invalidf("Config.Control.Priority (%d) must be from %d to %d", ctl.Priority, NeverLead, MaxPriority)
+	case ctl.Step < 0 || ctl.Step > c.TTL:
+		return invalidf("Config.Control.Step (%s) must be from 0 to Config.TTL (%s)", ctl.Step, c.TTL)
+	case ctl.YieldAfter < 0 || ctl.YieldAfter > MaxTTL:
+		return invalidf("Config.Control.YieldAfter (%s) must be from 0 to %s", ctl.YieldAfter, MaxTTL)
+	case len(c.Key) > MaxControlledKeyLen:
+		return invalidf("Config.Key is %d bytes; with Config.Control it may be at most %d, to leave room for %q",
+			len(c.Key), MaxControlledKeyLen, CandidateSuffix+"00")
+	}
+	if _, ok := c.Store.(Publisher); !ok {
+		return invalidf("Config.Control is set but the store (%T) cannot publish values", c.Store)
+	}
+	return nil
+}
+
+// controlGrant is a decoded, live step-down grant.
+type controlGrant struct {
+	ctlTerm   uint64        // the control key's term: identifies this request
+	term      uint64        // the term of the key asked to step down
+	to        string        // the candidate to hand over to; "" for any
+	remaining time.Duration // of the window
+}
+
+// controlPrefix starts the value of a step-down grant.
+const controlPrefix = "step-down"
+
+func encodeControl(term uint64, to string) string {
+	return controlPrefix + " " + strconv.FormatUint(term, 10) + " " + to
+}
+
+// parseControl decodes r, a record of a control key; ok is false when it
+// holds no live step-down grant.
+func parseControl(r Record) (g controlGrant, ok bool) {
+	if !r.Held() {
+		return g, false
+	}
+	parts := strings.SplitN(r.Value, " ", 3)
+	if len(parts) != 3 || parts[0] != controlPrefix {
+		return g, false
+	}
+	term, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return g, false
+	}
+	return controlGrant{ctlTerm: r.Term, term: term, to: parts[2], remaining: r.Remaining}, true
+}
+
+// StepDownRequest is what [RequestStepDown] asks for.
+type StepDownRequest struct {
+	// To names the candidate to hand over to; "" lets any candidate but
+	// the leader take over.
+	To string
+	// Window is how long other candidates hold back: after it, any
+	// candidate may take the key, so a transfer to a candidate that is
+	// dead or absent falls back by itself. Default
+	// [DefaultStepDownWindow].
+	Window time.Duration
+	// Issuer is the identity the request is granted to, shown as the
+	// control key's holder. Default "tenure-step-down".
+	Issuer string
+	// Term, if not zero, is the term asked to step down; default: the
+	// term of the key's current holder.
+	Term uint64
+}
+
+// StepDown is a granted step-down request.
+type StepDown struct {
+	// Leader is the key's record the request was made against.
+	Leader Record
+	// Grant is the control key's grant; release it (Store.Release) once
+	// the hand-over is done to end the window early, or let it expire.
+	Grant Lease
+}
+
+// RequestStepDown asks the current leader of key to step down, handing
+// over to req.To. It returns once the request is granted in the store, not
+// once the leader stepped down: follow the key (see [AwaitSuccessor]) for
+// that. Electors with [Config.Control] see the request through a watch of
+// the control key; the leader cancels its task with cause
+// [ErrSteppedDown], waits for it to return and releases the key, so its
+// task stops before the successor's starts. It keeps campaigning, holding
+// back for the window.
+//
+// It returns an error matching [ErrNoLeader] if nobody holds key (and
+// req.Term is 0), a *[HeldError] wrapped with context if another step-down
+// of key is under way, and an error wrapping [ErrInvalid] for bad
+// arguments or a store that cannot publish values. It blocks for two store
+// requests and is safe for concurrent use.
+func RequestStepDown(ctx context.Context, s Store, key string, req StepDownRequest) (StepDown, error) {
+	p, ok := s.(Publisher)
+	if !ok {
+		return StepDown{}, invalidf("step-down needs a store that publishes values; %T does not", s)
+	}
+	if req.Window == 0 {
+		req.Window = DefaultStepDownWindow
+	}
+	if req.Issuer == "" {
+		req.Issuer = "tenure-step-down"
+	}
+	if err := checkStepDown(key, req); err != nil {
+		return StepDown{}, err
+	}
+	var sd StepDown
+	rec, err := s.Get(ctx, key)
+	if err != nil {
+		return sd, err
+	}
+	sd.Leader = rec
+	if req.Term == 0 {
+		if !rec.Held() {
+			return sd, fmt.Errorf("%w: nobody leads %q", ErrNoLeader, key)
+		}
+		req.Term = rec.Term
+	}
+	claim := Claim{Identity: req.Issuer, TTL: req.Window, Value: encodeControl(req.Term, req.To)}
+	sd.Grant, err = p.AcquireClaim(ctx, ControlKey(key), claim)
+	var held *HeldError
+	if errors.As(err, &held) {
+		return sd, fmt.Errorf("another step-down of %q is under way for %s: %w", key, held.Record.Remaining.Round(time.Millisecond), err)
+	}
+	return sd, err
+}
+
+func checkStepDown(key string, req StepDownRequest) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if len(key) > MaxControlledKeyLen {
+		return invalidf("key is %d bytes; leadership control needs at most %d", len(key), MaxControlledKeyLen)
+	}
+	if req.To != "" {
+		if err := checkName("step-down target", req.To, MaxIdentityLen); err != nil {
+			return err
+		}
+	}
+	if req.Window < MinTTL || req.Window > MaxTTL {
+		return invalidf("step-down window %s must be from %s to %s", req.Window, MinTTL, MaxTTL)
+	}
+	return CheckAcquire(ControlKey(key), req.Issuer, req.Window)
+}
+
+// AwaitSuccessor follows key until a candidate holds a term later than
+// term and returns its record. It blocks until then or until ctx is done
+// (then it returns ctx's error); a watch that ends is set up again.
+func AwaitSuccessor(ctx context.Context, r Reader, key string, term uint64) (Record, error) {
+	for {
+		ch, err := r.Watch(ctx, key)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Record{}, ctx.Err()
+			}
+			if !sleep(ctx, SystemClock, 100*time.Millisecond) {
+				return Record{}, ctx.Err()
+			}
+			continue
+		}
+		for rec := range ch {
+			if rec.Held() && rec.Term > term {
+				return rec, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return Record{}, ctx.Err()
+		}
+	}
+}

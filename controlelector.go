@@ -1,0 +1,224 @@
+package tenure
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// controlState is what an elector with [Config.Control] remembers between
+// terms. Its fields are safe for concurrent use.
+type controlState struct {
+	// stepped is the control-key term of the last step-down request this
+	// elector obeyed: while that request is live it holds back, even when
+	// the request named nobody.
+	stepped atomic.Uint64
+	// warned is set once the control key was found unusable (a peer store).
+	warned sync.Once
+
+	mu     sync.Mutex
+	others []Candidate // the other registered candidates, as last read
+
+	// firstSeen is when each other candidate was first seen registered,
+	// without a break, on this elector's clock. Used by the registration
+	// goroutine only.
+	firstSeen map[string]time.Time
+}
+
+// setOthers records the other registered candidates.
+func (s *controlState) setOthers(cs []Candidate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.others = cs
+}
+
+// rank is the number of distinct priorities above p among the other
+// registered candidates.
+func (s *controlState) rank(p int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[int]bool{}
+	for _, c := range s.others {
+		if c.Priority > p {
+			seen[c.Priority] = true
+		}
+	}
+	return len(seen)
+}
+
+// blocks reports whether grant g keeps candidate id, leading term (0 when
+// campaigning), from the key: a live request names term, or names another
+// candidate, or names nobody and id obeyed it already.
+func (s *controlState) blocks(g controlGrant, id string, term uint64) bool {
+	switch {
+	case term != 0 && g.term == term:
+		return true
+	case g.to != "":
+		return g.to != id
+	}
+	return s.stepped.Load() == g.ctlTerm
+}
+
+// controlRead reads the key's control grant; ok is false when there is
+// none, or when it cannot be read (then the elector campaigns as if there
+// were none: control is advisory, leadership is not held hostage to it).
+func (e *Elector) controlRead(ctx context.Context) (controlGrant, bool) {
+	rctx, cancel := e.requestContext(ctx, time.Time{})
+	defer cancel()
+	r, err := e.cfg.Store.Get(rctx, ControlKey(e.cfg.Key))
+	if err != nil {
+		e.controlError(err)
+		return controlGrant{}, false
+	}
+	return parseControl(r)
+}
+
+// controlError logs a failed read of the control key: once as a warning
+// if it can never work, else at debug level.
+func (e *Elector) controlError(err error) {
+	if isPermanent(err) {
+		e.ctl.warned.Do(func() {
+			e.logStoreError("tenure: the store refuses the control key; step-down requests are ignored", err)
+		})
+		return
+	}
+	e.cfg.Logger.Debug("tenure: cannot read the control key", "key", e.cfg.Key, "id", e.cfg.Identity, "err", err)
+}
+
+// beforeAcquire is what a candidate with Config.Control does before each
+// Acquire: never, at priority NeverLead (it blocks until ctx is done);
+// hold back while a step-down request is for another candidate; give the
+// higher priorities their head start, then check for a request again, so
+// that one made during the head start is obeyed. The named successor of a
+// request goes at once. It returns ctx's error if ctx ends first; without
+// Config.Control it returns at once.
+func (e *Elector) beforeAcquire(ctx context.Context) error {
+	ctl := e.cfg.Control
+	if ctl == nil {
+		return nil
+	}
+	if ctl.Priority == NeverLead {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	headStart := time.Duration(e.ctl.rank(ctl.Priority)) * cmp.Or(ctl.Step, e.cfg.RetryInterval)
+	for {
+		g, ok := e.controlRead(ctx)
+		switch {
+		case ok && g.to == e.cfg.Identity:
+			return ctx.Err() // the named successor: no head start for others
+		case ok && e.ctl.blocks(g, e.cfg.Identity, 0):
+			e.cfg.Logger.Debug("tenure: holding back while a step-down is for another candidate",
+				"key", e.cfg.Key, "id", e.cfg.Identity, "to", g.to, "window_left", g.remaining)
+			if !e.awaitControlChange(ctx, g, true, g.remaining+expiryMargin) {
+				return ctx.Err()
+			}
+		case headStart > 0:
+			// A request made meanwhile ends the head start: it may name us.
+			if !e.awaitControlChange(ctx, g, ok, headStart) {
+				return ctx.Err()
+			}
+			headStart = 0
+		default:
+			return nil
+		}
+	}
+}
+
+// awaitControlChange waits d, or until the control key shows another
+// request than g (live says whether g was one), whichever comes first: a
+// request released early, replaced, or made. It watches the control key,
+// or without a watch just sleeps. It reports false if ctx ended first.
+func (e *Elector) awaitControlChange(ctx context.Context, g controlGrant, live bool, d time.Duration) bool {
+	c := &e.cfg
+	ch, stop, err := watchWithin(ctx, c.Clock, c.Store, ControlKey(c.Key), c.RequestTimeout)
+	defer stop()
+	if err != nil {
+		return sleep(ctx, c.Clock, d)
+	}
+	t := c.Clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C():
+			return true
+		case r, ok := <-ch:
+			if !ok {
+				return true
+			}
+			if now, ok := parseControl(r); ok != live || ok && now.ctlTerm != g.ctlTerm {
+				return true
+			}
+		}
+	}
+}
+
+// watchControl watches the control key while l is held and sends on lost
+// an error matching [ErrSteppedDown] once a live request blocks l (see
+// controlState.blocks). It returns a channel closed when it is done: when
+// ctx is done, after sending, or at once without Config.Control. A watch
+// that fails is set up again after RetryInterval; one the store refuses
+// for good is given up.
+func (e *Elector) watchControl(ctx context.Context, l Lease, lost chan<- error) <-chan struct{} {
+	done := make(chan struct{})
+	if e.cfg.Control == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		c := &e.cfg
+		for ctx.Err() == nil {
+			ch, stop, err := watchWithin(ctx, c.Clock, c.Store, ControlKey(c.Key), c.RequestTimeout)
+			if err == nil {
+				g, asked := e.awaitStepDown(ctx, l, ch)
+				stop()
+				if asked {
+					e.ctl.stepped.Store(g.ctlTerm)
+					lost <- stepDownError(g)
+					return
+				}
+			} else if ctx.Err() == nil {
+				e.controlError(err)
+				if isPermanent(err) {
+					return
+				}
+			}
+			if !sleep(ctx, c.Clock, c.RetryInterval) {
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// awaitStepDown reads ch until a request blocks l, and returns it; asked
+// is false when ch closes or ctx is done.
+func (e *Elector) awaitStepDown(ctx context.Context, l Lease, ch <-chan Record) (g controlGrant, asked bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return g, false
+		case r, ok := <-ch:
+			if !ok {
+				return g, false
+			}
+			if g, ok := parseControl(r); ok && e.ctl.blocks(g, e.cfg.Identity, l.Term) {
+				return g, true
+			}
+		}
+	}
+}
+
+// stepDownError is the cause of a leader context ended by request g.
+func stepDownError(g controlGrant) error {
+	if g.to == "" {
+		return fmt.Errorf("%w (any other candidate may take over)", ErrSteppedDown)
+	}
+	return fmt.Errorf("%w (handing over to %q)", ErrSteppedDown, g.to)
+}
