@@ -51,6 +51,10 @@ func writeScale(t *testing.T, results []scaleResult, failovers []failoverResult,
 	b.WriteString("| store | elector | N keys | all led after | idle req/s | idle CPU, % of a core | heap MiB | stacks MiB |\n")
 	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range results {
+		if r.note != "" {
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | | | | |\n", r.store, r.mode, r.n, r.note)
+			continue
+		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.2f | %.2f | %.1f | %.1f |\n", r.store, r.mode, r.n,
 			r.elect.Round(time.Millisecond), r.reqPerSec, r.cpuPct, r.heapMiB, r.stackMiB)
 	}
@@ -94,6 +98,9 @@ func scalePlot(results []scaleResult) string {
 	index := map[string]*series{}
 	maxN, maxR := 10.0, 10.0
 	for _, r := range results {
+		if r.note != "" {
+			continue
+		}
 		name := r.store + ": " + r.mode
 		s := index[name]
 		if s == nil {

@@ -49,6 +49,7 @@ type scaleResult struct {
 	heapMiB     float64       // heap in use after a GC while leading, above what it was before
 	stackMiB    float64       // goroutine stacks in use while leading, above what they were before
 	base        memBase       // the memory in use before the electors started
+	note        string        // why the idle window was not measured, if it was not
 }
 
 // scaleStore is a server TestScale measures, and its request counter.
@@ -236,8 +237,11 @@ func measureTenure(ctx context.Context, s scaleStore, mode string, n int, idle t
 	}
 	err = waitAll(ctx, all, &led, n, 3*time.Minute)
 	r.elect = time.Since(begin)
-	if err == nil {
+	switch {
+	case err == nil:
 		err = measureIdle(ctx, s, idle, &r)
+	case ctx.Err() == nil:
+		r.note, err = err.Error(), nil // a result: this many keys is past what it can lead
 	}
 	stop()
 	wg.Wait()
