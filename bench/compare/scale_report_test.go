@@ -89,7 +89,7 @@ func writeScale(t *testing.T, results []scaleResult, failovers []failoverResult,
 // scalePlot draws idle requests per second against N, both on log scales,
 // one line per store and elector, as a self-contained SVG.
 func scalePlot(results []scaleResult) string {
-	const w, h, left, right, top, bottom = 760, 440, 70, 260, 20, 50
+	const w, h, left, right, top, bottom = 900, 440, 70, 400, 20, 50
 	type series struct {
 		name string
 		pts  [][2]float64
