@@ -163,10 +163,30 @@ func (s *Session) settle(key, identity, value string) {
 	s.background(func(ctx context.Context) {
 		ctx, cancel := withDeadline(ctx, c.Clock, c.Clock.Now().Add(2*c.RequestTimeout), errRequestTimeout)
 		defer cancel()
-		if l, err := g.ss.Acquire(ctx, key, identity, value); err == nil {
-			_ = g.ss.Release(ctx, l)
+		l, err := g.ss.Acquire(ctx, key, identity, value)
+		if err != nil || !g.claim(l) {
+			return
 		}
+		_ = g.ss.Release(ctx, l)
 	})
+}
+
+// claim reserves grant l for giving back, unless an elector of the session
+// was handed it already: another elector for the same key may have been
+// given the very grant (a store returns a session's grant to a retry), and
+// releasing it would end that elector's grant under its task. Once
+// claimed, no elector is handed it (see add).
+func (g *generation) claim(l Lease) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.used[l.Key] >= l.Term {
+		return false
+	}
+	if g.used == nil {
+		g.used = map[string]uint64{}
+	}
+	g.used[l.Key] = l.Term
+	return true
 }
 
 // sleepUnless waits d on clock and reports true, or false as soon as ctx
