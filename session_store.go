@@ -47,7 +47,11 @@ type StoreSession interface {
 	// forgotten. If the session itself has ended (expired, revoked), it
 	// returns an error matching [ErrLost]: every grant in it is gone. The
 	// cost is the same whatever the number of grants: one request, or a
-	// small fixed number.
+	// small fixed number. A grant released while a KeepAlive is under way
+	// may or may not be among gone. A store may keep the session alive
+	// longer than the TTL on its own while the process lives (ZooKeeper's
+	// client pings do): nobody else gets its keys meanwhile, which is the
+	// safe side; only KeepAlive proves the session to the caller.
 	KeepAlive(ctx context.Context) (gone []Lease, err error)
 
 	// Release ends one grant at once, as [Store.Release], and forgets it.
