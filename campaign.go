@@ -11,8 +11,8 @@ import (
 const minWait = time.Millisecond
 
 // campaign tries to acquire the lease until it succeeds or ctx is done. It
-// returns the lease and the time the successful request was sent, from
-// which the renew deadline counts. Once refused, it wakes on a watch event
+// returns the grant: the lease, when the successful request was sent, and
+// the deadline the term starts from. Once refused, it wakes on a watch event
 // where the store can watch, when the holder's grant is due to expire, and,
 // while it cannot watch, polls every jittered RetryInterval; store errors
 // back off exponentially up to TTL.

@@ -48,7 +48,8 @@ type holding struct {
 //
 // The invariant: the leader context is cancelled no later than
 // sent+RenewDeadline, where sent is when the last successful Acquire or
-// Renew was sent, measured on the elector's clock.
+// Renew (in a session: the last keep-alive that covers the grant) was
+// sent, measured on the elector's clock.
 func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, taskErr, cause error) {
 	c := &e.cfg
 	clock := c.Clock
@@ -65,7 +66,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	defer cancelLeader(errTaskReturned)
 
 	renewCtx, cancelRenews := context.WithCancel(ctx)
-	lost := make(chan error, 2) // watchLoss (or the session) and watchControl send at most once each
+	var lost chan error // watchLoss (or the session) and watchControl send at most once each
 	watchDone := make(chan struct{})
 	if sg := gr.session; sg != nil {
 		// The session renews and watches for the grant; it extends the
@@ -74,6 +75,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 		lost = sg.lost
 		close(watchDone)
 	} else {
+		lost = make(chan error, 2)
 		t.deadlineTimer = clock.NewTimer(t.deadline.Sub(clock.Now()))
 		defer t.deadlineTimer.Stop()
 		t.renewTimer = clock.NewTimer(c.jittered(c.RenewInterval) - clock.Now().Sub(acquired))

@@ -257,9 +257,9 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	floor := s.seen.Highest(key)
-	if floor.Term >= math.MaxInt64 {
-		return tenure.Lease{}, fmt.Errorf("tenure/postgres: key %q: term %d seen, no greater term fits", key, floor.Term)
+	floor, err := s.termFloor(key)
+	if err != nil {
+		return tenure.Lease{}, err
 	}
 	var r tenure.Record
 	// A grant that lapses between the refused INSERT and the read shows as
@@ -370,4 +370,14 @@ func (s *Store) get(ctx context.Context, key string) (tenure.Record, error) {
 		r.Holder, r.TTL, r.Remaining, r.Value = holder, time.Duration(ttl), time.Duration(remainingUS)*time.Microsecond, value
 	}
 	return r, nil
+}
+
+// termFloor is the highest term this handle saw granted for key, which a
+// new grant must exceed; an error if no greater term fits the column.
+func (s *Store) termFloor(key string) (seen.Grant, error) {
+	floor := s.seen.Highest(key)
+	if floor.Term >= math.MaxInt64 {
+		return floor, fmt.Errorf("tenure/postgres: key %q: term %d seen, no greater term fits", key, floor.Term)
+	}
+	return floor, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -125,9 +124,9 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	if err := ss.check(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	floor := s.seen.Highest(key)
-	if floor.Term >= math.MaxInt64 {
-		return tenure.Lease{}, fmt.Errorf("tenure/postgres: key %q: term %d seen, no greater term fits", key, floor.Term)
+	floor, err := s.termFloor(key)
+	if err != nil {
+		return tenure.Lease{}, err
 	}
 	var r tenure.Record
 	// As in AcquireClaim: a grant that lapses between the refusal and the
