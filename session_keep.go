@@ -18,8 +18,8 @@ type generation struct {
 	closed chan struct{}      // closed once the store session is closed
 
 	mu       sync.Mutex
-	sent     time.Time // when the last successful keep-alive (or OpenSession) was sent
-	deadline time.Time // sent + RenewDeadline
+	sent     time.Time // when OpenSession was sent; keep-alives count from it
+	deadline time.Time // sent + RenewDeadline; later deadlines are in settled
 	grants   map[*sessionGrant]struct{}
 	used     map[string]uint64 // the highest term of each key handed to an elector
 	kaSent   uint64            // keep-alives sent so far
@@ -353,7 +353,6 @@ func (g *generation) extended(k uint64, sent, now, deadline time.Time, gone []Le
 		goneSet[key{l.Key, l.Term}] = true
 	}
 	g.mu.Lock()
-	g.sent, g.deadline = sent, deadline
 	g.settle(now, deadline)
 	var ended []*sessionGrant
 	for sg := range g.grants {
