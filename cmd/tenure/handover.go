@@ -17,7 +17,7 @@ import (
 
 const (
 	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
-	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority) instead of a plain release"
+	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority) instead of a plain release; exit once it leads (at most one TTL later)"
 	yieldUsage    = "while leading, hand over to a candidate of higher --priority once it has been registered for `DUR` (the preferred holder; 0: never)"
 )
 
@@ -101,13 +101,42 @@ func (r *runner) handOver(term *tenure.Term, log *slog.Logger) {
 		log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
 		return
 	}
-	_, err = tenure.RequestStepDown(ctx, r.store, r.opts.key, tenure.StepDownRequest{
+	sd, err := tenure.RequestStepDown(ctx, r.store, r.opts.key, tenure.StepDownRequest{
 		To: best.Identity, Window: r.opts.ttl, Issuer: r.opts.id, Term: term.Lease().Term})
 	if err != nil {
 		log.Info("tenure: hand-over failed; releasing", "to", best.Identity, "err", err)
 		return
 	}
 	log.Info("tenure: handing over", "to", best.Identity, "priority", best.Priority, "window", r.opts.ttl)
+	r.mu.Lock()
+	r.handed = &sd
+	r.mu.Unlock()
+}
+
+// awaitHandedOver is the end of --handover, once the elector released the
+// key: it waits, at most the window, until another candidate leads, then
+// ends the window early. tenure must not exit sooner: on a store where a
+// grant ends with its process (the local store), the request would vanish
+// with it, and any candidate could take the key.
+func (r *runner) awaitHandedOver() {
+	r.mu.Lock()
+	sd := r.handed
+	r.mu.Unlock()
+	if sd == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ttl)
+	defer cancel()
+	rec, err := tenure.AwaitSuccessor(ctx, r.store, r.opts.key, sd.Leader.Term)
+	log := r.logger.With("key", r.opts.key, "id", r.opts.id)
+	if err != nil {
+		log.Info("tenure: nobody took over within the hand-over window; any candidate may now", "window", r.opts.ttl)
+		return
+	}
+	log.Info("tenure: handed over", "to", rec.Holder, "term", rec.Term)
+	rctx, rcancel := context.WithTimeout(context.Background(), r.opts.ttl/3)
+	defer rcancel()
+	_ = r.store.Release(rctx, sd.Grant) // it may have expired already
 }
 
 func errString(err error) string {

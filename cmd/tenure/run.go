@@ -312,6 +312,7 @@ type runner struct {
 	pg      int                // CMD's process group while CMD runs
 	sig     syscall.Signal     // the first signal tenure received; 0 if none
 	cancel  context.CancelFunc // ends campaigning
+	handed  *tenure.StepDown   // the hand-over this leader asked for (--handover), if any
 }
 
 func newRunner(o runOpts, self string, store tenure.Store, logger *slog.Logger, stdout, stderr io.Writer) *runner {
@@ -358,6 +359,7 @@ func (r *runner) run(ctx context.Context, sigs <-chan os.Signal) int {
 	}()
 	r.prepare()
 	defer r.dismissStandby()
+	defer r.awaitHandedOver()
 	if r.opts.restart {
 		return r.exitCode(ctx, r.elector.Run(ctx, r.task))
 	}
