@@ -22,7 +22,8 @@ any candidate may, so a transfer to a dead or absent ID falls back by
 itself. Candidates obey only if they run tenure run (which enables
 leadership control) or set tenure.Config.Control.
 
-It waits until a new leader holds KEY and prints it, unless --no-wait.
+It waits until a new leader holds KEY and prints it, unless --no-wait
+(refused on the local store: its grants end with their process).
 The request is a grant of the control key KEY~tenure-control (KEY may be
 at most 236 bytes). Peer modes (peer://) are not supported.
 
@@ -74,6 +75,12 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	if err == nil {
 		err = refusePeer("step-down", o.store)
 	}
+	if err == nil && o.noWait && isLocalStore(o.store.url) {
+		// A grant of the local store ends with its process: the request
+		// would end when this command returns, perhaps before the leader
+		// saw it, and the window would not hold the others back.
+		err = usageErrorf("--no-wait is not supported on the local store (file://): its grants, the request included, end with the process that made them; leave --no-wait out")
+	}
 	if err != nil {
 		return o, fail(stderr, err), true
 	}
@@ -88,6 +95,13 @@ func refusePeer(what string, src storeSource) error {
 		return nil
 	}
 	return usageErrorf("%s is not supported in peer mode (algorithm %s): peer stores elect for one key and cannot hold a control key", what, mode)
+}
+
+// isLocalStore reports whether raw is a URL of the local store ("" is
+// the default one).
+func isLocalStore(raw string) bool {
+	u, err := url.Parse(raw)
+	return raw == "" || err == nil && u.Scheme == "file"
 }
 
 // peerMode reports whether raw is a peer:// URL and its algorithm.

@@ -201,6 +201,7 @@ func TestStepDownBadInput(t *testing.T) {
 	}{
 		{[]string{"step-down", "--store", store, "--key", "job"}, exitFree, `nobody leads "job"`},
 		{[]string{"step-down", "--store", store}, exitUsage, "--key is required"},
+		{[]string{"step-down", "--store", store, "--key", "job", "--no-wait"}, exitUsage, "--no-wait is not supported on the local store"},
 		{[]string{"step-down", "--store", store, "--key", "job", "--window", "1ms"}, exitUsage, "--window 1ms is out of range"},
 		{[]string{"step-down", "--store", store, "--key", strings.Repeat("k", 240)}, exitUsage, "step-down needs at most 236"},
 		{[]string{"step-down", "--store", store, "--key", "job", "--to", "a\x01"}, exitUsage, "control character"},
