@@ -185,6 +185,11 @@ type StepDown struct {
 // task stops before the successor's starts. It keeps campaigning, holding
 // back for the window.
 //
+// The request is a grant of s, held by req.Issuer: on a store whose grants
+// end with their process or handle (the local store), the window ends
+// when s is closed or the process exits, so keep both until the successor
+// leads ([AwaitSuccessor]).
+//
 // It returns an error matching [ErrNoLeader] if nobody holds key (and
 // req.Term is 0), a *[HeldError] wrapped with context if another step-down
 // of key is under way, and an error wrapping [ErrInvalid] for bad
