@@ -66,3 +66,39 @@ func ExampleSession() {
 	// orders-1 term 1
 	// orders-2 term 1
 }
+
+// Without a goroutine per key: Campaign returns the leadership of a key
+// once this process holds it, and its context ends when leadership ends or
+// becomes doubtful. Resign once the work for the key has stopped.
+func ExampleSession_Campaign() {
+	sess, err := tenure.NewSession(tenure.SessionConfig{
+		Store:  memory.New(nil),
+		TTL:    tenure.DefaultTTL,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sess.Close(context.Background())
+
+	var held []*tenure.Leadership
+	for _, shard := range []string{"shard-0", "shard-1", "shard-2"} {
+		l, err := sess.Campaign(context.Background(), shard, "worker-7", "")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		held = append(held, l)
+	}
+	for _, l := range held {
+		// Work for the shard goes here, fenced by l.Lease().Term and
+		// stopped when l.Done() is closed.
+		fmt.Printf("%s term %d, leading: %v\n", l.Lease().Key, l.Lease().Term, l.Context().Err() == nil)
+		l.Resign(context.Background())
+	}
+	// Output:
+	// shard-0 term 1, leading: true
+	// shard-1 term 1, leading: true
+	// shard-2 term 1, leading: true
+}

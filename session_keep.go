@@ -43,16 +43,28 @@ const settledKept = 4
 type sessionGrant struct {
 	lease Lease
 	seq   uint64 // keep-alives sent before the grant was added
-	e     *Elector
+	e     *Elector // nil once a Leadership holds the grant
 	gen   *generation
 	term  *Term      // nil until the elector leads
 	lost  chan error // receives the cause that ends this grant (and the control watch's)
-	once  sync.Once  // lost receives once
+	once  sync.Once  // the grant ends once
+	// onLost, once set (by leadAlone), is called with the cause instead
+	// of sending it on lost. Guarded by gen.mu.
+	onLost func(error)
 }
 
 // notify ends the grant with cause, once.
 func (sg *sessionGrant) notify(cause error) {
-	sg.once.Do(func() { sg.lost <- cause })
+	sg.once.Do(func() {
+		sg.gen.mu.Lock()
+		f := sg.onLost
+		sg.gen.mu.Unlock()
+		if f != nil {
+			f(cause)
+			return
+		}
+		sg.lost <- cause
+	})
 }
 
 // add registers a grant made in the generation and returns the deadline
@@ -106,15 +118,29 @@ func (g *generation) lead(sg *sessionGrant, t *Term) {
 	g.mu.Unlock()
 }
 
+// leadAlone attaches t to sg for a [Leadership]: keep-alives extend t,
+// and the cause that ends the grant goes to onLost, at once if it came
+// already. The elector that campaigned is let go.
+func (g *generation) leadAlone(sg *sessionGrant, t *Term, onLost func(error)) {
+	g.mu.Lock()
+	sg.term, sg.onLost, sg.e = t, onLost, nil
+	g.mu.Unlock()
+	select {
+	case cause := <-sg.lost:
+		onLost(cause)
+	default:
+	}
+}
+
 // forget removes sg, releasing its grant first unless it is known gone;
 // the store session of an ended generation closes with its last grant.
 // Release is best effort, like [Elector] release.
 func (g *generation) forget(ctx context.Context, sg *sessionGrant, release bool) {
 	if release {
-		e := sg.e
-		rctx, cancel := e.requestContext(context.WithoutCancel(ctx), time.Time{})
+		c := &g.s.cfg
+		rctx, cancel := withDeadline(context.WithoutCancel(ctx), c.Clock, c.Clock.Now().Add(c.RequestTimeout), errRequestTimeout)
 		if err := g.ss.Release(rctx, sg.lease); err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, ErrClosed) {
-			e.logStoreError("tenure: release failed; retrying in the background", err, "term", sg.lease.Term)
+			c.Logger.Warn("tenure: release failed; retrying in the background", "key", sg.lease.Key, "id", sg.lease.Identity, "err", err, "term", sg.lease.Term)
 			g.s.background(func(ctx context.Context) { g.retryRelease(ctx, sg.lease) })
 		}
 		cancel()
@@ -363,7 +389,9 @@ func (g *generation) extended(k uint64, sent, now, deadline time.Time, gone []Le
 		// Keep-alive k covers only the grants added before it was sent.
 		if sg.term != nil && sg.seq < k {
 			sg.term.extend(deadline)
-			sg.e.renewed(sent, now, deadline)
+			if sg.e != nil {
+				sg.e.renewed(sent, now, deadline)
+			}
 		}
 	}
 	g.mu.Unlock()

@@ -1,0 +1,135 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// errResigned is the cause of a [Leadership]'s context ended by Resign.
+var errResigned = errors.New("tenure: leadership resigned")
+
+// Leadership is one key led through a [Session] by [Session.Campaign]:
+// the leader context and term of an [Elector]'s task, without the task. No
+// goroutine serves it: the session's keep-alives extend it, and they or
+// the session's end cancel its context, so a process can lead thousands
+// of keys with nothing per key but the grant's bookkeeping (an Elector's
+// Run costs two goroutines per key).
+//
+// The guarantee is the elector's: the context is cancelled no later than
+// [Term.Deadline], before the store can grant the key to anyone else.
+// What the caller does as leader must stop when the context is done; once
+// it has, call Resign, which releases the key. The key is never released,
+// and the store session never closed, before Resign: that is what tells
+// the session that the caller's work for the key stopped.
+//
+// Its methods are safe for concurrent use.
+type Leadership struct {
+	sg     *sessionGrant
+	term   *Term
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	resign sync.Once
+}
+
+// Campaign campaigns for key as identity through the session, publishing
+// value with the grant if it is not "" (the store must then be a
+// [Publisher]), and returns once this process leads key. While the key is
+// held by another, it waits as an [Elector] does: it watches the key from
+// the first refusal and tries again when the key is released or expires.
+// It blocks until it leads or ctx is done, then returns ctx's error; a
+// closed session returns an error matching [ErrClosed], and bad arguments
+// one wrapping [ErrInvalid]. Its ctx bounds the campaign only: the
+// leadership lasts until Resign, a loss, or the session's Close, whatever
+// ctx does after Campaign returned (its values are kept in the
+// leadership's context).
+//
+// A grant whose renew deadline passed before it could lead, or that ends
+// while its [Lease.Wait] runs, is given back and campaigned for again, as
+// an Elector's Run does. Campaign is safe for concurrent use, also for the
+// same key (the session hands out each term once).
+func (s *Session) Campaign(ctx context.Context, key, identity, value string) (*Leadership, error) {
+	c := &s.cfg
+	e, err := New(Config{Key: key, Identity: identity, Value: value, Session: s, Clock: c.Clock, Logger: c.Logger})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		gr, err := e.campaign(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if l, ok := s.leadership(ctx, gr); ok {
+			return l, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// leadership turns gr, a grant of Campaign, into a Leadership once its
+// Wait has run. It gives the grant back and reports false if its renew
+// deadline passed already, if it ends during the Wait, or if ctx is done
+// first.
+func (s *Session) leadership(ctx context.Context, gr grant) (*Leadership, bool) {
+	c, sg := &s.cfg, gr.session
+	if !c.Clock.Now().Before(gr.deadline) {
+		// The acquisition took so long that the store may regrant soon.
+		sg.gen.forget(ctx, sg, true)
+		return nil, false
+	}
+	t := newTerm(gr.lease, c.Clock, gr.sent, gr.deadline)
+	lctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), termKey{}, t))
+	l := &Leadership{sg: sg, term: t, ctx: lctx, cancel: cancel}
+	// From here the session's keep-alives extend t and its end cancels lctx.
+	sg.gen.leadAlone(sg, t, cancel)
+	if gr.lease.Wait > 0 {
+		start := c.Clock.NewTimer(gr.sent.Add(gr.lease.Wait).Sub(c.Clock.Now()))
+		defer start.Stop()
+		select {
+		case <-start.C():
+		case <-lctx.Done():
+		case <-ctx.Done():
+			cancel(context.Cause(ctx))
+		}
+	}
+	if lctx.Err() != nil {
+		l.Resign(ctx)
+		return nil, false
+	}
+	t.base = c.Clock.Now()
+	return l, true
+}
+
+// Context returns the leader context: it carries the term (see [TermFrom]
+// and [LeaseFrom]) and is cancelled, with the cause as [context.Cause],
+// when leadership ends or is in doubt: an error matching [ErrLost] or
+// [ErrRenewDeadline], one matching [ErrClosed] after the session's Close,
+// or after Resign.
+func (l *Leadership) Context() context.Context { return l.ctx }
+
+// Done is Context().Done().
+func (l *Leadership) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Term returns the term's handle: its lease, and its deadline as
+// keep-alives move it.
+func (l *Leadership) Term() *Term { return l.term }
+
+// Lease returns the grant. Pass its Term with every write to the protected
+// resource (see [Lease.Term]).
+func (l *Leadership) Lease() Lease { return l.term.lease }
+
+// Resign ends the leadership: it cancels the context, if it is not done
+// already, then releases the key unless the store is known to have ended
+// the grant. Call it once the work done as leader has stopped, also after
+// a loss, so that the store session can close when the session ends.
+// ctx bounds the release (by the session's RequestTimeout too); a failed
+// release is retried in the background and ends with the session at the
+// latest. Calling Resign again does nothing.
+func (l *Leadership) Resign(ctx context.Context) {
+	l.resign.Do(func() {
+		l.cancel(errResigned)
+		l.sg.gen.forget(ctx, l.sg, !errors.Is(context.Cause(l.ctx), ErrLost))
+	})
+}

@@ -1,0 +1,263 @@
+package tenure_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// campaignAll leads keys k0..k(n-1) through s, one Campaign after the
+// other.
+func campaignAll(t *testing.T, s *tenure.Session, n int) []*tenure.Leadership {
+	t.Helper()
+	ls := make([]*tenure.Leadership, n)
+	for i := range ls {
+		l, err := s.Campaign(context.Background(), fmt.Sprintf("k%d", i), "p1", "")
+		if err != nil {
+			t.Fatalf("Campaign k%d: %v", i, err)
+		}
+		ls[i] = l
+	}
+	return ls
+}
+
+// ended records when each leadership's context was cancelled, and why.
+type ended struct {
+	mu    sync.Mutex
+	at    map[string]time.Time
+	cause map[string]error
+	wg    sync.WaitGroup
+}
+
+// follow watches ls from the test (the leaderships have no goroutine of
+// their own to watch).
+func follow(ls []*tenure.Leadership) *ended {
+	e := &ended{at: map[string]time.Time{}, cause: map[string]error{}}
+	for _, l := range ls {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			<-l.Done()
+			e.mu.Lock()
+			e.at[l.Lease().Key], e.cause[l.Lease().Key] = time.Now(), context.Cause(l.Context())
+			e.mu.Unlock()
+		}()
+	}
+	return e
+}
+
+func resignAll(ls []*tenure.Leadership) {
+	for _, l := range ls {
+		l.Resign(context.Background())
+	}
+}
+
+func TestCampaignLeadsManyKeysWithoutAGoroutinePerKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &counted{Store: memory.New(nil)}
+		s := newSession(t, st)
+		before := runtime.NumGoroutine()
+		const n = 500
+		ls := campaignAll(t, s, n)
+		synctest.Wait()
+		// The session's keep-alive loop, and nothing per key.
+		if g := runtime.NumGoroutine() - before; g > 3 {
+			t.Errorf("%d more goroutines while leading %d keys, want a few at most", g, n)
+		}
+		kaBefore := st.keepAlives.Load()
+		const idle = 10 * ttl
+		time.Sleep(idle)
+		synctest.Wait()
+		if ka, want := st.keepAlives.Load()-kaBefore, int64(idle/(ttl/3)); ka < want-1 || ka > want+1 {
+			t.Errorf("%d keep-alives in %s, want about %d", ka, idle, want)
+		}
+		for i, l := range ls {
+			if err := l.Context().Err(); err != nil {
+				t.Fatalf("k%d: leadership ended while idle: %v", i, context.Cause(l.Context()))
+			}
+			if d := l.Term().Deadline().Sub(time.Now()); d <= 0 || d > s.Config().RenewDeadline {
+				t.Fatalf("k%d: deadline %s away, want within the renew deadline", i, d)
+			}
+			if lease, ok := tenure.LeaseFrom(l.Context()); !ok || lease != l.Lease() {
+				t.Fatalf("k%d: LeaseFrom(Context()) = %+v, %v; want the leadership's lease", i, lease, ok)
+			}
+		}
+		resignAll(ls)
+		for i := range n {
+			if rec, _ := st.Get(context.Background(), fmt.Sprintf("k%d", i)); rec.Held() {
+				t.Fatalf("k%d still held after Resign: %+v", i, rec)
+			}
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestCampaignPartitionCancelsByTheDeadlineAndKeepsKeysUntilResign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &counted{Store: memory.New(nil)}
+		s := newSession(t, st)
+		const n = 20
+		ls := campaignAll(t, s, n)
+		e := follow(ls)
+		time.Sleep(ttl) // a few keep-alives
+		synctest.Wait()
+		st.partitioned.Store(true)
+		e.wg.Wait()
+		st.mu.Lock()
+		deadline := st.lastSent.Add(s.Config().RenewDeadline)
+		st.mu.Unlock()
+		for key, at := range e.at {
+			if at.After(deadline) {
+				t.Errorf("%s: context done %s after the renew deadline of the last keep-alive", key, at.Sub(deadline))
+			}
+			if !errors.Is(e.cause[key], tenure.ErrRenewDeadline) {
+				t.Errorf("%s: cause %v, want ErrRenewDeadline", key, e.cause[key])
+			}
+		}
+		// Healed: nothing is released and the old store session stays open
+		// while a leadership is not resigned (its caller may still work).
+		st.partitioned.Store(false)
+		synctest.Wait()
+		if rec, _ := st.Get(context.Background(), "k0"); !rec.Held() || rec.Term != ls[0].Lease().Term {
+			t.Errorf("k0 before Resign: %+v, want still held at term %d", rec, ls[0].Lease().Term)
+		}
+		resignAll(ls)
+		synctest.Wait()
+		if rec, _ := st.Get(context.Background(), "k0"); rec.Held() {
+			t.Errorf("k0 after every Resign: %+v, want free (the old session closed)", rec)
+		}
+		again := campaignAll(t, s, 1)
+		if again[0].Lease().Term <= ls[0].Lease().Term {
+			t.Errorf("k0 led again at term %d, want above %d", again[0].Lease().Term, ls[0].Lease().Term)
+		}
+		if o := st.opens.Load(); o != 2 {
+			t.Errorf("%d sessions opened, want 2", o)
+		}
+		resignAll(again)
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestCampaignGrantEndedFromOutsideEndsOnlyIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		s := newSession(t, mem)
+		ls := campaignAll(t, s, 10)
+		e := follow(ls[3:4])
+		deleted := time.Now()
+		if err := mem.Release(context.Background(), ls[3].Lease()); err != nil {
+			t.Fatal(err)
+		}
+		e.wg.Wait()
+		if at := e.at["k3"]; at.Sub(deleted) > s.Config().RenewInterval {
+			t.Errorf("k3 noticed its deletion after %s, want within a keep-alive interval", at.Sub(deleted))
+		}
+		if !errors.Is(e.cause["k3"], tenure.ErrLost) {
+			t.Errorf("k3: cause %v, want ErrLost", e.cause["k3"])
+		}
+		synctest.Wait()
+		for i, l := range ls {
+			if i != 3 && l.Context().Err() != nil {
+				t.Errorf("k%d ended with k3: %v", i, context.Cause(l.Context()))
+			}
+		}
+		ls[3].Resign(context.Background())
+		l, err := s.Campaign(context.Background(), "k3", "p1", "")
+		if err != nil || l.Lease().Term <= ls[3].Lease().Term {
+			t.Fatalf("k3 again: %+v, %v; want a later term than %d", l, err, ls[3].Lease().Term)
+		}
+		resignAll(append(ls, l))
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestCampaignWaitsWhileHeldAndRespectsCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		s := newSession(t, mem)
+		other, err := mem.Acquire(context.Background(), "job", "other", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/2)
+		if _, err := s.Campaign(ctx, "job", "p1", ""); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Campaign for a held key until ctx ended: %v, want DeadlineExceeded", err)
+		}
+		cancel()
+		got := make(chan *tenure.Leadership)
+		go func() {
+			l, err := s.Campaign(context.Background(), "job", "p1", "")
+			if err != nil {
+				t.Errorf("Campaign: %v", err)
+			}
+			got <- l
+		}()
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("Campaign returned while another held the key")
+		default:
+		}
+		released := time.Now()
+		if err := mem.Release(context.Background(), other); err != nil {
+			t.Fatal(err)
+		}
+		l := <-got
+		if d := time.Since(released); d > 0 {
+			t.Errorf("Campaign took %s after the release, want at once (it watches the key)", d)
+		}
+		if l.Lease().Term <= other.Term || l.Lease().Identity != "p1" {
+			t.Errorf("leadership %+v, want p1 above term %d", l.Lease(), other.Term)
+		}
+		l.Resign(context.Background())
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestCampaignSessionCloseEndsLeadershipsAndWaitsForResign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		s := newSession(t, mem)
+		ls := campaignAll(t, s, 3)
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/10) // short of expiry
+		err := s.Close(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Close with leaderships not resigned: %v, want it to wait until ctx ended", err)
+		}
+		for i, l := range ls {
+			if !errors.Is(context.Cause(l.Context()), tenure.ErrClosed) {
+				t.Errorf("k%d after Close: cause %v, want ErrClosed", i, context.Cause(l.Context()))
+			}
+		}
+		if rec, _ := mem.Get(context.Background(), "k0"); !rec.Held() {
+			t.Error("k0 released before its leadership was resigned")
+		}
+		resignAll(ls)
+		if err := s.Close(context.Background()); err != nil {
+			t.Errorf("Close after every Resign: %v", err)
+		}
+		if rec, _ := mem.Get(context.Background(), "k0"); rec.Held() {
+			t.Errorf("k0 after Close: %+v, want free", rec)
+		}
+		if _, err := s.Campaign(context.Background(), "k0", "p1", ""); !errors.Is(err, tenure.ErrClosed) {
+			t.Errorf("Campaign after Close: %v, want ErrClosed", err)
+		}
+	})
+}
