@@ -17,6 +17,7 @@ type failoverResult struct {
 	store   string
 	n       int
 	all     time.Duration // from the crash until the other process led every key
+	first   time.Duration // from the crash until the other process led its first key
 	overlap int           // keys whose new task started before the old one ended
 }
 
@@ -119,7 +120,9 @@ func measureFailover(ctx context.Context, s scaleStore, n int) (failoverResult, 
 	r.all = time.Since(crash)
 	a.mu.Lock()
 	b.mu.Lock()
+	r.first = r.all
 	for _, k := range keys {
+		r.first = min(r.first, b.started[k].Sub(crash))
 		if end, ok := a.done[k]; !ok || b.started[k].Before(end) {
 			r.overlap++
 		}

@@ -30,6 +30,9 @@ const (
 	envScaleIdle = "TENURE_SCALE_IDLE"   // idle window per measurement; default 15s (3s with -short)
 	envScaleOut  = "TENURE_SCALE_OUT"    // where the table goes; default scale.md (nothing with -short); "-" for nowhere
 	envScaleOnly = "TENURE_SCALE_STORES" // stores to measure, comma-separated; default all
+	// envScaleModes picks tenure's modes, separated by ";", from
+	// "session", "session, Campaign" and "per key"; default all.
+	envScaleModes = "TENURE_SCALE_MODES"
 	// envScaleFailover, if set, also crashes a process leading N ≥ 100
 	// keys through a session and times their move to another process.
 	envScaleFailover = "TENURE_SCALE_FAILOVER"
@@ -87,8 +90,11 @@ func TestScale(t *testing.T) {
 					t.Logf("%s: N=%d is past the %d this store is measured at", s.name, n, s.maxN)
 					continue
 				}
-				for _, mode := range []string{"session", "per key"} {
+				for _, mode := range []string{"session", "session, Campaign", "per key"} {
 					if mode == "per key" && n > perKeyMax {
+						continue
+					}
+					if m := os.Getenv(envScaleModes); m != "" && !slices.Contains(strings.Split(m, ";"), mode) {
 						continue
 					}
 					r, err := measureTenure(ctx, s, mode, n, idle)
@@ -198,6 +204,9 @@ func measureTenure(ctx context.Context, s scaleStore, mode string, n int, idle t
 	}
 	defer st.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if mode == "session, Campaign" {
+		return measureCampaign(ctx, s, st, n, idle)
+	}
 	var sess *tenure.Session
 	if mode == "session" {
 		if sess, err = tenure.NewSession(tenure.SessionConfig{Store: st, TTL: scaleTTL, Logger: quiet}); err != nil {
@@ -250,6 +259,52 @@ func measureTenure(ctx context.Context, s scaleStore, mode string, n int, idle t
 		_ = sess.Close(cctx)
 		cancel()
 	}
+	return r, err
+}
+
+// measureCampaign leads n keys with Session.Campaign, 64 campaigns in
+// flight as with Election, and measures the idle window.
+func measureCampaign(ctx context.Context, s scaleStore, st tenure.Store, n int, idle time.Duration) (scaleResult, error) {
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: scaleTTL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return scaleResult{}, err
+	}
+	r := scaleResult{store: s.name, mode: "tenure, session, Campaign", n: n, base: memNow()}
+	prefix := fmt.Sprintf("scale-campaign-%d-%d", n, time.Now().UnixNano())
+	begin := time.Now()
+	sem := make(chan struct{}, 64) // campaigns in flight
+	type result struct {
+		l   *tenure.Leadership
+		err error
+	}
+	results := make(chan result, n)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			l, err := sess.Campaign(ctx, fmt.Sprintf("%s-%d", prefix, i), "p1", "")
+			results <- result{l, err}
+		}()
+	}
+	held := make([]*tenure.Leadership, 0, n)
+	for range n {
+		res := <-results
+		if res.err != nil {
+			err = res.err
+			continue
+		}
+		held = append(held, res.l)
+	}
+	r.elect = time.Since(begin)
+	if err == nil {
+		err = measureIdle(ctx, s, idle, &r)
+	}
+	for _, l := range held {
+		l.Resign(ctx)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_ = sess.Close(cctx)
 	return r, err
 }
 
