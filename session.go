@@ -38,9 +38,11 @@ type SessionConfig struct {
 }
 
 // Session shares one liveness session of a [SessionStore] among every
-// [Elector] given it in [Config.Session], so that a process leading many
-// keys sends one keep-alive per [SessionConfig.RenewInterval] whatever the
-// number of keys, where electors on their own renew each key. Grants made
+// [Elector] given it in [Config.Session] and every [Leadership] its
+// Campaign returns, so that a process leading many keys sends one
+// keep-alive per [SessionConfig.RenewInterval] whatever the number of
+// keys, where electors on their own renew each key. An Elector's Run costs
+// two goroutines per key; a Leadership none. Grants made
 // through it keep their own key, term and release: fencing stays per key.
 //
 // The guarantee is the elector's, per session: every elector leading
@@ -108,11 +110,13 @@ func (sessionClosed) Unwrap() error { return ErrClosed }
 // Config returns the session's configuration, defaults filled in.
 func (s *Session) Config() SessionConfig { return s.cfg }
 
-// Close ends the session: every elector leading through it is cancelled
-// with a cause matching [ErrClosed] and campaigns no more (its Run or Do
-// returns ErrClosed). The store session, and with it every grant still in
-// it, ends once their tasks have returned; Close waits for that until ctx
-// is done. Calling Close again does nothing.
+// Close ends the session: every elector leading through it, and every
+// Leadership's context, is cancelled with a cause matching [ErrClosed],
+// and nothing campaigns in it any more (Run, Do and Campaign return
+// ErrClosed). The store session, and with it every grant still in it,
+// ends once the electors' tasks have returned and every Leadership was
+// resigned; Close waits for that until ctx is done. Calling Close again
+// does nothing.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
