@@ -42,7 +42,7 @@ const settledKept = 4
 // sessionGrant is one grant of an elector in a generation.
 type sessionGrant struct {
 	lease Lease
-	seq   uint64 // keep-alives sent before the grant was added
+	seq   uint64   // keep-alives sent before the grant was added
 	e     *Elector // nil once a Leadership holds the grant
 	gen   *generation
 	term  *Term      // nil until the elector leads
