@@ -70,7 +70,13 @@ func Run(s *Scenario) *History {
 		electors.Add(1)
 		go func() {
 			defer electors.Done()
-			err := e.Run(ctx, h.task(p, s.TTL, taskRand, &helpers))
+			task := h.task(p, s.TTL, taskRand, &helpers)
+			var err error
+			if sess := e.Config().Session; p.Campaign && sess != nil {
+				err = campaign(ctx, sess, h, p.ID, task)
+			} else {
+				err = e.Run(ctx, task)
+			}
 			h.mu.Lock()
 			h.RunErrs[p.ID] = err
 			h.mu.Unlock()
@@ -98,6 +104,26 @@ func Run(s *Scenario) *History {
 	helpers.Wait()
 	h.End = h.since()
 	return h
+}
+
+// campaign is an elector's Run done with Session.Campaign: lead, run the
+// task on this goroutine until the leadership or ctx ends (or the task
+// returns), resign, and campaign again, until ctx is done.
+func campaign(ctx context.Context, sess *tenure.Session, h *History, id string, task tenure.Task) error {
+	for {
+		l, err := sess.Campaign(ctx, "job", id, "")
+		if err != nil {
+			return err
+		}
+		h.add(id, l.Lease().Term, "%s", tenure.EventElected)
+		tctx, cancel := context.WithCancelCause(l.Context())
+		stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+		_ = task(tctx)
+		stop()
+		cancel(nil)
+		h.add(id, l.Lease().Term, lostFormat, reason(context.Cause(l.Context())))
+		l.Resign(context.Background())
+	}
 }
 
 // elector makes the scenario's elector i on shared, behind its own seeded

@@ -46,6 +46,10 @@ type ElectorPlan struct {
 	// Session makes the elector lead through a tenure.Session of its own
 	// (on its faulty store and its clock): keep-alives instead of renewals.
 	Session bool
+	// Campaign (with Session, without StallTimeout) leads through the
+	// session's Campaign instead of an elector's Run: the task runs on the
+	// campaigning goroutine with the leadership's context, then resigns.
+	Campaign bool
 	// Rates are the per-call fault rates during the fault phase.
 	Rates faultstore.Rates
 	// Windows are partitions and pauses during the fault phase.
@@ -113,6 +117,7 @@ func Generate(seed uint64) *Scenario {
 	// Drawn apart, so that adding it left every other draw of a seed as
 	// it was.
 	sessions := rand.New(rand.NewPCG(seed, 0x5e5510))
+	campaigns := rand.New(rand.NewPCG(seed, 0xca3a16))
 	for i := range n {
 		p := ElectorPlan{
 			ID:       fmt.Sprintf("e%d", i),
@@ -125,6 +130,7 @@ func Generate(seed uint64) *Scenario {
 		if rng.IntN(3) == 0 {
 			p.StallTimeout, p.StallP = ttl/2, 0.5*rng.Float64()
 		}
+		p.Campaign = campaigns.IntN(2) == 0 && p.Session && p.StallTimeout == 0
 		// A quarter of the electors are well behaved; the others get a
 		// random mix of every fault.
 		if rng.IntN(4) != 0 {
@@ -171,8 +177,8 @@ func (s *Scenario) String() string {
 	}
 	for _, p := range s.Electors {
 		r := p.Rates
-		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, session %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f, stall timeout %s stalls %.2f\n",
-			p.ID, p.Rate, p.PollOnly, p.Session, r.FailBefore, r.FailAfter, r.DelayBefore, r.DelayAfter, r.MaxDelay.Round(time.Millisecond),
+		fmt.Fprintf(&b, "  %s: clock rate %.5f, poll-only %v, session %v, campaign %v, fail before %.2f after %.2f, delay before %.2f after %.2f up to %s, task returns %.2f overruns %.2f, stall timeout %s stalls %.2f\n",
+			p.ID, p.Rate, p.PollOnly, p.Session, p.Campaign, r.FailBefore, r.FailAfter, r.DelayBefore, r.DelayAfter, r.MaxDelay.Round(time.Millisecond),
 			p.ReturnP, p.OverrunP, p.StallTimeout, p.StallP)
 		for _, w := range p.Windows {
 			fmt.Fprintf(&b, "    %s from %s to %s\n", w.Kind, w.Start.Round(time.Millisecond), w.End.Round(time.Millisecond))

@@ -15,7 +15,7 @@ import (
 	"github.com/tenurehq/tenure/internal/stats"
 )
 
-// defaultSeeds is the number of seeds of a plain `go test ./sim` run.
+// defaultSeeds is the number of seeds of a plain `go test ./internal/sim` run.
 const defaultSeeds = 5000
 
 // TestSimulation runs the simulation for many seeds and checks every
@@ -151,7 +151,7 @@ func (tl *tally) log(t *testing.T) {
 func report(t *testing.T, s *Scenario, h *History, v []string) {
 	t.Helper()
 	for _, msg := range v {
-		t.Errorf("seed=%d: %s; replay with: TENURE_SIM_SEED=%d go test ./sim -run TestSimulation -v", s.Seed, msg, s.Seed)
+		t.Errorf("seed=%d: %s; replay with: TENURE_SIM_SEED=%d go test ./internal/sim -run TestSimulation -v", s.Seed, msg, s.Seed)
 	}
 	if len(v) > 0 {
 		t.Logf("seed=%d scenario and history:\n%s%s", s.Seed, s, h)
