@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,10 @@ type SessionConfig struct {
 	Clock Clock
 	// Logger receives structured logs. Default [slog.Default].
 	Logger *slog.Logger
+	// Rand, if set, seeds the jitter of each [Session.Campaign], drawn
+	// under the session's lock. Deterministic tests set it. Default: a
+	// randomly seeded source per Campaign.
+	Rand *rand.Rand
 }
 
 // Session shares one liveness session of a [SessionStore] among every
@@ -134,6 +139,17 @@ func (s *Session) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// campaignRand returns the jitter source of one Campaign: nil (New
+// seeds one) unless SessionConfig.Rand is set.
+func (s *Session) campaignRand() *rand.Rand {
+	if s.cfg.Rand == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return rand.New(rand.NewPCG(s.cfg.Rand.Uint64(), s.cfg.Rand.Uint64()))
 }
 
 // background runs f in the background under the session's background

@@ -50,7 +50,7 @@ type Leadership struct {
 // same key (the session hands out each term once).
 func (s *Session) Campaign(ctx context.Context, key, identity, value string) (*Leadership, error) {
 	c := &s.cfg
-	e, err := New(Config{Key: key, Identity: identity, Value: value, Session: s, Clock: c.Clock, Logger: c.Logger})
+	e, err := New(Config{Key: key, Identity: identity, Value: value, Session: s, Clock: c.Clock, Logger: c.Logger, Rand: s.campaignRand()})
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func (s *Scenario) elector(i int, h *History, shared tenure.Store, outage *fault
 		// A store that WrapStore planted may not share sessions: then the
 		// elector renews on its own.
 		sess, err := tenure.NewSession(tenure.SessionConfig{Store: store, TTL: cfg.TTL, Clock: cfg.Clock,
-			Logger: slog.New(slog.DiscardHandler)})
+			Logger: slog.New(slog.DiscardHandler), Rand: rand.New(rand.NewPCG(s.Seed, uint64(i)+2000))})
 		switch {
 		case err == nil:
 			cfg.Session = sess
