@@ -46,7 +46,7 @@ func writeScale(t *testing.T, results []scaleResult, failovers []failoverResult,
 	fmt.Fprintf(&b, "# One process leading N keys: idle cost\n\n")
 	fmt.Fprintf(&b, "%s, %s, %s. TTL %s; every key led, then %s idle. Requests are counted by the server "+
 		"(etcd gRPC messages received, Redis commands, PostgreSQL statements in pg_stat_statements, "+
-		"ZooKeeper packets received); CPU and memory are the client process's (the servers run in processes of their own); heap and stacks are what the electors added to what was in use before they started.\n\n",
+		"ZooKeeper packets received); CPU and memory are the client process's (the servers run in processes of their own); heap (live bytes after a GC) and stacks are what the electors added to what was in use before they started.\n\n",
 		time.Now().UTC().Format("2006-01-02"), Machine(), runtime.Version(), scaleTTL, idle)
 	b.WriteString("| store | elector | N keys | all led after | idle req/s | idle CPU, % of a core | heap MiB | stacks MiB |\n")
 	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")

@@ -49,7 +49,7 @@ type scaleResult struct {
 	elect       time.Duration // until every key was led
 	reqPerSec   float64       // idle store requests per second, counted by the server
 	cpuPct      float64       // idle CPU of this process, % of one core
-	heapMiB     float64       // heap in use after a GC while leading, above what it was before
+	heapMiB     float64       // live heap (HeapAlloc) after a GC while leading, above what it was before
 	stackMiB    float64       // goroutine stacks in use while leading, above what they were before
 	base        memBase       // the memory in use before the electors started
 	note        string        // why the idle window was not measured, if it was not
@@ -358,7 +358,9 @@ func waitAll(ctx context.Context, all <-chan struct{}, led *atomic.Int64, n int,
 	}
 }
 
-// memBase is the heap and stacks in use, after a GC.
+// memBase is the live heap and the stacks in use, after a GC. Live bytes,
+// not the spans in use: spans half filled by an earlier measurement's
+// leftovers would hide what a later one allocates.
 type memBase struct{ heap, stack uint64 }
 
 // memNow returns the memory in use now, after a GC: what a measurement
@@ -367,7 +369,7 @@ func memNow() memBase {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return memBase{ms.HeapInuse, ms.StackInuse}
+	return memBase{ms.HeapAlloc, ms.StackInuse}
 }
 
 // measureIdle settles for a keep-alive interval, then counts the server's
@@ -379,7 +381,7 @@ func measureIdle(ctx context.Context, s scaleStore, idle time.Duration, r *scale
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	r.heapMiB = float64(int64(ms.HeapInuse)-int64(r.base.heap)) / (1 << 20)
+	r.heapMiB = float64(int64(ms.HeapAlloc)-int64(r.base.heap)) / (1 << 20)
 	r.stackMiB = float64(int64(ms.StackInuse)-int64(r.base.stack)) / (1 << 20)
 	req0, err := s.requests(ctx)
 	if err != nil {
