@@ -5,12 +5,12 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/syncbuf"
 )
 
 // requireNoOverlap fails t if two workers ever ran at once or terms did
@@ -136,7 +136,7 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 // hands the key to the highest-priority waiting candidate, and says so.
 func TestHandoverOnSigterm(t *testing.T) {
 	c := testCluster(t, "job", []string{"--ttl", "2s", "--handover"}, nil)
-	logs := new(syncBuffer)
+	logs := new(syncbuf.Buffer)
 	c.stderr = logs
 	if _, err := c.start("a"); err != nil {
 		t.Fatal(err)
@@ -302,21 +302,3 @@ func TestRollingRestartWithHandover(t *testing.T) {
 	requireNoOverlap(t, c)
 }
 
-// syncBuffer is a bytes.Buffer that several processes' output may be
-// copied into while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
