@@ -301,4 +301,3 @@ func TestRollingRestartWithHandover(t *testing.T) {
 	}
 	requireNoOverlap(t, c)
 }
-
