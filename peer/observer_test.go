@@ -18,8 +18,8 @@ import (
 // observerURL is the URL of an observer of g: g's member URL without id or
 // state-dir, with the given secret file.
 func (g *tcpGroup) observerURL(secretFile string) string {
-	return fmt.Sprintf("peer://?peers=%s&algorithm=%s&secret-file=%s&heartbeat=50ms&timeout=300ms",
-		g.group, g.alg, secretFile)
+	return fmt.Sprintf("peer://?peers=%s&algorithm=%s&secret-file=%s&heartbeat=%s&timeout=%s",
+		g.group, g.alg, secretFile, tcpHeartbeat, tcpTimeout)
 }
 
 func openObserver(t testing.TB, raw string) tenure.Store {
@@ -82,8 +82,8 @@ func TestObserverTCP(t *testing.T) {
 				t.Fatal(err)
 			}
 			if r.Key != "job" || r.Holder != strconv.FormatUint(leader, 10) || r.Term != epoch ||
-				r.TTL != 300*time.Millisecond || r.Remaining <= 0 || r.Remaining > r.TTL {
-				t.Fatalf("observer Get = %+v; want member %d at epoch %d, ttl 300ms", r, leader, epoch)
+				r.TTL != tcpTimeout || r.Remaining <= 0 || r.Remaining > r.TTL {
+				t.Fatalf("observer Get = %+v; want member %d at epoch %d, ttl %s", r, leader, epoch, tcpTimeout)
 			}
 			w, err := o.Watch(ctx, "job")
 			if err != nil {

@@ -50,9 +50,15 @@ func newTCPGroup(t testing.TB, alg string, n int) *tcpGroup {
 // under -race on a loaded 2-core machine, 300 ms was sometimes too short
 // for a reconnect and the ring's restarted member 3 took over from 2.
 func (g *tcpGroup) url(id uint64) string {
-	return fmt.Sprintf("peer://?id=%d&peers=%s&algorithm=%s&secret-file=%s&state-dir=%s&heartbeat=100ms&timeout=1s",
-		id, g.group, g.alg, g.secret, g.dir)
+	return fmt.Sprintf("peer://?id=%d&peers=%s&algorithm=%s&secret-file=%s&state-dir=%s&heartbeat=%s&timeout=%s",
+		id, g.group, g.alg, g.secret, g.dir, tcpHeartbeat, tcpTimeout)
 }
+
+// The timing of a tcpGroup's members (and of its observers).
+const (
+	tcpHeartbeat = 100 * time.Millisecond
+	tcpTimeout   = time.Second
+)
 
 func (g *tcpGroup) start(id uint64) *peer.Node {
 	g.t.Helper()
