@@ -36,14 +36,14 @@ func peerControlCluster(t *testing.T, alg string) (*cluster, string) {
 	return c, "peer://?" + group.Encode()
 }
 
-// TestPeerStepDown: in each peer mode that takes step-down requests, real
+// TestPeerStepDown: in each peer mode, real
 // `tenure run` members; `tenure step-down --to ID` through the observer URL
 // makes ID's CMD the next to start, after the old leader's stopped, and
 // the old leader's tenure run stays a candidate; a step-down naming nobody
 // hands over to another member. The CMDs' own records show no overlap and
 // growing terms. status --candidates lists the three members.
 func TestPeerStepDown(t *testing.T) {
-	for _, alg := range []string{"lowest", "bully", "ring"} {
+	for _, alg := range []string{"lowest", "bully", "ring", "raft"} {
 		t.Run(alg, func(t *testing.T) {
 			t.Parallel()
 			c, obs := peerControlCluster(t, alg)

@@ -27,12 +27,13 @@ It waits until a new leader holds KEY and prints it, unless --no-wait
 The request is a grant of the control key KEY~tenure-control (KEY may be
 at most 236 bytes).
 
-In the peer modes lowest, bully and ring, give the group's observer URL
-(peer://?peers=...&algorithm=...&secret-file=..., without id): the
-request goes to the coordinator, authenticated by the group's secret; the
-members but ID hold back for the window (without --to, the old leader
-does). In lowest, and in bully without no-preempt, the preferred member
-takes over again once the window ends. The raft mode is not supported.
+In peer modes give the group's observer URL (peer://?peers=...&
+algorithm=...&secret-file=..., without id): the request goes to the
+coordinator, authenticated by the group's secret. In lowest, bully and
+ring the members but ID hold back for the window (without --to, the old
+leader does); in lowest, and in bully without no-preempt, the preferred
+member takes over again once the window ends. In raft the leader hands
+raft leadership to ID (LeadershipTransferToServer), else to any member.
 
 Exit codes: 0 a new leader took over (or, with --no-wait, the request was
 made; or --to ID already leads, and nothing was done); 1 a runtime error, another step-down under way, or nobody took over
@@ -105,8 +106,8 @@ func refusePeer(what string, src storeSource) error {
 }
 
 // peerStepDown lists the peer modes whose nodes take step-down requests
-// (package peer's Node, through an observer).
-var peerStepDown = map[string]bool{"lowest": true, "bully": true, "ring": true}
+// through an observer (package peer's Node, and raft).
+var peerStepDown = map[string]bool{"lowest": true, "bully": true, "ring": true, "raft": true}
 
 // checkPeerStepDown accepts a step-down on a peer store only in a mode
 // that takes one, and only through the group's observer URL: with id=N
