@@ -139,6 +139,12 @@ func (n *Node) holdBack(m wire.Message, now time.Time) {
 	if m.Type != wire.Resign || m.TTL <= 0 {
 		return
 	}
+	if n.sd.live && n.sd.epoch < m.LeaderEpoch {
+		// This node's own request, as an old coordinator, is replaced
+		// too: its elector stops holding back with the algorithm.
+		n.sd.live = false
+		n.wake()
+	}
 	if m.Candidate == n.self || m.Candidate == 0 {
 		n.holdUntil = time.Time{}
 		return

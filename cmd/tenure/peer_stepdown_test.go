@@ -79,7 +79,7 @@ func TestPeerStepDown(t *testing.T) {
 			default:
 			}
 
-			r = runTenure(t, "step-down", "--store", obs, "--key", "job", "--window", "2s")
+			r = runTenure(t, "step-down", "--store", obs, "--key", "job", "--window", "5s")
 			if r.code != exitOK || !strings.Contains(r.stdout, " leads, term") {
 				t.Fatalf("step-down: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 			}
