@@ -236,11 +236,14 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 	if err := o.use(ctx, key); err != nil {
 		return nil, err
 	}
-	first, err := o.get(ctx, key)
+	get := func(ctx context.Context) (tenure.Record, error) { return o.get(ctx, key) }
+	if _, kind, _ := splitKey(key); kind != mainKey {
+		get = func(ctx context.Context) (tenure.Record, error) { return o.Get(ctx, key) } // see Get
+	}
+	first, err := get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	get := func(ctx context.Context) (tenure.Record, error) { return o.get(ctx, key) }
 	return tenure.Follow{Get: get, Initial: &first, Done: o.ctx.Done(), Poll: o.cfg.Heartbeat}.Start(ctx), nil
 }
 

@@ -211,6 +211,20 @@ func TestNodeCandidates(t *testing.T) {
 			}
 		}
 	}
+	// The control key lives on the coordinator's node only: an observer
+	// reads and watches it as free, never as the key's record.
+	if r, err := obs.(tenure.Reader).Get(context.Background(), tenure.ControlKey("job")); err != nil || r.Held() {
+		t.Fatalf("observer Get of the control key: %+v, %v; want free", r, err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := obs.(tenure.Reader).Watch(wctx, tenure.ControlKey("job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-w; r.Held() || r.Key != tenure.ControlKey("job") {
+		t.Fatalf("observer Watch of the control key delivered %+v; want it free", r)
+	}
 	for _, cand := range fromObserver {
 		if cand.Since.IsZero() || time.Since(cand.Since) > time.Minute {
 			t.Fatalf("the observer lists %+v: want when the member's node started", cand)
