@@ -27,13 +27,14 @@ It waits until a new leader holds KEY and prints it, unless --no-wait
 The request is a grant of the control key KEY~tenure-control (KEY may be
 at most 236 bytes).
 
-In peer modes give the group's observer URL (peer://?peers=...&
-algorithm=...&secret-file=..., without id): the request goes to the
-coordinator, authenticated by the group's secret. In lowest, bully and
-ring the members but ID hold back for the window (without --to, the old
-leader does); in lowest, and in bully without no-preempt, the preferred
-member takes over again once the window ends. In raft the leader hands
-raft leadership to ID (LeadershipTransferToServer), else to any member.
+In peer modes give the group's observer URL, without id and state-dir:
+  peer://?peers=...&algorithm=...&secret-file=...
+The request goes to the coordinator, authenticated by the group's
+secret. In lowest, bully and ring the members but ID hold back for the
+window (without --to, the old leader does); in lowest, and in bully
+without no-preempt, the preferred member takes over again once the
+window ends. In raft the leader hands raft leadership to ID
+(LeadershipTransferToServer), else to any member.
 
 Exit codes: 0 a new leader took over (or, with --no-wait, the request was
 made; or --to ID already leads, and nothing was done); 1 a runtime error, another step-down under way, or nobody took over
