@@ -12,7 +12,11 @@ import (
 // Leadership control: step down, hand over to a named candidate, priority
 // and candidate registration, built on the ordinary [Store] contract (no
 // store method of its own), so it works on every store that serves more
-// than one key and publishes values. Peer stores (one key per node) do not.
+// than one key and publishes values. Peer stores (one key per node, no
+// shared state to hold a control key in) implement [StepDowner] instead:
+// the request travels to the leader's node, which serves the control key
+// and the candidate slots of its key itself, from what its members know,
+// so that an elector with [Config.Control] obeys unchanged.
 //
 // A step-down is a grant of the key's control key ([ControlKey]) whose
 // published value names the term asked to step down and the candidate to
@@ -176,6 +180,32 @@ type StepDown struct {
 	Grant Lease
 }
 
+// StepDowner is an optional ability of a [Store] that cannot hold a
+// control key in shared state (the peer stores: package peer): it carries
+// a step-down request to the key's leader itself. [RequestStepDown] calls
+// it, with req's defaults applied and checked, when s implements it.
+// Wrappers of such a store must forward it.
+//
+// The leader's store then serves the request as the record of
+// [ControlKey](key) on the leader's own node (Holder req.Issuer, Term a
+// number identifying the request, TTL and Remaining the window, Value
+// [StepDownValue]), so that its elector with [Config.Control] cancels the
+// task with [ErrSteppedDown] and releases, as on any store. The returned
+// StepDown's Grant names that record; releasing it may be a no-op.
+type StepDowner interface {
+	RequestStepDown(ctx context.Context, key string, req StepDownRequest) (StepDown, error)
+}
+
+// StepDownValue is the value of a control key's record that asks the
+// leader of term to step down, handing over to candidate to ("" for any
+// other): what [RequestStepDown] publishes, for a [StepDowner] to serve.
+func StepDownValue(term uint64, to string) string { return encodeControl(term, to) }
+
+// CandidateValue is the value of a candidate registration slot (see
+// [Candidates]) for a candidate of priority registered since since: for a
+// store that serves the slots itself (a [StepDowner]).
+func CandidateValue(priority int, since time.Time) string { return encodeCandidate(priority, since) }
+
 // RequestStepDown asks the current leader of key to step down, handing
 // over to req.To. It returns once the request is granted in the store, not
 // once the leader stepped down: follow the key (see [AwaitSuccessor]) for
@@ -190,16 +220,15 @@ type StepDown struct {
 // when s is closed or the process exits, so keep both until the successor
 // leads ([AwaitSuccessor]).
 //
+// On a [StepDowner] (a peer store) the request is the store's to carry:
+// see there.
+//
 // It returns an error matching [ErrNoLeader] if nobody holds key (and
 // req.Term is 0), a *[HeldError] wrapped with context if another step-down
 // of key is under way, and an error wrapping [ErrInvalid] for bad
 // arguments or a store that cannot publish values. It blocks for two store
 // requests and is safe for concurrent use.
 func RequestStepDown(ctx context.Context, s Store, key string, req StepDownRequest) (StepDown, error) {
-	p, ok := s.(Publisher)
-	if !ok {
-		return StepDown{}, invalidf("step-down needs a store that publishes values; %T does not", s)
-	}
 	if req.Window == 0 {
 		req.Window = DefaultStepDownWindow
 	}
@@ -208,6 +237,13 @@ func RequestStepDown(ctx context.Context, s Store, key string, req StepDownReque
 	}
 	if err := checkStepDown(key, req); err != nil {
 		return StepDown{}, err
+	}
+	if sd, ok := s.(StepDowner); ok {
+		return sd.RequestStepDown(ctx, key, req)
+	}
+	p, ok := s.(Publisher)
+	if !ok {
+		return StepDown{}, invalidf("step-down needs a store that publishes values; %T does not", s)
 	}
 	var sd StepDown
 	rec, err := s.Get(ctx, key)

@@ -10,7 +10,7 @@
 // alone in a test:
 //
 //   - peer/wire: the [wire.Message] members exchange and its frame format
-//     (version 4), with fuzzed decoders. No I/O, no state.
+//     (version 5), with fuzzed decoders. No I/O, no state.
 //   - peer/transport: the [transport.Transport] interface a node sends and
 //     receives through (status queries included, with their reply), the
 //     observer's [transport.Asker], and the member list ([transport.Group]).
@@ -140,6 +140,33 @@
 // raft mode answers the same questions over its mutual-TLS port (see
 // package peer/raft).
 //
+// # Leadership control: step-down
+//
+// Any holder of the group's secret can ask the coordinator to step down
+// ([tenure.RequestStepDown] on an observer, `tenure step-down` with the
+// observer URL), naming a member to hand over to or none, with a window:
+// the observer sends a [wire.StepDown] for the coordinator's epoch,
+// authenticated and replay-protected like its status queries, and the
+// coordinator of that epoch takes it (any other member refuses). Its node
+// then serves the request as the record of the key's control key
+// ([tenure.ControlKey]), so its elector with [tenure.Config.Control] (as
+// `tenure run` sets) cancels the task with [tenure.ErrSteppedDown], waits
+// for it to return and releases; the release resigns with the request,
+// and every member but the one named (the old coordinator included; only
+// the old coordinator when none is named) abstains for the window. After
+// it anyone stands again, so a transfer to a member that is down falls
+// back by itself; a later step-down's rule replaces an earlier one's. The
+// successor grants only after the handover above, so the old task stops
+// before the new one starts. An elector without Config.Control ignores
+// the request, as on a store.
+//
+// Abstaining is all the algorithms are told: lowest, and bully without
+// no-preempt, still prefer their member, which takes over again once the
+// window ends (ring keeps the new coordinator). Nodes serve their key's
+// candidate slots as the members they hear from, all of the default
+// priority (no --priority in peer modes); an observer lists the members
+// that answer ([Observer.Candidates]).
+//
 // # Epochs: the fencing term
 //
 // Every new coordinator takes an epoch greater than every epoch it knows,
@@ -157,7 +184,7 @@
 // # Transport and security
 //
 // Members talk over the authenticated TCP transport of package peer/tcp
-// (protocol version 4: a handshake with fresh nonces from both sides,
+// (protocol version 5: a handshake with fresh nonces from both sides,
 // per-group keys derived with HKDF, per-connection MACs with sequence
 // numbers; its package doc states what it protects and what not). Package
 // peer/memnet is an in-memory transport with seeded faults for tests. Both

@@ -40,8 +40,11 @@ type Node struct {
 	dead         map[uint64]bool
 	abstains     map[uint64]bool
 	abstainUntil time.Time
+	holdUntil    time.Time                            // the end of the hold-back of the last step-down (stepdown.go)
 	watchers     map[chan struct{}]context.CancelFunc // each watch's wake and end
 	issued       []uint64                             // epochs this node was coordinator under, in order
+	sd           stepDown                             // the last step-down request taken (stepdown.go)
+	started      time.Time                            // when the node started
 
 	stop chan struct{}
 	done chan struct{}
@@ -112,6 +115,7 @@ func NewNode(cfg Config, alg Algorithm) (*Node, error) {
 		dead:     map[uint64]bool{},
 		abstains: map[uint64]bool{},
 		watchers: map[chan struct{}]context.CancelFunc{},
+		started:  time.Now(),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -131,14 +135,21 @@ func (n *Node) answer(q transport.Delivery) {
 		return
 	}
 	n.mu.Lock()
-	r := n.recordLocked(time.Now())
-	reply := wire.Message{Type: wire.StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
-		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining, Value: r.Value}
+	reply := n.statusLocked(q)
 	n.mu.Unlock()
 	select {
 	case q.Reply <- reply:
 	default:
 	}
+}
+
+// statusLocked is the node's answer to request q: the coordinator it
+// follows, the record Get would return, and in Candidate when the node
+// started (Unix milliseconds). The caller holds mu.
+func (n *Node) statusLocked(q transport.Delivery) wire.Message {
+	r := n.recordLocked(time.Now())
+	return wire.Message{Type: wire.StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
+		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining, Value: r.Value, Candidate: uint64(max(n.started.UnixMilli(), 1))}
 }
 
 func (n *Node) run() {
@@ -171,6 +182,7 @@ func (n *Node) tick() {
 	}
 	now := time.Now()
 	n.expireGrant(now)
+	n.expireStepDown(now)
 	n.checkHandover(now)
 	if n.isCoordinator() {
 		for _, id := range n.cfg.Group.IDs() {
@@ -196,11 +208,16 @@ func (n *Node) granting() bool {
 	return n.isCoordinator() && n.ho.ready && n.ho.epoch == n.leaderEpoch
 }
 
-// dispatch routes one delivery: status queries are answered, every other
-// message goes to the election.
+// dispatch routes one delivery: status queries are answered, step-down
+// requests taken or refused (and answered), every other message goes to
+// the election.
 func (n *Node) dispatch(d transport.Delivery) {
-	if d.Type == wire.StatusQuery {
+	switch d.Type {
+	case wire.StatusQuery:
 		n.answer(d)
+		return
+	case wire.StepDown:
+		n.answerStepDown(d)
 		return
 	}
 	n.handle(d.Message)
@@ -210,7 +227,7 @@ func (n *Node) dispatch(d transport.Delivery) {
 func (n *Node) handle(m wire.Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() || m.Type.IsStatus() {
+	if n.closed || m.To != n.self || m.From == n.self || !n.cfg.Group.Has(m.From) || !m.Type.Valid() || m.Type.IsStatus() || m.Type.IsRequest() {
 		return
 	}
 	now := time.Now()
@@ -251,6 +268,7 @@ func (n *Node) handle(m wire.Message) {
 			n.checkHandover(now)
 		}
 	case wire.Resign:
+		n.holdBack(m, now)
 		if m.From == n.leader && m.LeaderEpoch == n.leaderEpoch {
 			n.setLeader(0, 0)
 			n.alg.LeaderLost(env{n}, m.From)
@@ -272,7 +290,9 @@ func (n *Node) send(to uint64, m wire.Message) error {
 	return n.tr.Send(m)
 }
 
-func (n *Node) abstaining(now time.Time) bool { return now.Before(n.abstainUntil) }
+func (n *Node) abstaining(now time.Time) bool {
+	return now.Before(n.abstainUntil) || now.Before(n.holdUntil)
+}
 
 // raiseEpoch persists e as the highest known epoch if it is higher.
 func (n *Node) raiseEpoch(e uint64) error {
@@ -305,7 +325,8 @@ func (n *Node) nextEpoch() uint64 {
 // elect makes this node coordinator under a fresh epoch.
 func (n *Node) elect() (uint64, error) {
 	if n.abstaining(time.Now()) {
-		return 0, fmt.Errorf("peer: member %d resigned and abstains until %s", n.self, n.abstainUntil.Format(time.RFC3339Nano))
+		return 0, fmt.Errorf("peer: member %d resigned or holds back for a step-down, and abstains until %s", n.self,
+			later(n.abstainUntil, n.holdUntil).Format(time.RFC3339Nano))
 	}
 	e := n.nextEpoch()
 	if err := n.raiseEpoch(e); err != nil {

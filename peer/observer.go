@@ -82,6 +82,7 @@ func (o *Observer) use(ctx context.Context, key string) error {
 	if err := tenure.CheckKey(key); err != nil {
 		return err
 	}
+	key, _, _ = splitKey(key)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -107,9 +108,20 @@ func (o *Observer) use(ctx context.Context, key string) error {
 // reported. If no member answers, the error names each one and why; a
 // process without the group's secret gets only that error. Get blocks for
 // one round trip to each member, bounded by ctx and by Timeout+2s.
+//
+// Of the key's leadership-control keys, a candidate slot reads as the
+// member of that rank by ID if it answers (see [Observer.Candidates]),
+// and the control key as free: a step-down request lives on the
+// coordinator's node only.
 func (o *Observer) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := o.use(ctx, key); err != nil {
 		return tenure.Record{}, err
+	}
+	switch _, kind, slot := splitKey(key); kind {
+	case controlKey:
+		return tenure.Record{Key: key}, nil
+	case candidateSlot:
+		return o.slot(ctx, key, slot)
 	}
 	return o.get(ctx, key)
 }
@@ -121,6 +133,17 @@ type answer struct {
 }
 
 func (o *Observer) get(parent context.Context, key string) (tenure.Record, error) {
+	got, err := o.ask1(parent)
+	if err != nil {
+		return tenure.Record{}, err
+	}
+	return pick(key, got), nil
+}
+
+// ask1 asks every member once, in parallel, and returns the answers, or
+// an error naming each member and why when none answered. It blocks for
+// one round trip to each, bounded by parent and queryTimeout.
+func (o *Observer) ask1(parent context.Context) ([]answer, error) {
 	ctx, cancel := context.WithTimeout(parent, o.queryTimeout())
 	defer cancel()
 	ids := o.cfg.Group.IDs()
@@ -146,11 +169,11 @@ func (o *Observer) get(parent context.Context, key string) (tenure.Record, error
 			msgs[i] = fmt.Sprintf("member %d at %s: %v", a.id, o.cfg.Group.Addr(a.id), a.err)
 		}
 		if err := parent.Err(); err != nil {
-			return tenure.Record{}, fmt.Errorf("peer: status query: %w", err)
+			return nil, fmt.Errorf("peer: status query: %w", err)
 		}
-		return tenure.Record{}, fmt.Errorf("%w: no member answered the status query (%s)", transport.ErrUnreachable, strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("%w: no member answered the status query (%s)", transport.ErrUnreachable, strings.Join(msgs, "; "))
 	}
-	return pick(key, got), nil
+	return got, nil
 }
 
 // pick chooses the record among the answers (see Get).
@@ -213,11 +236,14 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 	if err := o.use(ctx, key); err != nil {
 		return nil, err
 	}
-	first, err := o.get(ctx, key)
+	get := func(ctx context.Context) (tenure.Record, error) { return o.get(ctx, key) }
+	if _, kind, _ := splitKey(key); kind != mainKey {
+		get = func(ctx context.Context) (tenure.Record, error) { return o.Get(ctx, key) } // see Get
+	}
+	first, err := get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	get := func(ctx context.Context) (tenure.Record, error) { return o.get(ctx, key) }
 	return tenure.Follow{Get: get, Initial: &first, Done: o.ctx.Done(), Poll: o.cfg.Heartbeat}.Start(ctx), nil
 }
 
@@ -252,8 +278,17 @@ func (s observerStore) Acquire(ctx context.Context, key, identity string, ttl ti
 	return tenure.Lease{}, s.refuse()
 }
 
-func (s observerStore) Renew(context.Context, tenure.Lease) error   { return s.refuse() }
-func (s observerStore) Release(context.Context, tenure.Lease) error { return s.refuse() }
+func (s observerStore) Renew(context.Context, tenure.Lease) error { return s.refuse() }
+
+// Release refuses like Acquire, except for the Grant of a step-down this
+// observer requested ([Observer.RequestStepDown]): the window lives on
+// the members, so there is nothing to release and it returns nil.
+func (s observerStore) Release(_ context.Context, l tenure.Lease) error {
+	if _, kind, _ := splitKey(l.Key); kind == controlKey && s.ctx.Err() == nil {
+		return nil
+	}
+	return s.refuse()
+}
 
 func (s observerStore) refuse() error {
 	if s.ctx.Err() != nil {

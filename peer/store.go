@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/peer/wire"
 )
 
 // ErrElecting is returned by [Node.Acquire] while no coordinator is known
@@ -112,6 +111,18 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if base, kind, _ := splitKey(key); kind != mainKey {
+		// Leadership control: the node serves its candidate slots
+		// itself (registering is a no-op) and takes step-down requests
+		// through RequestStepDown, never as a grant.
+		if err := n.enter(ctx, base); err != nil {
+			return tenure.Lease{}, err
+		}
+		if kind == controlKey {
+			return tenure.Lease{}, invalidf("the control key %q is the node's own; ask for a step-down with tenure.RequestStepDown", key)
+		}
+		return tenure.Lease{Key: key, Identity: identity, Term: 1, TTL: ttl, Token: "1", Value: c.Value}, nil
+	}
 	if err := n.enter(ctx, key); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -162,6 +173,9 @@ func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := n.usable(ctx); err != nil {
 		return err
 	}
+	if _, kind, _ := splitKey(l.Key); kind != mainKey {
+		return nil // a candidate slot: registered while the node is open
+	}
 	if err := n.current(l); err != nil {
 		return err
 	}
@@ -171,7 +185,9 @@ func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 
 // Release implements [tenure.Store]: the coordinator resigns. It sends
 // Resign to every member, stops being coordinator and abstains from
-// elections for Timeout, so the others elect someone else at once; after
+// elections for Timeout (after a step-down request, for its window, and
+// the members but the one handed over to abstain too: see stepdown.go),
+// so the others elect someone else at once; after
 // that it stands again (in bully without no-preempt and in lowest it then
 // takes over again, being the preferred member; in ring it stays a
 // follower). It returns [tenure.ErrLost] if l is not current; the node
@@ -183,6 +199,9 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 	if err := n.usable(ctx); err != nil {
 		return err
 	}
+	if _, kind, _ := splitKey(l.Key); kind != mainKey {
+		return nil // a candidate slot, or a step-down's grant: nothing to give back
+	}
 	if err := n.current(l); err != nil {
 		if l.Key == n.key && l.Identity == n.Identity() && l.Term == n.held.epoch {
 			n.ended("released")
@@ -190,16 +209,7 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 		return err
 	}
 	n.held = grant{}
-	n.abstainUntil = time.Now().Add(n.cfg.Timeout)
-	epoch := n.leaderEpoch
-	n.log.Info("peer: resigning", "id", n.self, "epoch", epoch)
-	n.setLeader(0, 0)
-	for _, id := range n.cfg.Group.IDs() {
-		if id != n.self {
-			n.send(id, wire.Message{Type: wire.Resign, Leader: n.self, LeaderEpoch: epoch})
-		}
-	}
-	n.alg.LeaderLost(env{n}, n.self)
+	n.resign(time.Now())
 	return nil
 }
 
@@ -207,14 +217,23 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 // is its ID in decimal, Term its epoch), or Holder "" and Term = the highest
 // known epoch while none is known. Remaining estimates how long until the
 // coordinator would be suspected.
+//
+// Leadership control: the key's control key ([tenure.ControlKey]) reads as
+// the step-down request this node took as coordinator while its window
+// lasts, and its candidate slots as the members this node sees live (see
+// [Node.Candidates]).
 func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := tenure.CheckKey(key); err != nil {
 		return tenure.Record{}, err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.enter(ctx, key); err != nil {
+	base, kind, slot := splitKey(key)
+	if err := n.enter(ctx, base); err != nil {
 		return tenure.Record{}, err
+	}
+	if kind != mainKey {
+		return n.derivedGet(key, base, kind, slot), nil
 	}
 	return n.recordLocked(time.Now()), nil
 }
@@ -239,9 +258,21 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	ctx, cancel := context.WithCancel(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.enter(ctx, key); err != nil {
+	base, kind, slot := splitKey(key)
+	if err := n.enter(ctx, base); err != nil {
 		cancel()
 		return nil, err
+	}
+	get := n.watched
+	if kind != mainKey {
+		get = func(context.Context) (tenure.Record, error) {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if n.closed {
+				return tenure.Record{}, tenure.ErrClosed
+			}
+			return n.derivedGet(key, base, kind, slot), nil
+		}
 	}
 	n.watchers[wake] = cancel
 	context.AfterFunc(ctx, func() {
@@ -249,7 +280,7 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 		delete(n.watchers, wake)
 		n.mu.Unlock()
 	})
-	return tenure.Follow{Get: n.watched, Wake: wake, Announced: true}.Start(ctx), nil
+	return tenure.Follow{Get: get, Wake: wake, Announced: true}.Start(ctx), nil
 }
 
 // watched is the record a watch follows: [Node.Get]'s, except that a

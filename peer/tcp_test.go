@@ -3,6 +3,7 @@ package peer_test
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -71,6 +72,9 @@ func (g *tcpGroup) start(id uint64) *peer.Node {
 		g.t.Fatal(err)
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	if os.Getenv("TENURE_PEER_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("member", id)
+	}
 	n, err := openNode(cfg)
 	if err != nil {
 		g.t.Fatal(err)

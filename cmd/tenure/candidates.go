@@ -11,7 +11,7 @@ import (
 
 // tenure status --candidates.
 
-const candidatesUsage = "also list the candidates registered by tenure run (not in peer modes), best first, with priority and since when (JSON: \"candidates\")"
+const candidatesUsage = "also list the candidates registered by tenure run (in peer modes: the members that answer), best first, with priority and since when (JSON: \"candidates\")"
 
 // candidateJSON is the stable JSON form of a registered candidate.
 type candidateJSON struct {
@@ -27,10 +27,10 @@ func listCandidates(ctx context.Context, store tenure.Store, o keyCmdOpts, rec t
 	if !o.candidates {
 		return nil, nil
 	}
-	if err := refusePeer("status --candidates", o.store); err != nil {
-		return nil, err
+	if mode, ok := peerMode(o.store.url); ok && !peerStepDown[mode] {
+		return nil, usageErrorf("status --candidates is not supported in peer mode (algorithm %s)", mode)
 	}
-	cs, err := tenure.Candidates(ctx, store, o.key)
+	cs, err := candidatesOf(ctx, store, o.key)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the candidates of %q: %w", o.key, err)
 	}
@@ -62,4 +62,19 @@ func printCandidates(w io.Writer, o keyCmdOpts, cs []candidateJSON) {
 		}
 		fmt.Fprintf(w, "  %s priority %d, since %s%s\n", c.ID, c.Priority, c.Since, note)
 	}
+}
+
+// candidateLister is a store that lists the candidates of a key itself: a
+// peer observer (the members that answer) or member node.
+type candidateLister interface {
+	Candidates(ctx context.Context, key string) ([]tenure.Candidate, error)
+}
+
+// candidatesOf lists key's candidates: the store's own list if it keeps
+// one (peer modes), else the registered ones ([tenure.Candidates]).
+func candidatesOf(ctx context.Context, store tenure.Store, key string) ([]tenure.Candidate, error) {
+	if l, ok := store.(candidateLister); ok {
+		return l.Candidates(ctx, key)
+	}
+	return tenure.Candidates(ctx, store, key)
 }

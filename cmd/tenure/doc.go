@@ -115,7 +115,7 @@
 //
 // # Leadership control
 //
-// tenure run turns on [tenure.Config.Control] except on peer stores:
+// tenure run turns on [tenure.Config.Control] on every store, peer modes included:
 // --priority (default 1; 0 never leads), --handover and --yield-after set
 // it. tenure step-down --key KEY [--to ID] [--window DUR] [--no-wait] makes
 // the leader's elector cancel CMD's term with cause [tenure.ErrSteppedDown]
@@ -123,8 +123,13 @@
 // CMD's group is gone, and campaign again: tenure run does not exit, with
 // or without --restart. Only ID may take the key during the window. The
 // usual guarantee holds: the old CMD is dead before the new one starts.
-// tenure status --candidates lists the registered candidates. Peer modes
-// refuse all of these with one line naming the mode, exit code 2.
+// tenure status --candidates lists the registered candidates. In peer
+// modes, step-down and status --candidates take the group's observer URL
+// (no id): the request goes to the coordinator, authenticated by the
+// group secret; in lowest, bully and ring the members but ID hold back
+// for the window, in raft leadership is transferred to ID; the candidates
+// are the members that answer. --priority, --handover and --yield-after
+// are refused there with one line naming the mode, exit code 2.
 //
 // # JSON
 //

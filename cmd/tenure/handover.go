@@ -12,8 +12,11 @@ import (
 )
 
 // Leadership control in `tenure run`: --priority and --handover, and
-// staying a candidate after a step-down. It is on for every store but the
-// peer stores, which elect for one key and have no control key.
+// staying a candidate after a step-down. It is on for every store, and
+// for the peer modes whose nodes take step-down requests (all of them:
+// their nodes serve the control key and candidate slots themselves),
+// where every member has the default priority, so --priority, --handover
+// and --yield-after are refused.
 
 const (
 	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
@@ -52,10 +55,11 @@ func (o *runOpts) checkControl(given bool) error {
 	return nil
 }
 
-// control is the elector's Config.Control for store s: nil on a peer
-// store, or one that cannot publish values (only test wrappers).
+// control is the elector's Config.Control for store s: nil in a peer
+// mode that takes no step-down, or on a store that cannot publish values
+// (only test wrappers).
 func (o *runOpts) control(s tenure.Store) *tenure.Control {
-	if _, peer := peerMode(o.store.url); peer {
+	if mode, peer := peerMode(o.store.url); peer && !peerStepDown[mode] {
 		return nil
 	}
 	if _, ok := s.(tenure.Publisher); !ok {

@@ -25,7 +25,16 @@ leadership control) or set tenure.Config.Control.
 It waits until a new leader holds KEY and prints it, unless --no-wait
 (refused on the local store: its grants end with their process).
 The request is a grant of the control key KEY~tenure-control (KEY may be
-at most 236 bytes). Peer modes (peer://) are not supported.
+at most 236 bytes).
+
+In peer modes give the group's observer URL, without id and state-dir:
+  peer://?peers=...&algorithm=...&secret-file=...
+The request goes to the coordinator, authenticated by the group's
+secret. In lowest, bully and ring the members but ID hold back for the
+window (without --to, the old leader does); in lowest, and in bully
+without no-preempt, the preferred member takes over again once the
+window ends. In raft the leader hands raft leadership to ID
+(LeadershipTransferToServer), else to any member.
 
 Exit codes: 0 a new leader took over (or, with --no-wait, the request was
 made; or --to ID already leads, and nothing was done); 1 a runtime error, another step-down under way, or nobody took over
@@ -73,7 +82,7 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 		o.store, err = sf.resolve(os.Getenv)
 	}
 	if err == nil {
-		err = refusePeer("step-down", o.store)
+		err = checkPeerStepDown(o.store)
 	}
 	if err == nil && o.noWait && isLocalStore(o.store.url) {
 		// A grant of the local store ends with its process: the request
@@ -95,6 +104,27 @@ func refusePeer(what string, src storeSource) error {
 		return nil
 	}
 	return usageErrorf("%s is not supported in peer mode (algorithm %s): peer stores elect for one key and cannot hold a control key", what, mode)
+}
+
+// peerStepDown lists the peer modes whose nodes take step-down requests
+// through an observer (package peer's Node, and raft).
+var peerStepDown = map[string]bool{"lowest": true, "bully": true, "ring": true, "raft": true}
+
+// checkPeerStepDown accepts a step-down on a peer store only in a mode
+// that takes one, and only through the group's observer URL: with id=N
+// the command would open a member's node, a second member N.
+func checkPeerStepDown(src storeSource) error {
+	mode, ok := peerMode(src.url)
+	switch {
+	case !ok:
+		return nil
+	case !peerStepDown[mode]:
+		return usageErrorf("step-down is not supported in peer mode (algorithm %s)", mode)
+	}
+	if u, err := url.Parse(src.url); err == nil && u.Query().Has("id") {
+		return usageErrorf("step-down in peer mode asks the members from outside the group: leave id (and state-dir) out of the peer URL, as for tenure status")
+	}
+	return nil
 }
 
 // isLocalStore reports whether raw is a URL of the local store ("" is
@@ -163,7 +193,7 @@ func checkTarget(ctx context.Context, store tenure.Store, o stepDownOpts, stderr
 	if o.to == "" {
 		return nil
 	}
-	cs, err := tenure.Candidates(ctx, store, o.key)
+	cs, err := candidatesOf(ctx, store, o.key)
 	if err != nil {
 		return nil // the registry is advisory; the request may still work
 	}

@@ -32,6 +32,15 @@
 //     Observers (below) report it too.
 //   - Close stops the member; a majority of the others elects a new leader
 //     after the heartbeat timeout.
+//   - A Node is a [tenure.StepDowner]: the leader takes a step-down request
+//     for its term (from the mode's observer over the status protocol, or
+//     from its own process), serves it as the key's control-key record so
+//     its elector with [tenure.Config.Control] cancels the task with
+//     [tenure.ErrSteppedDown] and releases, and the release hands raft
+//     leadership to the named member (LeadershipTransferToServer), else to
+//     any (LeadershipTransfer). Raft has no abstention: only the old
+//     leader's elector holds back for the window. The candidate slots of
+//     the key read as this node and the leader it knows.
 //
 // Importing the package registers the peer mode "raft":
 //
@@ -59,6 +68,12 @@
 // keeps between polls (closed after 30s idle). A member built before this
 // protocol negotiates none, and the observer reports that it does not
 // answer status queries.
+//
+// A step-down request travels on the same connection: the byte '!' and
+// one line of JSON {"term":7,"to":"2","window_ms":10000}, answered by a
+// status line with "accepted":true, or "refused" saying why (see
+// status.go); the connection's mutual TLS authenticates it and protects it
+// from replay.
 //
 // # Guarantees
 //

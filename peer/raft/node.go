@@ -53,6 +53,10 @@ type Node struct {
 	grant grant  // the last grant of key
 
 	fsm valueFSM // the values published with grants
+
+	sd       stepDown                   // the last step-down request taken (stepdown.go); guarded by mu
+	ctlWatch map[chan struct{}]struct{} // wakes of the control key's watches; guarded by mu
+	started  time.Time
 }
 
 // grant is this node's last grant of its key.
@@ -75,7 +79,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, key: cfg.Key, done: make(chan struct{})}
+	n := &Node{cfg: cfg, key: cfg.Key, done: make(chan struct{}), ctlWatch: map[chan struct{}]struct{}{}, started: time.Now()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -120,6 +124,7 @@ func New(cfg Config) (*Node, error) {
 	if n.layer != nil {
 		r := n.raft
 		n.layer.setStatus(func() statusReply { return nodeStatus(r, &n.fsm) })
+		n.layer.setStepDown(n.answerStepDown)
 	}
 	ok = true
 	return n, nil
@@ -218,6 +223,18 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 	if identity != n.cfg.ID {
 		return tenure.Lease{}, invalidf("identity %q is not this node's ID %q", identity, n.cfg.ID)
 	}
+	if _, kind, _ := splitKey(key); kind != mainKey {
+		// Leadership control: the node serves its candidate slots itself
+		// (registering is a no-op) and takes step-down requests through
+		// RequestStepDown, never as a grant.
+		if kind == controlKey {
+			return tenure.Lease{}, invalidf("the control key %q is the node's own; ask for a step-down with tenure.RequestStepDown", key)
+		}
+		if n.closed.Load() {
+			return tenure.Lease{}, tenure.ErrClosed
+		}
+		return tenure.Lease{Key: key, Identity: identity, Term: 1, TTL: ttl, Token: "1", Value: c.Value}, nil
+	}
 	if ttl > n.cfg.HeartbeatTimeout {
 		return tenure.Lease{}, invalidf("ttl %s exceeds the heartbeat timeout %s: the majority may elect another leader that soon after losing touch with this one", ttl, n.cfg.HeartbeatTimeout)
 	}
@@ -269,6 +286,9 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 // term back, so that is final); a ctx error or other failure is transient.
 // Renew blocks for at most one quorum round trip, bounded by ctx.
 func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
+	if _, kind, _ := splitKey(l.Key); kind != mainKey && l.Key != "" {
+		return n.derivedLease(l)
+	}
 	if err := n.current(l); err != nil {
 		return err
 	}
@@ -290,6 +310,9 @@ func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 // grants nothing (see [ErrSteppingDown]). Release blocks until the handover
 // completed or ctx is done.
 func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
+	if _, kind, _ := splitKey(l.Key); kind != mainKey && l.Key != "" {
+		return n.derivedLease(l) // a candidate slot or a step-down's grant: nothing to give back
+	}
 	if err := n.current(l); err != nil {
 		return err
 	}
@@ -321,6 +344,9 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return tenure.Record{}, err
+	}
+	if base, kind, slot := splitKey(key); kind != mainKey {
+		return n.derivedRecord(key, base, kind, slot), nil
 	}
 	return n.record(key), nil
 }
@@ -394,12 +420,14 @@ func (n *Node) current(l tenure.Lease) error {
 	return nil
 }
 
-// checkKey validates key and that it is the node's key: Config.Key, or
-// else the first key used, to which the node binds.
+// checkKey validates key and that it is the node's key or one of its
+// leadership-control keys: Config.Key, or else the first key used, to
+// which the node binds.
 func (n *Node) checkKey(key string) error {
 	if err := tenure.CheckKey(key); err != nil {
 		return err
 	}
+	key, _, _ = splitKey(key)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.key == "" {
@@ -458,9 +486,17 @@ func (n *Node) publish(ctx context.Context, term uint64, value string) error {
 	return nil
 }
 
-// transfer hands leadership to another member, bounded by ctx.
+// transfer hands leadership to another member, bounded by ctx: to the
+// member a live step-down request of the current term names, if any
+// (LeadershipTransferToServer), else to whichever raft picks.
 func (n *Node) transfer(ctx context.Context) error {
-	if err := n.wait(ctx, n.raft.LeadershipTransfer); err != nil {
+	submit := n.raft.LeadershipTransfer
+	if m, ok := n.transferTarget(n.raft.CurrentTerm()); ok {
+		submit = func() hraft.Future {
+			return n.raft.LeadershipTransferToServer(hraft.ServerID(m.ID), hraft.ServerAddress(m.Addr))
+		}
+	}
+	if err := n.wait(ctx, submit); err != nil {
 		if errors.Is(err, hraft.ErrNotLeader) {
 			return nil // someone else leads already
 		}
@@ -505,6 +541,21 @@ func (n *Node) wait(ctx context.Context, submit func() hraft.Future) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// derivedLease is Renew and Release of a derived key's lease (a candidate
+// slot): fine while the node is open and the lease is this node's.
+func (n *Node) derivedLease(l tenure.Lease) error {
+	if err := n.checkKey(l.Key); err != nil {
+		return err
+	}
+	if n.closed.Load() {
+		return tenure.ErrClosed
+	}
+	if l.Identity != n.cfg.ID {
+		return lostf(l, "it belongs to %q, not this node %q", l.Identity, n.cfg.ID)
+	}
+	return nil
 }
 
 func lostf(l tenure.Lease, format string, args ...any) error {

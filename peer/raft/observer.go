@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -98,14 +100,53 @@ func (a *tlsAsker) dial(ctx context.Context, _ uint64, addr string) (*askConn, e
 	return &askConn{conn: tc, r: bufio.NewReaderSize(tc, maxStatusLine)}, nil
 }
 
-// query sends one request and reads one answer line, bounded by ctx.
+// StepDown implements [transport.StepDownAsker]: a step-down request on
+// the status protocol (see status.go), answered like a status request. As
+// with a query, a kept connection the member closed meanwhile is replaced
+// once, so the request may arrive twice; the leader takes the same
+// request for its term once and answers the repeat as accepted.
+func (a *tlsAsker) StepDown(ctx context.Context, id uint64, req transport.StepDownRequest) (transport.Report, bool, error) {
+	line, err := json.Marshal(stepDownReq{Term: req.Epoch, To: idString(req.To), WindowMS: req.Window.Milliseconds()})
+	if err != nil {
+		return transport.Report{}, false, err
+	}
+	msg := append(append([]byte{stepDownRequest}, line...), '\n')
+	s, err := transport.Query(ctx, a.pool, id, func(ctx context.Context, c *askConn) (statusReply, error) {
+		return a.send(ctx, c, msg)
+	})
+	if err != nil {
+		return transport.Report{}, false, err
+	}
+	r, err := report(s)
+	if err == nil && !s.Accepted && s.Refused != "" {
+		err = fmt.Errorf("refused: %s", s.Refused)
+	}
+	return r, s.Accepted, err
+}
+
+func idString(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatUint(id, 10)
+}
+
+var _ transport.StepDownAsker = (*tlsAsker)(nil)
+
+// query sends one status request and reads one answer line, bounded by
+// ctx.
 func (a *tlsAsker) query(ctx context.Context, c *askConn) (statusReply, error) {
+	return a.send(ctx, c, []byte{statusRequest})
+}
+
+// send writes one request and reads one answer line, bounded by ctx.
+func (a *tlsAsker) send(ctx context.Context, c *askConn, req []byte) (statusReply, error) {
 	conn := c.conn
 	dl, _ := ctx.Deadline()
 	conn.SetDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if _, err := conn.Write([]byte{statusRequest}); err != nil {
+	if _, err := conn.Write(req); err != nil {
 		return statusReply{}, a.ioErr(ctx, err)
 	}
 	line, err := c.r.ReadSlice('\n')

@@ -2,12 +2,16 @@ package raft
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer/transport"
 )
 
 // The status protocol lets an observer (a peer URL without id) ask a member
@@ -22,11 +26,20 @@ import (
 // line of JSON (a statusReply), until either side closes or the connection
 // is idle for statusIdle. A member older than this protocol negotiates no
 // protocol, which the observer detects before sending anything.
+//
+// A step-down request is the byte '!' followed by one line of JSON (a
+// stepDownRequest, at most maxStatusLine bytes); the answer is a
+// statusReply line with "accepted" set if the member took it, else
+// "refused" saying why. A member that predates it closes the connection.
+// The connection's mutual TLS authenticates it (only holders of the
+// secret get one) and protects it from replay.
 const (
-	statusProto   = "tenure-raft-status/1"
-	statusRequest = '?'
-	statusIdle    = 30 * time.Second
-	// maxStatusLine bounds an answer the observer reads.
+	statusProto     = "tenure-raft-status/1"
+	statusRequest   = '?'
+	stepDownRequest = '!'
+	statusIdle      = 30 * time.Second
+	// maxStatusLine bounds an answer the observer reads, and a step-down
+	// request a member reads.
 	maxStatusLine = 4096
 )
 
@@ -41,11 +54,55 @@ type statusReply struct {
 	// Value is the value the leader published in Term, once this member
 	// applied it; omitted when none (and by members that predate it).
 	Value string `json:"value,omitempty"`
+	// Accepted and Refused answer a step-down request: taken, or why not.
+	Accepted bool   `json:"accepted,omitempty"`
+	Refused  string `json:"refused,omitempty"`
+}
+
+// stepDownReq is a step-down request on the status protocol: leader of
+// Term, step down; hand over to member To ("" for any); the window in
+// milliseconds.
+type stepDownReq struct {
+	Term     uint64 `json:"term"`
+	To       string `json:"to,omitempty"`
+	WindowMS int64  `json:"window_ms"`
+}
+
+// decodeStepDown parses and checks one request line: a JSON object with a
+// term, a window from tenure.MinTTL to tenure.MaxTTL and a target that is
+// "" or a member ID in decimal. It never panics.
+func decodeStepDown(line []byte) (stepDownReq, error) {
+	var r stepDownReq
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return stepDownReq{}, fmt.Errorf("raft: bad step-down request: %w", err)
+	}
+	if dec.More() {
+		return stepDownReq{}, errors.New("raft: bad step-down request: trailing data")
+	}
+	w := time.Duration(r.WindowMS) * time.Millisecond
+	switch {
+	case r.Term == 0:
+		return stepDownReq{}, errors.New("raft: bad step-down request: no term")
+	case r.WindowMS <= 0 || r.WindowMS > int64(tenure.MaxTTL/time.Millisecond) || w < tenure.MinTTL:
+		return stepDownReq{}, fmt.Errorf("raft: bad step-down request: window %dms out of range", r.WindowMS)
+	}
+	if r.To != "" {
+		if _, err := transport.ParseID(r.To); err != nil {
+			return stepDownReq{}, fmt.Errorf("raft: bad step-down request: target: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // setStatus makes the layer answer status connections with f's result;
 // until then they are closed unanswered. f must not block.
 func (l *tlsLayer) setStatus(f func() statusReply) { l.status.Store(&f) }
+
+// setStepDown makes the layer pass step-down requests to f, which answers
+// them; until then they are refused. f must not block.
+func (l *tlsLayer) setStepDown(f func(stepDownReq) statusReply) { l.stepDown.Store(&f) }
 
 // nodeStatus is a raft member's statusReply, with the value published in
 // its current term as fsm has applied it; it does not block on the
@@ -77,20 +134,51 @@ func (l *tlsLayer) serveStatus(c *tls.Conn) {
 	if f == nil {
 		return
 	}
-	r := bufio.NewReader(c)
+	r := bufio.NewReaderSize(c, maxStatusLine)
 	enc := json.NewEncoder(c)
 	enc.SetEscapeHTML(false) // a value of MaxValueLen bytes stays well under maxStatusLine
 	for {
 		c.SetReadDeadline(time.Now().Add(statusIdle))
 		b, err := r.ReadByte()
-		if err != nil || b != statusRequest {
+		if err != nil {
+			return
+		}
+		var answer statusReply
+		switch b {
+		case statusRequest:
+			answer = (*f)()
+		case stepDownRequest:
+			c.SetReadDeadline(time.Now().Add(handshakeTimeout))
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				return // too long, or cut short
+			}
+			answer = l.answerStepDown(line, *f)
+		default:
 			return
 		}
 		c.SetWriteDeadline(time.Now().Add(handshakeTimeout))
-		if err := enc.Encode((*f)()); err != nil {
+		if err := enc.Encode(answer); err != nil {
 			return
 		}
 	}
+}
+
+// answerStepDown decodes a step-down request line and passes it to the
+// node, or refuses it.
+func (l *tlsLayer) answerStepDown(line []byte, status func() statusReply) statusReply {
+	req, err := decodeStepDown(bytes.TrimSpace(line))
+	sd := l.stepDown.Load()
+	switch {
+	case err != nil:
+	case sd == nil:
+		err = errors.New("this member takes no step-down requests yet")
+	default:
+		return (*sd)(req)
+	}
+	s := status()
+	s.Refused = err.Error()
+	return s
 }
 
 // decodeStatus parses one answer line.

@@ -209,6 +209,7 @@ type tlsLayer struct {
 	psk          []byte      // pre-authentication key
 	maxHS        int64       // concurrent incoming handshakes; 0: maxHandshakes
 	status       atomic.Pointer[func() statusReply]
+	stepDown     atomic.Pointer[func(stepDownReq) statusReply]
 	logger       hclog.Logger
 	conns        chan net.Conn
 	done         chan struct{}

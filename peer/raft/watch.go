@@ -20,6 +20,9 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	if n.closed.Load() {
 		return nil, tenure.ErrClosed
 	}
+	if base, kind, slot := splitKey(key); kind != mainKey {
+		return n.watchDerived(ctx, key, base, kind, slot)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	obs := make(chan hraft.Observation, 16)
 	o := hraft.NewObserver(obs, false, func(o *hraft.Observation) bool {

@@ -56,8 +56,30 @@ func NewAsker(cfg Config) (transport.Asker, error) {
 // member closed while idle is replaced once, unless the reply failed
 // authentication.
 func (a *asker) Ask(ctx context.Context, id uint64) (transport.Report, error) {
-	return transport.Query(ctx, a.pool, id, a.query)
+	q := func(ctx context.Context, c *askConn) (transport.Report, error) {
+		r, _, err := a.query(ctx, c, wire.Message{Type: wire.StatusQuery})
+		return r, err
+	}
+	return transport.Query(ctx, a.pool, id, q)
 }
+
+// StepDown implements [transport.StepDownAsker]: a [wire.StepDown] frame on
+// the same authenticated connection as the queries, answered like one. As
+// with a query, a kept connection the member closed meanwhile is replaced
+// once, so the request may arrive twice; the coordinator takes the same
+// request for its epoch once and answers the repeat as accepted.
+func (a *asker) StepDown(ctx context.Context, id uint64, req transport.StepDownRequest) (transport.Report, bool, error) {
+	var accepted bool
+	q := func(ctx context.Context, c *askConn) (transport.Report, error) {
+		r, ok, err := a.query(ctx, c, wire.Message{Type: wire.StepDown, LeaderEpoch: req.Epoch, Candidate: req.To, TTL: req.Window})
+		accepted = ok
+		return r, err
+	}
+	r, err := transport.Query(ctx, a.pool, id, q)
+	return r, accepted, err
+}
+
+var _ transport.StepDownAsker = (*asker)(nil)
 
 // dial connects to member id and authenticates as [wire.ObserverID].
 func (a *asker) dial(ctx context.Context, id uint64, addr string) (*askConn, error) {
@@ -93,8 +115,10 @@ func (a *asker) handshake(ctx context.Context, conn net.Conn, id uint64) (*sessi
 	return dialHandshake(conn, a.gk, wire.ObserverID, id)
 }
 
-// query sends one StatusQuery on c and reads until the matching reply.
-func (a *asker) query(ctx context.Context, c *askConn) (transport.Report, error) {
+// query sends request m (a StatusQuery or a StepDown; its type and fields
+// are the caller's, the envelope and nonce are set here) on c and reads
+// until the matching reply; accepted is the reply's [wire.FlagAccepted].
+func (a *asker) query(ctx context.Context, c *askConn, m wire.Message) (r transport.Report, accepted bool, err error) {
 	conn := c.conn
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
@@ -104,33 +128,38 @@ func (a *asker) query(ctx context.Context, c *askConn) (transport.Report, error)
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	nonce := rand.Uint64()
-	q := wire.Message{Type: wire.StatusQuery, From: wire.ObserverID, To: c.id, Incarnation: a.incarnation, Ref: nonce}
-	if _, err := conn.Write(c.s.out.Seal(byte(wire.StatusQuery), q)); err != nil {
-		return transport.Report{}, a.ioErr(ctx, err)
+	m.From, m.To, m.Incarnation, m.Ref = wire.ObserverID, c.id, a.incarnation, nonce
+	if _, err := conn.Write(c.s.out.Seal(byte(m.Type), m)); err != nil {
+		return transport.Report{}, false, a.ioErr(ctx, err)
 	}
 	buf := make([]byte, wire.MaxFrameLen)
 	for {
 		if _, err := io.ReadFull(conn, buf[:4]); err != nil {
-			return transport.Report{}, a.ioErr(ctx, err)
+			return transport.Report{}, false, a.ioErr(ctx, err)
 		}
 		size, err := wire.FrameSize(buf[:4])
 		if err != nil {
-			return transport.Report{}, fmt.Errorf("bad reply: %w", err)
+			return transport.Report{}, false, fmt.Errorf("bad reply: %w", err)
 		}
 		if _, err := io.ReadFull(conn, buf[4:size]); err != nil {
-			return transport.Report{}, a.ioErr(ctx, err)
+			return transport.Report{}, false, a.ioErr(ctx, err)
 		}
-		_, m, err := c.s.in.Open(buf[:size])
+		_, got, err := c.s.in.Open(buf[:size])
 		switch {
 		case errors.Is(err, wire.ErrBadMAC):
-			return transport.Report{}, fmt.Errorf("the reply failed authentication (is secret-file the members' secret?): %w", err)
+			return transport.Report{}, false, fmt.Errorf("the reply failed authentication (is secret-file the members' secret?): %w", err)
 		case err != nil:
-			return transport.Report{}, fmt.Errorf("bad reply: %w", err)
-		case m.Type != wire.StatusReply || m.From != c.id || m.To != wire.ObserverID || m.Ref != nonce:
+			return transport.Report{}, false, fmt.Errorf("bad reply: %w", err)
+		case got.Type != wire.StatusReply || got.From != c.id || got.To != wire.ObserverID || got.Ref != nonce:
 			continue // an answer to an earlier query that timed out
 		}
+		m := got
+		var since time.Time
+		if m.Candidate != 0 && m.Candidate < 1<<62 {
+			since = time.UnixMilli(int64(m.Candidate))
+		}
 		return transport.Report{Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Epoch: m.Epoch,
-			TTL: max(m.TTL, 0), Remaining: max(m.Remaining, 0), Value: m.Value}, nil
+			TTL: max(m.TTL, 0), Remaining: max(m.Remaining, 0), Value: m.Value, Since: since}, m.Flags&wire.FlagAccepted != 0, nil
 	}
 }
 

@@ -116,10 +116,11 @@ func (c *counters) count(err error) {
 // is evicted, or else the oldest observer connection, so neither strangers
 // nor observers can keep members out.
 //
-// An observer's StatusQuery frames reach Recv like every message, with
-// a reply channel; the transport writes the member's answer back on the
-// connection the query came in on. An observer can send nothing else, so
-// it is never heard as a member.
+// An observer's StatusQuery and StepDown frames (requests, see
+// [wire.Type.IsRequest]) reach Recv like every message, with a reply
+// channel; the transport writes the member's answer back on the
+// connection the request came in on. An observer can send nothing else,
+// so it is never heard as a member.
 type Transport struct {
 	cfg         Config
 	gk          groupKey
@@ -603,10 +604,11 @@ func (t *Transport) authenticate(s *session, b []byte) (m wire.Message, ok bool,
 // dispatch hands an authenticated message to the member through Recv, the
 // one path for everything it receives. Observers may only ask, and members
 // never reply to the transport, so such messages are dropped (counted as
-// Misaddressed). A status query is delivered with a reply channel and its
-// answer written back on c; dispatch reports false if that write failed.
+// Misaddressed). A request (a status query or a step-down) is delivered
+// with a reply channel and its answer written back on c; dispatch reports
+// false if that write failed.
 func (t *Transport) dispatch(c net.Conn, s *session, m wire.Message) bool {
-	query := m.Type == wire.StatusQuery
+	query := m.Type.IsRequest()
 	if !query && (m.Type == wire.StatusReply || s.peer == wire.ObserverID) {
 		t.c.misaddressed.Add(1) // members never ask; observers never vote
 		return true

@@ -3,6 +3,7 @@ package tcp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -475,7 +476,85 @@ func TestOtherVersionRefused(t *testing.T) {
 		t.Errorf("OtherGroup = %d, want 2", n)
 	}
 	out := logs.String()
-	if strings.Count(out, "another tenure version") != 1 || !strings.Contains(out, "version 3, this end speaks version 4") {
-		t.Errorf("want one log line naming versions 3 and 4; got:\n%s", out)
+	if strings.Count(out, "another tenure version") != 1 || !strings.Contains(out, fmt.Sprintf("version %d, this end speaks version %d", wire.FrameVersion-1, wire.FrameVersion)) {
+		t.Errorf("want one log line naming both versions; got:\n%s", out)
+	}
+}
+
+// TestTCPStepDownAuthenticated: a step-down request reaches the member
+// only as an authenticated frame of its own connection, in sequence: the
+// member sees it once and answers it on that connection; the same frame
+// again on that connection (a replay), on a new connection, sealed under
+// another key, or from a dialer without the secret is never delivered,
+// and the connection is closed.
+func TestTCPStepDownAuthenticated(t *testing.T) {
+	g, gk := wireGroup(t, 3)
+	tr := wireListen(t, g, 1, nil)
+	var mu sync.Mutex
+	var got []wire.Message
+	go func() {
+		for d := range tr.Recv() {
+			if d.Type != wire.StepDown {
+				continue
+			}
+			mu.Lock()
+			got = append(got, d.Message)
+			mu.Unlock()
+			d.Reply <- wire.Message{Ref: d.Ref, Flags: wire.FlagAccepted, Leader: 1, LeaderEpoch: d.LeaderEpoch}
+		}
+	}()
+	req := func(s *session) []byte {
+		return s.out.Seal(byte(wire.StepDown), wire.Message{Type: wire.StepDown, From: wire.ObserverID, To: 1, Ref: 77,
+			LeaderEpoch: 4, Candidate: 2, TTL: 3 * time.Second})
+	}
+	c, s := wireDial(t, g.Addr(1), gk, wire.ObserverID, 1)
+	f := req(s)
+	if _, err := c.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	m, err := wireReply(c, s)
+	if err != nil || m.Type != wire.StatusReply || m.Ref != 77 || m.Flags&wire.FlagAccepted == 0 {
+		t.Fatalf("answer to the step-down: %v, %v", m, err)
+	}
+	if _, err := c.Write(f); err != nil { // replayed on its own connection
+		t.Fatal(err)
+	}
+	waitClosed(t, c)
+
+	c2, _ := wireDial(t, g.Addr(1), gk, wire.ObserverID, 1)
+	if _, err := c2.Write(f); err != nil { // replayed on a new connection
+		t.Fatal(err)
+	}
+	waitClosed(t, c2)
+
+	c3, s3 := wireDial(t, g.Addr(1), gk, wire.ObserverID, 1)
+	s3.out.Key = bytes.Repeat([]byte{9}, len(s3.out.Key)) // forged: not the session key
+	if _, err := c3.Write(req(s3)); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, c3)
+
+	other, _ := NewSecret([]byte("another secret of enough entropy: 8f3a1c"))
+	bad, err := deriveGroupKey(other, "", "", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c4, err := net.Dial("tcp", g.Addr(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c4.Close()
+	c4.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := dialHandshake(c4, bad, wire.ObserverID, 1); err == nil {
+		t.Fatal("a dialer without the secret got through the handshake")
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].LeaderEpoch != 4 || got[0].Candidate != 2 || got[0].TTL != 3*time.Second {
+		t.Fatalf("the member received %v; want the one authenticated request", got)
+	}
+	if st := tr.Stats(); st.BadMAC == 0 || st.Replayed != 1 || st.Stale != 1 {
+		t.Errorf("stats %+v: want the forged frame and the bad handshake counted as BadMAC, the replays as Replayed and Stale", st)
 	}
 }

@@ -13,8 +13,8 @@ import (
 var ErrUnreachable = errors.New("peer: member unreachable")
 
 // Delivery is one message a transport received, authenticated and
-// addressed to its member. Reply is nil except for a [wire.StatusQuery]: then
-// it is a channel with room for one [wire.Message], the receiver's answer,
+// addressed to its member. Reply is nil except for a request
+// ([wire.Type.IsRequest]: a StatusQuery or a StepDown): then it is a channel with room for one [wire.Message], the receiver's answer,
 // which the transport sends back on the connection the query came in on
 // (From, To and Incarnation are the transport's to set). A receiver never
 // blocks on Reply and may leave it unanswered; the transport then drops
@@ -56,6 +56,28 @@ type Report struct {
 	Leader, LeaderEpoch, Epoch uint64
 	TTL, Remaining             time.Duration
 	Value                      string
+	// Since is when the member's node started, on its clock (zero if it
+	// does not say).
+	Since time.Time
+}
+
+// StepDownRequest is a step-down request for a member (see
+// [wire.StepDown]): step down from Epoch, hand over to member To (0: any
+// other), the others holding back for Window.
+type StepDownRequest struct {
+	Epoch, To uint64
+	Window    time.Duration
+}
+
+// StepDownAsker is an [Asker] that can also carry a step-down request to a
+// member, authenticated like its queries (tcp.NewAsker's can). Observers
+// of modes whose Asker is not one cannot ask for a step-down.
+type StepDownAsker interface {
+	Asker
+	// StepDown sends req to member id and returns its answer: its report
+	// after handling the request, and whether it took it (it does only
+	// when it is the coordinator of req.Epoch). It blocks like Ask.
+	StepDown(ctx context.Context, id uint64, req StepDownRequest) (r Report, accepted bool, err error)
 }
 
 // Asker is how an observer (peer.Observer) reaches members: it asks one

@@ -11,13 +11,13 @@ import (
 	"unicode/utf8"
 )
 
-// Wire format, version 4. All integers are big-endian; every frame starts
+// Wire format, version 5. All integers are big-endian; every frame starts
 // with the same 32-byte Header:
 //
 //	offset size field
 //	0      4    length of the rest of the frame (frame size - 4)
-//	4      1    version (4)
-//	5      1    kind: a message [Type] (1-10) or a handshake kind (0x81-0x85)
+//	4      1    version (5)
+//	5      1    kind: a message [Type] (1-12) or a handshake kind (0x81-0x85)
 //	6      1    flags
 //	7      1    reserved, 0
 //	8      8    group tag: SHA-256 of the group's description (see
@@ -41,7 +41,8 @@ import (
 //	80     8    candidate
 //	88     8    ref
 //	96     8    hops
-//	104    8    ttl, nanoseconds (status replies)
+//	104    8    ttl, nanoseconds (status replies; the window of a
+//	            step-down request or of a resign after one)
 //	112    8    remaining, nanoseconds (status replies)
 //	120    n    value: the coordinator's published value, UTF-8, at most
 //	            MaxValueLen bytes; only in a StatusReply (n = 0 in every
@@ -49,7 +50,8 @@ import (
 //	120+n  32   HMAC-SHA256 over bytes 0 to 119+n under the direction's
 //	            session key, derived from the group key and both nonces
 //
-// Version 4 added the value. Members and observers of different versions
+// Version 5 added the step-down request ([StepDown], [FlagAccepted], a
+// window on Resign); version 4 added the value. Members and observers of different versions
 // do not interoperate: every frame of another version, the first
 // handshake frame included, is refused with [ErrVersion] (its error names
 // both versions), so a member or observer of another tenure version never
@@ -57,7 +59,7 @@ import (
 // secret and replay state in memory; version 3 frames were 152 bytes, with
 // no value.
 const (
-	FrameVersion = 4
+	FrameVersion = 5
 	// FrameLen is the size of a message frame without a value (a
 	// StatusReply adds its value's length), HandshakeLen of a handshake
 	// frame.
@@ -262,7 +264,7 @@ func (d *Direction) Open(b []byte) (byte, Message, error) {
 	switch {
 	case !m.Type.Valid():
 		return 0, Message{}, fmt.Errorf("%w: unknown message type %d", ErrMalformed, h.Kind)
-	case !m.Type.IsStatus() && (m.TTL != 0 || m.Remaining != 0):
+	case !m.Type.HasTimings() && (m.TTL != 0 || m.Remaining != 0):
 		return 0, Message{}, fmt.Errorf("%w: %s with status timings", ErrMalformed, m.Type)
 	case m.Type != StatusReply && n != 0:
 		return 0, Message{}, fmt.Errorf("%w: %s with a value", ErrMalformed, m.Type)

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,9 @@ func FuzzFrameDecode(f *testing.F) {
 		{Type: StatusQuery, From: ObserverID, To: 1, Ref: 99},
 		{Type: StatusReply, From: 2, To: 1, Ref: 99, TTL: time.Second},
 		{Type: StatusReply, From: 2, To: 1, Ref: 99, TTL: time.Second, Leader: 2, LeaderEpoch: 3, Value: "10.0.0.7:8080"},
+		{Type: StepDown, From: ObserverID, To: 1, Ref: 5, LeaderEpoch: 3, Candidate: 2, TTL: 10 * time.Second},
+		{Type: StatusReply, Flags: FlagAccepted, From: 1, To: ObserverID, Ref: 5, Leader: 1, LeaderEpoch: 3},
+		{Type: Resign, From: 1, To: 2, Leader: 1, LeaderEpoch: 3, Candidate: 2, TTL: 10 * time.Second},
 	} {
 		f.Add(d.Seal(byte(m.Type), m))
 	}
@@ -79,7 +83,7 @@ func FuzzFrameDecode(f *testing.F) {
 	}
 	f.Add([]byte{0, 0, 0, 4, 3, 2, 1, 0})
 	v3 := d.Seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1})
-	v3[4] = 3 // a version-3 member's frame
+	v3[4] = FrameVersion - 1 // a member of the previous version
 	f.Add(v3)
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{})
@@ -139,12 +143,36 @@ func TestFrameOtherVersion(t *testing.T) {
 	out, in := testConn(testGroup, 1)
 	f := out.Seal(byte(Heartbeat), Message{Type: Heartbeat, From: 2, To: 1})
 	hello := EncodeHandshake(Header{Kind: KindHello, Group: testGroup, From: 2, To: 1}, make([]byte, NonceLen))
-	f[4], hello[4] = 3, 3
+	f[4], hello[4] = 3, 3 // an older member's frames
 	_, _, err := in.Open(f)
 	_, _, herr := DecodeHandshake(hello, testGroup, KindHello)
 	for _, e := range []error{err, herr} {
-		if !errors.Is(e, ErrVersion) || !strings.Contains(e.Error(), "version 3, this end speaks version 4") {
-			t.Errorf("a version-3 frame: %v, want ErrVersion naming versions 3 and 4", e)
+		if want := fmt.Sprintf("version 3, this end speaks version %d", FrameVersion); !errors.Is(e, ErrVersion) || !strings.Contains(e.Error(), want) {
+			t.Errorf("a version-3 frame: %v, want ErrVersion saying %q", e, want)
 		}
+	}
+}
+
+// TestFrameTimings: a step-down request carries its window, and a Resign
+// the window it asks the members to hold back for; the election types
+// carry none, and a frame with timings there is refused as malformed even
+// with a valid MAC.
+func TestFrameTimings(t *testing.T) {
+	for _, c := range []struct {
+		typ Type
+		ok  bool
+	}{{StepDown, true}, {Resign, true}, {StatusQuery, true}, {Heartbeat, false}, {Yield, false}, {Election, false}} {
+		out, in := testConn(testGroup, 1)
+		m := Message{Type: c.typ, From: 2, To: 1, LeaderEpoch: 4, Candidate: 3, TTL: 10 * time.Second}
+		_, got, err := in.Open(out.Seal(byte(c.typ), m))
+		switch {
+		case c.ok && (err != nil || got.TTL != m.TTL || got.Candidate != 3):
+			t.Errorf("%s with a window: %v, %+v", c.typ, err, got)
+		case !c.ok && !errors.Is(err, ErrMalformed):
+			t.Errorf("%s with a window: %v, want ErrMalformed", c.typ, err)
+		}
+	}
+	if !StepDown.IsRequest() || StepDown.IsStatus() || !StatusQuery.IsRequest() || StatusReply.IsRequest() {
+		t.Error("StepDown and StatusQuery are the requests; StatusReply is not")
 	}
 }

@@ -30,6 +30,9 @@ const (
 	// successor dead.
 	Ack
 	// Resign tells the members that the coordinator (From) stepped down.
+	// After a step-down request (see StepDown), Candidate names the member
+	// it hands over to (0: any but From) and TTL the window: every member
+	// but Candidate holds back (abstains) for TTL. Without one both are 0.
 	Resign
 	// Reject tells a member that its coordinator claim is stale: the sender
 	// knows a higher epoch (Epoch).
@@ -56,15 +59,24 @@ const (
 	// sender heard from). Appended after the status types so that older
 	// type numbers keep their values.
 	Yield
+	// StepDown asks the coordinator (To) to step down from epoch
+	// LeaderEpoch, handing over to member Candidate (0: any member but
+	// itself), the others holding back for TTL (the window). Any holder of
+	// the group's secret may send it, from an observer's connection
+	// ([ObserverID]) or a member's; like a StatusQuery it is answered on
+	// its connection (a StatusReply echoing Ref, with [FlagAccepted] if
+	// the coordinator took the request) and never counted as a sign of
+	// life. Added in version 5.
+	StepDown
 
-	maxType = Yield
+	maxType = StepDown
 )
 
 // ObserverID is the sender ID an observer (peer.Observer) uses in its status queries. It
 // is never a member (member IDs start at 1).
 const ObserverID = 0
 
-var typeNames = [...]string{"", "heartbeat", "election", "answer", "coordinator", "elected", "ack", "resign", "reject", "status-query", "status-reply", "yield"}
+var typeNames = [...]string{"", "heartbeat", "election", "answer", "coordinator", "elected", "ack", "resign", "reject", "status-query", "status-reply", "yield", "step-down"}
 
 func (t Type) String() string {
 	if t >= 1 && t <= maxType {
@@ -80,6 +92,16 @@ func (t Type) Valid() bool { return t >= 1 && t <= maxType }
 // observer's types, which never take part in an election.
 func (t Type) IsStatus() bool { return t == StatusQuery || t == StatusReply }
 
+// IsRequest reports whether t is a request answered on its connection
+// (StatusQuery, StepDown): it never takes part in an election, and the
+// transport hands it over with a reply channel.
+func (t Type) IsRequest() bool { return t == StatusQuery || t == StepDown }
+
+// HasTimings reports whether a message of type t may carry TTL and
+// Remaining: the status types, a StepDown (its window, in TTL) and a
+// Resign (the window its members hold back for, in TTL).
+func (t Type) HasTimings() bool { return t.IsStatus() || t == StepDown || t == Resign }
+
 // Flags qualify a message.
 const (
 	// FlagAbstain: the sender does not stand for election (it resigned
@@ -89,6 +111,9 @@ const (
 	// lease yet, waiting for the members to [Yield]; set on its Heartbeat,
 	// Coordinator and Elected messages.
 	FlagHandover
+	// FlagAccepted: on the StatusReply answering a [StepDown], the
+	// coordinator took the request.
+	FlagAccepted
 )
 
 // Message is what members exchange. Algorithms fill Type, Leader,
@@ -108,14 +133,17 @@ type Message struct {
 	// Leader is the coordinator the message is about (0: none) and
 	// LeaderEpoch its epoch.
 	Leader, LeaderEpoch uint64
-	// Candidate is the best candidate so far of a ring election.
+	// Candidate is the best candidate so far of a ring election, the
+	// member to hand over to in a StepDown or Resign, and in a StatusReply
+	// when the answering member's node started (Unix milliseconds).
 	Candidate uint64
 	// Ref correlates an Ack with the message it acknowledges.
 	Ref uint64
 	// Hops counts how far a ring message travelled.
 	Hops uint64
-	// TTL and Remaining are a StatusReply's record timings (zero in every
-	// other type).
+	// TTL and Remaining are a StatusReply's record timings; TTL is also
+	// the window of a StepDown or Resign (zero in every other type, see
+	// [Type.HasTimings]).
 	TTL, Remaining time.Duration
 	// Value is, in a StatusReply from the coordinator itself, the value
 	// published with its outstanding grant (tenure.Claim.Value); "" in

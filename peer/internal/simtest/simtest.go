@@ -38,6 +38,7 @@ type Cluster struct {
 
 	seed     uint64
 	electors map[uint64]*member // by member ID, while it runs
+	control  bool
 
 	alg       string
 	heartbeat time.Duration
@@ -58,6 +59,10 @@ type Options struct {
 	Heartbeat, Timeout time.Duration
 	NoPreempt          bool
 	Configure          func(c *peer.Config)
+	// Control gives the electors leadership control
+	// ([tenure.Config.Control], the default priority), so that they obey
+	// step-down requests (see [peer.Node.RequestStepDown]).
+	Control bool
 	// Electors runs a real [tenure.Elector] on every started member, with
 	// the node as its store and a task that records its lifetime in
 	// Cluster.Hist: live from when the elector starts it until its context
@@ -95,7 +100,7 @@ func New(o Options) *Cluster {
 		Epochs: map[uint64]*peer.MemEpoch{}, Configure: o.Configure, alg: o.Algorithm,
 		heartbeat: o.Heartbeat, timeout: o.Timeout, noPreempt: o.NoPreempt,
 		lastEpoch: map[uint64]uint64{}, lastFollow: map[uint64]uint64{},
-		issuedBy: map[uint64]uint64{}, issuedSeen: map[uint64]int{}, seed: o.Seed}
+		issuedBy: map[uint64]uint64{}, issuedSeen: map[uint64]int{}, seed: o.Seed, control: o.Control}
 	if o.Electors {
 		c.Hist, c.electors = sim.NewHistory(), map[uint64]*member{}
 	}
@@ -151,8 +156,11 @@ func (c *Cluster) Start(id uint64) error {
 
 // startElector runs an elector for member id over its node.
 func (c *Cluster) startElector(id uint64, n *peer.Node) error {
-	e, err := tenure.New(tenure.Config{Store: n, Key: "sim", Logger: logger,
-		Rand: rand.New(rand.NewPCG(c.seed, id))})
+	cfg := tenure.Config{Store: n, Key: "sim", Logger: logger, Rand: rand.New(rand.NewPCG(c.seed, id))}
+	if c.control {
+		cfg.Control = &tenure.Control{Priority: tenure.DefaultPriority}
+	}
+	e, err := tenure.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -201,6 +209,21 @@ func (c *Cluster) Finish(id uint64) bool {
 		}
 	}
 	return live
+}
+
+// Leading returns the members whose leader task runs now, sorted (one
+// at most, unless tasks overlap).
+func (c *Cluster) Leading() []uint64 {
+	var ids []uint64
+	for id, m := range c.electors {
+		m.mu.Lock()
+		if m.live != nil {
+			ids = append(ids, id)
+		}
+		m.mu.Unlock()
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // Crash stops member id abruptly (no resignation): with electors, its

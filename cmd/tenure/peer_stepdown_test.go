@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/internal/testserver"
+)
+
+// peerControlCluster is three `tenure run` members 1, 2 and 3 of a peer
+// group running alg on loopback TCP, without --restart (a leader that
+// steps down must stay a candidate on its own), and the group's observer
+// URL (no id), from which tenure step-down and status ask the members.
+func peerControlCluster(t *testing.T, alg string) (*cluster, string) {
+	t.Helper()
+	c := testCluster(t, "job", []string{"--quiet"}, []string{"--stop-delay", stopDelay.String()})
+	c.worker = leanWorkerBin
+	dir := t.TempDir()
+	secret := peerSecret(t, dir)
+	var peers []string
+	for i := 1; i <= 3; i++ {
+		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
+	}
+	group := url.Values{"peers": {strings.Join(peers, ",")}, "algorithm": {alg}, "secret-file": {secret}}
+	c.storeFor = func(id string) string {
+		q := url.Values{"id": {id}, "state-dir": {dir}}
+		for k, v := range group {
+			q[k] = v
+		}
+		return "peer://?" + q.Encode()
+	}
+	return c, "peer://?" + group.Encode()
+}
+
+// TestPeerStepDown: in each peer mode, real
+// `tenure run` members; `tenure step-down --to ID` through the observer URL
+// makes ID's CMD the next to start, after the old leader's stopped, and
+// the old leader's tenure run stays a candidate; a step-down naming nobody
+// hands over to another member. The CMDs' own records show no overlap and
+// growing terms. status --candidates lists the three members.
+func TestPeerStepDown(t *testing.T) {
+	for _, alg := range []string{"lowest", "bully", "ring", "raft"} {
+		t.Run(alg, func(t *testing.T) {
+			t.Parallel()
+			c, obs := peerControlCluster(t, alg)
+			for _, id := range []string{"1", "2", "3"} {
+				if _, err := c.start(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			leader, i, ok := c.events.nextStart(0, wait)
+			if !ok {
+				t.Fatal("no leader")
+			}
+			r := runTenure(t, "status", "--store", obs, "--key", "job", "--candidates", "--json")
+			var st struct {
+				Candidates []candidateJSON `json:"candidates"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Candidates) != 3 {
+				t.Fatalf("status --candidates: exit %d, stdout %q, stderr %q; want the 3 members", r.code, r.stdout, r.stderr)
+			}
+
+			to := otherThan(leader.ID, "2", "1")
+			r = runTenure(t, "step-down", "--store", obs, "--key", "job", "--to", to, "--window", "5s")
+			if r.code != exitOK || !strings.Contains(r.stdout, to+" leads") {
+				t.Fatalf("step-down --to %s: exit %d, stdout %q, stderr %q", to, r.code, r.stdout, r.stderr)
+			}
+			next, j, ok := c.events.nextStart(i+1, wait)
+			if !ok || next.ID != to || next.Term <= leader.Term {
+				t.Fatalf("after step-down --to %s the next start is %+v (found %v)", to, next, ok)
+			}
+			select {
+			case <-c.get(leader.ID).Done:
+				t.Fatalf("%s exited after stepping down; it must stay a candidate", leader.ID)
+			default:
+			}
+
+			r = runTenure(t, "step-down", "--store", obs, "--key", "job", "--window", "5s")
+			if r.code != exitOK || !strings.Contains(r.stdout, " leads, term") {
+				t.Fatalf("step-down: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			third, _, ok := c.events.nextStart(j+1, wait)
+			if !ok || third.ID == to {
+				t.Fatalf("after a step-down of %s naming nobody the next start is %+v (found %v)", to, third, ok)
+			}
+			select {
+			case <-c.get(to).Done:
+				t.Fatalf("%s exited after stepping down; it must stay a candidate", to)
+			default:
+			}
+			c.stopAll(10 * time.Second)
+			checkWorkers(t, alg, c.events.events(), 3)
+		})
+	}
+}
