@@ -43,11 +43,12 @@ short string) with each grant this process wins: tenure status, tenure
 watch and the --http view show it while this process leads. The store must
 be able to publish values.
 
-Leadership control (not in peer modes): "tenure step-down --key KEY" makes
-the leader stop CMD and release KEY, and it stays a candidate. --priority N
-ranks candidates when KEY is free (highest first; 0 never leads); --handover
-hands KEY to the best waiting candidate on SIGTERM; --yield-after DUR hands
-it to a candidate of higher priority registered for DUR.
+Leadership control: "tenure step-down --key KEY" makes the leader stop CMD
+and release KEY, and it stays a candidate (in peer modes, step-down takes
+the group's observer URL). --priority N ranks candidates when KEY is free
+(highest first; 0 never leads); --handover hands KEY to the best waiting
+candidate on SIGTERM; --yield-after DUR hands it to a candidate of higher
+priority registered for DUR. These three are not supported in peer modes.
 
 KEY, the identity and the advertised value may also come from $TENURE_KEY,
 $TENURE_ID and $TENURE_ADVERTISE.

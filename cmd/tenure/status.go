@@ -32,7 +32,8 @@ On a Redis store a line "store check: ..." (JSON: "store_checks") says what
 was checked of the server's maxmemory-policy.
 With --candidates it also lists the candidates tenure run registered for
 KEY, best first, with priority and since when (JSON: "candidates", each
-{"id","priority","since","leading"}); not in peer modes.
+{"id","priority","since","leading"}); in peer modes, with the group's
+observer URL, the live members.
 
 Flags:
 `
