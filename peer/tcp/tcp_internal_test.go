@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurehq/tenure/internal/syncbuf"
 	"github.com/tenurehq/tenure/peer/internal/peertest"
 	"github.com/tenurehq/tenure/peer/transport"
 	"github.com/tenurehq/tenure/peer/wire"
@@ -431,30 +432,12 @@ func TestTCPNothingBeforeAuth(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestOtherVersionRefused: a handshake of another protocol version (a
 // member of another tenure version) is refused: the connection is closed,
 // counted as OtherGroup, and logged once with both versions.
 func TestOtherVersionRefused(t *testing.T) {
 	g, gk := wireGroup(t, 2)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	tr := wireListen(t, g, 1, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	for range 2 {
 		c, err := net.Dial("tcp", g.Addr(1))
