@@ -39,10 +39,17 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		if err := e.beforeAcquire(ctx); err != nil {
 			return grant{}, err
 		}
+		// In a session, wait for one of its Acquire slots first: the wait
+		// is not part of the request's time.
+		freeSlot, err := c.Session.acquireSlot(ctx)
+		if err != nil {
+			return grant{}, err
+		}
 		start := c.Clock.Now()
 		rctx, cancel := e.requestContext(ctx, time.Time{})
 		gr, err := e.acquire(rctx, start)
 		cancel()
+		freeSlot()
 		took := c.Clock.Now().Sub(start)
 		unsure = err != nil && !errors.Is(err, ErrHeld) && !isPermanent(err)
 		if err == nil {

@@ -36,6 +36,12 @@ type SessionConfig struct {
 	Clock Clock
 	// Logger receives structured logs. Default [slog.Default].
 	Logger *slog.Logger
+	// MaxAcquires bounds the store Acquires the session has under way at
+	// once; more wait their turn. A burst of thousands (a process starting
+	// to lead thousands of keys) would otherwise queue in the store ahead
+	// of the session's keep-alives, which then miss the renew deadline and
+	// end every grant. Default [DefaultMaxAcquires].
+	MaxAcquires int
 	// Rand, if set, seeds the jitter of each [Session.Campaign], drawn
 	// under the session's lock. Deterministic tests set it. Default: a
 	// randomly seeded source per Campaign.
@@ -61,10 +67,14 @@ type SessionConfig struct {
 //
 // A Session opens its store session lazily and is safe for concurrent use.
 // Close it once the electors using it have returned.
+// DefaultMaxAcquires is the default of [SessionConfig.MaxAcquires].
+const DefaultMaxAcquires = 64
+
 type Session struct {
-	cfg   SessionConfig
-	store SessionStore
-	open  chan struct{} // a one-slot lock held while a store session opens
+	cfg      SessionConfig
+	store    SessionStore
+	open     chan struct{} // a one-slot lock held while a store session opens
+	acquires chan struct{} // a slot per Acquire under way (MaxAcquires)
 
 	// Best-effort background calls (releases retried, grants given back)
 	// run under bgCtx, which Close cancels, and in bg, which it waits for.
@@ -97,10 +107,17 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		msg := strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
 		return nil, invalidf("%s", strings.ReplaceAll(msg, "Config.", "SessionConfig."))
 	}
+	if cfg.MaxAcquires < 0 {
+		return nil, invalidf("SessionConfig.MaxAcquires (%d) must not be negative", cfg.MaxAcquires)
+	}
+	if cfg.MaxAcquires == 0 {
+		cfg.MaxAcquires = DefaultMaxAcquires
+	}
 	cfg.TTL, cfg.RenewDeadline, cfg.RenewInterval = c.TTL, c.RenewDeadline, c.RenewInterval
 	cfg.RetryInterval, cfg.RequestTimeout, cfg.Clock, cfg.Logger = c.RetryInterval, c.RequestTimeout, c.Clock, c.Logger
 	bgCtx, bgCancel := context.WithCancel(context.Background())
-	return &Session{cfg: cfg, store: ss, open: make(chan struct{}, 1), bgCtx: bgCtx, bgCancel: bgCancel}, nil
+	return &Session{cfg: cfg, store: ss, open: make(chan struct{}, 1), acquires: make(chan struct{}, cfg.MaxAcquires),
+		bgCtx: bgCtx, bgCancel: bgCancel}, nil
 }
 
 // errSessionClosed is the cause of the terms a Session's Close ends, and
@@ -150,6 +167,21 @@ func (s *Session) campaignRand() *rand.Rand {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return rand.New(rand.NewPCG(s.cfg.Rand.Uint64(), s.cfg.Rand.Uint64()))
+}
+
+// acquireSlot waits, bounded by ctx, until fewer than MaxAcquires
+// Acquires are under way, and returns the func that frees the slot. It
+// returns ctx's error if ctx ends first. A nil Session has no limit.
+func (s *Session) acquireSlot(ctx context.Context) (func(), error) {
+	if s == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.acquires <- struct{}{}:
+		return func() { <-s.acquires }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // background runs f in the background under the session's background

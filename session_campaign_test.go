@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -260,4 +262,67 @@ func TestCampaignSessionCloseEndsLeadershipsAndWaitsForResign(t *testing.T) {
 			t.Errorf("Campaign after Close: %v, want ErrClosed", err)
 		}
 	})
+}
+
+// slowSessions is a memory store whose session Acquires take 100 ms and
+// count how many were under way at once.
+type slowSessions struct {
+	*memory.Store
+	inflight, most atomic.Int64
+}
+
+func (s *slowSessions) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	ss, err := s.Store.OpenSession(ctx, ttl)
+	return &slowSession{StoreSession: ss, s: s}, err
+}
+
+type slowSession struct {
+	tenure.StoreSession
+	s *slowSessions
+}
+
+func (ss *slowSession) Acquire(ctx context.Context, key, id, value string) (tenure.Lease, error) {
+	n := ss.s.inflight.Add(1)
+	defer ss.s.inflight.Add(-1)
+	for m := ss.s.most.Load(); n > m && !ss.s.most.CompareAndSwap(m, n); m = ss.s.most.Load() {
+	}
+	time.Sleep(100 * time.Millisecond)
+	return ss.StoreSession.Acquire(ctx, key, id, value)
+}
+
+// A burst of campaigns waits for the session's Acquire slots rather than
+// queueing thousands of requests in the store ahead of its keep-alives.
+func TestCampaignBurstIsBoundedByMaxAcquires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &slowSessions{Store: memory.New(nil)}
+		s, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, MaxAcquires: 3, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 20
+		got := make(chan *tenure.Leadership, n)
+		for i := range n {
+			go func() {
+				l, err := s.Campaign(context.Background(), fmt.Sprintf("k%d", i), "p1", "")
+				if err != nil {
+					t.Errorf("Campaign k%d: %v", i, err)
+				}
+				got <- l
+			}()
+		}
+		var ls []*tenure.Leadership
+		for range n {
+			ls = append(ls, <-got)
+		}
+		if m := st.most.Load(); m != 3 {
+			t.Errorf("at most %d Acquires under way at once, want MaxAcquires (3)", m)
+		}
+		resignAll(ls)
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := tenure.NewSession(tenure.SessionConfig{Store: memory.New(nil), MaxAcquires: -1}); !errors.Is(err, tenure.ErrInvalid) {
+		t.Errorf("MaxAcquires -1: %v, want ErrInvalid", err)
+	}
 }

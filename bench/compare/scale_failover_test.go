@@ -15,6 +15,7 @@ import (
 // failoverResult is how long a crashed process's keys took to move.
 type failoverResult struct {
 	store   string
+	lead    string // how process A leads: "Run" or "Campaign"
 	n       int
 	all     time.Duration // from the crash until the other process led every key
 	first   time.Duration // from the crash until the other process led its first key
@@ -33,9 +34,12 @@ type sessionProcess struct {
 	mu            sync.Mutex
 	started, done map[string]time.Time // per key: its task's start and end
 	ledAll        chan struct{}
+	all           bool // ledAll is closed
 }
 
-func startSessionProcess(ctx context.Context, url, id string, keys []string) (*sessionProcess, error) {
+// startSessionProcess starts a process leading keys as id, each key with
+// an elector's Run, or with Session.Campaign if campaign is set.
+func startSessionProcess(ctx context.Context, url, id string, keys []string, campaign bool) (*sessionProcess, error) {
 	st, err := tenure.Open(ctx, url)
 	if err != nil {
 		return nil, err
@@ -50,6 +54,10 @@ func startSessionProcess(ctx context.Context, url, id string, keys []string) (*s
 	runCtx, stop := context.WithCancel(ctx)
 	p.stop = stop
 	for _, k := range keys {
+		if campaign {
+			p.wg.Go(func() { p.campaign(runCtx, k, id, len(keys)) })
+			continue
+		}
 		e, err := tenure.New(tenure.Config{Session: p.sess, Key: k, Identity: id, Logger: quiet})
 		if err != nil {
 			p.close()
@@ -64,7 +72,8 @@ func (p *sessionProcess) task(key string, n int) tenure.Task {
 	return func(ctx context.Context) error {
 		p.mu.Lock()
 		p.started[key] = time.Now()
-		if len(p.started) == n {
+		if len(p.started) == n && !p.all {
+			p.all = true // a key led again (after a loss) counts once
 			close(p.ledAll)
 		}
 		p.mu.Unlock()
@@ -73,6 +82,23 @@ func (p *sessionProcess) task(key string, n int) tenure.Task {
 		p.done[key] = time.Now()
 		p.mu.Unlock()
 		return nil
+	}
+}
+
+// campaign leads key with Session.Campaign until ctx is done: the task
+// runs until the leadership (or ctx) ends, then the key is resigned.
+func (p *sessionProcess) campaign(ctx context.Context, key, id string, n int) {
+	for {
+		l, err := p.sess.Campaign(ctx, key, id, "")
+		if err != nil {
+			return
+		}
+		tctx, cancel := context.WithCancel(l.Context())
+		stop := context.AfterFunc(ctx, cancel)
+		_ = p.task(key, n)(tctx)
+		stop()
+		cancel()
+		l.Resign(context.Background())
 	}
 }
 
@@ -90,13 +116,16 @@ func (p *sessionProcess) close() {
 // them, then freezes A's connection (nothing released, nothing renewed)
 // and times until B leads every key, checking that each of B's tasks
 // started after A's task for that key ended.
-func measureFailover(ctx context.Context, s scaleStore, n int) (failoverResult, error) {
-	r := failoverResult{store: s.name, n: n}
+func measureFailover(ctx context.Context, s scaleStore, n int, campaign bool) (failoverResult, error) {
+	r := failoverResult{store: s.name, lead: "Run", n: n}
+	if campaign {
+		r.lead = "Campaign"
+	}
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("failover-%d-%d-%d", n, time.Now().UnixNano(), i)
 	}
-	a, err := startSessionProcess(ctx, s.url, "a", keys)
+	a, err := startSessionProcess(ctx, s.url, "a", keys, campaign)
 	if err != nil {
 		return r, err
 	}
@@ -104,7 +133,7 @@ func measureFailover(ctx context.Context, s scaleStore, n int) (failoverResult, 
 	if err := waitAll(ctx, a.ledAll, nil, n, 3*time.Minute); err != nil {
 		return r, err
 	}
-	b, err := startSessionProcess(ctx, s.url, "b", keys)
+	b, err := startSessionProcess(ctx, s.url, "b", keys, false)
 	if err != nil {
 		return r, err
 	}

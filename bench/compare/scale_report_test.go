@@ -62,9 +62,9 @@ func writeScale(t *testing.T, results []scaleResult, failovers []failoverResult,
 		fmt.Fprintf(&b, "\nFailover: process A leads N keys through one session while process B campaigns for all of them "+
 			"(B's electors watching); A's connection then freezes (nothing released or renewed). Time until B leads every key; "+
 			"a key whose new task started before A's task for it ended counts as an overlap.\n\n")
-		b.WriteString("| store | N keys | first moved after | all moved after | overlaps |\n| --- | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("| store | A leads with | N keys | first moved after | all moved after | overlaps |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
 		for _, f := range failovers {
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %d |\n", f.store, f.n, f.first.Round(time.Millisecond), f.all.Round(time.Millisecond), f.overlap)
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %d |\n", f.store, f.lead, f.n, f.first.Round(time.Millisecond), f.all.Round(time.Millisecond), f.overlap)
 		}
 	}
 	md := b.String()

@@ -34,7 +34,9 @@ const (
 	// "session", "session, Campaign" and "per key"; default all.
 	envScaleModes = "TENURE_SCALE_MODES"
 	// envScaleFailover, if set, also crashes a process leading N ≥ 100
-	// keys through a session and times their move to another process.
+	// keys through a session and times their move to another process; set
+	// to "campaign", the crashed process leads with Session.Campaign
+	// instead of electors' Run.
 	envScaleFailover = "TENURE_SCALE_FAILOVER"
 	// perKeyMax is the largest N at which electors renewing each key on
 	// their own are measured: beyond it they flood the server.
@@ -109,7 +111,7 @@ func TestScale(t *testing.T) {
 					results = append(results, r)
 				}
 				if n >= 100 && os.Getenv(envScaleFailover) != "" {
-					f, err := measureFailover(ctx, s, n)
+					f, err := measureFailover(ctx, s, n, os.Getenv(envScaleFailover) == "campaign")
 					if errors.Is(err, errors.ErrUnsupported) {
 						t.Logf("%s: %v", s.name, err)
 					} else if err != nil {
