@@ -70,16 +70,7 @@ func Run(s *Scenario) *History {
 		electors.Add(1)
 		go func() {
 			defer electors.Done()
-			task := h.task(p, s.TTL, taskRand, &helpers)
-			var err error
-			if sess := e.Config().Session; p.Campaign && sess != nil {
-				err = campaign(ctx, sess, h, p.ID, task)
-			} else {
-				err = e.Run(ctx, task)
-			}
-			h.mu.Lock()
-			h.RunErrs[p.ID] = err
-			h.mu.Unlock()
+			h.lead(ctx, e, p, h.task(p, s.TTL, taskRand, &helpers))
 		}()
 		helpers.Add(1)
 		go func() {
@@ -104,6 +95,20 @@ func Run(s *Scenario) *History {
 	helpers.Wait()
 	h.End = h.since()
 	return h
+}
+
+// lead runs e's task until ctx is done, with e's Run, or with
+// Session.Campaign if p says so, and records how that returned.
+func (h *History) lead(ctx context.Context, e *tenure.Elector, p ElectorPlan, task tenure.Task) {
+	var err error
+	if sess := e.Config().Session; p.Campaign && sess != nil {
+		err = campaign(ctx, sess, h, p.ID, task)
+	} else {
+		err = e.Run(ctx, task)
+	}
+	h.mu.Lock()
+	h.RunErrs[p.ID] = err
+	h.mu.Unlock()
 }
 
 // campaign is an elector's Run done with Session.Campaign: lead, run the

@@ -19,25 +19,7 @@ import (
 // naming nobody then moves leadership to another member.
 func TestStepDownThroughObserver(t *testing.T) {
 	c, urls := openPeerCluster(t, 3)
-	var running, overlaps atomic.Int32
-	type span struct {
-		id    string
-		term  uint64
-		start bool
-		cause error
-	}
-	spans := make(chan span, 32)
-	task := func(ctx context.Context) error {
-		if running.Add(1) > 1 {
-			overlaps.Add(1)
-		}
-		l, _ := tenure.LeaseFrom(ctx)
-		spans <- span{l.Identity, l.Term, true, nil}
-		<-ctx.Done()
-		running.Add(-1)
-		spans <- span{l.Identity, l.Term, false, context.Cause(ctx)}
-		return nil
-	}
+	sp := newSpans(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() {
@@ -49,21 +31,9 @@ func TestStepDownThroughObserver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { el.Run(ctx, task) })
+		wg.Go(func() { el.Run(ctx, sp.task) })
 	}
-	next := func(start bool) span {
-		t.Helper()
-		for {
-			select {
-			case s := <-spans:
-				if s.start == start {
-					return s
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no task start=%t within 30s", start)
-			}
-		}
-	}
+	next := sp.next
 	obs := openTestObserver(t, observerURL(t, urls[0], ""))
 	first := next(true)
 	to := "1"
@@ -94,7 +64,7 @@ func TestStepDownThroughObserver(t *testing.T) {
 	if third := next(true); third.id == to || third.term <= second.term {
 		t.Fatalf("after a step-down naming nobody %s leads term %d; want another member above term %d", third.id, third.term, second.term)
 	}
-	if n := overlaps.Load(); n != 0 {
+	if n := sp.overlaps.Load(); n != 0 {
 		t.Fatalf("%d times two tasks ran at once", n)
 	}
 
@@ -104,6 +74,52 @@ func TestStepDownThroughObserver(t *testing.T) {
 	}
 	if _, err := tenure.RequestStepDown(ctx, obs, "job", tenure.StepDownRequest{To: strconv.Itoa(9)}); !errors.Is(err, tenure.ErrInvalid) {
 		t.Fatalf("a target outside the cluster: %v, want ErrInvalid", err)
+	}
+}
+
+// span is a task's start or end.
+type span struct {
+	id    string
+	term  uint64
+	start bool
+	cause error
+}
+
+// spans records the starts and ends of the tasks of several electors, and
+// counts the times two ran at once.
+type spans struct {
+	t                 *testing.T
+	running, overlaps atomic.Int32
+	ch                chan span
+}
+
+func newSpans(t *testing.T) *spans { return &spans{t: t, ch: make(chan span, 32)} }
+
+// task is the electors' task: it runs until its context ends.
+func (sp *spans) task(ctx context.Context) error {
+	if sp.running.Add(1) > 1 {
+		sp.overlaps.Add(1)
+	}
+	l, _ := tenure.LeaseFrom(ctx)
+	sp.ch <- span{l.Identity, l.Term, true, nil}
+	<-ctx.Done()
+	sp.running.Add(-1)
+	sp.ch <- span{l.Identity, l.Term, false, context.Cause(ctx)}
+	return nil
+}
+
+// next returns the next start (or end) of a task, failing after 30 s.
+func (sp *spans) next(start bool) span {
+	sp.t.Helper()
+	for {
+		select {
+		case s := <-sp.ch:
+			if s.start == start {
+				return s
+			}
+		case <-time.After(30 * time.Second):
+			sp.t.Fatalf("no task start=%t within 30s", start)
+		}
 	}
 }
 
