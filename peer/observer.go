@@ -82,7 +82,7 @@ func (o *Observer) use(ctx context.Context, key string) error {
 	if err := tenure.CheckKey(key); err != nil {
 		return err
 	}
-	key, _, _ = splitKey(key)
+	key, _, _ = SplitKey(key)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -117,10 +117,10 @@ func (o *Observer) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := o.use(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
-	switch _, kind, slot := splitKey(key); kind {
-	case controlKey:
+	switch _, kind, slot := SplitKey(key); kind {
+	case KindControl:
 		return tenure.Record{Key: key}, nil
-	case candidateSlot:
+	case KindSlot:
 		return o.slot(ctx, key, slot)
 	}
 	return o.get(ctx, key)
@@ -237,7 +237,7 @@ func (o *Observer) Watch(ctx context.Context, key string) (<-chan tenure.Record,
 		return nil, err
 	}
 	get := func(ctx context.Context) (tenure.Record, error) { return o.get(ctx, key) }
-	if _, kind, _ := splitKey(key); kind != mainKey {
+	if _, kind, _ := SplitKey(key); kind != KindMain {
 		get = func(ctx context.Context) (tenure.Record, error) { return o.Get(ctx, key) } // see Get
 	}
 	first, err := get(ctx)
@@ -284,7 +284,7 @@ func (s observerStore) Renew(context.Context, tenure.Lease) error { return s.ref
 // observer requested ([Observer.RequestStepDown]): the window lives on
 // the members, so there is nothing to release and it returns nil.
 func (s observerStore) Release(_ context.Context, l tenure.Lease) error {
-	if _, kind, _ := splitKey(l.Key); kind == controlKey && s.ctx.Err() == nil {
+	if _, kind, _ := SplitKey(l.Key); kind == KindControl && s.ctx.Err() == nil {
 		return nil
 	}
 	return s.refuse()

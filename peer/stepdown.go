@@ -47,28 +47,31 @@ type stepDown struct {
 	live   bool // the window has not ended (tick clears it and wakes watchers)
 }
 
-// derived key kinds: the leadership-control keys a node serves beside its
-// key.
+// KeyKind is what a key a peer store serves is: the elected key, or one
+// of the leadership-control keys derived from it (package tenure's
+// control key and candidate slots).
+type KeyKind int
+
 const (
-	mainKey = iota
-	controlKey
-	candidateSlot
+	KindMain    KeyKind = iota // the key itself
+	KindControl                // its control key (tenure.ControlKey)
+	KindSlot                   // one of its candidate slots
 )
 
-// splitKey tells a derived key (the control key or a candidate slot of a
-// key, see package tenure) from a key, and returns the key it derives
-// from and, for a slot, its number.
-func splitKey(key string) (base string, kind, slot int) {
+// SplitKey tells a derived key (the control key or a candidate slot of a
+// key) from a key, and returns the key it derives from and, for a slot,
+// its number. Store adapters built on this package (peer/raft) share it.
+func SplitKey(key string) (base string, kind KeyKind, slot int) {
 	if b, ok := strings.CutSuffix(key, tenure.ControlSuffix); ok && b != "" {
-		return b, controlKey, 0
+		return b, KindControl, 0
 	}
 	if i := strings.LastIndex(key, tenure.CandidateSuffix); i > 0 {
 		digits := key[i+len(tenure.CandidateSuffix):]
 		if n, err := strconv.Atoi(digits); err == nil && len(digits) == 2 && n >= 0 && n < tenure.CandidateSlots {
-			return key[:i], candidateSlot, n
+			return key[:i], KindSlot, n
 		}
 	}
-	return key, mainKey, 0
+	return key, KindMain, 0
 }
 
 // takeStepDown takes a step-down request as this node's coordinator:
@@ -289,9 +292,9 @@ func (n *Node) slotRecord(key string, i int, now time.Time) tenure.Record {
 
 // derivedGet is Get of a derived key. The caller holds mu and entered
 // base.
-func (n *Node) derivedGet(key, base string, kind, slot int) tenure.Record {
+func (n *Node) derivedGet(key, base string, kind KeyKind, slot int) tenure.Record {
 	now := time.Now()
-	if kind == controlKey {
+	if kind == KindControl {
 		return n.controlRecord(base, now)
 	}
 	r := n.slotRecord(key, slot, now)

@@ -111,14 +111,14 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if base, kind, _ := splitKey(key); kind != mainKey {
+	if base, kind, _ := SplitKey(key); kind != KindMain {
 		// Leadership control: the node serves its candidate slots
 		// itself (registering is a no-op) and takes step-down requests
 		// through RequestStepDown, never as a grant.
 		if err := n.enter(ctx, base); err != nil {
 			return tenure.Lease{}, err
 		}
-		if kind == controlKey {
+		if kind == KindControl {
 			return tenure.Lease{}, invalidf("the control key %q is the node's own; ask for a step-down with tenure.RequestStepDown", key)
 		}
 		return tenure.Lease{Key: key, Identity: identity, Term: 1, TTL: ttl, Token: "1", Value: c.Value}, nil
@@ -173,7 +173,7 @@ func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 	if err := n.usable(ctx); err != nil {
 		return err
 	}
-	if _, kind, _ := splitKey(l.Key); kind != mainKey {
+	if _, kind, _ := SplitKey(l.Key); kind != KindMain {
 		return nil // a candidate slot: registered while the node is open
 	}
 	if err := n.current(l); err != nil {
@@ -199,7 +199,7 @@ func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
 	if err := n.usable(ctx); err != nil {
 		return err
 	}
-	if _, kind, _ := splitKey(l.Key); kind != mainKey {
+	if _, kind, _ := SplitKey(l.Key); kind != KindMain {
 		return nil // a candidate slot, or a step-down's grant: nothing to give back
 	}
 	if err := n.current(l); err != nil {
@@ -228,11 +228,11 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	base, kind, slot := splitKey(key)
+	base, kind, slot := SplitKey(key)
 	if err := n.enter(ctx, base); err != nil {
 		return tenure.Record{}, err
 	}
-	if kind != mainKey {
+	if kind != KindMain {
 		return n.derivedGet(key, base, kind, slot), nil
 	}
 	return n.recordLocked(time.Now()), nil
@@ -258,13 +258,13 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	ctx, cancel := context.WithCancel(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	base, kind, slot := splitKey(key)
+	base, kind, slot := SplitKey(key)
 	if err := n.enter(ctx, base); err != nil {
 		cancel()
 		return nil, err
 	}
 	get := n.watched
-	if kind != mainKey {
+	if kind != KindMain {
 		get = func(context.Context) (tenure.Record, error) {
 			n.mu.Lock()
 			defer n.mu.Unlock()

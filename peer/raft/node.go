@@ -14,6 +14,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 	"go.etcd.io/bbolt"
 )
 
@@ -223,11 +224,11 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 	if identity != n.cfg.ID {
 		return tenure.Lease{}, invalidf("identity %q is not this node's ID %q", identity, n.cfg.ID)
 	}
-	if _, kind, _ := splitKey(key); kind != mainKey {
+	if _, kind, _ := peer.SplitKey(key); kind != peer.KindMain {
 		// Leadership control: the node serves its candidate slots itself
 		// (registering is a no-op) and takes step-down requests through
 		// RequestStepDown, never as a grant.
-		if kind == controlKey {
+		if kind == peer.KindControl {
 			return tenure.Lease{}, invalidf("the control key %q is the node's own; ask for a step-down with tenure.RequestStepDown", key)
 		}
 		if n.closed.Load() {
@@ -286,7 +287,7 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 // term back, so that is final); a ctx error or other failure is transient.
 // Renew blocks for at most one quorum round trip, bounded by ctx.
 func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
-	if _, kind, _ := splitKey(l.Key); kind != mainKey && l.Key != "" {
+	if _, kind, _ := peer.SplitKey(l.Key); kind != peer.KindMain && l.Key != "" {
 		return n.derivedLease(l)
 	}
 	if err := n.current(l); err != nil {
@@ -310,7 +311,7 @@ func (n *Node) Renew(ctx context.Context, l tenure.Lease) error {
 // grants nothing (see [ErrSteppingDown]). Release blocks until the handover
 // completed or ctx is done.
 func (n *Node) Release(ctx context.Context, l tenure.Lease) error {
-	if _, kind, _ := splitKey(l.Key); kind != mainKey && l.Key != "" {
+	if _, kind, _ := peer.SplitKey(l.Key); kind != peer.KindMain && l.Key != "" {
 		return n.derivedLease(l) // a candidate slot or a step-down's grant: nothing to give back
 	}
 	if err := n.current(l); err != nil {
@@ -345,7 +346,7 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return tenure.Record{}, err
 	}
-	if base, kind, slot := splitKey(key); kind != mainKey {
+	if base, kind, slot := peer.SplitKey(key); kind != peer.KindMain {
 		return n.derivedRecord(key, base, kind, slot), nil
 	}
 	return n.record(key), nil
@@ -427,7 +428,7 @@ func (n *Node) checkKey(key string) error {
 	if err := tenure.CheckKey(key); err != nil {
 		return err
 	}
-	key, _, _ = splitKey(key)
+	key, _, _ = peer.SplitKey(key)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.key == "" {

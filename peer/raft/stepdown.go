@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 // Step-down in the raft mode.
@@ -44,30 +44,6 @@ type stepDown struct {
 
 // live reports whether the request's window lasts at now.
 func (s stepDown) live(now time.Time) bool { return s.term != 0 && now.Before(s.until) }
-
-// Leadership-control keys the node serves beside its key (see package
-// tenure's control key and candidate slots).
-const (
-	mainKey = iota
-	controlKey
-	candidateSlot
-)
-
-// splitKey tells a derived key (the control key or a candidate slot of a
-// key) from a key, and returns the key it derives from and a slot's
-// number.
-func splitKey(key string) (base string, kind, slot int) {
-	if b, ok := strings.CutSuffix(key, tenure.ControlSuffix); ok && b != "" {
-		return b, controlKey, 0
-	}
-	if i := strings.LastIndex(key, tenure.CandidateSuffix); i > 0 {
-		digits := key[i+len(tenure.CandidateSuffix):]
-		if n, err := strconv.Atoi(digits); err == nil && len(digits) == 2 && n >= 0 && n < tenure.CandidateSlots {
-			return key[:i], candidateSlot, n
-		}
-	}
-	return key, mainKey, 0
-}
 
 // member returns the configured member id, if any.
 func (n *Node) member(id string) (Member, bool) {
@@ -202,10 +178,10 @@ func (n *Node) wakeControl() {
 // the step-down request this node took while its window lasts; candidate
 // slot i as the i-th member, registered if it is this node or the leader
 // it knows (a raft node knows no more about the others' liveness).
-func (n *Node) derivedRecord(key, base string, kind, slot int) tenure.Record {
+func (n *Node) derivedRecord(key, base string, kind peer.KeyKind, slot int) tenure.Record {
 	r := tenure.Record{Key: key}
 	now := time.Now()
-	if kind == controlKey {
+	if kind == peer.KindControl {
 		n.mu.Lock()
 		sd := n.sd
 		n.mu.Unlock()
@@ -236,7 +212,7 @@ func (n *Node) derivedRecord(key, base string, kind, slot int) tenure.Record {
 
 // watchDerived is Watch of a derived key: [tenure.Follow] woken by every
 // change of the step-down request.
-func (n *Node) watchDerived(ctx context.Context, key, base string, kind, slot int) (<-chan tenure.Record, error) {
+func (n *Node) watchDerived(ctx context.Context, key, base string, kind peer.KeyKind, slot int) (<-chan tenure.Record, error) {
 	wake := make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	n.mu.Lock()

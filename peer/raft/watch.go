@@ -5,6 +5,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 // Watch returns a channel that receives key's record (see [Node.Get]) at
@@ -20,7 +21,7 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	if n.closed.Load() {
 		return nil, tenure.ErrClosed
 	}
-	if base, kind, slot := splitKey(key); kind != mainKey {
+	if base, kind, slot := peer.SplitKey(key); kind != peer.KindMain {
 		return n.watchDerived(ctx, key, base, kind, slot)
 	}
 	ctx, cancel := context.WithCancel(ctx)
