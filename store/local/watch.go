@@ -5,11 +5,13 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -276,8 +278,12 @@ func (n *notifier) read() {
 	defer close(n.gone)
 	defer n.end()
 	buf := make([]byte, 16<<10)
+	rc, err := n.f.SyscallConn()
+	if err != nil {
+		return
+	}
 	for {
-		nr, err := n.f.Read(buf)
+		nr, err := n.readRaw(rc, buf)
 		if err != nil {
 			return
 		}
@@ -310,6 +316,31 @@ func (n *notifier) read() {
 			return
 		}
 	}
+}
+
+// readRaw reads events into buf, waiting in the runtime's poller while
+// there are none. The descriptor is non-blocking, so the read(2) is made
+// as a raw system call: a blocking one would wake the runtime's monitor
+// thread (sysmon) from its sleep, which cost an idle process more than the
+// read itself for every event in the directory, mostly other keys'. It
+// fails once the descriptor is closed.
+func (n *notifier) readRaw(rc syscall.RawConn, buf []byte) (int, error) {
+	var nr int
+	var errno syscall.Errno
+	err := rc.Read(func(fd uintptr) bool {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		nr, errno = int(r), e
+		return e != syscall.EAGAIN && e != syscall.EINTR
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, errno
+	case nr == 0:
+		return 0, io.EOF
+	}
+	return nr, nil
 }
 
 // dispatch wakes the watches concerned by an event on file name: the
