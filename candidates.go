@@ -17,11 +17,15 @@ import (
 //
 // The [Store] contract cannot list keys, so registration uses a fixed set
 // of [CandidateSlots] keys derived from the key: each elector holds one
-// slot with a lease of its own TTL, renewed every [Config.RenewInterval]
-// while Run or Do runs, and publishes its priority and start time as the
-// slot's value. A candidate that dies drops out when its slot expires.
-// Each elector re-reads the slots every third renewal of its own slot
-// (about once per TTL) to learn the others' priorities.
+// slot while Run or Do runs, with a lease of three times its TTL (at most
+// the store's longest) renewed every third of that, about once per TTL,
+// and publishes its priority and start time as the slot's value. A
+// candidate that dies drops out when its slot expires (on a store that
+// ties leases to processes, such as the local one, at once). Each elector
+// re-reads the slots with each renewal of its own slot, to learn the
+// others' priorities, except while it leads without
+// [Control.YieldAfter]: nothing of its own needs them then, so a leader
+// re-reads them only once it campaigns again.
 type Candidate struct {
 	Identity string
 	Priority int
@@ -90,24 +94,25 @@ func BestCandidate(cs []Candidate, except string) (Candidate, bool) {
 	return Candidate{}, false
 }
 
-// register keeps this elector registered in a candidate slot and its list
-// of the other candidates fresh, until the returned func is called (it
-// waits for that, and releases the slot). It registers and reads the list
-// once before it returns, so that priorities count from the first
-// election; that blocks for up to CandidateSlots+1 store requests. Without
-// Config.Control it does nothing.
+// register keeps this elector registered in a candidate slot and, while
+// something of its own needs them, its list of the other candidates fresh
+// (see [Candidate]), until the returned func is called (it waits for that,
+// and releases the slot). It registers and reads the list once before it
+// returns, so that priorities count from the first election; that blocks
+// for up to CandidateSlots+1 store requests. Without Config.Control it does
+// nothing.
 func (e *Elector) register(ctx context.Context) (stop func()) {
 	if e.cfg.Control == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	since := e.cfg.Clock.Now()
-	slot := e.registerOnce(ctx, Lease{}, since, true)
+	slot := e.registerOnce(ctx, Lease{}, since)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for n := 1; sleep(ctx, e.cfg.Clock, e.cfg.RenewInterval); n++ {
-			slot = e.registerOnce(ctx, slot, since, n%listEvery == 0)
+		for sleep(ctx, e.cfg.Clock, e.slotTTL()/slotRenewals) {
+			slot = e.registerOnce(ctx, slot, since)
 		}
 		if slot.Key != "" {
 			e.release(ctx, slot)
@@ -119,14 +124,26 @@ func (e *Elector) register(ctx context.Context) (stop func()) {
 	}
 }
 
-// listEvery is how many registration renewals pass between two reads of
-// the other candidates: reading costs CandidateSlots requests.
-const listEvery = 3
+// A registration slot is held with a lease of slotTTLs times the
+// elector's TTL (at most the store's longest TTL), renewed slotRenewals
+// times per slot TTL. Registration is advisory (priorities, hand-over
+// targets): a longer slot lease only keeps a candidate that died without
+// releasing it listed for longer, and saves two of three renewals.
+const (
+	slotTTLs     = 3
+	slotRenewals = 3
+)
 
-// registerOnce renews slot, or takes one if it has none or lost it, then,
-// if list, re-reads the other candidates. It returns the slot held, if any.
-func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time, list bool) Lease {
-	c := &e.cfg
+// slotTTL is the TTL of this elector's registration slot.
+func (e *Elector) slotTTL() time.Duration {
+	_, hi := TTLBounds(e.cfg.Store)
+	return max(e.cfg.TTL, min(slotTTLs*e.cfg.TTL, hi))
+}
+
+// registerOnce renews slot, or takes one if it has none or lost it, then
+// re-reads the other candidates unless this elector leads without
+// YieldAfter (see needList). It returns the slot held, if any.
+func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time) Lease {
 	if slot.Key != "" {
 		if err := e.renewSlot(ctx, slot); errors.Is(err, ErrLost) {
 			slot = Lease{}
@@ -135,18 +152,40 @@ func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time,
 	if slot.Key == "" {
 		slot, _ = e.takeSlot(ctx, since)
 	}
-	if !list {
-		return slot
+	if e.needList() {
+		e.listOthers(ctx, true)
+	} else {
+		e.ctl.stale.Store(true)
 	}
+	return slot
+}
+
+// needList reports whether the registration goroutine should re-read the
+// other candidates now: while this elector campaigns (the head start of
+// higher priorities counts them), or leads with YieldAfter (it yields to
+// them). A leader without YieldAfter marks its list stale instead, and
+// beforeAcquire reads it again once it campaigns again.
+func (e *Elector) needList() bool {
+	return e.cfg.Control.YieldAfter > 0 || !e.Status().Leading
+}
+
+// listOthers reads the other registered candidates and records them (see
+// controlState.setOthers); with yield, from the registration goroutine
+// only, it also applies YieldAfter. It blocks for CandidateSlots store
+// requests; on an error it keeps the last list.
+func (e *Elector) listOthers(ctx context.Context, yield bool) {
+	c := &e.cfg
 	rctx, cancel := e.requestContext(ctx, time.Time{})
 	cs, err := Candidates(rctx, c.Store, c.Key)
 	cancel()
-	if err == nil {
-		others := slices.DeleteFunc(cs, func(x Candidate) bool { return x.Identity == c.Identity })
-		e.ctl.setOthers(others)
+	if err != nil {
+		return
+	}
+	others := slices.DeleteFunc(cs, func(x Candidate) bool { return x.Identity == c.Identity })
+	e.ctl.setOthers(others)
+	if yield {
 		e.maybeYield(ctx, others)
 	}
-	return slot
 }
 
 // maybeYield is Control.YieldAfter: called with the other candidates each
@@ -195,7 +234,7 @@ func (e *Elector) takeSlot(ctx context.Context, since time.Time) (Lease, error) 
 	h := fnv.New32a()
 	h.Write([]byte(c.Identity))
 	first := int(h.Sum32() % CandidateSlots)
-	claim := Claim{Identity: c.Identity, TTL: c.TTL, Value: encodeCandidate(c.Control.Priority, since)}
+	claim := Claim{Identity: c.Identity, TTL: e.slotTTL(), Value: encodeCandidate(c.Control.Priority, since)}
 	var err error
 	for i := range CandidateSlots {
 		rctx, cancel := e.requestContext(ctx, time.Time{})

@@ -21,6 +21,10 @@ type controlState struct {
 
 	mu     sync.Mutex
 	others []Candidate // the other registered candidates, as last read
+	// stale is set when the registration goroutine skipped a read of the
+	// others because this elector led (see Elector.needList), and cleared
+	// by the next read.
+	stale atomic.Bool
 
 	// firstSeen is when each other candidate was first seen registered,
 	// without a break, on this elector's clock. Used by the registration
@@ -28,11 +32,12 @@ type controlState struct {
 	firstSeen map[string]time.Time
 }
 
-// setOthers records the other registered candidates.
+// setOthers records the other registered candidates, just read.
 func (s *controlState) setOthers(cs []Candidate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.others = cs
+	s.stale.Store(false)
 }
 
 // rank is the number of distinct priorities above p among the other
@@ -93,7 +98,9 @@ func (e *Elector) controlError(err error) {
 // hold back while a step-down request is for another candidate; give the
 // higher priorities their head start, then check for a request again, so
 // that one made during the head start is obeyed. The named successor of a
-// request goes at once. It returns ctx's error if ctx ends first; without
+// request goes at once. A former leader whose list of the other
+// candidates went unread while it led first reads it (CandidateSlots
+// store requests). It returns ctx's error if ctx ends first; without
 // Config.Control it returns at once.
 func (e *Elector) beforeAcquire(ctx context.Context) error {
 	ctl := e.cfg.Control
@@ -103,6 +110,9 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 	if ctl.Priority == NeverLead {
 		<-ctx.Done()
 		return ctx.Err()
+	}
+	if e.ctl.stale.Load() {
+		e.listOthers(ctx, false)
 	}
 	headStart := time.Duration(e.ctl.rank(ctl.Priority)) * cmp.Or(ctl.Step, e.cfg.RetryInterval)
 	for {

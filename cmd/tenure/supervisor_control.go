@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -55,11 +57,12 @@ func (m deadlineMsg) encode() []byte {
 var errControlClosed = errors.New("tenure: control channel closed")
 
 // recvControl reads one message and the files sent with it. The files are
-// marked close-on-exec. errControlClosed means the peer is gone.
+// marked close-on-exec. errControlClosed means the peer is gone. It waits
+// in the runtime's poller; see recvmsg.
 func recvControl(c *net.UnixConn) (deadlineMsg, []int, error) {
 	b := make([]byte, controlMsgLen+1)
 	oob := make([]byte, unix.CmsgSpace(64*4))
-	n, oobn, _, _, err := c.ReadMsgUnix(b, oob)
+	n, oobn, err := recvmsg(c, b, oob)
 	var fds []int
 	if oobn > 0 {
 		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
@@ -86,6 +89,37 @@ func recvControl(c *net.UnixConn) (deadlineMsg, []int, error) {
 		killAt: int64(binary.LittleEndian.Uint64(b[8:])),
 		term:   binary.LittleEndian.Uint64(b[16:]),
 	}, fds, nil
+}
+
+// recvmsg reads one message into b and its control data into oob, as
+// ReadMsgUnix does, but with a raw recvmsg(2) (the socket is non-blocking,
+// and the runtime's poller does the waiting): a system call made the
+// ordinary way wakes the runtime's monitor thread (sysmon) from its sleep,
+// and for an idle supervisor, whose only work is one such message per
+// renewal, that wake-up cost more than the message. MSG_CMSG_CLOEXEC
+// makes received descriptors close-on-exec at once.
+func recvmsg(c *net.UnixConn, b, oob []byte) (n, oobn int, err error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var errno syscall.Errno
+	err = rc.Read(func(fd uintptr) bool {
+		iov := unix.Iovec{Base: &b[0]}
+		iov.SetLen(len(b))
+		msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &oob[0]}
+		msg.SetControllen(len(oob))
+		r, _, e := syscall.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), unix.MSG_CMSG_CLOEXEC)
+		n, oobn, errno = int(r), int(msg.Controllen), e
+		return e != unix.EAGAIN && e != unix.EINTR
+	})
+	if err == nil && errno != 0 {
+		err = errno
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return n, oobn, nil
 }
 
 const exitMsgLen = 8
@@ -126,11 +160,13 @@ func controlPair() (*net.UnixConn, *os.File, error) {
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "tenure-control"), nil
 }
 
-// monoNow returns CLOCK_MONOTONIC in nanoseconds.
+// monoNow returns CLOCK_MONOTONIC in nanoseconds. clock_gettime(2) never
+// blocks, so it is made as a raw system call, which does not wake the
+// runtime's monitor thread as unix.ClockGettime does (see recvmsg).
 func monoNow() int64 {
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic("tenure: CLOCK_MONOTONIC unavailable: " + err.Error())
+	if _, _, e := syscall.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		panic("tenure: CLOCK_MONOTONIC unavailable: " + e.Error())
 	}
 	return ts.Nano()
 }

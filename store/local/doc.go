@@ -10,8 +10,10 @@
 // key escaped, or a SHA-256 prefix of a long key):
 //
 //   - NAME.state, the record: holder, term, TTL, expiry, token. It is
-//     replaced by writing a new NAME.state.tmp.RANDOM (O_EXCL) and renaming
-//     it, so readers never see a partial record, and carries a checksum.
+//     replaced by writing a new .terms/NAME.state.tmp.RANDOM (O_EXCL) and
+//     renaming it into place, so readers never see a partial record, and
+//     watchers of the directory see one event per write; it carries a
+//     checksum.
 //   - NAME.lock, the mutation lock: an OFD write lock (fcntl
 //     F_OFD_SETLK) taken only while a call reads, checks and rewrites the
 //     record.
@@ -130,8 +132,9 @@
 //     runs on the Go runtime's monotonic clock, which does not count system
 //     suspend: after a resume an expiry may be delivered late,
 //     though Get and Acquire judge it correctly.
-//   - NAME.state.tmp.* files left by a crash in the middle of a write are
-//     never read and may be removed.
+//   - NAME.state.tmp.* and NAME.term.tmp.* files (in .terms; older
+//     versions wrote the first kind in the directory itself) left by a
+//     crash in the middle of a write are never read and may be removed.
 //
 // Only Linux is supported; elsewhere [Open] returns an error.
 package local

@@ -348,20 +348,36 @@ func readState(d *dirHandle, name string) (st state, ok bool, err error) {
 }
 
 // writeState replaces the record name in d by writing a new temporary file
-// (O_EXCL, a random name, so nothing in its place is ever followed or
-// truncated) and renaming it over the record, so readers see the old or
-// the new record, never a mix. With durable, the file and the directory
-// are fsynced before it returns, so the record survives a power loss. A
-// temporary file left by a crash is never read and may be removed.
-func writeState(d *dirHandle, name string, st state, durable bool) error {
+// in tmpDir (O_EXCL, a random name, so nothing in its place is ever
+// followed or truncated) and renaming it over the record, so readers see
+// the old or the new record, never a mix. The state directory's records
+// are written through a temporary file in .terms, so that a write shows
+// in the state directory as one event (the rename), which is all its
+// watchers, in every process, are woken for; if the rename fails with
+// EXDEV (something is mounted on .terms) it writes in d instead. With
+// durable, the file and d are fsynced before it returns, so the record
+// survives a power loss. A temporary file left by a crash is never read
+// and may be removed.
+func writeState(d, tmpDir *dirHandle, name string, st state, durable bool) error {
+	err := writeStateVia(d, tmpDir, name, st, durable)
+	if errors.Is(err, unix.EXDEV) && tmpDir != d {
+		err = writeStateVia(d, d, name, st, durable)
+	}
+	if err != nil {
+		return fmt.Errorf("local: write state %s: %w", d.pathOf(name), err)
+	}
+	return nil
+}
+
+func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) error {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return fmt.Errorf("local: random name: %w", err)
+		return fmt.Errorf("random name: %w", err)
 	}
 	tmp := name + ".tmp." + hex.EncodeToString(rnd[:])
-	f, err := d.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
+	f, err := tmpDir.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
 	if err != nil {
-		return fmt.Errorf("local: write state: %w", err)
+		return err
 	}
 	_, err = f.Write(encodeState(st))
 	if err == nil && durable {
@@ -371,15 +387,15 @@ func writeState(d *dirHandle, name string, st state, durable bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(d.fd(), tmp, d.fd(), name)
+		err = unix.Renameat(tmpDir.fd(), tmp, d.fd(), name)
 	}
 	if err != nil {
-		_ = d.remove(tmp)
-		return fmt.Errorf("local: write state %s: %w", d.pathOf(name), err)
+		_ = tmpDir.remove(tmp)
+		return err
 	}
 	if durable {
 		if err := d.f.Sync(); err != nil {
-			return fmt.Errorf("local: sync state directory %s: %w", d.path, err)
+			return fmt.Errorf("sync state directory %s: %w", d.path, err)
 		}
 	}
 	return nil

@@ -235,10 +235,10 @@ func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
 	// a crash between the two writes loses at most a term that was never
 	// handed out: Acquire returns only after .terms is on disk.
 	if err == nil {
-		err = writeState(s.d, kf.state, next, false)
+		err = writeState(s.d, s.t, kf.state, next, false)
 	}
 	if err == nil {
-		err = writeState(s.t, kf.term, next, true)
+		err = writeState(s.t, s.t, kf.term, next, true)
 	}
 	if err == nil {
 		s.seeState(next.Key, next)
@@ -317,7 +317,7 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	received := boottime()
 	kf, err := s.mutateGrant(ctx, l, received, func(kf keyFiles, st state) error {
 		st.Expires = received + st.TTL
-		return writeState(s.d, kf.state, st, false)
+		return writeState(s.d, s.t, kf.state, st, false)
 	})
 	s.settle(kf, l, err)
 	return err
@@ -353,10 +353,10 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 		// .terms (and this process) learn of the release, so a later
 		// Acquire after the key's files are deleted knows this grant
 		// needs no wait.
-		if err := writeState(s.t, kf.term, st, false); err != nil {
+		if err := writeState(s.t, s.t, kf.term, st, false); err != nil {
 			return err
 		}
-		if err := writeState(s.d, kf.state, st, false); err != nil {
+		if err := writeState(s.d, s.t, kf.state, st, false); err != nil {
 			return err
 		}
 		s.seeState(l.Key, st)

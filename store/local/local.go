@@ -29,6 +29,7 @@ type Store struct {
 	closed  bool
 	done    chan struct{}     // closed by Close; ends watches
 	grants  map[string]*grant // live grants made through this handle, by token
+	nw      *notifier         // the inotify descriptor the watches share, if one was set up
 	watches sync.WaitGroup
 }
 

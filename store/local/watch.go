@@ -5,11 +5,13 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -45,29 +47,19 @@ const (
 // gets the latest record. The channel is closed
 // when ctx is done, the handle is closed, or the watch fails (the record
 // became unreadable, or the directory was removed); callers then re-read
-// with Get. Watch does not block; each watch costs one inotify descriptor
-// and three goroutines until it ends.
+// with Get. Watch does not block. The watches of one handle share one
+// inotify descriptor and the goroutine that reads it, while any is open:
+// an event in the directory wakes that goroutine once, and only the
+// watches of the key it concerns. Each watch costs two goroutines of its
+// own until it ends.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
 	}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("local: inotify_init1: %w", err)
-	}
-	// Watch the opened directory, not its path, which may have been
-	// replaced since Open.
-	if _, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(s.d.fd()), watchMask|unix.IN_ONLYDIR); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("local: watch %s: %w", s.dir, err)
-	}
-	// A non-blocking descriptor in an *os.File is served by the runtime
-	// poller: Read parks the goroutine, and Close wakes it.
 	w := &watch{
 		s:    s,
 		key:  key,
 		kf:   s.files(key),
-		f:    os.NewFile(uintptr(fd), "inotify"),
 		wake: make(chan struct{}, 1),
 		gone: make(chan struct{}),
 	}
@@ -76,15 +68,26 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		w.f.Close()
 		return nil, tenure.ErrClosed
+	}
+	for {
+		if s.nw == nil || !s.nw.add(w) {
+			n, err := s.newNotifier()
+			if err != nil {
+				s.mu.Unlock()
+				return nil, err
+			}
+			s.nw = n
+			continue
+		}
+		w.n = s.nw
+		break
 	}
 	s.watches.Add(1)
 	s.mu.Unlock()
-	go w.read()
-	// Follow runs on a context of its own, cancelled only once the
-	// descriptor is released, so a closed channel means the watch holds
-	// nothing any more.
+	// Follow runs on a context of its own, cancelled only once the watch
+	// is released, so a closed channel means the watch holds nothing any
+	// more.
 	fctx, fstop := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		select {
@@ -105,15 +108,110 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	return out, nil
 }
 
+// newNotifier sets up an inotify descriptor on the state directory and
+// starts its reader. The caller holds s.mu.
+func (s *Store) newNotifier() (*notifier, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("local: inotify_init1: %w", err)
+	}
+	// Watch the opened directory, not its path, which may have been
+	// replaced since Open.
+	if _, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(s.d.fd()), watchMask|unix.IN_ONLYDIR); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("local: watch %s: %w", s.dir, err)
+	}
+	// A non-blocking descriptor in an *os.File is served by the runtime
+	// poller: Read parks the goroutine, and Close wakes it.
+	n := &notifier{
+		f:     os.NewFile(uintptr(fd), "inotify"),
+		gone:  make(chan struct{}),
+		byKey: map[string]map[*watch]struct{}{},
+	}
+	go n.read()
+	return n, nil
+}
+
+// notifier is a handle's inotify descriptor on the state directory,
+// shared by its watches. Its methods are safe for concurrent use.
+type notifier struct {
+	f    *os.File
+	gone chan struct{} // closed when read returns
+
+	mu    sync.Mutex
+	byKey map[string]map[*watch]struct{} // the open watches, by their key's file prefix
+	n     int                            // how many
+	ended bool                           // no watch may be added: the descriptor is closed or closing
+}
+
+// add adds w to the watches woken by n; it reports false if n has ended.
+func (n *notifier) add(w *watch) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ended {
+		return false
+	}
+	ws := n.byKey[w.kf.base]
+	if ws == nil {
+		ws = map[*watch]struct{}{}
+		n.byKey[w.kf.base] = ws
+	}
+	ws[w] = struct{}{}
+	n.n++
+	return true
+}
+
+// remove removes w. When it was the last watch it closes the descriptor
+// and waits for the reader to return, so that no descriptor or goroutine
+// outlives the watches.
+func (n *notifier) remove(w *watch) {
+	n.mu.Lock()
+	if ws := n.byKey[w.kf.base]; ws != nil {
+		if _, ok := ws[w]; ok {
+			delete(ws, w)
+			n.n--
+			if len(ws) == 0 {
+				delete(n.byKey, w.kf.base)
+			}
+		}
+	}
+	last := n.n == 0 && !n.ended
+	if last {
+		n.ended = true
+	}
+	n.mu.Unlock()
+	if last {
+		n.f.Close() // wakes read
+		<-n.gone
+	}
+}
+
+// end marks n ended and ends every watch still open: read stopped.
+func (n *notifier) end() {
+	n.mu.Lock()
+	n.ended = true
+	var ws []*watch
+	for _, m := range n.byKey {
+		for w := range m {
+			ws = append(ws, w)
+		}
+	}
+	n.mu.Unlock()
+	for _, w := range ws {
+		w.end()
+	}
+}
+
 type watch struct {
 	s   *Store
+	n   *notifier
 	key string
 	kf  keyFiles
-	f   *os.File
 
 	wake    chan struct{} // a relevant event arrived (coalesced)
 	closing atomic.Uint64 // term whose liveness file was last closed for writing
-	gone    chan struct{} // closed when read returns
+	gone    chan struct{} // closed when the watch must end: released, or its notifier stopped
+	endOnce sync.Once     // closes gone
 	once    sync.Once     // release
 
 	// Probing a holder whose liveness file was closed; only get uses
@@ -131,13 +229,17 @@ func (w *watch) signal() {
 	}
 }
 
-// release stops the watch's reader and frees its descriptor. It returns
-// once both are done; later calls return at once.
+// end closes gone, the first time.
+func (w *watch) end() { w.endOnce.Do(func() { close(w.gone) }) }
+
+// release stops the watch's wake-ups and, if it was the handle's last
+// watch, frees the shared descriptor and its reader. It returns once that
+// is done; later calls return at once.
 func (w *watch) release() {
 	w.once.Do(func() {
 		w.prober.Stop()
-		w.f.Close() // wakes read
-		<-w.gone
+		w.n.remove(w)
+		w.end()
 	})
 }
 
@@ -169,21 +271,28 @@ func (w *watch) get(context.Context) (tenure.Record, error) {
 	return r, nil
 }
 
-// read turns inotify events about the key's files into wake-ups until the
-// descriptor is closed or the directory goes away.
-func (w *watch) read() {
-	defer close(w.gone)
+// read turns inotify events into wake-ups of the watches of the keys they
+// concern until the descriptor is closed or the directory goes away; then
+// it ends the watches left.
+func (n *notifier) read() {
+	defer close(n.gone)
+	defer n.end()
 	buf := make([]byte, 16<<10)
+	rc, err := n.f.SyscallConn()
+	if err != nil {
+		return
+	}
 	for {
-		n, err := w.f.Read(buf)
+		nr, err := n.readRaw(rc, buf)
 		if err != nil {
 			return
 		}
-		relevant, ended := false, false
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+		ended := false
+		n.mu.Lock()
+		for off := 0; off+unix.SizeofInotifyEvent <= nr; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			nameEnd := off + unix.SizeofInotifyEvent + int(ev.Len)
-			if nameEnd > n {
+			if nameEnd > nr {
 				break
 			}
 			name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:nameEnd]), "\x00")
@@ -192,23 +301,66 @@ func (w *watch) read() {
 			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
 				ended = true
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
-				relevant = true
-			case name == w.kf.state:
-				relevant = true
-			case isHolderName(name, w.kf.base):
-				relevant = true
-				if ev.Mask&unix.IN_CLOSE_WRITE != 0 {
-					if term, err := strconv.ParseUint(name[len(w.kf.base)+len(".holder."):], 10, 64); err == nil {
-						w.closing.Store(term)
+				for _, ws := range n.byKey {
+					for w := range ws {
+						w.signal()
 					}
 				}
+			default:
+				n.dispatch(name, ev.Mask)
 			}
 		}
-		if relevant {
-			w.signal()
-		}
+		n.mu.Unlock()
 		if ended {
+			n.f.Close()
 			return
 		}
+	}
+}
+
+// readRaw reads events into buf, waiting in the runtime's poller while
+// there are none. The descriptor is non-blocking, so the read(2) is made
+// as a raw system call: a blocking one would wake the runtime's monitor
+// thread (sysmon) from its sleep, which cost an idle process more than the
+// read itself for every event in the directory, mostly other keys'. It
+// fails once the descriptor is closed.
+func (n *notifier) readRaw(rc syscall.RawConn, buf []byte) (int, error) {
+	var nr int
+	var errno syscall.Errno
+	err := rc.Read(func(fd uintptr) bool {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		nr, errno = int(r), e
+		return e != syscall.EAGAIN && e != syscall.EINTR
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, errno
+	case nr == 0:
+		return 0, io.EOF
+	}
+	return nr, nil
+}
+
+// dispatch wakes the watches concerned by an event on file name: the
+// record or a liveness file of their key. The caller holds n.mu.
+func (n *notifier) dispatch(name string, mask uint32) {
+	if base, ok := strings.CutSuffix(name, ".state"); ok {
+		for w := range n.byKey[base] {
+			w.signal()
+		}
+		return
+	}
+	i := strings.LastIndex(name, ".holder.")
+	if i < 0 || !isHolderName(name, name[:i]) {
+		return
+	}
+	term, err := strconv.ParseUint(name[i+len(".holder."):], 10, 64)
+	for w := range n.byKey[name[:i]] {
+		if mask&unix.IN_CLOSE_WRITE != 0 && err == nil {
+			w.closing.Store(term)
+		}
+		w.signal()
 	}
 }

@@ -1,0 +1,105 @@
+package tenure_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// slotCounter is a memory store that counts the reads and renewals of
+// candidate registration slots.
+type slotCounter struct {
+	*memory.Store
+	reads, renewals atomic.Int64
+}
+
+func isSlot(key string) bool { return strings.Contains(key, tenure.CandidateSuffix) }
+
+func (s *slotCounter) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if isSlot(key) {
+		s.reads.Add(1)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *slotCounter) Renew(ctx context.Context, l tenure.Lease) error {
+	if isSlot(l.Key) {
+		s.renewals.Add(1)
+	}
+	return s.Store.Renew(ctx, l)
+}
+
+// TestIdleLeaderDoesNotReadCandidateSlots: a leader without YieldAfter
+// has no use for the list of the other candidates, so it does not read the
+// slots while it leads, and it renews its own slot about once per TTL.
+func TestIdleLeaderDoesNotReadCandidateSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &slotCounter{Store: memory.New(nil)}
+		b := newBook()
+		r := start(newElector(t, controlled(store, "a", 1)), b.task("a", nil))
+		defer r.stop()
+		<-b.began
+		reads, renewals := store.reads.Load(), store.renewals.Load()
+		time.Sleep(30 * ttl)
+		if n := store.reads.Load() - reads; n != 0 {
+			t.Errorf("the leader read candidate slots %d times in 30 TTLs; want none", n)
+		}
+		if n := store.renewals.Load() - renewals; n < 25 || n > 31 {
+			t.Errorf("the leader renewed its slot %d times in 30 TTLs; want about once per TTL", n)
+		}
+	})
+}
+
+// TestYieldingLeaderReadsCandidateSlots: a leader with YieldAfter reads
+// the slots about once per TTL, to find whom to yield to.
+func TestYieldingLeaderReadsCandidateSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &slotCounter{Store: memory.New(nil)}
+		b := newBook()
+		cfg := controlled(store, "a", 1)
+		cfg.Control.YieldAfter = 5 * ttl
+		r := start(newElector(t, cfg), b.task("a", nil))
+		defer r.stop()
+		<-b.began
+		reads := store.reads.Load()
+		time.Sleep(30 * ttl)
+		if n := store.reads.Load() - reads; n < 25*tenure.CandidateSlots {
+			t.Errorf("the yielding leader read candidate slots %d times in 30 TTLs; want about %d per TTL", n, tenure.CandidateSlots)
+		}
+	})
+}
+
+// TestFormerLeaderCountsCandidatesThatCameWhileItLed: a leader does not
+// read the other candidates while it leads, so before it campaigns again
+// it reads them: a candidate of higher priority that registered meanwhile
+// gets its head start.
+func TestFormerLeaderCountsCandidatesThatCameWhileItLed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		b := newBook()
+		el := newElector(t, controlled(store, "low", 1))
+		low := start(el, b.task("low", nil))
+		defer low.stop()
+		if first := <-b.began; first.id != "low" {
+			t.Fatalf("%s leads, want low", first.id)
+		}
+		high := start(newElector(t, controlled(store, "high", 5)), b.task("high", nil))
+		defer high.stop()
+		time.Sleep(5*ttl + ttl/2) // high registers; low leads on, between two reads it skips
+		if r := el.RankForTest(1); r != 0 {
+			t.Fatalf("the leader ranks itself %d while it leads; want 0 (it reads no candidates)", r)
+		}
+		if err := el.BeforeAcquireForTest(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if r := el.RankForTest(1); r != 1 {
+			t.Errorf("before campaigning again the former leader ranks itself %d; want 1, below high", r)
+		}
+	})
+}
