@@ -69,9 +69,11 @@ func candidateKey(key string, i int) string {
 //
 // Costs: [Elector.Run] and [Elector.Do] first register the candidate
 // (up to [CandidateSlots]+1 store requests) before campaigning; then each
-// candidate renews its slot with its own renewals and re-reads the slots
-// about once per TTL; each Acquire attempt is preceded by a read of the
-// control key; a leader keeps a watch of the control key open.
+// candidate renews its slot (a lease of three TTLs) and re-reads the
+// slots about once per TTL, except a leader without YieldAfter, which
+// reads them again only once it campaigns; each Acquire attempt is
+// preceded by a read of the control key; a leader keeps a watch of the
+// control key open.
 type Control struct {
 	// Priority ranks this candidate, from [NeverLead] (0: never campaigns;
 	// Run and Do then only register and block until their context is
@@ -81,7 +83,7 @@ type Control struct {
 	// candidates before it asks for it, so the highest priority that is
 	// alive usually wins. It is a head start, not a guarantee: a candidate
 	// whose request takes longer than Step, or whose registration is not
-	// yet seen (registrations are re-read every [Config.RenewInterval]),
+	// yet seen (registrations are re-read about once per TTL),
 	// can lose to a lower one. It never preempts a leader.
 	Priority int
 	// Step is the head start given per priority rank. Default
