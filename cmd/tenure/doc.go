@@ -128,8 +128,10 @@
 // (no id): the request goes to the coordinator, authenticated by the
 // group secret; in lowest, bully and ring the members but ID hold back
 // for the window, in raft leadership is transferred to ID; the candidates
-// are the members that answer. --priority, --handover and --yield-after
-// are refused there with one line naming the mode, exit code 2.
+// are the members that answer. --handover hands over to any other member
+// (the algorithm picks; raft its leadership transfer). --priority and
+// --yield-after are refused there with one line naming the mode, exit
+// code 2.
 //
 // # JSON
 //

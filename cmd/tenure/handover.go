@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -15,12 +16,13 @@ import (
 // staying a candidate after a step-down. It is on for every store, and
 // for the peer modes whose nodes take step-down requests (all of them:
 // their nodes serve the control key and candidate slots themselves),
-// where every member has the default priority, so --priority, --handover
-// and --yield-after are refused.
+// where every member has the default priority, so --priority and
+// --yield-after are refused, and --handover hands over to any other
+// member (raft: the follower raft picks).
 
 const (
 	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
-	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority) instead of a plain release; exit once it leads (at most one TTL later)"
+	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority; in peer modes any other member) instead of a plain release; exit once it leads (at most one TTL later)"
 	yieldUsage    = "while leading, hand over to a candidate of higher --priority once it has been registered for `DUR` (the preferred holder; 0: never)"
 )
 
@@ -47,7 +49,7 @@ func (o *runOpts) checkControl(given bool) error {
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"--priority", given}, {"--handover", o.handover}, {"--yield-after", o.yieldAfter > 0}} {
+	}{{"--priority", given}, {"--yield-after", o.yieldAfter > 0}} {
 		if f.set {
 			return refusePeer(f.name, o.store)
 		}
@@ -92,26 +94,33 @@ func (r *runner) campaignAgain(ctx context.Context, err error) bool {
 // while the lease is still held, it asks for a step-down of term naming
 // the best waiting candidate, so that when the elector releases the key
 // only that candidate may take it for one TTL. Failing that (no candidate
-// registered, a store error) the release is a plain one.
+// registered, a store error) the release is a plain one. In a peer mode
+// the request names nobody: every member has the same priority, and the
+// algorithm (raft: its leadership transfer) picks the next among the
+// others while this one holds back.
 func (r *runner) handOver(term *tenure.Term, log *slog.Logger) {
 	if !r.opts.handover || r.signalled() != syscall.SIGTERM {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ttl/3)
 	defer cancel()
-	cs, err := tenure.Candidates(ctx, r.store, r.opts.key)
-	best, ok := tenure.BestCandidate(cs, r.opts.id)
-	if err != nil || !ok {
-		log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
-		return
+	best := tenure.Candidate{Priority: tenure.DefaultPriority} // in a peer mode: nobody named
+	if _, peer := peerMode(r.opts.store.url); !peer {
+		cs, err := tenure.Candidates(ctx, r.store, r.opts.key)
+		var ok bool
+		if best, ok = tenure.BestCandidate(cs, r.opts.id); err != nil || !ok {
+			log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
+			return
+		}
 	}
+	to := cmp.Or(best.Identity, "any other member")
 	sd, err := tenure.RequestStepDown(ctx, r.store, r.opts.key, tenure.StepDownRequest{
 		To: best.Identity, Window: r.opts.ttl, Issuer: r.opts.id, Term: term.Lease().Term})
 	if err != nil {
-		log.Info("tenure: hand-over failed; releasing", "to", best.Identity, "err", err)
+		log.Info("tenure: hand-over failed; releasing", "to", to, "err", err)
 		return
 	}
-	log.Info("tenure: handing over", "to", best.Identity, "priority", best.Priority, "window", r.opts.ttl)
+	log.Info("tenure: handing over", "to", to, "priority", best.Priority, "window", r.opts.ttl)
 	r.mu.Lock()
 	r.handed = &sd
 	r.mu.Unlock()

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tenurehq/tenure/internal/syncbuf"
 	"github.com/tenurehq/tenure/internal/testserver"
 )
 
@@ -94,6 +96,52 @@ func TestPeerStepDown(t *testing.T) {
 			}
 			c.stopAll(10 * time.Second)
 			checkWorkers(t, alg, c.events.events(), 3)
+		})
+	}
+}
+
+// TestPeerHandoverOnSigterm: in each peer mode, SIGTERM of the leading
+// `tenure run --handover` hands leadership to another member, whose CMD
+// starts after the old one stopped, and the old tenure run exits 0 once
+// that member leads.
+func TestPeerHandoverOnSigterm(t *testing.T) {
+	for _, alg := range []string{"lowest", "bully", "ring", "raft"} {
+		t.Run(alg, func(t *testing.T) {
+			t.Parallel()
+			c, _ := peerControlCluster(t, alg)
+			c.runArgs = []string{"--handover"} // not --quiet: the test reads the log
+			logs := new(syncbuf.Buffer)
+			c.stderr = logs
+			for _, id := range []string{"1", "2", "3"} {
+				if _, err := c.start(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			leader, i, ok := c.events.nextStart(0, wait)
+			if !ok {
+				t.Fatal("no leader")
+			}
+			if err := c.signal(leader.ID, syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			next, _, ok := c.events.nextStart(i+1, wait)
+			if !ok || next.ID == leader.ID || next.Term <= leader.Term {
+				t.Fatalf("after SIGTERM of leader %s (term %d) the next start is %+v (found %v)", leader.ID, leader.Term, next, ok)
+			}
+			waitDone(t, c.get(leader.ID).Done, wait, "the old leader")
+			if code := exitCode(c.get(leader.ID).Cmd.ProcessState); code != 0 {
+				t.Errorf("the old leader exited %d; want its CMD's 0", code)
+			}
+			c.stopAll(10 * time.Second)
+			checkWorkers(t, alg, c.events.events(), 2)
+			for _, want := range []string{
+				fmt.Sprintf(`msg="tenure: handing over" key=job id=%s term=%d to="any other member"`, leader.ID, leader.Term),
+				fmt.Sprintf(`msg="tenure: handed over" key=job id=%s`, leader.ID),
+			} {
+				if !strings.Contains(logs.String(), want) {
+					t.Fatalf("the old leader did not log %s:\n%s", want, logs.String())
+				}
+			}
 		})
 	}
 }

@@ -47,8 +47,9 @@ Leadership control: "tenure step-down --key KEY" makes the leader stop CMD
 and release KEY, and it stays a candidate (in peer modes, step-down takes
 the group's observer URL). --priority N ranks candidates when KEY is free
 (highest first; 0 never leads); --handover hands KEY to the best waiting
-candidate on SIGTERM; --yield-after DUR hands it to a candidate of higher
-priority registered for DUR. These three are not supported in peer modes.
+candidate on SIGTERM (in peer modes to any other member); --yield-after DUR
+hands it to a candidate of higher priority registered for DUR. --priority
+and --yield-after are not supported in peer modes.
 
 KEY, the identity and the advertised value may also come from $TENURE_KEY,
 $TENURE_ID and $TENURE_ADVERTISE.

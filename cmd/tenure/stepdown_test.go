@@ -207,7 +207,8 @@ func TestStepDownBadInput(t *testing.T) {
 		{[]string{"step-down", "--store", store, "--key", "job", "--to", "a\x01"}, exitUsage, "control character"},
 		{[]string{"step-down", "--store", peer, "--key", "job"}, exitUsage, "leave id (and state-dir) out of the peer URL"},
 		{[]string{"step-down", "--store", strings.Replace(peer, "ring", "nosuch", 1), "--key", "job"}, exitUsage, "step-down is not supported in peer mode (algorithm nosuch)"},
-		{[]string{"run", "--store", peer, "--key", "job", "--handover", "--", "true"}, exitUsage, "--handover is not supported in peer mode (algorithm ring)"},
+		{[]string{"run", "--store", peer, "--key", "job", "--yield-after", "1s", "--", "true"}, exitUsage, "--yield-after is not supported in peer mode (algorithm ring)"},
+		{[]string{"run", "--store", peer, "--key", "job", "--priority", "2", "--", "true"}, exitUsage, "--priority is not supported in peer mode (algorithm ring)"},
 		{[]string{"run", "--store", store, "--key", "job", "--priority", "-1", "--", "true"}, exitUsage, "--priority -1 is out of range"},
 		{[]string{"run", "--store", store, "--key", "job", "--priority", "0", "--try", "--", "true"}, exitUsage, "--priority 0 never campaigns"},
 	} {
