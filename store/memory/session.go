@@ -119,7 +119,12 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 func (ss *session) Release(ctx context.Context, l tenure.Lease) error {
 	s := ss.s
 	s.mu.Lock()
-	delete(ss.grants, l.Key)
+	// Only this grant: a release of an older term of the key (retried
+	// after a failure) must not forget a newer grant of the session,
+	// which keep-alives would then keep alive without anyone holding it.
+	if g, ok := ss.grants[l.Key]; ok && g.Term == l.Term && g.Token == l.Token {
+		delete(ss.grants, l.Key)
+	}
 	s.mu.Unlock()
 	return s.Release(ctx, l)
 }
