@@ -98,6 +98,15 @@ type state struct {
 	value      string // published by the current leader
 	history    []Change
 	candidates map[string]bool
+	sent       sentView // what the last /events broadcast said
+}
+
+// sentView is the part of a broadcast that makes it a change.
+type sentView struct {
+	name   string
+	term   uint64
+	isSelf bool
+	value  string
 }
 
 // apply records one sighting of (holder, term, ttl, value) at time at, and
@@ -214,10 +223,18 @@ func (h *Handler) publish(holder string, term uint64, ttl time.Duration, value s
 	if !h.apply(holder, term, ttl, value, at) && !always {
 		return
 	}
-	data, err := json.Marshal(h.leaderLocked())
+	l := h.leaderLocked()
+	sent := sentView{l.Name, l.Term, l.IsSelf, l.Value}
+	if sent == h.st.sent {
+		// An elector's event the store's watch showed already, is_self
+		// included: not a change.
+		return
+	}
+	data, err := json.Marshal(l)
 	if err != nil {
 		return // a Leader always marshals
 	}
+	h.st.sent = sent
 	h.broadcastLocked(data)
 }
 
