@@ -39,8 +39,7 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		if err := e.beforeAcquire(ctx); err != nil {
 			return grant{}, err
 		}
-		// In a session, wait for one of its Acquire slots first: the wait
-		// is not part of the request's time.
+		// A session's Acquire slot first: waiting for it is not request time.
 		freeSlot, err := c.Session.acquireSlot(ctx)
 		if err != nil {
 			return grant{}, err
@@ -52,6 +51,9 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		freeSlot()
 		took := c.Clock.Now().Sub(start)
 		unsure = err != nil && !errors.Is(err, ErrHeld) && !isPermanent(err)
+		if err == nil && e.crossedStepDown(ctx, gr) {
+			continue // given back; beforeAcquire holds back
+		}
 		if err == nil {
 			e.emit(Event{Kind: EventAcquired, Term: gr.lease.Term, Took: took})
 			return gr, nil
@@ -64,9 +66,8 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 			failures = 0
 			e.noteHolder(&known, held.Record)
 			if watch == nil {
-				// Watched from the first refusal on, not before: a key that is
-				// free costs one request. The watch delivers the key's record
-				// at once, so a release since the refusal is not missed.
+				// Watched from the first refusal on: a free key costs one request.
+				// The watch delivers the record at once: no release is missed.
 				stopWatch()
 				var werr error
 				if watch, stopWatch, werr = watchWithin(ctx, c.Clock, c.Store, c.Key, c.RequestTimeout); werr != nil && ctx.Err() == nil {

@@ -90,11 +90,10 @@ func stepDownRounds(rnd *rand.Rand, store *memory.Store, b *book, ids []string, 
 		}
 		next := <-b.began
 		if next.id != to && next.start.Sub(asked) < ttl/100 && steppedDownAtOnce(b, next) {
-			// A candidate whose read of the control key came just before
-			// the request, and its Acquire just after the release, wins;
-			// its watch of the control key then shows it the request and
-			// it steps down at once: one extra term, never two tasks at
-			// once (the checker below sees every term).
+			// A request made after a winner's second read of the control
+			// key (see crossedStepDown) but against the old term reaches
+			// it through its watch: it steps down at once. One extra term,
+			// never two tasks at once (the checker below sees every term).
 			next = <-b.began
 		}
 		switch wait := next.start.Sub(asked); {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -343,6 +344,51 @@ func TestControlIsAdvisory(t *testing.T) {
 		synctest.Wait()
 		if rec, _ := mem.Get(context.Background(), "job"); rec.Holder != "a" {
 			t.Fatalf("holder %q, want a to keep leading", rec.Holder)
+		}
+	})
+}
+
+// crossing is a memory store on which a step-down request for the old
+// leader's term, to a candidate that never comes, is made while the first
+// Acquire of "job" by candidate is on its way: after candidate's read of
+// the control key, before the store grants it the key.
+type crossing struct {
+	*memory.Store
+	candidate string
+	old       tenure.Lease
+	once      sync.Once
+}
+
+func (c *crossing) Acquire(ctx context.Context, key, id string, ttl time.Duration) (tenure.Lease, error) {
+	if key == "job" && id == c.candidate {
+		c.once.Do(func() {
+			_, _ = tenure.RequestStepDown(ctx, c.Store, "job", tenure.StepDownRequest{To: "ghost", Window: 4 * ttl, Term: c.old.Term})
+			_ = c.Store.Release(ctx, c.old)
+		})
+	}
+	return c.Store.Acquire(ctx, key, id, ttl)
+}
+
+// A candidate whose Acquire crossed a step-down request for another
+// candidate gives the grant back before its task starts, and holds back
+// for the window, as if it had seen the request first.
+func TestAcquireThatCrossedAStepDownIsGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		old, err := mem.Acquire(context.Background(), "job", "old", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &crossing{Store: mem, candidate: "b", old: old}
+		b := newBook()
+		run := start(newElector(t, controlled(store, "b", 1)), b.task("b", nil))
+		defer stopAll(map[string]*running{"b": run})
+		asked := time.Now()
+		// b's first Acquire crosses the request: b read no request before
+		// it, and old releases just before the store grants it.
+		next := <-b.began
+		if d := next.start.Sub(asked); d < 4*ttl {
+			t.Fatalf("b led %s after a request for ghost crossed its Acquire; want after the %s window", d, 4*ttl)
 		}
 	})
 }

@@ -138,6 +138,27 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 	}
 }
 
+// crossedStepDown checks, with Config.Control, that no step-down request
+// blocking this candidate was made while its Acquire was on its way: one
+// read of the control key before each Acquire cannot see a request made
+// just after it, with the old leader's release coming before the Acquire.
+// If one was, it gives gr back, before any task starts, and reports true;
+// the next beforeAcquire then holds back. Without Config.Control, or if
+// the control key cannot be read, it reports false.
+func (e *Elector) crossedStepDown(ctx context.Context, gr grant) bool {
+	if e.cfg.Control == nil {
+		return false
+	}
+	g, ok := e.controlRead(ctx)
+	if !ok || g.to == e.cfg.Identity || !e.ctl.blocks(g, e.cfg.Identity, 0) {
+		return false
+	}
+	e.cfg.Logger.Info("tenure: a step-down for another candidate came while acquiring; giving the grant back",
+		"key", e.cfg.Key, "id", e.cfg.Identity, "term", gr.lease.Term, "to", g.to)
+	e.giveBack(ctx, gr, true)
+	return true
+}
+
 // awaitControlChange waits d, or until the control key shows another
 // request than g (live says whether g was one), whichever comes first: a
 // request released early, replaced, or made. It watches the control key,
