@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/internal/stats"
-	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // peerAlgorithms are the node algorithms of package peer, with the member
@@ -38,17 +36,7 @@ func peerCluster(t testing.TB, alg string) *cluster {
 		c.runArgs, c.stderr = []string{"--restart"}, os.Stderr
 	}
 	c.worker = leanWorkerBin
-	dir := t.TempDir()
-	secret := peerSecret(t, dir)
-	var peers []string
-	for i := 1; i <= 3; i++ {
-		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
-	}
-	c.storeFor = func(id string) string {
-		q := url.Values{"id": {id}, "peers": {strings.Join(peers, ",")}, "algorithm": {alg},
-			"secret-file": {secret}, "state-dir": {dir}}
-		return "peer://?" + q.Encode()
-	}
+	peerMembers(t, c, alg)
 	return c
 }
 

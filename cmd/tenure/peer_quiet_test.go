@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,4 +41,31 @@ func peerSecret(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return secret
+}
+
+// peerParams returns the URL parameters every member of a loopback peer
+// group of n members running alg shares, and its observers too: the
+// members 1..n on free ports, the algorithm, and a secret file in dir.
+func peerParams(t testing.TB, alg, dir string, n int) url.Values {
+	t.Helper()
+	var peers []string
+	for i := 1; i <= n; i++ {
+		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
+	}
+	return url.Values{"peers": {strings.Join(peers, ",")}, "algorithm": {alg}, "secret-file": {peerSecret(t, dir)}}
+}
+
+// peerMembers makes c's members 1, 2 and 3 of a loopback peer group
+// running alg, with their state in one temporary directory, and returns
+// the group's observer URL (no id).
+func peerMembers(t testing.TB, c *cluster, alg string) string {
+	t.Helper()
+	dir := t.TempDir()
+	group := peerParams(t, alg, dir, 3)
+	c.storeFor = func(id string) string {
+		q := url.Values{"id": {id}, "state-dir": {dir}}
+		maps.Copy(q, group)
+		return "peer://?" + q.Encode()
+	}
+	return "peer://?" + group.Encode()
 }

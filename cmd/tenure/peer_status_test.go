@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // peerGroup is a group of peer members run in the test process on
@@ -28,15 +27,10 @@ type peerGroup struct {
 func newPeerGroup(t *testing.T, alg string, n int) *peerGroup {
 	t.Helper()
 	dir := t.TempDir()
-	secret := peerSecret(t, dir)
-	var peers []string
-	for i := 1; i <= n; i++ {
-		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
-	}
-	g := &peerGroup{t: t, dir: dir, members: map[uint64]tenure.Store{}, base: url.Values{
-		"peers": {strings.Join(peers, ",")}, "algorithm": {alg}, "secret-file": {secret},
-		"heartbeat": {"50ms"}, "timeout": {"300ms"},
-	}}
+	base := peerParams(t, alg, dir, n)
+	base.Set("heartbeat", "50ms")
+	base.Set("timeout", "300ms")
+	g := &peerGroup{t: t, dir: dir, members: map[uint64]tenure.Store{}, base: base}
 	t.Cleanup(func() {
 		for id := range g.members {
 			g.stop(id)

@@ -3,14 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure/internal/syncbuf"
-	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // peerControlCluster is three `tenure run` members 1, 2 and 3 of a peer
@@ -21,21 +19,7 @@ func peerControlCluster(t *testing.T, alg string) (*cluster, string) {
 	t.Helper()
 	c := testCluster(t, "job", []string{"--quiet"}, []string{"--stop-delay", stopDelay.String()})
 	c.worker = leanWorkerBin
-	dir := t.TempDir()
-	secret := peerSecret(t, dir)
-	var peers []string
-	for i := 1; i <= 3; i++ {
-		peers = append(peers, fmt.Sprintf("%d=127.0.0.1:%d", i, testserver.FreePort(t)))
-	}
-	group := url.Values{"peers": {strings.Join(peers, ",")}, "algorithm": {alg}, "secret-file": {secret}}
-	c.storeFor = func(id string) string {
-		q := url.Values{"id": {id}, "state-dir": {dir}}
-		for k, v := range group {
-			q[k] = v
-		}
-		return "peer://?" + q.Encode()
-	}
-	return c, "peer://?" + group.Encode()
+	return c, peerMembers(t, c, alg)
 }
 
 // TestPeerStepDown: in each peer mode, real
