@@ -169,6 +169,12 @@ func (s *Session) campaignRand() *rand.Rand {
 	return rand.New(rand.NewPCG(s.cfg.Rand.Uint64(), s.cfg.Rand.Uint64()))
 }
 
+// requestContext bounds one store request of the session by
+// RequestTimeout from now, on the session's clock.
+func (s *Session) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return withDeadline(ctx, s.cfg.Clock, s.cfg.Clock.Now().Add(s.cfg.RequestTimeout), errRequestTimeout)
+}
+
 // acquireSlot waits, bounded by ctx, until fewer than MaxAcquires
 // Acquires are under way, and returns the func that frees the slot. It
 // returns ctx's error if ctx ends first. A nil Session has no limit.

@@ -138,7 +138,7 @@ func (g *generation) leadAlone(sg *sessionGrant, t *Term, onLost func(error)) {
 func (g *generation) forget(ctx context.Context, sg *sessionGrant, release bool) {
 	if release {
 		c := &g.s.cfg
-		rctx, cancel := withDeadline(context.WithoutCancel(ctx), c.Clock, c.Clock.Now().Add(c.RequestTimeout), errRequestTimeout)
+		rctx, cancel := g.s.requestContext(context.WithoutCancel(ctx))
 		if err := g.ss.Release(rctx, sg.lease); err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, ErrClosed) {
 			c.Logger.Warn("tenure: release failed; retrying in the background", "key", sg.lease.Key, "id", sg.lease.Identity, "err", err, "term", sg.lease.Term)
 			g.s.background(func(ctx context.Context) { g.retryRelease(ctx, sg.lease) })
@@ -164,7 +164,7 @@ func (g *generation) retryRelease(ctx context.Context, l Lease) {
 		if !sleepUnless(ctx, g.done, c.Clock, c.RetryInterval) {
 			return
 		}
-		rctx, cancel := withDeadline(ctx, c.Clock, c.Clock.Now().Add(c.RequestTimeout), errRequestTimeout)
+		rctx, cancel := g.s.requestContext(ctx)
 		err := g.ss.Release(rctx, l)
 		cancel()
 		if err == nil || errors.Is(err, ErrLost) || errors.Is(err, ErrClosed) {
@@ -281,7 +281,7 @@ func (g *generation) closeIfDone() {
 			return // the store already ended it
 		}
 		c := &g.s.cfg
-		ctx, cancel := withDeadline(context.Background(), c.Clock, c.Clock.Now().Add(c.RequestTimeout), errRequestTimeout)
+		ctx, cancel := g.s.requestContext(context.Background())
 		defer cancel()
 		if err := g.ss.Close(ctx); err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, ErrClosed) {
 			c.Logger.Warn("tenure: closing the session failed; its grants will expire instead", "err", err)
