@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -149,19 +150,21 @@ func (s *Store) usable(ctx context.Context) error {
 	if s.closed.Load() {
 		return tenure.ErrClosed
 	}
-	return ctx.Err()
+	return ctxerr.Err(ctx)
 }
 
 // fail wraps a request error with the operation, the key and where the
-// store is. After Close it is ErrClosed; when ctx is done the error
-// matches ctx's error whatever the client returned. Credentials are
+// store is. After Close it is ErrClosed; when ctx is done, or past its
+// deadline before its timer fired, the error matches ctx's error whatever
+// the client returned (client-go's rate limiter then says only that its
+// wait "would exceed context deadline"). Credentials are
 // removed from the message.
 func (s *Store) fail(ctx context.Context, op, key string, err error) error {
 	if s.closed.Load() {
 		return tenure.ErrClosed
 	}
 	msg := scrubText(err.Error(), s.secrets)
-	if cerr := ctx.Err(); cerr != nil {
+	if cerr := ctxerr.Err(ctx); cerr != nil {
 		return fmt.Errorf("k8s: %s %q (Lease %s, %s): %w (%s)", op, key, s.LeaseName(key), s.where, cerr, msg)
 	}
 	if msg != err.Error() {
