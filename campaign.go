@@ -45,9 +45,7 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 			return grant{}, err
 		}
 		start := c.Clock.Now()
-		rctx, cancel := e.requestContext(ctx, time.Time{})
-		gr, err := e.acquire(rctx, start)
-		cancel()
+		gr, err := e.acquire(ctx, start)
 		freeSlot()
 		took := c.Clock.Now().Sub(start)
 		unsure = err != nil && !errors.Is(err, ErrHeld) && !isPermanent(err)
@@ -205,12 +203,15 @@ type grant struct {
 
 // acquire asks the store for the key, sent at start, publishing c.Value if
 // there is one (Validate made sure the store is then a Publisher), in
-// c.Session if there is one.
+// c.Session if there is one. Every request is bounded by RequestTimeout
+// from when it is sent.
 func (e *Elector) acquire(ctx context.Context, start time.Time) (grant, error) {
 	c := &e.cfg
 	if c.Session != nil {
 		return e.acquireInSession(ctx, start)
 	}
+	ctx, cancel := e.requestContext(ctx, time.Time{})
+	defer cancel()
 	var lease Lease
 	var err error
 	if p, ok := c.Store.(Publisher); ok && c.Value != "" {
@@ -230,7 +231,7 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 		return grant{}, err
 	}
 	sent := c.Clock.Now()
-	lease, err := g.ss.Acquire(ctx, c.Key, c.Identity, c.Value)
+	lease, err := g.acquire(ctx, c.Key, c.Identity, c.Value)
 	if err != nil {
 		return grant{}, err
 	}

@@ -191,18 +191,19 @@ func (s *Session) acquireSlot(ctx context.Context) (func(), error) {
 }
 
 // background runs f in the background under the session's background
-// context, unless the session is closed.
-func (s *Session) background(f func(ctx context.Context)) {
+// context, unless the session is closed; it reports whether f runs.
+func (s *Session) background(f func(ctx context.Context)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return false
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		f(s.bgCtx)
 	}()
+	return true
 }
 
 // current returns the live store session, opening one if there is none.
