@@ -39,14 +39,8 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		if err := e.beforeAcquire(ctx); err != nil {
 			return grant{}, err
 		}
-		// A session's Acquire slot first: waiting for it is not request time.
-		freeSlot, err := c.Session.acquireSlot(ctx)
-		if err != nil {
-			return grant{}, err
-		}
 		start := c.Clock.Now()
 		gr, err := e.acquire(ctx, start)
-		freeSlot()
 		took := c.Clock.Now().Sub(start)
 		unsure = err != nil && !errors.Is(err, ErrHeld) && !isPermanent(err)
 		if err == nil && e.crossedStepDown(ctx, gr) {
@@ -230,8 +224,7 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 	if err != nil {
 		return grant{}, err
 	}
-	sent := c.Clock.Now()
-	lease, err := g.acquire(ctx, c.Key, c.Identity, c.Value)
+	lease, sent, err := g.acquire(ctx, c.Key, c.Identity, c.Value)
 	if err != nil {
 		return grant{}, err
 	}
@@ -244,5 +237,5 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 		g.forget(ctx, sg, true)
 		return grant{}, err
 	}
-	return grant{lease: lease, sent: start, deadline: deadline, session: sg}, nil
+	return grant{lease: lease, sent: sent, deadline: deadline, session: sg}, nil
 }

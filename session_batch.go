@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // batchMax bounds the requests of one [BatchAcquirer.AcquireBatch]. The
@@ -13,10 +14,16 @@ const batchMax = 256
 // batchCall is one Acquire waiting in a generation's batches.
 type batchCall struct {
 	req  AcquireRequest
-	done chan AcquireResult // receives the result, once; buffered
-	// Guarded by the generation's bmu:
+	done chan batchResult // receives the result, once; buffered
+	// Guarded by the generation's batches.mu:
 	abandoned bool // the caller stopped waiting; a grant goes back
 	delivered bool // the result is in done
+}
+
+// batchResult is a batch's answer to one call, and when the batch was sent.
+type batchResult struct {
+	AcquireResult
+	sent time.Time
 }
 
 // batches gathers the Acquires of a generation's campaigns that wait at
@@ -31,19 +38,19 @@ type batches struct {
 
 // acquire asks the store session for key, in a batch with the other
 // Acquires waiting at the same time if the store session is a
-// [BatchAcquirer], on its own otherwise. It blocks until the answer or
-// ctx is done; a grant made for a caller that stopped waiting is given
-// back in the background. The request, batch or not, is bounded by the
-// session's RequestTimeout from when it is sent: time spent waiting for
-// the batch before it is not request time.
-func (g *generation) acquire(ctx context.Context, key, identity, value string) (Lease, error) {
+// [BatchAcquirer], on its own otherwise, and returns the grant and when
+// its request was sent. On its own, it first waits for one of the
+// session's MaxAcquires slots. It blocks until the answer or ctx is done;
+// a grant made for a caller that stopped waiting is given back in the
+// background. Every request, batch or not, is bounded by the session's
+// RequestTimeout from when it is sent: waiting for a slot or for the
+// batch before is not request time.
+func (g *generation) acquire(ctx context.Context, key, identity, value string) (Lease, time.Time, error) {
 	ba, ok := g.ss.(BatchAcquirer)
 	if !ok {
-		rctx, cancel := g.s.requestContext(ctx)
-		defer cancel()
-		return g.ss.Acquire(rctx, key, identity, value)
+		return g.acquireOne(ctx, key, identity, value)
 	}
-	call := &batchCall{req: AcquireRequest{Key: key, Identity: identity, Value: value}, done: make(chan AcquireResult, 1)}
+	call := &batchCall{req: AcquireRequest{Key: key, Identity: identity, Value: value}, done: make(chan batchResult, 1)}
 	b := &g.batches
 	b.mu.Lock()
 	b.pending = append(b.pending, call)
@@ -55,18 +62,32 @@ func (g *generation) acquire(ctx context.Context, key, identity, value string) (
 	}
 	select {
 	case r := <-call.done:
-		return r.Lease, r.Err
+		return r.Lease, r.sent, r.Err
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
 	if call.delivered {
 		b.mu.Unlock()
 		r := <-call.done
-		return r.Lease, r.Err
+		return r.Lease, r.sent, r.Err
 	}
 	call.abandoned = true
 	b.mu.Unlock()
-	return Lease{}, fmt.Errorf("tenure: acquire of %q (in a batch): %w", key, context.Cause(ctx))
+	return Lease{}, time.Time{}, fmt.Errorf("tenure: acquire of %q (in a batch): %w", key, context.Cause(ctx))
+}
+
+// acquireOne is acquire for a store session without batches.
+func (g *generation) acquireOne(ctx context.Context, key, identity, value string) (Lease, time.Time, error) {
+	free, err := g.s.acquireSlot(ctx)
+	if err != nil {
+		return Lease{}, time.Time{}, err
+	}
+	defer free()
+	sent := g.s.cfg.Clock.Now()
+	rctx, cancel := g.s.requestContext(ctx)
+	defer cancel()
+	l, err := g.ss.Acquire(rctx, key, identity, value)
+	return l, sent, err
 }
 
 // runBatches sends the pending Acquires, a batch at a time, until none is
@@ -81,6 +102,7 @@ func (g *generation) runBatches(ctx context.Context, ba BatchAcquirer) {
 		for i, c := range batch {
 			reqs[i] = c.req
 		}
+		sent := g.s.cfg.Clock.Now()
 		rctx, cancel := g.s.requestContext(ctx)
 		res := ba.AcquireBatch(rctx, reqs)
 		cancel()
@@ -92,7 +114,7 @@ func (g *generation) runBatches(ctx context.Context, ba BatchAcquirer) {
 			}
 		}
 		for i, c := range batch {
-			g.deliver(c, res[i])
+			g.deliver(c, batchResult{res[i], sent})
 		}
 	}
 }
@@ -127,7 +149,7 @@ func (g *generation) nextBatch() []*batchCall {
 // deliver hands r to c's caller, or, if the caller stopped waiting, gives
 // a grant back (unless an elector of the session was handed the very
 // grant since: see claim).
-func (g *generation) deliver(c *batchCall, r AcquireResult) {
+func (g *generation) deliver(c *batchCall, r batchResult) {
 	b := &g.batches
 	b.mu.Lock()
 	if !c.abandoned {
@@ -155,6 +177,6 @@ func (g *generation) failPending(err error) {
 	b.pending, b.running = nil, false
 	b.mu.Unlock()
 	for _, c := range pending {
-		g.deliver(c, AcquireResult{Err: err})
+		g.deliver(c, batchResult{AcquireResult: AcquireResult{Err: err}})
 	}
 }
