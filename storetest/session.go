@@ -324,8 +324,17 @@ func (s *suite) sessionBatch(t *testing.T) {
 	held := mustAcquire(t, b, Key(t)+"-held", "beta", s.o.TTL)
 	const n = 50
 	reqs := make([]tenure.AcquireRequest, 0, n+2)
+	earlier := map[string]uint64{} // every other key was granted and released before
 	for i := range n { // out of key order: the store may sort, the answers may not move
-		reqs = append(reqs, tenure.AcquireRequest{Key: fmt.Sprintf("%s-%02d", Key(t), n-i), Identity: "alpha", Value: fmt.Sprint(i)})
+		k := fmt.Sprintf("%s-%02d", Key(t), n-i)
+		reqs = append(reqs, tenure.AcquireRequest{Key: k, Identity: "alpha", Value: fmt.Sprint(i)})
+		if i%2 == 0 {
+			l := mustAcquire(t, b, k, "beta", s.o.TTL)
+			if err := b.Release(ctxFor(t), l); err != nil {
+				t.Fatal(err)
+			}
+			earlier[k] = l.Term
+		}
 	}
 	reqs = append(reqs, tenure.AcquireRequest{Key: held.Key, Identity: "alpha"}, tenure.AcquireRequest{Key: "", Identity: "alpha"})
 	res := ba.AcquireBatch(ctxFor(t), reqs)
@@ -334,8 +343,9 @@ func (s *suite) sessionBatch(t *testing.T) {
 	}
 	for i, r := range res[:n] {
 		q := reqs[i]
-		if r.Err != nil || r.Lease.Key != q.Key || r.Lease.Identity != "alpha" || r.Lease.Value != q.Value || r.Lease.Term == 0 || r.Lease.TTL != ttl {
-			t.Fatalf("batch result %d for %+v = %+v, %v: want its key granted with its value and the session's TTL", i, q, r.Lease, r.Err)
+		if r.Err != nil || r.Lease.Key != q.Key || r.Lease.Identity != "alpha" || r.Lease.Value != q.Value || r.Lease.Term <= earlier[q.Key] || r.Lease.TTL != ttl {
+			t.Fatalf("batch result %d for %+v = %+v, %v: want its key granted with its value, the session's TTL and a term above %d",
+				i, q, r.Lease, r.Err, earlier[q.Key])
 		}
 		_, err := b.Acquire(ctxFor(t), q.Key, "beta", s.o.TTL)
 		wantHeld(t, err, "alpha", r.Lease.Term)
