@@ -28,13 +28,14 @@ type batchItem struct {
 	sg    *sessionGrant
 }
 
-// AcquireBatch implements [tenure.BatchAcquirer] in four steps of one
-// round trip each, whatever the size of the batch: the key nodes read
-// (pipelined on the session's connection), one multi-operation that makes
-// the grant of every free key (its lease node, marker and key node
-// rewrite, as Acquire does for one: one transaction in ZooKeeper's log),
-// then the watches of every grant, pipelined. A request that is not the
-// simple case (a key node missing, a grant of this session's own, a multi
+// AcquireBatch implements [tenure.BatchAcquirer] in steps of one round
+// trip each, whatever the size of the batch: the key nodes read
+// (pipelined on the session's connection); for keys never granted, their
+// key nodes created in one multi-operation and read again; one
+// multi-operation that makes the grant of every free key (its lease node,
+// marker and key node rewrite, as Acquire does for one: one transaction in
+// ZooKeeper's log); then the watches of every grant, pipelined. A request
+// that is not the simple case (a grant of this session's own, a multi
 // that ZooKeeper refused as a whole because one key changed meanwhile)
 // goes through Acquire on its own.
 func (ss *storeSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
@@ -87,7 +88,13 @@ func (ss *storeSession) batchLocked(ctx context.Context, items []*batchItem, res
 		defer unlock()
 		locked = append(locked, it)
 	}
-	ss.eachAtOnce(locked, func(it *batchItem) { it.prev, it.err = ss.s.readNodeOn(ctx, ss.conn, it.key) })
+	read := func(items []*batchItem) {
+		ss.eachAtOnce(items, func(it *batchItem) { it.prev, it.err = ss.s.readNodeOn(ctx, ss.conn, it.key) })
+	}
+	read(locked)
+	if missing := ss.createKeyNodes(ctx, locked); len(missing) > 0 {
+		read(missing)
+	}
 	var free, alone []*batchItem
 	for _, it := range locked {
 		rec := decode(it.prev.data)
@@ -95,7 +102,7 @@ func (ss *storeSession) batchLocked(ctx context.Context, items []*batchItem, res
 		case it.err != nil:
 			res[it.i].Err = ss.fail(ctx, "acquire", it.key, it.err)
 		case it.prev.st == nil || rec.Session == ss.id:
-			alone = append(alone, it) // a new key node, or this session's own grant
+			alone = append(alone, it) // a key node still missing, or this session's own grant
 		case r.Held():
 			ss.s.seen.Observe(it.key, r.Term, r.TTL)
 			res[it.i].Err = &tenure.HeldError{Record: r}
@@ -104,6 +111,29 @@ func (ss *storeSession) batchLocked(ctx context.Context, items []*batchItem, res
 		}
 	}
 	return append(alone, ss.grantAll(ctx, free, res, sent0)...)
+}
+
+// createKeyNodes creates, in one multi-operation, the key nodes of the
+// items read as missing (keys never granted), and returns those items to
+// be read again. If ZooKeeper refuses the multi (a key node created
+// meanwhile, the store's root missing), it creates none and returns none:
+// those items go on their own, which creates what is missing.
+func (ss *storeSession) createKeyNodes(ctx context.Context, items []*batchItem) []*batchItem {
+	var missing []*batchItem
+	var ops []any
+	for _, it := range items {
+		if it.err == nil && it.prev.st == nil {
+			missing = append(missing, it)
+			ops = append(ops, &zk.CreateRequest{Path: ss.s.keyPath(it.key), Acl: ss.s.acl})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if _, err := call(ctx, func() ([]zk.MultiResponse, error) { return ss.conn.Multi(ops...) }); err != nil {
+		return nil
+	}
+	return missing
 }
 
 // grantAll makes the grants of free, whose key nodes were read, in one
