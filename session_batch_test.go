@@ -2,7 +2,6 @@ package tenure_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -64,21 +63,9 @@ func TestCampaignsAcquireInBatches(t *testing.T) {
 		st := &batchSessions{Store: memory.New(nil)}
 		s := newBatchSession(t, st)
 		const n = 40
-		got := make(chan *tenure.Leadership, n)
-		for i := range n {
-			go func() {
-				l, err := s.Campaign(context.Background(), fmt.Sprintf("k%d", i), "p1", "")
-				if err != nil {
-					t.Errorf("Campaign k%d: %v", i, err)
-				}
-				got <- l
-			}()
-		}
-		var ls []*tenure.Leadership
+		ls := campaignAtOnce(t, s, n)
 		terms := map[string]uint64{}
-		for range n {
-			l := <-got
-			ls = append(ls, l)
+		for _, l := range ls {
 			terms[l.Lease().Key] = l.Lease().Term
 		}
 		sizes, sum := st.batches(), 0
