@@ -318,3 +318,23 @@ func TestForeignValueLooksHeld(t *testing.T) {
 		t.Fatalf("Acquire of a key held by a foreign value: %v, want HeldError naming (unknown)", err)
 	}
 }
+
+// A server whose --max-txn-ops is below what a batch's transaction needs
+// still grants every key of the batch, one by one.
+func TestBatchOnASmallTxnLimit(t *testing.T) {
+	st := openOn(etcdtest.StartWith(t, 16), "/small-txn")(t)
+	ss, err := st.(tenure.SessionStore).OpenSession(context.Background(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close(context.Background())
+	reqs := make([]tenure.AcquireRequest, 45)
+	for i := range reqs {
+		reqs[i] = tenure.AcquireRequest{Key: fmt.Sprintf("k%d", i), Identity: "alpha"}
+	}
+	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(context.Background(), reqs) {
+		if r.Err != nil || r.Lease.Key != reqs[i].Key || r.Lease.Term == 0 {
+			t.Fatalf("batch result %d on --max-txn-ops 16: %+v, %v", i, r.Lease, r.Err)
+		}
+	}
+}

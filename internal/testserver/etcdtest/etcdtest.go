@@ -23,6 +23,8 @@ type Server struct {
 	// across Restart.
 	Endpoint string
 
+	maxTxnOps uint // --max-txn-ops; 0 for etcd's default (128)
+
 	dir       string
 	clientURL url.URL
 	peerURL   url.URL
@@ -34,7 +36,14 @@ type Server struct {
 // 50 ms elections, no fsync) and waits until it serves clients.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{dir: t.TempDir()}
+	return StartWith(t, 0)
+}
+
+// StartWith is Start with the server's --max-txn-ops set to maxTxnOps
+// (0: etcd's default).
+func StartWith(t testing.TB, maxTxnOps uint) *Server {
+	t.Helper()
+	s := &Server{dir: t.TempDir(), maxTxnOps: maxTxnOps}
 	s.clientURL = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))}
 	s.peerURL = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))}
 	s.Endpoint = s.clientURL.Host
@@ -63,6 +72,9 @@ func (s *Server) Start(t testing.TB) {
 	cfg.TickMs = 10
 	cfg.ElectionMs = 50
 	cfg.UnsafeNoFsync = true
+	if s.maxTxnOps > 0 {
+		cfg.MaxTxnOps = s.maxTxnOps
+	}
 	cfg.LogLevel = "panic" // its shutdown logs errors that are not
 	var (
 		e   *embed.Etcd
