@@ -290,6 +290,9 @@ func (c crashableSessions) OpenSession(ctx context.Context, ttl time.Duration) (
 	if err != nil {
 		return nil, err
 	}
+	if ba, ok := s.(tenure.BatchAcquirer); ok {
+		return crashableBatchSession{crashableSession{s, c.dead}, ba}, nil
+	}
 	return crashableSession{s, c.dead}, nil
 }
 
@@ -303,6 +306,24 @@ func (c crashableSession) Acquire(ctx context.Context, key, id, value string) (t
 		return tenure.Lease{}, tenure.ErrClosed
 	}
 	return c.StoreSession.Acquire(ctx, key, id, value)
+}
+
+// crashableBatchSession keeps a store session's ability to acquire in
+// batches, so that the schedules drive the Session's batches too.
+type crashableBatchSession struct {
+	crashableSession
+	batch tenure.BatchAcquirer
+}
+
+func (c crashableBatchSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
+	if c.dead.Load() {
+		res := make([]tenure.AcquireResult, len(reqs))
+		for i := range res {
+			res[i].Err = tenure.ErrClosed
+		}
+		return res
+	}
+	return c.batch.AcquireBatch(ctx, reqs)
 }
 
 func (c crashableSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
