@@ -59,6 +59,8 @@ type Report struct {
 	// Since is when the member's node started, on its clock (zero if it
 	// does not say).
 	Since time.Time
+	// Priority is the member's own priority (0: it never leads).
+	Priority int
 }
 
 // StepDownRequest is a step-down request for a member (see

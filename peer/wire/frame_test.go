@@ -28,7 +28,8 @@ func TestFrameRoundTrip(t *testing.T) {
 	out, in := testConn(testGroup, 1)
 	m := Message{Type: StatusReply, Flags: FlagAbstain, From: 2, To: 1, Incarnation: 1 << 60,
 		Epoch: 9, Leader: 3, LeaderEpoch: 9, Candidate: 3, Ref: 7, Hops: 2, TTL: time.Second, Remaining: time.Millisecond,
-		Value: "10.0.0.7:8080"}
+		Priority: 7,
+		Value:    "10.0.0.7:8080"}
 	f := out.Seal(byte(m.Type), m)
 	if len(f) != FrameLen+len(m.Value) {
 		t.Fatalf("frame is %d bytes, want %d", len(f), FrameLen+len(m.Value))
