@@ -10,7 +10,7 @@
 // alone in a test:
 //
 //   - peer/wire: the [wire.Message] members exchange and its frame format
-//     (version 5), with fuzzed decoders. No I/O, no state.
+//     (version 6), with fuzzed decoders. No I/O, no state.
 //   - peer/transport: the [transport.Transport] interface a node sends and
 //     receives through (status queries included, with their reply), the
 //     observer's [transport.Asker], and the member list ([transport.Group]).
@@ -184,7 +184,7 @@
 // # Transport and security
 //
 // Members talk over the authenticated TCP transport of package peer/tcp
-// (protocol version 5: a handshake with fresh nonces from both sides,
+// (protocol version 6: a handshake with fresh nonces from both sides,
 // per-group keys derived with HKDF, per-connection MACs with sequence
 // numbers; its package doc states what it protects and what not). Package
 // peer/memnet is an in-memory transport with seeded faults for tests. Both
