@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -407,7 +408,8 @@ func cmpOr(a, b uint64) uint64 {
 }
 
 // Candidates lists the members that answer a status query, as
-// [tenure.Candidate]s with the priority each announces, ordered by ID, with when each member's node started (Since, on its
+// [tenure.Candidate]s with the priority each announces, best first (the
+// highest priority, then by ID), with when each member's node started (Since, on its
 // clock) where it says. A member that does not answer is not listed. It
 // blocks for one round of queries, like [Observer.Get], and fails only if
 // no member answers.
@@ -419,7 +421,7 @@ func (o *Observer) Candidates(ctx context.Context, key string) ([]tenure.Candida
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(got, func(a, b answer) int { return compareID(a.id, b.id) })
+	slices.SortFunc(got, func(a, b answer) int { return cmp.Or(cmp.Compare(b.r.Priority, a.r.Priority), compareID(a.id, b.id)) })
 	out := make([]tenure.Candidate, 0, len(got))
 	for _, a := range got {
 		out = append(out, tenure.Candidate{Identity: strconv.FormatUint(a.id, 10), Priority: a.r.Priority,
