@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/tenurehq/tenure"
@@ -15,10 +18,11 @@ import (
 // Leadership control in `tenure run`: --priority and --handover, and
 // staying a candidate after a step-down. It is on for every store, and
 // for the peer modes whose nodes take step-down requests (all of them:
-// their nodes serve the control key and candidate slots themselves),
-// where every member has the default priority, so --priority and
-// --yield-after are refused, and --handover hands over to any other
-// member (raft: the follower raft picks).
+// their nodes serve the control key and candidate slots themselves). In a
+// peer mode --priority also goes into the store URL (priority=N), so the
+// member announces it and the algorithm orders by it; --handover hands
+// over to any other member (the algorithm picks by priority; raft: the
+// follower raft picks).
 
 const (
 	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
@@ -46,14 +50,40 @@ func (o *runOpts) checkControl(given bool) error {
 	case len(o.key) > tenure.MaxControlledKeyLen:
 		return usageErrorf("--key is %d bytes; tenure run needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
 	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"--priority", given}, {"--yield-after", o.yieldAfter > 0}} {
-		if f.set {
-			return refusePeer(f.name, o.store)
-		}
+	return o.peerPriority(given)
+}
+
+// peerPriority carries --priority to a peer member: the node announces
+// its priority over the peer protocol and its algorithm orders by it, so
+// it goes into the store URL as priority=N. A URL that sets priority
+// itself gives it to the elector too; with --priority as well, the two
+// must agree. Other stores are left alone.
+func (o *runOpts) peerPriority(given bool) error {
+	if _, ok := peerMode(o.store.url); !ok {
+		return nil
 	}
+	u, err := url.Parse(o.store.url)
+	if err != nil {
+		return nil // opening the store reports it
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil || !q.Has("priority") {
+		if given && err == nil {
+			u.RawQuery = strings.TrimPrefix(u.RawQuery+"&priority="+strconv.Itoa(o.priority), "&")
+			o.store.url = u.String()
+		}
+		return nil
+	}
+	p, err := strconv.Atoi(q.Get("priority"))
+	switch {
+	case err != nil || p < tenure.NeverLead || p > tenure.MaxPriority:
+		return usageErrorf("the peer URL's priority=%q is not an integer from %d (never lead) to %d", q.Get("priority"), tenure.NeverLead, tenure.MaxPriority)
+	case given && p != o.priority:
+		return usageErrorf("--priority %d and the peer URL's priority=%d disagree; give one of them", o.priority, p)
+	case p == tenure.NeverLead && (o.try || o.wait > 0):
+		return usageErrorf("priority 0 never campaigns; it cannot be combined with --try or --wait")
+	}
+	o.priority = p
 	return nil
 }
 
