@@ -38,6 +38,7 @@ type Node struct {
 	cfg    Config
 	raft   *hraft.Raft
 	layer  *tlsLayer // nil with an injected transport
+	peers  *tlsAsker // asks the other members (peers.go); nil with an injected transport
 	closer []io.Closer
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
@@ -100,6 +101,13 @@ func New(cfg Config) (*Node, error) {
 		if c, ok := trans.(io.Closer); ok {
 			c.Close()
 		}
+	}
+	if n.layer != nil {
+		if n.peers, err = newPeerAsker(cfg); err != nil {
+			closeTrans()
+			return nil, err
+		}
+		n.closer = append(n.closer, n.peers)
 	}
 
 	rc := cfg.raftConfig()
@@ -385,6 +393,11 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 		return tenure.Record{}, err
 	}
 	if base, kind, slot := peer.SplitKey(key); kind != peer.KindMain {
+		if kind == peer.KindSlot {
+			if r, ok := n.askSlot(ctx, key, slot); ok {
+				return r, nil
+			}
+		}
 		return n.derivedRecord(key, base, kind, slot), nil
 	}
 	return n.record(key), nil

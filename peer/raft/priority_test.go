@@ -3,12 +3,15 @@ package raft
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
 )
 
 // TestPriorityZeroNeverLeads: members 0 and 1 have priority 0 and member 2
@@ -65,4 +68,59 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 			t.Fatalf("member 2 (default priority) does not grant: %v", err)
 		}
 	})
+}
+
+// TestYieldAfterRaft: members 1 and 2 (default priority) elect one of
+// them; member 3, of priority 5, joins later. The leader's elector, with
+// Control.YieldAfter, sees member 3 (the leader asks the members over the
+// status protocol), steps down to it after YieldAfter, and raft hands
+// leadership to it (LeadershipTransferToServer): member 3's task starts
+// after the old one ended with ErrSteppedDown, and no tasks overlap. An
+// observer lists the members with their priorities.
+func TestYieldAfterRaft(t *testing.T) {
+	urls := peerURLs(t, 3, "")
+	urls[2] += "&priority=5"
+	sp := newSpans(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	start := func(i int, prio int) {
+		s, err := tenure.Open(peer.WithLogger(ctx, slog.New(slog.DiscardHandler)), urls[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		el, err := tenure.New(tenure.Config{Store: s, Key: "job", Logger: slog.New(slog.DiscardHandler),
+			Control: &tenure.Control{Priority: prio, YieldAfter: 500 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { el.Run(ctx, sp.task) })
+	}
+	start(0, tenure.DefaultPriority)
+	start(1, tenure.DefaultPriority)
+	first := sp.next(true)
+	if first.id == "3" {
+		t.Fatalf("member 3 led before it started: %+v", first)
+	}
+	start(2, 5)
+	if e := sp.next(false); e.id != first.id || !errors.Is(e.cause, tenure.ErrSteppedDown) {
+		t.Fatalf("task of %s ended with %v; want %s stepping down", e.id, e.cause, first.id)
+	}
+	if s := sp.next(true); s.id != "3" || s.term <= first.term {
+		t.Fatalf("after the yield %s leads term %d; want 3 above term %d", s.id, s.term, first.term)
+	}
+	if n := sp.overlaps.Load(); n != 0 {
+		t.Fatalf("%d overlapping tasks", n)
+	}
+	obs := openTestObserver(t, observerURL(t, urls[0], ""))
+	cs, err := obs.(interface {
+		Candidates(context.Context, string) ([]tenure.Candidate, error)
+	}).Candidates(ctx, "job")
+	if err != nil || len(cs) != 3 || cs[0].Identity != "3" || cs[0].Priority != 5 || cs[1].Priority != tenure.DefaultPriority {
+		t.Fatalf("observer candidates %+v, %v; want member 3 (priority 5) first, then 1 and 2", cs, err)
+	}
 }
