@@ -8,17 +8,18 @@ import (
 	"time"
 )
 
-// TestPeerPriority: in lowest, bully and ring, three real `tenure run`
+// TestPeerPriority: in every peer mode, three real `tenure run`
 // members: member 1 with priority=0 in its peer URL, member 3 with the
 // default priority, member 2 with --priority 5, all with --yield-after 1s
 // and --restart.
 // Member 1 alone never leads (status exits 3 throughout); member 3 leads
-// once it starts; member 2, started last, takes over (lowest and bully
-// preempt; the ring does not, and member 3's --yield-after hands over);
+// once it starts (in raft, member 1 hands raft leadership to it if raft
+// elected 1); member 2, started last, takes over (lowest and bully
+// preempt; ring and raft do not, and member 3's --yield-after hands over);
 // status --candidates lists the three priorities; once 2 and 3 are gone,
 // member 1 is alone again and the key is free. No two CMDs overlap.
 func TestPeerPriority(t *testing.T) {
-	for _, alg := range []string{"lowest", "bully", "ring"} {
+	for _, alg := range []string{"lowest", "bully", "ring", "raft"} {
 		t.Run(alg, func(t *testing.T) {
 			t.Parallel()
 			c, obs := peerControlCluster(t, alg)
