@@ -177,3 +177,19 @@ func TestFrameTimings(t *testing.T) {
 		t.Error("StepDown and StatusQuery are the requests; StatusReply is not")
 	}
 }
+
+// TestFramePriorities: a message frame carries the sender's priority and,
+// in a ring Election, the candidate's; a candidate priority on any other
+// type is malformed.
+func TestFramePriorities(t *testing.T) {
+	out, in := testConn(testGroup, 3)
+	m := Message{Type: Election, From: 1, To: 2, Candidate: 4, Priority: 1000, CandidatePriority: 7}
+	_, got, err := in.Open(out.Seal(byte(m.Type), m))
+	if m.Seq = 1; err != nil || got != m {
+		t.Fatalf("open = %+v, %v; want %+v", got, err, m)
+	}
+	bad := Message{Type: Heartbeat, From: 1, To: 2, CandidatePriority: 7}
+	if _, _, err := in.Open(out.Seal(byte(bad.Type), bad)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a heartbeat with a candidate priority: %v, want ErrMalformed", err)
+	}
+}
