@@ -49,7 +49,11 @@ type Config struct {
 	// ([tenure.NeverLead]) takes part in every election (it answers,
 	// forwards, heartbeats) but never stands, so if only such members are
 	// alive nobody coordinates and the key stays free. Modes document
-	// what they do with it (raft: see its package).
+	// what they do with it (raft: see its package). Give the member's
+	// elector the same priority (tenure.Control.Priority, as `tenure run
+	// --priority` does): an elector of priority 0 never asks, so a node
+	// of a higher priority elected under it would stay coordinator with
+	// its key never granted.
 	Priority *int
 	// NoPreempt stops a member with precedence (a recovering higher ID in
 	// bully) from taking over from a healthy coordinator.
