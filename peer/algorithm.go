@@ -51,11 +51,17 @@ type Env interface {
 	Alive(id uint64) bool
 	// MarkDead makes Alive(id) false until id is heard from again.
 	MarkDead(id uint64)
-	// Abstaining reports whether this node resigned within the last Timeout
-	// and so must not stand for election; Abstains reports what id's last
-	// message said about id.
+	// Abstaining reports whether this node must not stand for election:
+	// it resigned within the last Timeout, holds back for a step-down, or
+	// has priority 0 (for good); Abstains reports what id's last message
+	// said about id.
 	Abstaining() bool
 	Abstains(id uint64) bool
+	// Priority returns id's priority: this node's own (Config.Priority),
+	// or what id's last message said; known is false if id was never
+	// heard from since this node started. A member of priority 0 abstains
+	// for good (Abstaining, Abstains).
+	Priority(id uint64) (p int, known bool)
 	// Leader returns the coordinator this node follows (0 if none) and its
 	// epoch.
 	Leader() (id, epoch uint64)
@@ -71,6 +77,33 @@ type Env interface {
 	StepDown()
 	// Logf logs at debug level.
 	Logf(format string, args ...any)
+}
+
+// Outranks reports whether member a of priority pa takes precedence over
+// member b of priority pb: a higher priority first, then, among equal
+// priorities, the higher ID if highIDs (bully, ring) else the lower
+// (lowest). It is a strict total order over distinct members.
+func Outranks(pa int, a uint64, pb int, b uint64, highIDs bool) bool {
+	switch {
+	case pa != pb:
+		return pa > pb
+	case highIDs:
+		return a > b
+	}
+	return a < b
+}
+
+// HeartbeatLeader sends a Heartbeat to the coordinator this node follows,
+// if any: "I am alive and follow you", with this member's priority (the
+// node fills it in). Bully and ring call it every Tick so that the
+// coordinator hears every follower: its candidates (tenure status
+// --candidates, and a leader's Control.YieldAfter) then list them with
+// their priorities. The coordinator's node takes it as a sign of life
+// only: it claims nothing.
+func HeartbeatLeader(env Env) {
+	if leader, epoch := env.Leader(); leader != 0 && leader != env.Self() {
+		env.Send(leader, wire.Message{Type: wire.Heartbeat, Leader: leader, LeaderEpoch: epoch})
+	}
 }
 
 // Suspicions are the members an algorithm believes dead (bully and ring

@@ -41,6 +41,20 @@ type Config struct {
 	// (the coordinator: an election starts). It must be at least two
 	// heartbeats; default [DefaultTimeoutFactor] heartbeats.
 	Timeout time.Duration
+	// Priority is this member's priority, announced to the others in
+	// every message it sends: from 0 to [tenure.MaxPriority]; nil takes
+	// [tenure.DefaultPriority] (new(5) sets 5). In lowest, bully and ring
+	// the live member of the highest priority coordinates (among equals,
+	// the algorithm's own order of IDs decides); a member of priority 0
+	// ([tenure.NeverLead]) takes part in every election (it answers,
+	// forwards, heartbeats) but never stands, so if only such members are
+	// alive nobody coordinates and the key stays free. Modes document
+	// what they do with it (raft: see its package). Give the member's
+	// elector the same priority (tenure.Control.Priority, as `tenure run
+	// --priority` does): an elector of priority 0 never asks, so a node
+	// of a higher priority elected under it would stay coordinator with
+	// its key never granted.
+	Priority *int
 	// NoPreempt stops a member with precedence (a recovering higher ID in
 	// bully) from taking over from a healthy coordinator.
 	NoPreempt bool
@@ -99,6 +113,8 @@ func (c Config) Validate() error {
 		return invalidf("Config.Algorithm %q is not registered (registered: %s; import its package)", c.Algorithm, strings.Join(Algorithms(), ", "))
 	case c.Heartbeat <= 0:
 		return invalidf("Config.Heartbeat (%s) must be positive", c.Heartbeat)
+	case c.Priority != nil && (*c.Priority < tenure.NeverLead || *c.Priority > tenure.MaxPriority):
+		return invalidf("Config.Priority (%d) must be from %d (never lead) to %d", *c.Priority, tenure.NeverLead, tenure.MaxPriority)
 	case c.Timeout < 2*c.Heartbeat:
 		return invalidf("Config.Timeout (%s) must be at least two heartbeats (%s)", c.Timeout, 2*c.Heartbeat)
 	case c.Transport == nil && c.Secret.IsZero():
@@ -120,6 +136,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// MemberPriority is c.Priority, or [tenure.DefaultPriority] if nil.
+func (c Config) MemberPriority() int {
+	if c.Priority == nil {
+		return tenure.DefaultPriority
+	}
+	return *c.Priority
+}
+
 // IsObserver reports whether c configures an [Observer] (ID is
 // [wire.ObserverID], no id in the URL) rather than a member.
 func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
@@ -130,7 +154,8 @@ func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
 //
 // Parameters: id (this member), peers (ID=host:port,...), algorithm
 // (default bully), secret-file, state-dir, and optionally heartbeat and
-// timeout (Go durations), no-preempt (1/true), key. The others are the
+// timeout (Go durations), no-preempt (1/true), key, priority (this
+// member's, 0 to 1000, default 1; 0 never leads). The others are the
 // algorithm's: its [ParamParser] turns them into Config.Options (see
 // [WithParams]); an algorithm without one ignores them. The host and path must be
 // empty.
@@ -140,7 +165,7 @@ func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
 // and secret-file, no state-dir, and never joins the group:
 //
 //	peer://?peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=bully&secret-file=/etc/tenure/peer.secret
-var urlParams = []string{"id", "peers", "algorithm", "secret-file", "state-dir", "heartbeat", "timeout", "no-preempt", "key"}
+var urlParams = []string{"id", "peers", "algorithm", "secret-file", "state-dir", "heartbeat", "timeout", "no-preempt", "key", "priority"}
 
 // ParseURL turns a peer:// URL into a Config, loading the secret file. It
 // does not validate the algorithm (see [Config.Validate]). Errors wrap
@@ -205,6 +230,13 @@ func ParseURL(u *url.URL) (Config, error) {
 			return Config{}, invalidf("parameter no-preempt=%q is not a boolean", s)
 		}
 	}
+	if s := get["priority"]; s != "" {
+		p, err := strconv.Atoi(s)
+		if err != nil || p < tenure.NeverLead || p > tenure.MaxPriority {
+			return Config{}, invalidf("parameter priority=%q is not an integer from %d (never lead) to %d", s, tenure.NeverLead, tenure.MaxPriority)
+		}
+		c.Priority = &p
+	}
 	c.Key = get["key"]
 	c.StateDir = get["state-dir"]
 	if c.Secret, err = tcp.LoadSecret(get["secret-file"]); err != nil {
@@ -222,8 +254,8 @@ func (c Config) String() string {
 		return fmt.Sprintf("peer observer of [%v] algorithm=%s heartbeat=%s timeout=%s",
 			c.Group, c.Algorithm, c.Heartbeat, c.Timeout)
 	}
-	return fmt.Sprintf("peer %d of [%v] algorithm=%s heartbeat=%s timeout=%s no-preempt=%t",
-		c.ID, c.Group, c.Algorithm, c.Heartbeat, c.Timeout, c.NoPreempt)
+	return fmt.Sprintf("peer %d of [%v] algorithm=%s heartbeat=%s timeout=%s no-preempt=%t priority=%d",
+		c.ID, c.Group, c.Algorithm, c.Heartbeat, c.Timeout, c.NoPreempt, c.MemberPriority())
 }
 
 // tcpConfig is the TCP transport's configuration for c: heartbeats or

@@ -35,7 +35,7 @@ func TestParseURL(t *testing.T) {
 	secret := writeSecret(t, testSecret)
 	dir := t.TempDir()
 	raw := "peer://?id=2&peers=1=127.0.0.1:7001,2=127.0.0.1:7002&algorithm=ring&secret-file=" + secret +
-		"&state-dir=" + dir + "&heartbeat=20ms&timeout=100ms&no-preempt=1&key=jobs&raft-extra=x"
+		"&state-dir=" + dir + "&heartbeat=20ms&timeout=100ms&no-preempt=1&key=jobs&raft-extra=x&priority=0"
 	u, _ := url.Parse(raw)
 	c, err := peer.ParseURL(u)
 	if err != nil {
@@ -43,7 +43,7 @@ func TestParseURL(t *testing.T) {
 	}
 	if c.ID != 2 || c.Group.Len() != 2 || c.Algorithm != "ring" || c.Heartbeat.String() != "20ms" ||
 		c.Timeout.String() != "100ms" || !c.NoPreempt || c.Key != "jobs" || c.StateDir != dir ||
-		c.Options != nil || string(c.Secret.Bytes()) != testSecret {
+		c.Options != nil || string(c.Secret.Bytes()) != testSecret || c.Priority == nil || c.MemberPriority() != tenure.NeverLead {
 		t.Fatalf("parsed %+v", c)
 	}
 	if err := c.WithDefaults().Validate(); err != nil {
@@ -75,6 +75,9 @@ func TestParseURLErrors(t *testing.T) {
 		{base + "id=1&id=2&secret-file=" + secret, "given 2 times"},
 		{base + "id=1&heartbeat=fast&secret-file=" + secret, "heartbeat"},
 		{base + "id=1&no-preempt=maybe&secret-file=" + secret, "no-preempt"},
+		{base + "id=1&priority=-1&secret-file=" + secret, `parameter priority="-1" is not an integer from 0 (never lead) to 1000`},
+		{base + "id=1&priority=1001&secret-file=" + secret, `priority="1001"`},
+		{base + "id=1&priority=high&secret-file=" + secret, `priority="high"`},
 		{"peer://host:1/?id=1", "only query parameters"},
 	} {
 		u, err := url.Parse(tc.url)
@@ -98,12 +101,17 @@ func TestValidate(t *testing.T) {
 	if err := ok.WithDefaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if ok.MemberPriority() != tenure.DefaultPriority {
+		t.Fatalf("a Config without Priority has priority %d; want the default", ok.MemberPriority())
+	}
 	for name, mut := range map[string]func(*peer.Config){
 		"not a member":  func(c *peer.Config) { c.ID = 9 },
 		"unknown alg":   func(c *peer.Config) { c.Algorithm = "paxos" },
 		"short timeout": func(c *peer.Config) { c.Timeout = c.Heartbeat },
 		"no secret":     func(c *peer.Config) { c.Secret = tcp.Secret{} },
 		"no state dir":  func(c *peer.Config) { c.StateDir = "" },
+		"priority -1":   func(c *peer.Config) { c.Priority = new(-1) },
+		"priority 1001": func(c *peer.Config) { c.Priority = new(1001) },
 	} {
 		c := ok.WithDefaults()
 		mut(&c)

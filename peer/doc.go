@@ -10,7 +10,7 @@
 // alone in a test:
 //
 //   - peer/wire: the [wire.Message] members exchange and its frame format
-//     (version 5), with fuzzed decoders. No I/O, no state.
+//     (version 6), with fuzzed decoders. No I/O, no state.
 //   - peer/transport: the [transport.Transport] interface a node sends and
 //     receives through (status queries included, with their reply), the
 //     observer's [transport.Asker], and the member list ([transport.Group]).
@@ -162,10 +162,35 @@
 //
 // Abstaining is all the algorithms are told: lowest, and bully without
 // no-preempt, still prefer their member, which takes over again once the
-// window ends (ring keeps the new coordinator). Nodes serve their key's
-// candidate slots as the members they hear from, all of the default
-// priority (no --priority in peer modes); an observer lists the members
-// that answer ([Observer.Candidates]).
+// window ends (ring keeps the new coordinator).
+//
+// # Priorities
+//
+// Each member has a priority ([Config.Priority], URL parameter priority,
+// `tenure run --priority`; default 1) and announces it in every message it
+// sends (protocol version 6); a node remembers what each member's last
+// message said ([Env.Priority]). In lowest, bully and ring the live member
+// of the highest priority coordinates, and among equal priorities the
+// algorithm's own order of IDs decides ([Outranks]): the order is total
+// and each member's priority is fixed while its process runs, so the
+// algorithms' arguments for one coordinator carry over unchanged, and the
+// handover above still guards the tasks. A member of priority 0
+// ([tenure.NeverLead]) abstains for good: it heartbeats, answers, forwards
+// ring messages and follows, but never stands, and its node refuses to
+// become coordinator; with only such members alive nobody coordinates and
+// the key stays free. Priority ranks members only when an election runs:
+// lowest and bully (without no-preempt) preempt for a higher priority as
+// they do for a preferred ID; ring and bully with no-preempt do not, and a
+// leader's [tenure.Control.YieldAfter] then hands over to a live member of a
+// higher priority seen for that long, through the step-down above. Raft
+// has its own rules (package peer/raft).
+//
+// Nodes serve their key's candidate slots as the members they hear from,
+// with their priorities; followers heartbeat the coordinator (bully, ring;
+// in lowest everyone heartbeats everyone), so the coordinator's node, and
+// so its elector's YieldAfter, sees every live member. An observer lists
+// the members that answer, best first ([Observer.Candidates]), and takes
+// no claim of a coordinator whose own answer says priority 0.
 //
 // # Epochs: the fencing term
 //
@@ -184,7 +209,7 @@
 // # Transport and security
 //
 // Members talk over the authenticated TCP transport of package peer/tcp
-// (protocol version 5: a handshake with fresh nonces from both sides,
+// (protocol version 6: a handshake with fresh nonces from both sides,
 // per-group keys derived with HKDF, per-connection MACs with sequence
 // numbers; its package doc states what it protects and what not). Package
 // peer/memnet is an in-memory transport with seeded faults for tests. Both

@@ -39,6 +39,7 @@ type Node struct {
 	heard        map[uint64]time.Time
 	dead         map[uint64]bool
 	abstains     map[uint64]bool
+	prio         map[uint64]int // each member's priority, as its last message said
 	abstainUntil time.Time
 	holdUntil    time.Time                            // the end of the hold-back of the last step-down (stepdown.go)
 	watchers     map[chan struct{}]context.CancelFunc // each watch's wake and end
@@ -114,6 +115,7 @@ func NewNode(cfg Config, alg Algorithm) (*Node, error) {
 		heard:    map[uint64]time.Time{},
 		dead:     map[uint64]bool{},
 		abstains: map[uint64]bool{},
+		prio:     map[uint64]int{},
 		watchers: map[chan struct{}]context.CancelFunc{},
 		started:  time.Now(),
 		stop:     make(chan struct{}),
@@ -145,11 +147,12 @@ func (n *Node) answer(q transport.Delivery) {
 
 // statusLocked is the node's answer to request q: the coordinator it
 // follows, the record Get would return, and in Candidate when the node
-// started (Unix milliseconds). The caller holds mu.
+// started (Unix milliseconds), and its priority. The caller holds mu.
 func (n *Node) statusLocked(q transport.Delivery) wire.Message {
 	r := n.recordLocked(time.Now())
 	return wire.Message{Type: wire.StatusReply, To: q.From, Ref: q.Ref, Epoch: n.maxEpoch, Leader: n.leader,
-		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining, Value: r.Value, Candidate: uint64(max(n.started.UnixMilli(), 1))}
+		LeaderEpoch: n.leaderEpoch, TTL: r.TTL, Remaining: r.Remaining, Value: r.Value, Candidate: uint64(max(n.started.UnixMilli(), 1)),
+		Priority: uint32(n.cfg.MemberPriority())}
 }
 
 func (n *Node) run() {
@@ -234,6 +237,7 @@ func (n *Node) handle(m wire.Message) {
 	n.heard[m.From] = now
 	delete(n.dead, m.From)
 	n.abstains[m.From] = m.Flags&wire.FlagAbstain != 0
+	n.prio[m.From] = int(m.Priority)
 	if m.Epoch > n.maxEpoch {
 		if err := n.raiseEpoch(m.Epoch); err != nil {
 			n.log.Error("peer: cannot persist the epoch; ignoring the message", "id", n.self, "err", err)
@@ -280,6 +284,7 @@ func (n *Node) handle(m wire.Message) {
 // send fills the envelope and sends; the caller holds mu.
 func (n *Node) send(to uint64, m wire.Message) error {
 	m.From, m.To, m.Epoch = n.self, to, n.maxEpoch
+	m.Priority = uint32(n.cfg.MemberPriority())
 	if n.abstaining(time.Now()) {
 		m.Flags |= wire.FlagAbstain
 	}
@@ -290,9 +295,15 @@ func (n *Node) send(to uint64, m wire.Message) error {
 	return n.tr.Send(m)
 }
 
+// abstaining reports whether this node must not stand for election: it
+// resigned within Timeout, holds back for a step-down, or has priority 0
+// (for good). The caller holds mu.
 func (n *Node) abstaining(now time.Time) bool {
-	return now.Before(n.abstainUntil) || now.Before(n.holdUntil)
+	return n.neverLeads() || now.Before(n.abstainUntil) || now.Before(n.holdUntil)
 }
+
+// neverLeads reports whether this member has priority 0.
+func (n *Node) neverLeads() bool { return n.cfg.MemberPriority() == tenure.NeverLead }
 
 // raiseEpoch persists e as the highest known epoch if it is higher.
 func (n *Node) raiseEpoch(e uint64) error {
@@ -324,6 +335,9 @@ func (n *Node) nextEpoch() uint64 {
 
 // elect makes this node coordinator under a fresh epoch.
 func (n *Node) elect() (uint64, error) {
+	if n.neverLeads() {
+		return 0, fmt.Errorf("peer: member %d has priority 0 and never coordinates", n.self)
+	}
 	if n.abstaining(time.Now()) {
 		return 0, fmt.Errorf("peer: member %d resigned or holds back for a step-down, and abstains until %s", n.self,
 			later(n.abstainUntil, n.holdUntil).Format(time.RFC3339Nano))
@@ -528,6 +542,14 @@ func (e env) Adopt(leader, epoch uint64) bool {
 }
 func (e env) Logf(format string, args ...any) {
 	e.n.log.Debug(fmt.Sprintf(format, args...), "id", e.n.self)
+}
+
+func (e env) Priority(id uint64) (int, bool) {
+	if id == e.n.self {
+		return e.n.cfg.MemberPriority(), true
+	}
+	p, ok := e.n.prio[id]
+	return p, ok
 }
 
 func (e env) Alive(id uint64) bool {

@@ -105,7 +105,9 @@ func (o *Observer) use(ctx context.Context, key string) error {
 // it, else as any member reports it for that coordinator and epoch (raft
 // members know it; in lowest, bully and ring only the coordinator does). If no member that
 // answered follows a coordinator, Holder is "" and Term the highest epoch
-// reported. If no member answers, the error names each one and why; a
+// reported; a coordinator whose own answer says it has priority 0 counts
+// as none (in raft such a member can hold raft leadership for a moment,
+// handing it away, and never grants). If no member answers, the error names each one and why; a
 // process without the group's secret gets only that error. Get blocks for
 // one round trip to each member, bounded by ctx and by Timeout+2s.
 //
@@ -176,14 +178,20 @@ func (o *Observer) ask1(parent context.Context) ([]answer, error) {
 	return got, nil
 }
 
-// pick chooses the record among the answers (see Get).
+// pick chooses the record among the answers (see Get). A leader whose
+// own answer says it never leads (priority 0; a raft leader handing
+// leadership away) is taken for none.
 func pick(key string, got []answer) tenure.Record {
 	rec := tenure.Record{Key: key}
+	never := map[uint64]bool{}
+	for _, a := range got {
+		never[a.id] = a.r.NeverLeads
+	}
 	var best *answer
 	for i := range got {
 		a := &got[i]
 		rec.Term = max(rec.Term, a.r.Epoch)
-		if a.r.Leader == 0 {
+		if a.r.Leader == 0 || never[a.r.Leader] {
 			continue
 		}
 		switch {

@@ -57,3 +57,20 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// TestPickNeverLeads: a leader whose own answer says it has priority 0
+// (a raft member handing leadership away) is not reported as holding the
+// key, whoever names it; one that does not answer is taken at the others'
+// word.
+func TestPickNeverLeads(t *testing.T) {
+	got := []answer{
+		{id: 1, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5}},
+		{id: 2, r: transport.Report{Leader: 2, LeaderEpoch: 5, Epoch: 5, NeverLeads: true}},
+	}
+	if r := pick("k", got); r.Held() || r.Term != 5 {
+		t.Fatalf("pick = %+v; want free at term 5", r)
+	}
+	if r := pick("k", got[:1]); r.Holder != "2" {
+		t.Fatalf("pick without member 2's answer = %+v; want 2 at the others' word", r)
+	}
+}

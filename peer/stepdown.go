@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -266,8 +267,8 @@ func (n *Node) controlRecord(key string, now time.Time) tenure.Record {
 // slotRecord is the record of candidate slot i of key on this node: slot i
 // is the i-th member by ID, registered while it is live as this node sees
 // it (itself while open; another member while heard from within Timeout),
-// with the default priority (peer members have no priorities). The
-// caller holds mu.
+// with its priority (its own for this node, else what its last message
+// said). The caller holds mu.
 func (n *Node) slotRecord(key string, i int, now time.Time) tenure.Record {
 	r := tenure.Record{Key: key}
 	ids := n.cfg.Group.IDs()
@@ -286,7 +287,8 @@ func (n *Node) slotRecord(key string, i int, now time.Time) tenure.Record {
 		return r
 	}
 	r.Holder, r.Term, r.TTL = strconv.FormatUint(id, 10), 1, n.cfg.Timeout
-	r.Value = tenure.CandidateValue(tenure.DefaultPriority, since)
+	p, _ := env{n}.Priority(id) // known: it was heard from
+	r.Value = tenure.CandidateValue(p, since)
 	return r
 }
 
@@ -304,10 +306,10 @@ func (n *Node) derivedGet(key, base string, kind KeyKind, slot int) tenure.Recor
 
 // Candidates lists the members this node sees live (itself and those heard
 // from within Timeout), as [tenure.Candidates] would from the candidate
-// slots this node serves: all of the default priority, ordered by ID. A
-// node hears only from those that talk to it: in bully and ring a
-// follower hears mostly from the coordinator. For the whole group ask an
-// [Observer].
+// slots this node serves: with their priorities, ordered by ID. A node
+// hears only from those that talk to it: the coordinator hears every
+// member that follows it, but in bully and ring a follower hears mostly
+// from the coordinator. For the whole group ask an [Observer].
 func (n *Node) Candidates(ctx context.Context, key string) ([]tenure.Candidate, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -319,7 +321,8 @@ func (n *Node) Candidates(ctx context.Context, key string) ([]tenure.Candidate, 
 	for i := range n.cfg.Group.Len() {
 		r := n.slotRecord(key, i, now)
 		if r.Held() {
-			c := tenure.Candidate{Identity: r.Holder, Priority: tenure.DefaultPriority, Remaining: r.Remaining}
+			p, _ := env{n}.Priority(n.cfg.Group.IDs()[i])
+			c := tenure.Candidate{Identity: r.Holder, Priority: p, Remaining: r.Remaining}
 			if r.Holder == n.Identity() {
 				c.Since = n.started
 			}
@@ -393,7 +396,7 @@ func (o *Observer) slot(ctx context.Context, key string, i int) (tenure.Record, 
 		return r, nil // not answering: not a candidate
 	}
 	r.Holder, r.Term, r.TTL, r.Remaining = strconv.FormatUint(ids[i], 10), 1, o.cfg.Timeout, o.cfg.Timeout
-	r.Value = tenure.CandidateValue(tenure.DefaultPriority, rep.Since)
+	r.Value = tenure.CandidateValue(rep.Priority, rep.Since)
 	return r, nil
 }
 
@@ -405,8 +408,8 @@ func cmpOr(a, b uint64) uint64 {
 }
 
 // Candidates lists the members that answer a status query, as
-// [tenure.Candidate]s of the default priority (peer members have none),
-// ordered by ID, with when each member's node started (Since, on its
+// [tenure.Candidate]s with the priority each announces, best first (the
+// highest priority, then by ID), with when each member's node started (Since, on its
 // clock) where it says. A member that does not answer is not listed. It
 // blocks for one round of queries, like [Observer.Get], and fails only if
 // no member answers.
@@ -418,10 +421,10 @@ func (o *Observer) Candidates(ctx context.Context, key string) ([]tenure.Candida
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(got, func(a, b answer) int { return compareID(a.id, b.id) })
+	slices.SortFunc(got, func(a, b answer) int { return cmp.Or(cmp.Compare(b.r.Priority, a.r.Priority), compareID(a.id, b.id)) })
 	out := make([]tenure.Candidate, 0, len(got))
 	for _, a := range got {
-		out = append(out, tenure.Candidate{Identity: strconv.FormatUint(a.id, 10), Priority: tenure.DefaultPriority,
+		out = append(out, tenure.Candidate{Identity: strconv.FormatUint(a.id, 10), Priority: a.r.Priority,
 			Since: a.r.Since, Remaining: o.cfg.Timeout})
 	}
 	return out, nil

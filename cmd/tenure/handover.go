@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/tenurehq/tenure"
@@ -15,14 +18,15 @@ import (
 // Leadership control in `tenure run`: --priority and --handover, and
 // staying a candidate after a step-down. It is on for every store, and
 // for the peer modes whose nodes take step-down requests (all of them:
-// their nodes serve the control key and candidate slots themselves),
-// where every member has the default priority, so --priority and
-// --yield-after are refused, and --handover hands over to any other
-// member (raft: the follower raft picks).
+// their nodes serve the control key and candidate slots themselves). In a
+// peer mode --priority also goes into the store URL (priority=N), so the
+// member announces it and the algorithm orders by it; --handover hands
+// over to the best live member the leader's node lists (if none, to any
+// other member: the algorithm picks; raft: the follower raft picks).
 
 const (
-	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
-	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority; in peer modes any other member) instead of a plain release; exit once it leads (at most one TTL later)"
+	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start (in peer modes: the member's own, also priority=N in the URL, and the algorithm elects the highest live one); 0 never leads (a standby that only observes); at most 1000"
+	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority; in peer modes the best live member) instead of a plain release; exit once it leads (at most one TTL later)"
 	yieldUsage    = "while leading, hand over to a candidate of higher --priority once it has been registered for `DUR` (the preferred holder; 0: never)"
 )
 
@@ -46,14 +50,40 @@ func (o *runOpts) checkControl(given bool) error {
 	case len(o.key) > tenure.MaxControlledKeyLen:
 		return usageErrorf("--key is %d bytes; tenure run needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
 	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"--priority", given}, {"--yield-after", o.yieldAfter > 0}} {
-		if f.set {
-			return refusePeer(f.name, o.store)
-		}
+	return o.peerPriority(given)
+}
+
+// peerPriority carries --priority to a peer member: the node announces
+// its priority over the peer protocol and its algorithm orders by it, so
+// it goes into the store URL as priority=N. A URL that sets priority
+// itself gives it to the elector too; with --priority as well, the two
+// must agree. Other stores are left alone.
+func (o *runOpts) peerPriority(given bool) error {
+	if _, ok := peerMode(o.store.url); !ok {
+		return nil
 	}
+	u, err := url.Parse(o.store.url)
+	if err != nil {
+		return nil // opening the store reports it
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil || !q.Has("priority") {
+		if given && err == nil {
+			u.RawQuery = strings.TrimPrefix(u.RawQuery+"&priority="+strconv.Itoa(o.priority), "&")
+			o.store.url = u.String()
+		}
+		return nil
+	}
+	p, err := strconv.Atoi(q.Get("priority"))
+	switch {
+	case err != nil || p < tenure.NeverLead || p > tenure.MaxPriority:
+		return usageErrorf("the peer URL's priority=%q is not an integer from %d (never lead) to %d", q.Get("priority"), tenure.NeverLead, tenure.MaxPriority)
+	case given && p != o.priority:
+		return usageErrorf("--priority %d and the peer URL's priority=%d disagree; give one of them", o.priority, p)
+	case p == tenure.NeverLead && (o.try || o.wait > 0):
+		return usageErrorf("priority 0 never campaigns; it cannot be combined with --try or --wait")
+	}
+	o.priority = p
 	return nil
 }
 
@@ -94,24 +124,26 @@ func (r *runner) campaignAgain(ctx context.Context, err error) bool {
 // while the lease is still held, it asks for a step-down of term naming
 // the best waiting candidate, so that when the elector releases the key
 // only that candidate may take it for one TTL. Failing that (no candidate
-// registered, a store error) the release is a plain one. In a peer mode
-// the request names nobody: every member has the same priority, and the
-// algorithm (raft: its leadership transfer) picks the next among the
-// others while this one holds back.
+// registered, a store error) the release is a plain one. In a peer mode,
+// where the leader's node lists the live members with their priorities,
+// it names the best of them, and if it sees none that may lead it names
+// nobody: the algorithm (raft: its leadership transfer) picks the next
+// among the others while this one holds back.
 func (r *runner) handOver(term *tenure.Term, log *slog.Logger) {
 	if !r.opts.handover || r.signalled() != syscall.SIGTERM {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ttl/3)
 	defer cancel()
-	best := tenure.Candidate{Priority: tenure.DefaultPriority} // in a peer mode: nobody named
-	if _, peer := peerMode(r.opts.store.url); !peer {
-		cs, err := tenure.Candidates(ctx, r.store, r.opts.key)
-		var ok bool
-		if best, ok = tenure.BestCandidate(cs, r.opts.id); err != nil || !ok {
-			log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
-			return
-		}
+	_, peer := peerMode(r.opts.store.url)
+	cs, err := tenure.Candidates(ctx, r.store, r.opts.key)
+	best, ok := tenure.BestCandidate(cs, r.opts.id)
+	switch {
+	case peer && (err != nil || !ok):
+		best = tenure.Candidate{Priority: tenure.DefaultPriority} // nobody named
+	case err != nil || !ok:
+		log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
+		return
 	}
 	to := cmp.Or(best.Identity, "any other member")
 	sd, err := tenure.RequestStepDown(ctx, r.store, r.opts.key, tenure.StepDownRequest{

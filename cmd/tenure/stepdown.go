@@ -96,16 +96,6 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	return o, 0, false
 }
 
-// refusePeer rejects leadership control on a peer store, naming its mode:
-// a peer node elects for one key and has no control key.
-func refusePeer(what string, src storeSource) error {
-	mode, ok := peerMode(src.url)
-	if !ok {
-		return nil
-	}
-	return usageErrorf("%s is not supported in peer mode (algorithm %s): peer stores elect for one key and cannot hold a control key", what, mode)
-}
-
 // peerStepDown lists the peer modes whose nodes take step-down requests
 // through an observer (package peer's Node, and raft).
 var peerStepDown = map[string]bool{"lowest": true, "bully": true, "ring": true, "raft": true}

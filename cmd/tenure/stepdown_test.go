@@ -207,8 +207,10 @@ func TestStepDownBadInput(t *testing.T) {
 		{[]string{"step-down", "--store", store, "--key", "job", "--to", "a\x01"}, exitUsage, "control character"},
 		{[]string{"step-down", "--store", peer, "--key", "job"}, exitUsage, "leave id (and state-dir) out of the peer URL"},
 		{[]string{"step-down", "--store", strings.Replace(peer, "ring", "nosuch", 1), "--key", "job"}, exitUsage, "step-down is not supported in peer mode (algorithm nosuch)"},
-		{[]string{"run", "--store", peer, "--key", "job", "--yield-after", "1s", "--", "true"}, exitUsage, "--yield-after is not supported in peer mode (algorithm ring)"},
-		{[]string{"run", "--store", peer, "--key", "job", "--priority", "2", "--", "true"}, exitUsage, "--priority is not supported in peer mode (algorithm ring)"},
+		{[]string{"run", "--store", peer + "&priority=3", "--key", "job", "--priority", "2", "--", "true"}, exitUsage, "--priority 2 and the peer URL's priority=3 disagree"},
+		{[]string{"run", "--store", peer + "&priority=-1", "--key", "job", "--", "true"}, exitUsage, `the peer URL's priority="-1" is not an integer from 0 (never lead) to 1000`},
+		{[]string{"run", "--store", peer + "&priority=0", "--key", "job", "--wait", "1s", "--", "true"}, exitUsage, "priority 0 never campaigns"},
+		{[]string{"run", "--store", peer, "--key", "job", "--priority", "-1", "--", "true"}, exitUsage, "--priority -1 is out of range"},
 		{[]string{"run", "--store", store, "--key", "job", "--priority", "-1", "--", "true"}, exitUsage, "--priority -1 is out of range"},
 		{[]string{"run", "--store", store, "--key", "job", "--priority", "0", "--try", "--", "true"}, exitUsage, "--priority 0 never campaigns"},
 	} {

@@ -3,6 +3,7 @@ package bully
 import (
 	"time"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/wire"
 )
@@ -21,12 +22,33 @@ type bully struct {
 	suspected  peer.Suspicions // higher members believed dead until heard from
 }
 
+// prio is id's priority for the election order: what its last message
+// said, or, for a member not heard from since this node started, this
+// node's own (at least the default), so that among members of equal
+// priority the order is the classic one by ID. A member of a higher
+// priority not yet heard from is found out when it hears a coordinator
+// it outranks and takes over (it bullies), like a recovering higher ID.
+func prio(env peer.Env, id uint64) int {
+	if p, ok := env.Priority(id); ok {
+		return p
+	}
+	p, _ := env.Priority(env.Self())
+	return max(p, tenure.DefaultPriority)
+}
+
+// above reports whether a ranks above b: a higher priority, then a higher
+// ID.
+func above(env peer.Env, a, b uint64) bool {
+	return peer.Outranks(prio(env, a), a, prio(env, b), b, true)
+}
+
 // answerWait is how long an election waits for an Answer.
 func answerWait(env peer.Env) time.Duration { return 2 * env.Config().Heartbeat }
 
 func (b *bully) Start(env peer.Env) { b.graceEnd = env.Now().Add(env.Config().Timeout) }
 
 func (b *bully) Tick(env peer.Env) {
+	peer.HeartbeatLeader(env)
 	now := env.Now()
 	leader, _ := env.Leader()
 	switch {
@@ -35,7 +57,7 @@ func (b *bully) Tick(env peer.Env) {
 	case b.electing && !b.answered && now.Sub(b.electStart) >= answerWait(env):
 		// Nobody higher answered: they are dead.
 		for _, id := range env.Group().IDs() {
-			if id > env.Self() {
+			if above(env, id, env.Self()) {
 				b.suspected.Suspect(env, id)
 			}
 		}
@@ -46,7 +68,7 @@ func (b *bully) Tick(env peer.Env) {
 	case b.electing:
 	case leader == 0 && !now.Before(b.graceEnd):
 		b.startElection(env)
-	case leader != 0 && leader < env.Self() && !env.Config().NoPreempt && !now.Before(b.graceEnd):
+	case leader != 0 && leader != env.Self() && above(env, env.Self(), leader) && !env.Config().NoPreempt && !now.Before(b.graceEnd):
 		// A lower member coordinates: take over.
 		b.startElection(env)
 	}
@@ -59,7 +81,7 @@ func (b *bully) startElection(env peer.Env) {
 	b.electing, b.answered, b.electStart = true, false, env.Now()
 	sent := 0
 	for _, id := range env.Group().IDs() {
-		if id > env.Self() && !b.suspected.Suspected(env, id) {
+		if above(env, id, env.Self()) && !b.suspected.Suspected(env, id) {
 			if env.Send(id, wire.Message{Type: wire.Election}) != nil {
 				b.suspected.Suspect(env, id) // refused: it is down
 				continue
@@ -81,7 +103,7 @@ func (b *bully) becomeCoordinator(env peer.Env) {
 		return
 	}
 	for _, id := range env.Group().IDs() {
-		if id < env.Self() {
+		if id != env.Self() && above(env, env.Self(), id) {
 			env.Send(id, wire.Message{Type: wire.Coordinator, Leader: env.Self(), LeaderEpoch: epoch})
 		}
 	}
@@ -91,7 +113,7 @@ func (b *bully) Receive(env peer.Env, m wire.Message) {
 	b.suspected.Clear(m.From)
 	switch m.Type {
 	case wire.Election:
-		if m.From > env.Self() || env.Abstaining() {
+		if above(env, m.From, env.Self()) || env.Abstaining() {
 			return
 		}
 		env.Send(m.From, wire.Message{Type: wire.Answer})
@@ -110,12 +132,14 @@ func (b *bully) Receive(env peer.Env, m wire.Message) {
 			b.startElection(env)
 		}
 	case wire.Answer:
-		if b.electing && m.From > env.Self() {
+		if b.electing && above(env, m.From, env.Self()) {
 			b.answered, b.answeredAt = true, env.Now()
 		}
 	case wire.Coordinator, wire.Heartbeat:
-		// The node adopted the claim if it was current.
-		if leader, _ := env.Leader(); leader == m.From && leader != 0 {
+		// The node adopted the claim if it was current. A member that
+		// outranks that coordinator keeps its election going: it takes
+		// over once no member above it answers.
+		if leader, _ := env.Leader(); leader == m.From && leader != 0 && !above(env, env.Self(), leader) {
 			b.electing = false
 		}
 	}

@@ -1,5 +1,14 @@
 // Package bully is the Bully election algorithm (Garcia-Molina, 1982) for
-// package peer: the live member with the highest ID coordinates. Import it
+// package peer: the live member of the highest priority
+// (peer.Config.Priority) coordinates, and among equal priorities the one
+// with the highest ID; "higher" below means that order. A member of
+// priority 0 never stands: it neither answers nor starts elections, so if
+// only such members are alive nobody coordinates. A member learns another's
+// priority from its messages; one not heard from yet is taken to have this
+// member's own priority (the classic order by ID), and if it ranks higher
+// after all it takes over on hearing the coordinator, as a recovering higher
+// member does. Followers send the coordinator a heartbeat each interval,
+// carrying their priority. Import it
 // for its effect; it registers the algorithm "bully":
 //
 //	import _ "github.com/tenurehq/tenure/peer/bully"
@@ -13,7 +22,7 @@
 // over. Messages per election: n−2 at best (the highest live member notices
 // first), O(n²) at worst (the lowest does).
 //
-// A member with a higher ID than the coordinator's that starts or recovers
+// A member ranked higher than the coordinator that starts or recovers
 // takes over at once (it "bullies"), unless the group is configured with
 // no-preempt, in which case it follows a healthy coordinator and only
 // stands when an election runs. After Release, the former coordinator
@@ -29,7 +38,7 @@
 //
 // Once failures stop and messages arrive within the assumed bound, every
 // live member follows the same coordinator within about Timeout plus a few
-// heartbeats: the highest live ID (without no-preempt), and epochs only
+// heartbeats: the highest-ranked live member (without no-preempt), and epochs only
 // grow. Nothing stops two coordinators during a partition or a false
 // suspicion; their epochs differ and the lower one steps down when it hears
 // of the higher. Fence with the epoch.

@@ -57,20 +57,26 @@ func (l *lowest) Tick(env peer.Env) {
 	}
 }
 
-// best is the lowest live member standing for election, or 0.
+// best is the live member standing for election that ranks first, or 0:
+// the highest priority, then the lowest ID (see [peer.Outranks]). A member
+// of priority 0 abstains for good, so it never is.
 func (l *lowest) best(env peer.Env) uint64 {
+	var best uint64
+	bestPrio := 0
 	for _, id := range env.Group().IDs() {
+		standing := env.Alive(id) && !env.Abstains(id)
 		if id == env.Self() {
-			if !env.Abstaining() {
-				return id
-			}
+			standing = !env.Abstaining()
+		}
+		if !standing {
 			continue
 		}
-		if env.Alive(id) && !env.Abstains(id) {
-			return id
+		p, _ := env.Priority(id)
+		if best == 0 || peer.Outranks(p, id, bestPrio, best, false) {
+			best, bestPrio = id, p
 		}
 	}
-	return 0
+	return best
 }
 
 func (l *lowest) Receive(env peer.Env, m wire.Message) {}

@@ -20,3 +20,11 @@ import (
 func TestSimulation(t *testing.T) {
 	simtest.RunSimulations(t, "lowest", "lowest", simtest.Lowest)
 }
+
+// TestPrioritySimulation is the fault simulation with random priorities
+// (see simtest.RunPrioritySimulations): a member of priority 0 never
+// coordinates nor runs a task, and once faults stop the highest priority
+// (then the lowest ID) leads.
+func TestPrioritySimulation(t *testing.T) {
+	simtest.RunPrioritySimulations(t, "lowest", "lowest", simtest.Order{Preempts: true})
+}

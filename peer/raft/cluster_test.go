@@ -25,14 +25,21 @@ type cluster struct {
 
 	mu    sync.Mutex
 	trans []*hraft.InmemTransport
-	nodes []*Node // nil while crashed
-	group []int   // partition component of each member; equal means connected
+	nodes []*Node     // nil while crashed
+	group []int       // partition component of each member; equal means connected
+	prios map[int]int // Config.Priority of members that have one
 }
 
 // newCluster starts n members with heartbeat timeout hb. It does not wait
 // for an election.
 func newCluster(t testing.TB, n int, hb time.Duration) *cluster {
-	c := &cluster{t: t, hb: hb, trans: make([]*hraft.InmemTransport, n), nodes: make([]*Node, n), group: make([]int, n)}
+	return newPriorityCluster(t, n, hb, nil)
+}
+
+// newPriorityCluster is newCluster with Config.Priority prios[i] for
+// member i (the default for the others).
+func newPriorityCluster(t testing.TB, n int, hb time.Duration, prios map[int]int) *cluster {
+	c := &cluster{t: t, hb: hb, trans: make([]*hraft.InmemTransport, n), nodes: make([]*Node, n), group: make([]int, n), prios: prios}
 	for i := range n {
 		c.ids = append(c.ids, fmt.Sprintf("n%d", i))
 		c.addrs = append(c.addrs, hraft.ServerAddress(fmt.Sprintf("mem%d", i)))
@@ -63,8 +70,12 @@ func (c *cluster) start(i int) *Node {
 	}
 	_, tr := hraft.NewInmemTransport(c.addrs[i])
 	c.trans[i] = tr
+	var prio *int
+	if p, ok := c.prios[i]; ok {
+		prio = &p
+	}
 	n, err := New(Config{
-		ID: c.ids[i], Members: c.members(),
+		ID: c.ids[i], Members: c.members(), Priority: prio,
 		HeartbeatTimeout: c.hb, ElectionTimeout: c.hb, LeaderLeaseTimeout: c.hb / 2,
 		Logger:    hclog.NewNullLogger(),
 		Transport: tr, LogStore: c.stores[i], StableStore: c.stores[i], SnapshotStore: c.snaps[i],

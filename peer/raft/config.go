@@ -69,6 +69,21 @@ type Config struct {
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
 
+	// Priority is this member's priority, from 0 to [tenure.MaxPriority];
+	// nil takes [tenure.DefaultPriority]. Raft elects by its own rules
+	// (the most up-to-date log), so a priority above 0 does not rank
+	// members; it is reported to observers and candidate lists, and a
+	// leader's tenure.Control.YieldAfter hands over to a member of a
+	// higher one (LeadershipTransferToServer). A member of priority 0
+	// never leads: it stays a voter (it votes and counts in the quorum,
+	// which a nonvoter would not, and the static bootstrap configuration
+	// must be the same on every member), grants no lease, and if raft
+	// makes it leader it hands leadership to another member at once
+	// (LeadershipTransfer, tried again every HeartbeatTimeout while it
+	// still leads). Its status answers say it never leads, so an observer
+	// reports the key free meanwhile.
+	Priority *int
+
 	// Logger receives raft's logs. Default: warnings and errors to stderr.
 	Logger hclog.Logger
 
@@ -150,10 +165,20 @@ func (c Config) validate() error {
 		return invalidf("Config.HeartbeatTimeout (%s) must be at least 5ms", c.HeartbeatTimeout)
 	case c.ElectionTimeout < c.HeartbeatTimeout:
 		return invalidf("Config.ElectionTimeout (%s) must not be shorter than Config.HeartbeatTimeout (%s)", c.ElectionTimeout, c.HeartbeatTimeout)
+	case c.Priority != nil && (*c.Priority < tenure.NeverLead || *c.Priority > tenure.MaxPriority):
+		return invalidf("Config.Priority (%d) must be from %d (never lead) to %d", *c.Priority, tenure.NeverLead, tenure.MaxPriority)
 	case c.LeaderLeaseTimeout <= 0 || c.LeaderLeaseTimeout > c.HeartbeatTimeout:
 		return invalidf("Config.LeaderLeaseTimeout (%s) must be positive and at most Config.HeartbeatTimeout (%s)", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
 	}
 	return nil
+}
+
+// priority is c.Priority, or tenure.DefaultPriority if nil.
+func (c Config) priority() int {
+	if c.Priority == nil {
+		return tenure.DefaultPriority
+	}
+	return *c.Priority
 }
 
 // raftConfig is the hashicorp/raft configuration for c.

@@ -40,7 +40,32 @@
 //     leadership to the named member (LeadershipTransferToServer), else to
 //     any (LeadershipTransfer). Raft has no abstention: only the old
 //     leader's elector holds back for the window. The candidate slots of
-//     the key read as this node and the leader it knows.
+//     the key read as this node and the leader it knows; on the leader,
+//     with the TCP transport, as the members that answer a status query
+//     (the leader asks them), with their priorities.
+//
+// # Priority
+//
+// Raft elects by its own rules, so [Config.Priority] (URL parameter
+// priority, `tenure run --priority`) does not order the election. It is
+// reported in status answers (observers list it) and in the leader's
+// candidate slots, so a leader's elector with [tenure.Control.YieldAfter]
+// hands over to a live member of a higher priority once it has seen it
+// for that long: a step-down of its own term naming that member, and
+// the release transfers raft leadership to it (LeadershipTransferToServer).
+//
+// A member of priority 0 never leads. hashicorp/raft cannot keep a voter
+// from campaigning, and making it a nonvoter would take its vote out of
+// the quorum (with three members, one failure would stop every election)
+// and would need every member's static bootstrap configuration to know it.
+// So it stays a voter, but its node grants no lease (Acquire answers
+// [ErrSteppingDown]) and, whenever raft makes it leader, hands raft
+// leadership to another member at once (LeadershipTransfer, tried again
+// every heartbeat timeout while it still leads). Its own Get, and its
+// status answers, which say priority 0, report no holder, so an observer
+// reports the key free while it holds raft leadership; other members'
+// Get may name it for that moment. If only members of priority 0 keep a
+// quorum alive, raft leadership moves among them and nobody grants.
 //
 // Importing the package registers the peer mode "raft":
 //
@@ -62,9 +87,9 @@
 // "tenure-raft-status/1"; raft's own connections ask for none. A member
 // hands a connection that negotiated it to a small responder instead of
 // raft: each request byte '?' gets one JSON line
-// {"leader":"2","term":7,"state":"Follower","value":"10.0.0.2:8080"}
+// {"leader":"2","term":7,"state":"Follower","value":"10.0.0.2:8080","priority":1}
 // ("value" omitted when none was published, and by members that predate
-// it; fields are only added), on a connection the observer
+// it, as "priority" is by members that predate it; fields are only added), on a connection the observer
 // keeps between polls (closed after 30s idle). A member built before this
 // protocol negotiates none, and the observer reports that it does not
 // answer status queries.

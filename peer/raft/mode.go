@@ -125,6 +125,7 @@ func fromPeer(pc peer.Config) (Config, error) {
 		Key:              pc.Key,
 		HeartbeatTimeout: pc.Timeout,
 		ElectionTimeout:  pc.Timeout,
+		Priority:         pc.Priority,
 	}
 	for _, m := range pc.Group.Members() {
 		cfg.Members = append(cfg.Members, Member{ID: strconv.FormatUint(m.ID, 10), Addr: m.Addr})

@@ -38,6 +38,7 @@ type Node struct {
 	cfg    Config
 	raft   *hraft.Raft
 	layer  *tlsLayer // nil with an injected transport
+	peers  *tlsAsker // asks the other members (peers.go); nil with an injected transport
 	closer []io.Closer
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
@@ -101,8 +102,20 @@ func New(cfg Config) (*Node, error) {
 			c.Close()
 		}
 	}
+	if n.layer != nil {
+		if n.peers, err = newPeerAsker(cfg); err != nil {
+			closeTrans()
+			return nil, err
+		}
+		n.closer = append(n.closer, n.peers)
+	}
 
 	rc := cfg.raftConfig()
+	var elected chan bool
+	if cfg.priority() == tenure.NeverLead {
+		elected = make(chan bool, 1)
+		rc.NotifyCh = elected
+	}
 	if err := hraft.ValidateConfig(rc); err != nil {
 		closeTrans()
 		return nil, invalidf("%v", err)
@@ -124,11 +137,41 @@ func New(cfg Config) (*Node, error) {
 	}
 	if n.layer != nil {
 		r := n.raft
-		n.layer.setStatus(func() statusReply { return nodeStatus(r, &n.fsm) })
+		n.layer.setStatus(func() statusReply { return nodeStatus(r, &n.fsm, cfg.priority()) })
 		n.layer.setStepDown(n.answerStepDown)
+	}
+	if elected != nil {
+		go n.handAway(elected)
 	}
 	ok = true
 	return n, nil
+}
+
+// handAway is a priority-0 member's answer to raft making it leader: it
+// hands leadership to another member at once (as a step-down does, see
+// [Node.transfer]), and again every HeartbeatTimeout while it still leads
+// (a transfer fails while no follower is up to date). It runs until the
+// node closes; raft sends on elected (true: it leads) without blocking.
+func (n *Node) handAway(elected <-chan bool) {
+	t := time.NewTicker(n.cfg.HeartbeatTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-elected:
+		case <-t.C:
+		}
+		if n.raft.State() != hraft.Leader {
+			continue
+		}
+		n.cfg.Logger.Info("priority 0: handing raft leadership to another member", "id", n.cfg.ID, "term", n.raft.CurrentTerm())
+		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout)
+		if err := n.transfer(ctx); err != nil && !errors.Is(err, tenure.ErrClosed) {
+			n.cfg.Logger.Warn("priority 0: cannot hand raft leadership over yet", "id", n.cfg.ID, "err", err)
+		}
+		cancel()
+	}
 }
 
 // openStores returns the configured stores, or opens the on-disk ones in
@@ -245,6 +288,9 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 	if n.raft.State() != hraft.Leader {
 		return tenure.Lease{}, n.notLeader(key)
 	}
+	if n.cfg.priority() == tenure.NeverLead {
+		return tenure.Lease{}, fmt.Errorf("%w (member %q has priority 0 and hands raft leadership away)", ErrSteppingDown, n.cfg.ID)
+	}
 	term := n.raft.CurrentTerm()
 	n.mu.Lock()
 	g := n.grant
@@ -347,6 +393,11 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 		return tenure.Record{}, err
 	}
 	if base, kind, slot := peer.SplitKey(key); kind != peer.KindMain {
+		if kind == peer.KindSlot {
+			if r, ok := n.askSlot(ctx, key, slot); ok {
+				return r, nil
+			}
+		}
 		return n.derivedRecord(key, base, kind, slot), nil
 	}
 	return n.record(key), nil
@@ -354,6 +405,9 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 
 func (n *Node) record(key string) tenure.Record {
 	_, id := n.raft.LeaderWithID()
+	if string(id) == n.cfg.ID && n.cfg.priority() == tenure.NeverLead {
+		id = "" // it hands leadership away and never grants
+	}
 	r := tenure.Record{Key: key, Holder: string(id), Term: n.raft.CurrentTerm()}
 	if r.Holder != "" {
 		r.Value = n.fsm.published(r.Term)

@@ -162,7 +162,10 @@ func (a *tlsAsker) send(ctx context.Context, c *askConn, req []byte) (statusRepl
 // report turns a member's answer into a peer report. Peer member IDs are
 // decimal, so a leader ID that is not is a bad answer.
 func report(s statusReply) (transport.Report, error) {
-	r := transport.Report{LeaderEpoch: s.Term, Epoch: s.Term, Value: s.Value}
+	r := transport.Report{LeaderEpoch: s.Term, Epoch: s.Term, Value: s.Value, Priority: tenure.DefaultPriority}
+	if s.Priority != nil {
+		r.Priority, r.NeverLeads = *s.Priority, *s.Priority == tenure.NeverLead
+	}
 	if s.Leader == "" {
 		r.LeaderEpoch = 0
 		return r, nil

@@ -54,6 +54,9 @@ type statusReply struct {
 	// Value is the value the leader published in Term, once this member
 	// applied it; omitted when none (and by members that predate it).
 	Value string `json:"value,omitempty"`
+	// Priority is this member's own priority (nil from members that
+	// predate it: the default). A leader that says 0 never grants.
+	Priority *int `json:"priority,omitempty"`
 	// Accepted and Refused answer a step-down request: taken, or why not.
 	Accepted bool   `json:"accepted,omitempty"`
 	Refused  string `json:"refused,omitempty"`
@@ -105,11 +108,11 @@ func (l *tlsLayer) setStatus(f func() statusReply) { l.status.Store(&f) }
 func (l *tlsLayer) setStepDown(f func(stepDownReq) statusReply) { l.stepDown.Store(&f) }
 
 // nodeStatus is a raft member's statusReply, with the value published in
-// its current term as fsm has applied it; it does not block on the
-// network.
-func nodeStatus(r *hraft.Raft, fsm *valueFSM) statusReply {
+// its current term as fsm has applied it and the member's priority; it
+// does not block on the network.
+func nodeStatus(r *hraft.Raft, fsm *valueFSM, priority int) statusReply {
 	_, id := r.LeaderWithID()
-	s := statusReply{Leader: string(id), Term: r.CurrentTerm(), State: r.State().String()}
+	s := statusReply{Leader: string(id), Term: r.CurrentTerm(), State: r.State().String(), Priority: &priority}
 	if s.Leader != "" {
 		s.Value = fsm.published(s.Term)
 	}

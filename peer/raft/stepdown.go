@@ -117,7 +117,7 @@ func (n *Node) takeStepDown(term uint64, to string, window time.Duration, issuer
 // answerStepDown is the status protocol's step-down handler.
 func (n *Node) answerStepDown(req stepDownReq) statusReply {
 	err := n.takeStepDown(req.Term, req.To, time.Duration(req.WindowMS)*time.Millisecond, "tenure-step-down")
-	s := nodeStatus(n.raft, &n.fsm)
+	s := nodeStatus(n.raft, &n.fsm, n.cfg.priority())
 	if err != nil {
 		s.Refused = err.Error()
 		n.cfg.Logger.Info("step-down request refused", "id", n.cfg.ID, "term", req.Term, "to", req.To, "why", err)
@@ -198,15 +198,16 @@ func (n *Node) derivedRecord(key, base string, kind peer.KeyKind, slot int) tenu
 	id := n.cfg.Members[slot].ID
 	_, leader := n.raft.LeaderWithID()
 	var since time.Time
+	prio := tenure.DefaultPriority // the leader's is not known here
 	switch {
 	case id == n.cfg.ID:
-		since = n.started
+		since, prio = n.started, n.cfg.priority()
 	case string(leader) == id:
 	default:
 		return r
 	}
 	r.Holder, r.Term, r.TTL, r.Remaining = id, 1, n.cfg.HeartbeatTimeout, n.cfg.HeartbeatTimeout
-	r.Value = tenure.CandidateValue(tenure.DefaultPriority, since)
+	r.Value = tenure.CandidateValue(prio, since)
 	return r
 }
 

@@ -6,9 +6,11 @@
 //	import _ "github.com/tenurehq/tenure/peer/ring"
 //
 // A member that suspects the coordinator (or finds none after starting)
-// sends Election carrying its own ID to its successor. A member receiving
-// Election forwards the larger of the carried ID and its own (it swallows a
-// smaller ID if it already forwarded one: Chang–Roberts); the member that
+// sends Election carrying its own ID and priority (peer.Config.Priority)
+// to its successor. A member receiving Election forwards the better of the
+// carried candidate and itself, the higher priority first, then the higher
+// ID (it swallows a worse candidate if it already forwarded one:
+// Chang–Roberts over that total order); the member that
 // receives its own ID back is elected, takes a fresh epoch and sends Elected
 // around the ring, which every member adopts and forwards until it returns to
 // the coordinator. With one initiator at ring distance d before the highest
@@ -19,8 +21,14 @@
 // whose Ack does not arrive within two heartbeats, or to which sending
 // fails, is marked dead and the message is sent to the next member.
 //
-// The ring does not preempt: a recovering member with a higher ID follows
-// the current coordinator. After Release, the former coordinator abstains
+// A member of priority 0 never puts itself forward (it forwards the
+// others' candidacies and adopts the result): if only such members are
+// alive, no election completes and nobody coordinates. Followers send the
+// coordinator a heartbeat each interval, carrying their priority.
+//
+// The ring does not preempt: a recovering member with a higher ID or
+// priority follows the current coordinator (a leader's
+// tenure.Control.YieldAfter hands over to it). After Release, the former coordinator abstains
 // for Timeout (it forwards, but does not put its own ID forward), so another
 // member is elected and stays.
 //

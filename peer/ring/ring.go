@@ -83,11 +83,21 @@ func (r *ring) forward(env peer.Env, m wire.Message) {
 	}
 }
 
-func (r *ring) candidate(env peer.Env) uint64 {
+// candidate is this member's own candidacy: itself and its priority, or
+// 0 while it abstains (a member of priority 0 always does).
+func (r *ring) candidate(env peer.Env) (id uint64, prio int) {
 	if env.Abstaining() {
-		return 0
+		return 0, 0
 	}
-	return env.Self()
+	p, _ := env.Priority(env.Self())
+	return env.Self(), p
+}
+
+// beats reports whether the candidate an Election carries ranks above
+// this member's own candidacy (id 0: none): a higher priority, then a
+// higher ID.
+func beats(m wire.Message, own uint64, prio int) bool {
+	return own == 0 || peer.Outranks(int(m.CandidatePriority), m.Candidate, prio, own, true)
 }
 
 func (r *ring) initiate(env peer.Env) {
@@ -96,10 +106,12 @@ func (r *ring) initiate(env peer.Env) {
 	}
 	r.participant, r.electStart = true, env.Now()
 	env.Logf("ring: election started")
-	r.forward(env, wire.Message{Type: wire.Election, Candidate: env.Self()})
+	self, prio := r.candidate(env)
+	r.forward(env, wire.Message{Type: wire.Election, Candidate: self, CandidatePriority: uint32(prio)})
 }
 
 func (r *ring) Tick(env peer.Env) {
+	peer.HeartbeatLeader(env)
 	now := env.Now()
 	// In Ref order, so runs are reproducible (map order is random).
 	for _, ref := range slices.Sorted(maps.Keys(r.pending)) {
@@ -144,7 +156,7 @@ func (r *ring) handleRing(env peer.Env, m wire.Message) {
 	self := env.Self()
 	switch m.Type {
 	case wire.Election:
-		own := r.candidate(env)
+		own, prio := r.candidate(env)
 		switch {
 		case m.Candidate == self:
 			if leader, _ := env.Leader(); leader == self || own == 0 {
@@ -157,12 +169,12 @@ func (r *ring) handleRing(env peer.Env, m wire.Message) {
 				return
 			}
 			r.forward(env, wire.Message{Type: wire.Elected, Leader: self, LeaderEpoch: epoch})
-		case m.Candidate > own:
+		case beats(m, own, prio):
 			r.participant, r.electStart = true, env.Now()
-			r.forward(env, wire.Message{Type: wire.Election, Candidate: m.Candidate, Hops: m.Hops})
+			r.forward(env, wire.Message{Type: wire.Election, Candidate: m.Candidate, CandidatePriority: m.CandidatePriority, Hops: m.Hops})
 		case !r.participant:
 			r.participant, r.electStart = true, env.Now()
-			r.forward(env, wire.Message{Type: wire.Election, Candidate: own})
+			r.forward(env, wire.Message{Type: wire.Election, Candidate: own, CandidatePriority: uint32(prio)})
 		}
 	case wire.Elected:
 		if m.Leader == self {

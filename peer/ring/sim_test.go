@@ -20,3 +20,12 @@ import (
 func TestSimulation(t *testing.T) {
 	simtest.RunSimulations(t, "ring", "ring", simtest.AnyLeader)
 }
+
+// TestPrioritySimulation is the fault simulation with random priorities
+// (see simtest.RunPrioritySimulations): a member of priority 0 never
+// coordinates nor runs a task, and once faults stop a member of priority
+// above 0 leads; the highest priority (then the highest ID) when the
+// electors have a YieldAfter (the ring does not preempt).
+func TestPrioritySimulation(t *testing.T) {
+	simtest.RunPrioritySimulations(t, "ring", "ring", simtest.Order{HighIDs: true})
+}

@@ -159,7 +159,8 @@ func (a *asker) query(ctx context.Context, c *askConn, m wire.Message) (r transp
 			since = time.UnixMilli(int64(m.Candidate))
 		}
 		return transport.Report{Leader: m.Leader, LeaderEpoch: m.LeaderEpoch, Epoch: m.Epoch,
-			TTL: max(m.TTL, 0), Remaining: max(m.Remaining, 0), Value: m.Value, Since: since}, m.Flags&wire.FlagAccepted != 0, nil
+			TTL: max(m.TTL, 0), Remaining: max(m.Remaining, 0), Value: m.Value, Since: since,
+			Priority: int(m.Priority), NeverLeads: m.Priority == 0}, m.Flags&wire.FlagAccepted != 0, nil
 	}
 }
 

@@ -9,8 +9,8 @@
 //
 // # Protocol and security
 //
-// The transport ([Listen]) speaks protocol version 5 (see package
-// peer/wire; version 5 added the step-down request, version 4 the published value in status replies);
+// The transport ([Listen]) speaks protocol version 6 (see package
+// peer/wire; version 6 added the members' priorities, version 5 the step-down request, version 4 the published value in status replies);
 // members and observers of other versions do not interoperate with it:
 // their frames are refused with [wire.ErrVersion] naming both versions
 // (counted as OtherGroup, and logged once per transport), so upgrade every

@@ -59,6 +59,12 @@ type Report struct {
 	// Since is when the member's node started, on its clock (zero if it
 	// does not say).
 	Since time.Time
+	// Priority is the member's own priority, and NeverLeads whether it
+	// is 0 (the member never leads: an observer takes no claim that it
+	// leads, see peer.Observer.Get). A report that leaves both zero says
+	// nothing of it.
+	Priority   int
+	NeverLeads bool
 }
 
 // StepDownRequest is a step-down request for a member (see

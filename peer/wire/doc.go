@@ -1,7 +1,7 @@
 // Package wire is the bottom layer of package peer: what members
 // exchange, and how it is laid out on the network. It defines the
 // [Message] every transport carries and every algorithm reads, its
-// [Type]s and flags, and the version-4 frame format of the TCP transport
+// [Type]s and flags, and the version-6 frame format of the TCP transport
 // (see frame.go): the handshake frames, and message frames sealed and
 // opened with a [Direction] (MAC, connection tag, sequence number).
 //

@@ -11,12 +11,12 @@ import (
 	"unicode/utf8"
 )
 
-// Wire format, version 5. All integers are big-endian; every frame starts
+// Wire format, version 6. All integers are big-endian; every frame starts
 // with the same 32-byte Header:
 //
 //	offset size field
 //	0      4    length of the rest of the frame (frame size - 4)
-//	4      1    version (5)
+//	4      1    version (6)
 //	5      1    kind: a message [Type] (1-12) or a handshake kind (0x81-0x85)
 //	6      1    flags
 //	7      1    reserved, 0
@@ -28,7 +28,7 @@ import (
 // Handshake frames (64 bytes) add one 32-byte field at offset 32: the
 // sender's fresh random nonce in Hello and Challenge, an HMAC-SHA256 under
 // the group key over the handshake transcript in Proof and Welcome (see
-// package peer/tcp). Message frames (152 bytes plus the value's length,
+// package peer/tcp). Message frames (160 bytes plus the value's length,
 // also the Keepalive) add
 //
 //	32     8    connection tag: the first 8 bytes of SHA-256(dialer nonce ||
@@ -44,22 +44,26 @@ import (
 //	104    8    ttl, nanoseconds (status replies; the window of a
 //	            step-down request or of a resign after one)
 //	112    8    remaining, nanoseconds (status replies)
-//	120    n    value: the coordinator's published value, UTF-8, at most
+//	120    4    priority: the sender's own (0: it never leads)
+//	124    4    candidate priority: the priority of Candidate in a ring
+//	            Election, 0 in every other frame
+//	128    n    value: the coordinator's published value, UTF-8, at most
 //	            MaxValueLen bytes; only in a StatusReply (n = 0 in every
-//	            other frame). n is the frame's length minus 152.
-//	120+n  32   HMAC-SHA256 over bytes 0 to 119+n under the direction's
+//	            other frame). n is the frame's length minus 160.
+//	128+n  32   HMAC-SHA256 over bytes 0 to 127+n under the direction's
 //	            session key, derived from the group key and both nonces
 //
-// Version 5 added the step-down request ([StepDown], [FlagAccepted], a
+// Version 6 added the priorities (each member announces its own in every
+// frame it sends); version 5 added the step-down request ([StepDown], [FlagAccepted], a
 // window on Resign); version 4 added the value. Members and observers of different versions
 // do not interoperate: every frame of another version, the first
 // handshake frame included, is refused with [ErrVersion] (its error names
 // both versions), so a member or observer of another tenure version never
 // gets past the handshake. Versions 1 and 2 had one MAC under the raw
 // secret and replay state in memory; version 3 frames were 152 bytes, with
-// no value.
+// no value, as were version 4 and 5 frames without one.
 const (
-	FrameVersion = 5
+	FrameVersion = 6
 	// FrameLen is the size of a message frame without a value (a
 	// StatusReply adds its value's length), HandshakeLen of a handshake
 	// frame.
@@ -76,7 +80,8 @@ const (
 	// NonceLen is the size of a handshake frame's field: a nonce or a MAC.
 	NonceLen  = 32
 	headerLen = 32
-	bodyLen   = 120
+	bodyLen   = 128
+	prioOff   = 120
 )
 
 // Handshake kinds, in the kind byte of handshake frames, and the
@@ -212,6 +217,8 @@ func (d *Direction) Seal(kind byte, m Message) []byte {
 	for i, v := range []uint64{d.Conn, d.seq, m.Incarnation, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops, uint64(m.TTL), uint64(m.Remaining)} {
 		binary.BigEndian.PutUint64(b[headerLen+8*i:], v)
 	}
+	binary.BigEndian.PutUint32(b[prioOff:], m.Priority)
+	binary.BigEndian.PutUint32(b[prioOff+4:], m.CandidatePriority)
 	copy(b[bodyLen:], m.Value)
 	mac := hmac.New(sha256.New, d.Key)
 	mac.Write(b[:bodyLen+n])
@@ -260,8 +267,11 @@ func (d *Direction) Open(b []byte) (byte, Message, error) {
 	}
 	m := Message{Type: Type(h.Kind), Flags: h.Flags, From: h.From, To: h.To, Seq: f[1], Incarnation: f[2],
 		Epoch: f[3], Leader: f[4], LeaderEpoch: f[5], Candidate: f[6], Ref: f[7], Hops: f[8],
-		TTL: time.Duration(f[9]), Remaining: time.Duration(f[10]), Value: string(b[bodyLen : bodyLen+n])}
+		TTL: time.Duration(f[9]), Remaining: time.Duration(f[10]), Value: string(b[bodyLen : bodyLen+n]),
+		Priority: binary.BigEndian.Uint32(b[prioOff:]), CandidatePriority: binary.BigEndian.Uint32(b[prioOff+4:])}
 	switch {
+	case m.Type != Election && m.CandidatePriority != 0:
+		return 0, Message{}, fmt.Errorf("%w: %s with a candidate priority", ErrMalformed, m.Type)
 	case !m.Type.Valid():
 		return 0, Message{}, fmt.Errorf("%w: unknown message type %d", ErrMalformed, h.Kind)
 	case !m.Type.HasTimings() && (m.TTL != 0 || m.Remaining != 0):

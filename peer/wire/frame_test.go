@@ -28,7 +28,8 @@ func TestFrameRoundTrip(t *testing.T) {
 	out, in := testConn(testGroup, 1)
 	m := Message{Type: StatusReply, Flags: FlagAbstain, From: 2, To: 1, Incarnation: 1 << 60,
 		Epoch: 9, Leader: 3, LeaderEpoch: 9, Candidate: 3, Ref: 7, Hops: 2, TTL: time.Second, Remaining: time.Millisecond,
-		Value: "10.0.0.7:8080"}
+		Priority: 7,
+		Value:    "10.0.0.7:8080"}
 	f := out.Seal(byte(m.Type), m)
 	if len(f) != FrameLen+len(m.Value) {
 		t.Fatalf("frame is %d bytes, want %d", len(f), FrameLen+len(m.Value))
@@ -174,5 +175,21 @@ func TestFrameTimings(t *testing.T) {
 	}
 	if !StepDown.IsRequest() || StepDown.IsStatus() || !StatusQuery.IsRequest() || StatusReply.IsRequest() {
 		t.Error("StepDown and StatusQuery are the requests; StatusReply is not")
+	}
+}
+
+// TestFramePriorities: a message frame carries the sender's priority and,
+// in a ring Election, the candidate's; a candidate priority on any other
+// type is malformed.
+func TestFramePriorities(t *testing.T) {
+	out, in := testConn(testGroup, 3)
+	m := Message{Type: Election, From: 1, To: 2, Candidate: 4, Priority: 1000, CandidatePriority: 7}
+	_, got, err := in.Open(out.Seal(byte(m.Type), m))
+	if m.Seq = 1; err != nil || got != m {
+		t.Fatalf("open = %+v, %v; want %+v", got, err, m)
+	}
+	bad := Message{Type: Heartbeat, From: 1, To: 2, CandidatePriority: 7}
+	if _, _, err := in.Open(out.Seal(byte(bad.Type), bad)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a heartbeat with a candidate priority: %v, want ErrMalformed", err)
 	}
 }

@@ -145,6 +145,14 @@ type Message struct {
 	// the window of a StepDown or Resign (zero in every other type, see
 	// [Type.HasTimings]).
 	TTL, Remaining time.Duration
+	// Priority is the sender's own priority (package peer's
+	// Config.Priority; 0: it never leads), in every message a member
+	// sends, a StatusReply included; 0 from an observer. Added in
+	// version 6.
+	Priority uint32
+	// CandidatePriority is, in a ring Election, the priority of
+	// Candidate; 0 in every other message.
+	CandidatePriority uint32
 	// Value is, in a StatusReply from the coordinator itself, the value
 	// published with its outstanding grant (tenure.Claim.Value); "" in
 	// every other message and when none was published.
@@ -152,6 +160,6 @@ type Message struct {
 }
 
 func (m Message) String() string {
-	return fmt.Sprintf("%s %d->%d epoch=%d leader=%d@%d cand=%d ref=%d hops=%d flags=%#x",
-		m.Type, m.From, m.To, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Ref, m.Hops, m.Flags)
+	return fmt.Sprintf("%s %d->%d epoch=%d leader=%d@%d cand=%d prio=%d/%d ref=%d hops=%d flags=%#x",
+		m.Type, m.From, m.To, m.Epoch, m.Leader, m.LeaderEpoch, m.Candidate, m.Priority, m.CandidatePriority, m.Ref, m.Hops, m.Flags)
 }

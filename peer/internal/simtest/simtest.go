@@ -39,6 +39,8 @@ type Cluster struct {
 	seed     uint64
 	electors map[uint64]*member // by member ID, while it runs
 	control  bool
+	prios    map[uint64]int // Options.Priorities
+	yield    time.Duration  // Options.YieldAfter
 
 	alg       string
 	heartbeat time.Duration
@@ -63,6 +65,14 @@ type Options struct {
 	// ([tenure.Config.Control], the default priority), so that they obey
 	// step-down requests (see [peer.Node.RequestStepDown]).
 	Control bool
+	// Priorities, if set, gives each member its priority (its node's
+	// peer.Config.Priority and, with Electors, its elector's
+	// Control.Priority, as `tenure run --priority` does); [Cluster.Check]
+	// then also fails if a member of priority 0 ever coordinates.
+	Priorities map[uint64]int
+	// YieldAfter is the electors' Control.YieldAfter when Priorities is
+	// set.
+	YieldAfter time.Duration
 	// Electors runs a real [tenure.Elector] on every started member, with
 	// the node as its store and a task that records its lifetime in
 	// Cluster.Hist: live from when the elector starts it until its context
@@ -100,7 +110,8 @@ func New(o Options) *Cluster {
 		Epochs: map[uint64]*peer.MemEpoch{}, Configure: o.Configure, alg: o.Algorithm,
 		heartbeat: o.Heartbeat, timeout: o.Timeout, noPreempt: o.NoPreempt,
 		lastEpoch: map[uint64]uint64{}, lastFollow: map[uint64]uint64{},
-		issuedBy: map[uint64]uint64{}, issuedSeen: map[uint64]int{}, seed: o.Seed, control: o.Control}
+		issuedBy: map[uint64]uint64{}, issuedSeen: map[uint64]int{}, seed: o.Seed, control: o.Control,
+		prios: o.Priorities, yield: o.YieldAfter}
 	if o.Electors {
 		c.Hist, c.electors = sim.NewHistory(), map[uint64]*member{}
 	}
@@ -138,6 +149,9 @@ func (c *Cluster) Start(id uint64) error {
 	cfg := peer.Config{ID: id, Group: c.Group, Algorithm: c.alg, Heartbeat: c.heartbeat, Timeout: c.timeout,
 		NoPreempt: c.noPreempt, Transport: c.Net.Join(id), Epochs: c.Epochs[id],
 		Logger: logger}
+	if p, ok := c.prios[id]; ok {
+		cfg.Priority = &p
+	}
 	if c.Configure != nil {
 		c.Configure(&cfg)
 	}
@@ -157,8 +171,11 @@ func (c *Cluster) Start(id uint64) error {
 // startElector runs an elector for member id over its node.
 func (c *Cluster) startElector(id uint64, n *peer.Node) error {
 	cfg := tenure.Config{Store: n, Key: "sim", Logger: logger, Rand: rand.New(rand.NewPCG(c.seed, id))}
-	if c.control {
-		cfg.Control = &tenure.Control{Priority: tenure.DefaultPriority}
+	switch p, ok := c.prios[id]; {
+	case ok:
+		cfg.Control = &tenure.Control{Priority: p, YieldAfter: c.yield}
+	case c.control || c.prios != nil:
+		cfg.Control = &tenure.Control{Priority: tenure.DefaultPriority, YieldAfter: c.yield}
 	}
 	e, err := tenure.New(cfg)
 	if err != nil {
@@ -290,6 +307,9 @@ func (c *Cluster) observe(id uint64, s peer.Status) error {
 			return fmt.Errorf("member %d: follows %d at epoch %d after following epoch %d", id, s.Leader, s.LeaderEpoch, c.lastFollow[id])
 		}
 		c.lastFollow[id] = s.LeaderEpoch
+	}
+	if p, ok := c.prios[id]; ok && p == tenure.NeverLead && (len(s.Issued) > 0 || s.Coordinator) {
+		return fmt.Errorf("member %d, of priority 0, coordinated (epochs %v)", id, s.Issued)
 	}
 	for _, e := range s.Issued[c.issuedSeen[id]:] {
 		if other, dup := c.issuedBy[e]; dup {

@@ -143,7 +143,9 @@ func simulate(alg string, seed uint64, expect Expect, tally *tally) (took time.D
 	// Faults stop: heal, keep delays within the synchrony bound.
 	c.Net.Heal()
 	c.Net.SetFaults(memnet.Faults{MaxDelay: 20 * time.Millisecond})
-	took, err = s.settle(func() uint64 { return expect(c.Live(), noPreempt) }, Bound(n, c.heartbeat, c.timeout))
+	want := func() uint64 { return expect(c.Live(), noPreempt) }
+	took, err = s.settle(func(l uint64) bool { w := want(); return w == 0 || w == l },
+		func() string { return strconv.FormatUint(want(), 10) }, Bound(n, c.heartbeat, c.timeout))
 	return took, desc, err
 }
 
@@ -215,10 +217,11 @@ func (s *seedRun) fault() error {
 	return nil
 }
 
-// settle waits, once faults stopped, for agreement on the coordinator
-// want returns, reached within bound and then lasting (unchanged) for two
-// timeouts, and returns how long it took to reach.
-func (s *seedRun) settle(want func() uint64, bound time.Duration) (time.Duration, error) {
+// settle waits, once faults stopped, for agreement on a coordinator
+// accept takes (want describes which), reached within bound and then
+// lasting (unchanged) for two timeouts, and returns how long it took to
+// reach.
+func (s *seedRun) settle(accept func(leader uint64) bool, want func() string, bound time.Duration) (time.Duration, error) {
 	c := s.c
 	stopped := time.Now()
 	hold := 2 * c.timeout
@@ -229,7 +232,7 @@ func (s *seedRun) settle(want func() uint64, bound time.Duration) (time.Duration
 			return 0, err
 		}
 		l, e, ok := c.Agreed()
-		if w := want(); ok && w != 0 && w != l {
+		if ok && !accept(l) {
 			ok = false
 		}
 		switch {
@@ -241,7 +244,7 @@ func (s *seedRun) settle(want func() uint64, bound time.Duration) (time.Duration
 			return since.Sub(stopped), nil
 		}
 		if (since.IsZero() && time.Since(stopped) > bound) || since.Sub(stopped) > bound {
-			return 0, fmt.Errorf("no lasting agreement on the expected coordinator (%d) within %s after faults stopped:\n%s",
+			return 0, fmt.Errorf("no lasting agreement on the expected coordinator (%s) within %s after faults stopped:\n%s",
 				want(), bound, c.Describe())
 		}
 		time.Sleep(c.heartbeat / 4)
