@@ -43,7 +43,7 @@ func LookPath(t testing.TB, name, install string, extra ...string) string {
 	}
 	for _, dir := range extra {
 		p := dir + "/" + name
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		if isExec(p) {
 			return p
 		}
 	}
