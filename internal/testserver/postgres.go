@@ -172,12 +172,5 @@ func Postgres(t testing.TB) *PostgresServer {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	s, err := StartPostgres(dir)
-	if errors.Is(err, ErrPostgresMissing) {
-		Missing(t, "PostgreSQL", PostgresInstall)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	return s
+	return started(t, s, err, ErrPostgresMissing, "PostgreSQL", PostgresInstall)
 }

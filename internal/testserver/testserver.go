@@ -8,6 +8,7 @@
 package testserver
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -32,6 +33,21 @@ func Missing(t testing.TB, what, install string) {
 		t.Fatal(msg + " (CI=true: a missing server fails the run)")
 	}
 	t.Skip(msg)
+}
+
+// started hands t a server that StartX returned with err: stopped by
+// t.Cleanup, or, when err matches missing, [Missing] with what and
+// install; any other error fails t.
+func started[S interface{ Stop() error }](t testing.TB, s S, err, missing error, what, install string) S {
+	t.Helper()
+	if errors.Is(err, missing) {
+		Missing(t, what, install)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
 }
 
 // LookPath finds a binary in PATH or in the extra directories, or calls

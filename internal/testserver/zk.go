@@ -56,14 +56,7 @@ type ZKServer struct {
 func ZooKeeper(t testing.TB) *ZKServer {
 	t.Helper()
 	s, err := StartZooKeeper(t.TempDir())
-	if errors.Is(err, ErrZooKeeperMissing) {
-		Missing(t, "ZooKeeper", ZooKeeperInstall)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	return s
+	return started(t, s, err, ErrZooKeeperMissing, "ZooKeeper", ZooKeeperInstall)
 }
 
 // StartZooKeeper starts a ZooKeeper server with its data under dir and
