@@ -39,16 +39,8 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		if err := e.beforeAcquire(ctx); err != nil {
 			return grant{}, err
 		}
-		// A session's Acquire slot first: waiting for it is not request time.
-		freeSlot, err := c.Session.acquireSlot(ctx)
-		if err != nil {
-			return grant{}, err
-		}
 		start := c.Clock.Now()
-		rctx, cancel := e.requestContext(ctx, time.Time{})
-		gr, err := e.acquire(rctx, start)
-		cancel()
-		freeSlot()
+		gr, err := e.acquire(ctx, start)
 		took := c.Clock.Now().Sub(start)
 		unsure = err != nil && !errors.Is(err, ErrHeld) && !isPermanent(err)
 		if err == nil && e.crossedStepDown(ctx, gr) {
@@ -205,12 +197,15 @@ type grant struct {
 
 // acquire asks the store for the key, sent at start, publishing c.Value if
 // there is one (Validate made sure the store is then a Publisher), in
-// c.Session if there is one.
+// c.Session if there is one. Every request is bounded by RequestTimeout
+// from when it is sent.
 func (e *Elector) acquire(ctx context.Context, start time.Time) (grant, error) {
 	c := &e.cfg
 	if c.Session != nil {
 		return e.acquireInSession(ctx, start)
 	}
+	ctx, cancel := e.requestContext(ctx, time.Time{})
+	defer cancel()
 	var lease Lease
 	var err error
 	if p, ok := c.Store.(Publisher); ok && c.Value != "" {
@@ -229,8 +224,7 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 	if err != nil {
 		return grant{}, err
 	}
-	sent := c.Clock.Now()
-	lease, err := g.ss.Acquire(ctx, c.Key, c.Identity, c.Value)
+	lease, sent, err := g.acquire(ctx, c.Key, c.Identity, c.Value)
 	if err != nil {
 		return grant{}, err
 	}
@@ -243,5 +237,5 @@ func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant,
 		g.forget(ctx, sg, true)
 		return grant{}, err
 	}
-	return grant{lease: lease, sent: start, deadline: deadline, session: sg}, nil
+	return grant{lease: lease, sent: sent, deadline: deadline, session: sg}, nil
 }

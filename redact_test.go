@@ -122,7 +122,7 @@ func TestOpenNeverEchoesUnparsedInput(t *testing.T) {
 // TestOpenScrubsOpenerErrors: an opener that quotes the URL it was given
 // cannot leak its secrets through Open.
 func TestOpenScrubsOpenerErrors(t *testing.T) {
-	Register("leaky-test", func(_ context.Context, u *url.URL) (Store, error) {
+	registerOnce(t, "leaky-test", func(_ context.Context, u *url.URL) (Store, error) {
 		return nil, fmt.Errorf("%w: cannot use %s (user %s)", ErrInvalid, u.String(), u.User.Username())
 	})
 	for _, in := range []string{
@@ -217,4 +217,16 @@ func TestRedactError(t *testing.T) {
 	if RedactError(nil, "x://u:pw@h") != nil || RedactError(base, "file:///x") != base {
 		t.Error("RedactError changed what had nothing to hide")
 	}
+}
+
+// registerOnce registers open under scheme for t and unregisters it when
+// t ends, so that the test can run again in the same process (-count).
+func registerOnce(t *testing.T, scheme string, open Opener) {
+	t.Helper()
+	Register(scheme, open)
+	t.Cleanup(func() {
+		registryMu.Lock()
+		defer registryMu.Unlock()
+		delete(registry, scheme)
+	})
 }

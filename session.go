@@ -40,7 +40,9 @@ type SessionConfig struct {
 	// once; more wait their turn. A burst of thousands (a process starting
 	// to lead thousands of keys) would otherwise queue in the store ahead
 	// of the session's keep-alives, which then miss the renew deadline and
-	// end every grant. Default [DefaultMaxAcquires].
+	// end every grant. Default [DefaultMaxAcquires]. A store session that
+	// acquires in batches ([BatchAcquirer]) has one batch under way at a
+	// time instead, of up to 256 Acquires, and no other bound.
 	MaxAcquires int
 	// Rand, if set, seeds the jitter of each [Session.Campaign], drawn
 	// under the session's lock. Deterministic tests set it. Default: a
@@ -191,18 +193,19 @@ func (s *Session) acquireSlot(ctx context.Context) (func(), error) {
 }
 
 // background runs f in the background under the session's background
-// context, unless the session is closed.
-func (s *Session) background(f func(ctx context.Context)) {
+// context, unless the session is closed; it reports whether f runs.
+func (s *Session) background(f func(ctx context.Context)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return false
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		f(s.bgCtx)
 	}()
+	return true
 }
 
 // current returns the live store session, opening one if there is none.

@@ -56,6 +56,27 @@ func follow(ls []*tenure.Leadership) *ended {
 	return e
 }
 
+// campaignAtOnce leads keys k0..k(n-1) through s, all campaigns at once,
+// and returns the leaderships in the order they came.
+func campaignAtOnce(t *testing.T, s *tenure.Session, n int) []*tenure.Leadership {
+	t.Helper()
+	got := make(chan *tenure.Leadership, n)
+	for i := range n {
+		go func() {
+			l, err := s.Campaign(context.Background(), fmt.Sprintf("k%d", i), "p1", "")
+			if err != nil {
+				t.Errorf("Campaign k%d: %v", i, err)
+			}
+			got <- l
+		}()
+	}
+	ls := make([]*tenure.Leadership, 0, n)
+	for range n {
+		ls = append(ls, <-got)
+	}
+	return ls
+}
+
 func resignAll(ls []*tenure.Leadership) {
 	for _, l := range ls {
 		l.Resign(context.Background())
@@ -299,21 +320,7 @@ func TestCampaignBurstIsBoundedByMaxAcquires(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const n = 20
-		got := make(chan *tenure.Leadership, n)
-		for i := range n {
-			go func() {
-				l, err := s.Campaign(context.Background(), fmt.Sprintf("k%d", i), "p1", "")
-				if err != nil {
-					t.Errorf("Campaign k%d: %v", i, err)
-				}
-				got <- l
-			}()
-		}
-		var ls []*tenure.Leadership
-		for range n {
-			ls = append(ls, <-got)
-		}
+		ls := campaignAtOnce(t, s, 20)
 		if m := st.most.Load(); m != 3 {
 			t.Errorf("at most %d Acquires under way at once, want MaxAcquires (3)", m)
 		}

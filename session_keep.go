@@ -11,11 +11,12 @@ import (
 // generation is one store session of a [Session], from OpenSession until
 // it ends and every grant in it is forgotten.
 type generation struct {
-	s      *Session
-	ss     StoreSession
-	stop   context.CancelFunc // stops keep; nil until it runs
-	done   chan struct{}      // closed when the generation ends
-	closed chan struct{}      // closed once the store session is closed
+	s       *Session
+	ss      StoreSession
+	stop    context.CancelFunc // stops keep; nil until it runs
+	done    chan struct{}      // closed when the generation ends
+	closed  chan struct{}      // closed once the store session is closed
+	batches batches            // Acquires gathered for a BatchAcquirer
 
 	mu       sync.Mutex
 	sent     time.Time // when OpenSession was sent; keep-alives count from it

@@ -63,3 +63,33 @@ type StoreSession interface {
 	// return an error matching [ErrLost] or [ErrClosed].
 	Close(ctx context.Context) error
 }
+
+// BatchAcquirer is an optional ability of a [StoreSession]: many Acquires
+// in one request (one round trip, one transaction), so that a process
+// taking over thousands of keys at once (the failover of a crashed peer's
+// keys) pays the store's per-request cost once per batch, not per key. A
+// [Session] gathers the Acquires of its campaigns that wait at the same
+// time into one AcquireBatch; a session store without it gets them one by
+// one.
+type BatchAcquirer interface {
+	// AcquireBatch asks for every request's key as [StoreSession.Acquire]
+	// would, and returns one result per request, in order: each a lease or
+	// the error Acquire would have returned (a *[HeldError] for a held
+	// key). The keys of one batch are distinct. It blocks until the store
+	// answered or ctx is done. When the batch as a whole fails (ctx, the
+	// network), every result carries the error, and, as with Acquire,
+	// grants the store may have made anyway must not live on with the
+	// session (see [StoreSession.Acquire]).
+	AcquireBatch(ctx context.Context, reqs []AcquireRequest) []AcquireResult
+}
+
+// AcquireRequest is one Acquire of a [BatchAcquirer] batch.
+type AcquireRequest struct {
+	Key, Identity, Value string
+}
+
+// AcquireResult is the answer to one [AcquireRequest]: a lease, or Err.
+type AcquireResult struct {
+	Lease Lease
+	Err   error
+}

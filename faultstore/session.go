@@ -24,7 +24,36 @@ func (s *sessionPublisher) OpenSession(ctx context.Context, ttl time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	return &session{inner: ss, faults: s.faults}, nil
+	fs := &session{inner: ss, faults: s.faults}
+	if ba, ok := ss.(tenure.BatchAcquirer); ok {
+		return batchSession{fs, ba}, nil
+	}
+	return fs, nil
+}
+
+// batchSession is a session whose store session can acquire in batches,
+// keeping that ability.
+type batchSession struct {
+	*session
+	batch tenure.BatchAcquirer
+}
+
+// AcquireBatch implements [tenure.BatchAcquirer] with the faults of one
+// Acquire for the whole batch: a fault fails every request in it (and may
+// have let the store make the grants, as a lost reply does).
+func (s batchSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
+	var res []tenure.AcquireResult
+	err := s.faults.call(ctx, OpAcquire, func() error {
+		res = s.batch.AcquireBatch(ctx, reqs)
+		return nil
+	})
+	if err != nil {
+		res = make([]tenure.AcquireResult, len(reqs))
+		for i := range res {
+			res[i].Err = err
+		}
+	}
+	return res
 }
 
 type session struct {

@@ -28,6 +28,7 @@ func (s *suite) sessions(t *testing.T) {
 	t.Run("ManyGrantsOneKeepAlive", s.sessionManyGrants)
 	t.Run("GrantDeletedFromOutside", s.sessionGrantDeleted)
 	t.Run("GrantOverwrittenFromOutside", s.sessionGrantOverwritten)
+	t.Run("AcquireBatch", s.sessionBatch)
 }
 
 // openSession opens a session of st's for ttl, closed at the end of the test.
@@ -306,4 +307,58 @@ func (s *suite) sessionGrantOverwritten(t *testing.T) {
 	if r := mustGet(t, b, l2.Key); r.Holder != "alpha" || r.Term != l2.Term {
 		t.Fatalf("the other grant after the overwrite: %+v", r)
 	}
+}
+
+// sessionBatch: a [tenure.BatchAcquirer] answers each request of a batch
+// as Acquire would, in order: free keys granted with their own terms and
+// values, a held key refused with its holder, a bad request refused on
+// its own; the grants live with the session like any other.
+func (s *suite) sessionBatch(t *testing.T) {
+	a, b := s.open(t), s.open(t)
+	ttl := s.long(10)
+	ss := openSession(t, a, ttl)
+	ba, ok := ss.(tenure.BatchAcquirer)
+	if !ok {
+		t.Skipf("%T does not implement tenure.BatchAcquirer", ss)
+	}
+	held := mustAcquire(t, b, Key(t)+"-held", "beta", s.o.TTL)
+	const n = 50
+	reqs := make([]tenure.AcquireRequest, 0, n+2)
+	earlier := map[string]uint64{} // every other key was granted and released before
+	for i := range n { // out of key order: the store may sort, the answers may not move
+		k := fmt.Sprintf("%s-%02d", Key(t), n-i)
+		reqs = append(reqs, tenure.AcquireRequest{Key: k, Identity: "alpha", Value: fmt.Sprint(i)})
+		if i%2 == 0 {
+			l := mustAcquire(t, b, k, "beta", s.o.TTL)
+			if err := b.Release(ctxFor(t), l); err != nil {
+				t.Fatal(err)
+			}
+			earlier[k] = l.Term
+		}
+	}
+	reqs = append(reqs, tenure.AcquireRequest{Key: held.Key, Identity: "alpha"}, tenure.AcquireRequest{Key: "", Identity: "alpha"})
+	res := ba.AcquireBatch(ctxFor(t), reqs)
+	if len(res) != len(reqs) {
+		t.Fatalf("AcquireBatch of %d requests returned %d results", len(reqs), len(res))
+	}
+	for i, r := range res[:n] {
+		q := reqs[i]
+		if r.Err != nil || r.Lease.Key != q.Key || r.Lease.Identity != "alpha" || r.Lease.Value != q.Value || r.Lease.Term <= earlier[q.Key] || r.Lease.TTL != ttl {
+			t.Fatalf("batch result %d for %+v = %+v, %v: want its key granted with its value, the session's TTL and a term above %d",
+				i, q, r.Lease, r.Err, earlier[q.Key])
+		}
+		_, err := b.Acquire(ctxFor(t), q.Key, "beta", s.o.TTL)
+		wantHeld(t, err, "alpha", r.Lease.Term)
+	}
+	wantHeld(t, res[n].Err, "beta", held.Term)
+	if !errors.Is(res[n+1].Err, tenure.ErrInvalid) {
+		t.Fatalf("batch result for an empty key: %v, want ErrInvalid", res[n+1].Err)
+	}
+	if gone := mustKeepAlive(t, ss); len(gone) != 0 {
+		t.Fatalf("KeepAlive after a batch reported gone: %+v", gone)
+	}
+	if err := ss.Release(ctxFor(t), res[0].Lease); err != nil {
+		t.Fatalf("Release of a batch grant: %v", err)
+	}
+	mustAcquire(t, b, res[0].Lease.Key, "beta", s.o.TTL)
 }

@@ -64,37 +64,64 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 // which other grants use too, so that nobody revokes it for this grant's
 // sake. sent is when the acquisition began, from which a Wait counts.
 func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clientv3.LeaseID, shared bool, sent time.Time) (tenure.Lease, error) {
-	hk, tk, val := s.holderKey(key), s.termKey(key), encode(c.Identity, c.TTL, c.Value)
 	// What this handle saw before asking: its watch may see the new grant
 	// before the reply is read.
 	before := s.seen.Highest(key)
-	last := encodeLast(grant{Holder: c.Identity, TTL: int64(c.TTL), Lease: int64(id), Shared: shared})
-	resp, err := s.c.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)).
-		Then(clientv3.OpGet(tk), clientv3.OpPut(hk, val, clientv3.WithLease(id)), clientv3.OpPut(tk, last)).
-		Else(clientv3.OpGet(hk), clientv3.OpGet(tk)).
-		Commit()
+	cmp, then, els := s.grantOps(key, c, id, shared)
+	resp, err := s.c.Txn(ctx).If(cmp...).Then(then...).Else(els...).Commit()
 	if err != nil {
 		return tenure.Lease{}, s.fail(ctx, "acquire", key, err)
 	}
-	if !resp.Succeeded {
-		if l, ok := adopt(key, c.Identity, id, shared, kvOf(resp.Responses[0])); ok {
+	a := granting{key: key, c: c, id: id, shared: shared, sent: sent, before: before,
+		ok: resp.Succeeded, res: resp.Responses, rev: resp.Header.Revision}
+	return s.granted(a, func(prev *mvccpb.KeyValue) time.Duration { return s.vanishedWait(ctx, sent, prev, before.TTL) })
+}
+
+// grantOps are the comparison and the operations of grantOn's transaction.
+func (s *Store) grantOps(key string, c tenure.Claim, id clientv3.LeaseID, shared bool) (cmp []clientv3.Cmp, then, els []clientv3.Op) {
+	hk, tk, val := s.holderKey(key), s.termKey(key), encode(c.Identity, c.TTL, c.Value)
+	last := encodeLast(grant{Holder: c.Identity, TTL: int64(c.TTL), Lease: int64(id), Shared: shared})
+	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(hk), "=", 0)},
+		[]clientv3.Op{clientv3.OpGet(tk), clientv3.OpPut(hk, val, clientv3.WithLease(id)), clientv3.OpPut(tk, last)},
+		[]clientv3.Op{clientv3.OpGet(hk), clientv3.OpGet(tk)}
+}
+
+// granting is the answer of grantOps' transaction, with what was known
+// when it was sent.
+type granting struct {
+	key    string
+	c      tenure.Claim
+	id     clientv3.LeaseID
+	shared bool
+	sent   time.Time
+	before seen.Grant // the highest grant of key this handle had seen
+	ok     bool       // the comparison held: the key was granted
+	res    []*etcdserverpb.ResponseOp
+	rev    int64 // the transaction's revision
+}
+
+// granted turns a into the lease granted (its Wait judged by wait from
+// the last grant's term key), an adopted grant of the session's own, or
+// the holder's *HeldError.
+func (s *Store) granted(a granting, wait func(prev *mvccpb.KeyValue) time.Duration) (tenure.Lease, error) {
+	if !a.ok {
+		if l, ok := adopt(a.key, a.c.Identity, a.id, a.shared, kvOf(a.res[0])); ok {
 			return l, nil
 		}
-		r := heldRecord(key, kvOf(resp.Responses[0]), kvOf(resp.Responses[1]))
-		s.seen.Observe(key, r.Term, r.TTL)
+		r := heldRecord(a.key, kvOf(a.res[0]), kvOf(a.res[1]))
+		s.seen.Observe(a.key, r.Term, r.TTL)
 		return tenure.Lease{}, &tenure.HeldError{Record: r}
 	}
 	l := tenure.Lease{
-		Key:      key,
-		Identity: c.Identity,
-		Term:     uint64(resp.Header.Revision),
-		TTL:      c.TTL,
-		Token:    leaseToken(id, shared),
-		Value:    c.Value,
+		Key:      a.key,
+		Identity: a.c.Identity,
+		Term:     uint64(a.rev),
+		TTL:      a.c.TTL,
+		Token:    leaseToken(a.id, a.shared),
+		Value:    a.c.Value,
 	}
-	l.Wait = s.vanishedWait(ctx, sent, kvOf(resp.Responses[0]), before.TTL)
-	s.seen.Observe(key, l.Term, c.TTL)
+	l.Wait = wait(kvOf(a.res[0]))
+	s.seen.Observe(a.key, l.Term, a.c.TTL)
 	return l, nil
 }
 
@@ -120,6 +147,15 @@ func adopt(key, identity string, id clientv3.LeaseID, shared bool, kv *mvccpb.Ke
 // though its holder key is gone, and the TTL of the last grant this handle
 // saw before it asked (seenTTL) if the term key is gone.
 func (s *Store) vanishedWait(ctx context.Context, sent time.Time, prev *mvccpb.KeyValue, seenTTL time.Duration) time.Duration {
+	return s.vanishedWaitBy(sent, prev, seenTTL, func(id clientv3.LeaseID) (*clientv3.LeaseTimeToLiveResponse, error) {
+		return s.c.TimeToLive(ctx, id)
+	})
+}
+
+// vanishedWaitBy is vanishedWait with the old lease's TimeToLive asked
+// through ttlOf, which a batch shares among its keys.
+func (s *Store) vanishedWaitBy(sent time.Time, prev *mvccpb.KeyValue, seenTTL time.Duration,
+	ttlOf func(clientv3.LeaseID) (*clientv3.LeaseTimeToLiveResponse, error)) time.Duration {
 	if prev == nil {
 		return seen.WaitSince(sent, seenTTL)
 	}
@@ -128,7 +164,7 @@ func (s *Store) vanishedWait(ctx context.Context, sent time.Time, prev *mvccpb.K
 		return 0
 	}
 	old := clientv3.LeaseID(g.Lease)
-	ttl, err := s.c.TimeToLive(ctx, old)
+	ttl, err := ttlOf(old)
 	switch {
 	case err != nil:
 		return seen.WaitSince(sent, time.Duration(g.TTL)) // cannot tell: assume the worst

@@ -146,3 +146,14 @@ func (ss *session) Close(ctx context.Context) error {
 	ss.grants = nil
 	return nil
 }
+
+// AcquireBatch implements [tenure.BatchAcquirer]: the requests one after
+// another, as Acquire. It lets tests drive a [tenure.Session]'s batches
+// on the fake clock.
+func (ss *session) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
+	res := make([]tenure.AcquireResult, len(reqs))
+	for i, r := range reqs {
+		res[i].Lease, res[i].Err = ss.Acquire(ctx, r.Key, r.Identity, r.Value)
+	}
+	return res
+}

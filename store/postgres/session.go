@@ -139,23 +139,14 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 			return s.pool.QueryRow(ctx, s.sessions.q.acquire, key, identity, token, s.channel, int64(floor.Term), value, ss.id).
 				Scan(&live, &term, &notified, &waitUS)
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			ss.doubt(key, token)
 			return tenure.Lease{}, s.fail(ctx, "session acquire", err)
-		case !live:
-			return tenure.Lease{}, ss.end(fmt.Errorf("%w: the session expired or was closed", tenure.ErrLost))
-		case term > 0:
-			l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ss.ttl, Token: token, Value: value}
-			switch {
-			case waitUS > 0: // the last grant vanished before it expired
-				l.Wait = seen.WaitSince(sent, time.Duration(waitUS)*time.Microsecond)
-			case waitUS < 0 && floor.Term > 0: // its row is gone: assume the worst
-				l.Wait = seen.WaitSince(sent, floor.TTL)
-			}
-			s.seen.Observe(key, l.Term, ss.ttl)
-			ss.add(l)
-			return l, nil
+		}
+		a := acquired{req: tenure.AcquireRequest{Key: key, Identity: identity, Value: value}, token: token,
+			sent: sent, floor: floor, live: live, term: term, waitUS: waitUS}
+		if l, held, err := ss.outcome(a); !held {
+			return l, err
 		}
 		if r, err = s.get(ctx, key); err != nil {
 			return tenure.Lease{}, err
@@ -166,6 +157,39 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	}
 	s.seen.Observe(key, r.Term, r.TTL)
 	return tenure.Lease{}, &tenure.HeldError{Record: r}
+}
+
+// acquired is what the session's acquire statement answered for one
+// request, with what was known when it was sent.
+type acquired struct {
+	req          tenure.AcquireRequest
+	token        string
+	sent         time.Time
+	floor        seen.Grant
+	live         bool
+	term, waitUS int64
+}
+
+// outcome turns a's answer into the lease granted, or the session's end,
+// or reports the key held.
+func (ss *session) outcome(a acquired) (l tenure.Lease, held bool, err error) {
+	switch {
+	case !a.live:
+		return tenure.Lease{}, false, ss.end(fmt.Errorf("%w: the session expired or was closed", tenure.ErrLost))
+	case a.term == 0:
+		return tenure.Lease{}, true, nil
+	}
+	r := a.req
+	l = tenure.Lease{Key: r.Key, Identity: r.Identity, Term: uint64(a.term), TTL: ss.ttl, Token: a.token, Value: r.Value}
+	switch {
+	case a.waitUS > 0: // the last grant vanished before it expired
+		l.Wait = seen.WaitSince(a.sent, time.Duration(a.waitUS)*time.Microsecond)
+	case a.waitUS < 0 && a.floor.Term > 0: // its row is gone: assume the worst
+		l.Wait = seen.WaitSince(a.sent, a.floor.TTL)
+	}
+	ss.s.seen.Observe(r.Key, l.Term, ss.ttl)
+	ss.add(l)
+	return l, false, nil
 }
 
 // doubt records a grant that may exist unknown to the caller.

@@ -206,34 +206,62 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 // lives as long as the session. An ended session gives an error matching
 // [tenure.ErrLost].
 func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session, token string) (tenure.Lease, error) {
-	if err := tenure.CheckClaim(key, c); err != nil {
+	a, err := s.prepareAcquire(ctx, key, c, session, token)
+	if err != nil {
 		return tenure.Lease{}, err
 	}
-	identity, ttl := c.Identity, c.TTL
-	if ttl < time.Millisecond {
-		return tenure.Lease{}, fmt.Errorf("%w: ttl %s is shorter than Redis's resolution of 1ms", tenure.ErrInvalid, ttl)
+	var res []any
+	err = s.call(ctx, func() (err error) {
+		res, err = acquireScript.Run(ctx, s.client, a.keys, a.args...).Slice()
+		return err
+	})
+	if err != nil {
+		return tenure.Lease{}, s.fail(ctx, "acquire", err)
+	}
+	return s.acquired(a, res)
+}
+
+// acquireCall is one run of the acquire script, with what was known when
+// it was sent.
+type acquireCall struct {
+	key, token string
+	c          tenure.Claim
+	sent       time.Time
+	keys       []string
+	args       []any
+}
+
+// prepareAcquire checks an Acquire of key for c in session ("" for none)
+// with token, and returns the script's keys and arguments.
+func (s *Store) prepareAcquire(ctx context.Context, key string, c tenure.Claim, session, token string) (acquireCall, error) {
+	if err := tenure.CheckClaim(key, c); err != nil {
+		return acquireCall{}, err
+	}
+	if c.TTL < time.Millisecond {
+		return acquireCall{}, fmt.Errorf("%w: ttl %s is shorter than Redis's resolution of 1ms", tenure.ErrInvalid, c.TTL)
 	}
 	if err := s.begin(ctx); err != nil {
-		return tenure.Lease{}, err
+		return acquireCall{}, err
 	}
 	sent := time.Now()
 	if err := s.checkEviction(ctx, s.client); err != nil {
-		return tenure.Lease{}, err
+		return acquireCall{}, err
 	}
 	floor := s.seen.Highest(key)
 	keys := []string{s.leaseKey(key), s.termKey(key), s.lastKey(key)}
 	if session != "" {
 		keys = append(keys, session)
 	}
-	var res []any
-	err := s.call(ctx, func() (err error) {
-		res, err = acquireScript.Run(ctx, s.client, keys,
-			identity, token, ttl.Milliseconds(), int64(ttl), s.channel(key),
-			floor.Term, floor.TTL.Milliseconds(), c.Value).Slice()
-		return err
-	})
-	if err != nil {
-		return tenure.Lease{}, s.fail(ctx, "acquire", err)
+	args := []any{c.Identity, token, c.TTL.Milliseconds(), int64(c.TTL), s.channel(key),
+		floor.Term, floor.TTL.Milliseconds(), c.Value}
+	return acquireCall{key: key, token: token, c: c, sent: sent, keys: keys, args: args}, nil
+}
+
+// acquired turns the acquire script's reply res to a into the lease, the
+// holder's *HeldError, or the session's end.
+func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
+	if len(res) == 0 {
+		return tenure.Lease{}, fmt.Errorf("tenure/redis: acquire on %s: empty reply", s.redacted)
 	}
 	switch code, _ := res[0].(int64); {
 	case code == 1 && len(res) == 4:
@@ -246,17 +274,17 @@ func (s *Store) acquire(ctx context.Context, key string, c tenure.Claim, session
 		if repaired == 1 {
 			s.repairs.Add(1)
 		}
-		s.seen.Observe(key, uint64(term), ttl)
-		return tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token,
-			Wait: seen.WaitSince(sent, time.Duration(waitMS)*time.Millisecond), Value: c.Value}, nil
+		s.seen.Observe(a.key, uint64(term), a.c.TTL)
+		return tenure.Lease{Key: a.key, Identity: a.c.Identity, Term: uint64(term), TTL: a.c.TTL, Token: a.token,
+			Wait: seen.WaitSince(a.sent, time.Duration(waitMS)*time.Millisecond), Value: a.c.Value}, nil
 	case code == 2:
-		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, key)
+		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, a.key)
 	}
-	r, err := s.record(key, res[1:])
+	r, err := s.record(a.key, res[1:])
 	if err != nil {
 		return tenure.Lease{}, err
 	}
-	s.seen.Observe(key, r.Term, r.TTL)
+	s.seen.Observe(a.key, r.Term, r.TTL)
 	return tenure.Lease{}, &tenure.HeldError{Record: r}
 }
 

@@ -205,6 +205,13 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	}
 	token := newToken()
 	l, err := ss.s.acquire(ctx, key, c, ss.key, token)
+	return ss.note(key, token, l, err)
+}
+
+// note records the outcome of an Acquire of key with token (l or err) in
+// the session's view and returns it, or the error of a grant taken away
+// before Acquire returned.
+func (ss *session) note(key, token string, l tenure.Lease, err error) (tenure.Lease, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var held *tenure.HeldError

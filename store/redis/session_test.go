@@ -407,3 +407,22 @@ return 1`, nil).Err()
 		t.Fatalf("Acquire again: %v", err)
 	}
 }
+
+// A batch on a server that lost its script cache (a restart, SCRIPT
+// FLUSH) loads the script once and answers every request.
+func TestSessionBatchAfterScriptFlush(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	ss := openSession(t, st, 20*time.Second)
+	acquireIn(t, ss, randomKey()) // the script is cached
+	if err := client(t, srv).ScriptFlush(ctxFor(t)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := []tenure.AcquireRequest{{Key: randomKey(), Identity: "alpha"}, {Key: randomKey(), Identity: "alpha"}}
+	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctxFor(t), reqs) {
+		if r.Err != nil || r.Lease.Key != reqs[i].Key {
+			t.Fatalf("batch result %d after SCRIPT FLUSH: %+v, %v", i, r.Lease, r.Err)
+		}
+		wantHeldBy(t, st, r.Lease)
+	}
+}

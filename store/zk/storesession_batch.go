@@ -1,0 +1,214 @@
+package zk
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/seen"
+)
+
+var _ tenure.BatchAcquirer = (*storeSession)(nil)
+
+// batchItem is one request of a batch on its way.
+type batchItem struct {
+	i     int // the request's index
+	key   string
+	c     tenure.Claim
+	prev  node // the key node as read
+	err   error
+	floor seen.Grant
+	alive <-chan bool // the last grant's session lives on (see lastAlive)
+	sg    *sessionGrant
+}
+
+// AcquireBatch implements [tenure.BatchAcquirer] in steps of one round
+// trip each, whatever the size of the batch: the key nodes read
+// (pipelined on the session's connection); for keys never granted, their
+// key nodes created in one multi-operation and read again; one
+// multi-operation that makes the grant of every free key (its lease node,
+// marker and key node rewrite, as Acquire does for one: one transaction in
+// ZooKeeper's log); then the watches of every grant, pipelined. A request
+// that is not the simple case (a grant of this session's own, a multi
+// that ZooKeeper refused as a whole because one key changed meanwhile)
+// goes through Acquire on its own.
+func (ss *storeSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
+	res := make([]tenure.AcquireResult, len(reqs))
+	sent0 := time.Now()
+	if err := ss.usable(ctx); err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
+	}
+	var items []*batchItem
+	for i, r := range reqs {
+		c := tenure.Claim{Identity: r.Identity, TTL: ss.ttl, Value: r.Value}
+		if err := tenure.CheckClaim(r.Key, c); err != nil {
+			res[i].Err = err
+			continue
+		}
+		items = append(items, &batchItem{i: i, key: r.Key, c: c})
+	}
+	alone := ss.batchLocked(ctx, items, res, sent0)
+	var wg sync.WaitGroup
+	for _, it := range alone { // at most maxInFlight at once (see slot)
+		wg.Go(func() { res[it.i].Lease, res[it.i].Err = ss.Acquire(ctx, it.key, it.c.Identity, it.c.Value) })
+	}
+	wg.Wait()
+	return res
+}
+
+// batchLocked makes the grants of items that it can in one multi, with
+// the keys locked in key order (see lockKey) and one of the session's
+// slots held, and returns the items that must go on their own.
+func (ss *storeSession) batchLocked(ctx context.Context, items []*batchItem, res []tenure.AcquireResult, sent0 time.Time) []*batchItem {
+	release, err := ss.slot(ctx)
+	if err != nil {
+		for _, it := range items {
+			res[it.i].Err = ss.fail(ctx, "acquire", it.key, err)
+		}
+		return nil
+	}
+	defer release()
+	slices.SortFunc(items, func(a, b *batchItem) int { return strings.Compare(a.key, b.key) })
+	var locked []*batchItem
+	for _, it := range items {
+		unlock, err := ss.lockKey(ctx, it.key)
+		if err != nil {
+			res[it.i].Err = ss.fail(ctx, "acquire", it.key, err)
+			continue
+		}
+		defer unlock()
+		locked = append(locked, it)
+	}
+	read := func(items []*batchItem) {
+		ss.eachAtOnce(items, func(it *batchItem) { it.prev, it.err = ss.s.readNodeOn(ctx, ss.conn, it.key) })
+	}
+	read(locked)
+	if missing := ss.createKeyNodes(ctx, locked); len(missing) > 0 {
+		read(missing)
+	}
+	var free, alone []*batchItem
+	for _, it := range locked {
+		rec := decode(it.prev.data)
+		switch r := ss.s.recordOf(it.key, it.prev); {
+		case it.err != nil:
+			res[it.i].Err = ss.fail(ctx, "acquire", it.key, it.err)
+		case it.prev.st == nil || rec.Session == ss.id:
+			alone = append(alone, it) // a key node still missing, or this session's own grant
+		case r.Held():
+			ss.s.seen.Observe(it.key, r.Term, r.TTL)
+			res[it.i].Err = &tenure.HeldError{Record: r}
+		default:
+			free = append(free, it)
+		}
+	}
+	return append(alone, ss.grantAll(ctx, free, res, sent0)...)
+}
+
+// createKeyNodes creates, in one multi-operation, the key nodes of the
+// items read as missing (keys never granted), and returns those items to
+// be read again. If ZooKeeper refuses the multi (a key node created
+// meanwhile, the store's root missing), it creates none and returns none:
+// those items go on their own, which creates what is missing.
+func (ss *storeSession) createKeyNodes(ctx context.Context, items []*batchItem) []*batchItem {
+	var missing []*batchItem
+	var ops []any
+	for _, it := range items {
+		if it.err == nil && it.prev.st == nil {
+			missing = append(missing, it)
+			ops = append(ops, &zk.CreateRequest{Path: ss.s.keyPath(it.key), Acl: ss.s.acl})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if _, err := call(ctx, func() ([]zk.MultiResponse, error) { return ss.conn.Multi(ops...) }); err != nil {
+		return nil
+	}
+	return missing
+}
+
+// grantAll makes the grants of free, whose key nodes were read, in one
+// multi-operation and watches them, filling in res. It returns the items
+// to try on their own: all of them if ZooKeeper refused the multi (one
+// key changed since it was read).
+func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []tenure.AcquireResult, sent0 time.Time) []*batchItem {
+	if len(free) == 0 {
+		return nil
+	}
+	s := ss.s
+	ops := make([]any, 0, 3*len(free))
+	for _, it := range free {
+		it.floor = s.seen.Highest(it.key)
+		it.alive = s.lastAlive(ss.conn, ss.id, it.key, it.prev)
+		data := encode(it.c.Identity, it.c.TTL, ss.id, it.c.Value)
+		ops = append(ops,
+			&zk.CreateRequest{Path: s.leasePath(it.key), Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
+			&zk.CreateRequest{Path: s.markerPath(it.key, ss.id), Acl: s.acl, Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: s.keyPath(it.key), Data: data, Version: it.prev.st.Version})
+	}
+	mres, err := call(ctx, func() ([]zk.MultiResponse, error) { return ss.conn.Multi(ops...) })
+	switch {
+	case err == nil && len(mres) == len(ops):
+	case err == nil:
+		err = fmt.Errorf("unexpected multi-operation response: %d results for %d operations", len(mres), len(ops))
+		fallthrough
+	case len(mres) == 0: // sent, and its answer lost: it may have been applied
+		for _, it := range free {
+			ss.remember(it.key, unsure{prev: it.prev, floor: it.floor})
+			ss.undo(it.key)
+			res[it.i].Err = ss.fail(ctx, "acquire (batch)", it.key, err)
+		}
+		return nil
+	default: // refused as a whole: nothing was applied
+		return free
+	}
+	for k, it := range free {
+		st := mres[3*k+2].Stat
+		term := uint64(st.Mzxid)
+		l := tenure.Lease{Key: it.key, Identity: it.c.Identity, Term: term, TTL: it.c.TTL,
+			Token: fmt.Sprintf("%x.%x", ss.id, term), Value: it.c.Value, Wait: waitAfter(it.prev, <-it.alive, it.floor, sent0)}
+		s.seen.Observe(it.key, term, it.c.TTL)
+		it.sg = &sessionGrant{lease: l, version: st.Version}
+		if it.err = ss.track(it.sg); it.err != nil {
+			res[it.i].Err = it.err // the grant ended with the session
+			it.sg = nil
+		}
+	}
+	ss.eachAtOnce(free, func(it *batchItem) {
+		if it.sg != nil {
+			it.err = ss.watch(ctx, it.sg)
+		}
+	})
+	for _, it := range free {
+		switch {
+		case it.sg == nil:
+		case it.err != nil:
+			ss.untrack(it.sg)
+			ss.remember(it.key, unsure{prev: it.prev, floor: it.floor})
+			ss.undo(it.key)
+			res[it.i].Err = ss.fail(ctx, "acquire (watch the grant)", it.key, it.err)
+		default:
+			res[it.i].Lease = it.sg.lease
+		}
+	}
+	return nil
+}
+
+// eachAtOnce runs f on every item at the same time and waits for all:
+// their requests go out pipelined on the session's connection.
+func (ss *storeSession) eachAtOnce(items []*batchItem, f func(*batchItem)) {
+	var wg sync.WaitGroup
+	for _, it := range items {
+		wg.Go(func() { f(it) })
+	}
+	wg.Wait()
+}
