@@ -294,6 +294,22 @@ func (f *Faults) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// callValue is [Faults.call] for a store call that returns a value: the
+// value do returned, or T's zero value with any error (also when do
+// succeeded but its reply was lost).
+func callValue[T any](ctx context.Context, f *Faults, op Op, do func() (T, error)) (T, error) {
+	var v T
+	err := f.call(ctx, op, func() (err error) {
+		v, err = do()
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 // call runs one store call through the plan.
 func (f *Faults) call(ctx context.Context, op Op, do func() error) error {
 	d := f.decide(op)

@@ -15,6 +15,18 @@ import (
 
 const ttl = time.Second
 
+// nothingYet fails t if ch has a value once every goroutine of the bubble
+// is blocked: what says what the value would mean.
+func nothingYet[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case v := <-ch:
+		t.Fatalf("%s: %+v", what, v)
+	default:
+	}
+}
+
 func held(t *testing.T, s tenure.Store) bool {
 	t.Helper()
 	r, err := s.Get(context.Background(), "k")
@@ -130,12 +142,7 @@ func TestPartition(t *testing.T) {
 		// Healing lets a hanging call through.
 		done := make(chan error, 1)
 		go func() { _, err := s.Acquire(t.Context(), "k", "a", ttl); done <- err }()
-		synctest.Wait()
-		select {
-		case err := <-done:
-			t.Fatalf("call returned during the partition: %v", err)
-		default:
-		}
+		nothingYet(t, done, "call returned during the partition")
 		f.Heal()
 		if err := <-done; err != nil {
 			t.Fatalf("call after heal: %v", err)
@@ -241,12 +248,7 @@ func TestPartitionCutsWatch(t *testing.T) {
 		if _, err := mem.Acquire(t.Context(), "k", "a", ttl); err != nil {
 			t.Fatal(err)
 		}
-		synctest.Wait()
-		select {
-		case r := <-ch:
-			t.Fatalf("delivery during a pause: %+v", r)
-		default:
-		}
+		nothingYet(t, ch, "delivery during a pause")
 		f.Resume()
 		if r := <-ch; r.Holder != "a" {
 			t.Fatalf("delivery after resume = %+v, want holder a", r)

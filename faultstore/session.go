@@ -20,11 +20,7 @@ var _ tenure.SessionStore = (*sessionPublisher)(nil)
 // Acquire. The session's calls go through the same faults: its Acquire
 // as Acquire, its KeepAlive as Renew, its Release and Close as Release.
 func (s *sessionPublisher) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
-	var ss tenure.StoreSession
-	err := s.faults.call(ctx, OpAcquire, func() (err error) {
-		ss, err = s.inner.OpenSession(ctx, ttl)
-		return err
-	})
+	ss, err := callValue(ctx, s.faults, OpAcquire, func() (tenure.StoreSession, error) { return s.inner.OpenSession(ctx, ttl) })
 	if err != nil {
 		return nil, err
 	}
@@ -66,27 +62,11 @@ type session struct {
 }
 
 func (s *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
-	var l tenure.Lease
-	err := s.faults.call(ctx, OpAcquire, func() (err error) {
-		l, err = s.inner.Acquire(ctx, key, identity, value)
-		return err
-	})
-	if err != nil {
-		return tenure.Lease{}, err
-	}
-	return l, nil
+	return callValue(ctx, s.faults, OpAcquire, func() (tenure.Lease, error) { return s.inner.Acquire(ctx, key, identity, value) })
 }
 
 func (s *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
-	var gone []tenure.Lease
-	err := s.faults.call(ctx, OpRenew, func() (err error) {
-		gone, err = s.inner.KeepAlive(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return gone, nil
+	return callValue(ctx, s.faults, OpRenew, func() ([]tenure.Lease, error) { return s.inner.KeepAlive(ctx) })
 }
 
 func (s *session) Release(ctx context.Context, l tenure.Lease) error {

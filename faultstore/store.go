@@ -44,28 +44,12 @@ var _ tenure.Publisher = (*publisher)(nil)
 
 // AcquireClaim implements [tenure.Publisher], with the faults of Acquire.
 func (p *publisher) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
-	var l tenure.Lease
-	err := p.faults.call(ctx, OpAcquire, func() (err error) {
-		l, err = p.inner.AcquireClaim(ctx, key, c)
-		return err
-	})
-	if err != nil {
-		return tenure.Lease{}, err
-	}
-	return l, nil
+	return callValue(ctx, p.faults, OpAcquire, func() (tenure.Lease, error) { return p.inner.AcquireClaim(ctx, key, c) })
 }
 
 // Acquire implements [tenure.Store].
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	var l tenure.Lease
-	err := s.faults.call(ctx, OpAcquire, func() (err error) {
-		l, err = s.inner.Acquire(ctx, key, identity, ttl)
-		return err
-	})
-	if err != nil {
-		return tenure.Lease{}, err
-	}
-	return l, nil
+	return callValue(ctx, s.faults, OpAcquire, func() (tenure.Lease, error) { return s.inner.Acquire(ctx, key, identity, ttl) })
 }
 
 // Renew implements [tenure.Store].
@@ -80,15 +64,7 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 
 // Get implements [tenure.Store].
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	var r tenure.Record
-	err := s.faults.call(ctx, OpGet, func() (err error) {
-		r, err = s.inner.Get(ctx, key)
-		return err
-	})
-	if err != nil {
-		return tenure.Record{}, err
-	}
-	return r, nil
+	return callValue(ctx, s.faults, OpGet, func() (tenure.Record, error) { return s.inner.Get(ctx, key) })
 }
 
 // Close implements [tenure.Store]; it closes the inner store, without faults.
@@ -99,11 +75,7 @@ func (s *Store) Close() error { return s.inner.Close() }
 // holds deliveries until Resume.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	innerCtx, cancel := context.WithCancel(ctx)
-	var in <-chan tenure.Record
-	err := s.faults.call(ctx, OpWatch, func() (err error) {
-		in, err = s.inner.Watch(innerCtx, key)
-		return err
-	})
+	in, err := callValue(ctx, s.faults, OpWatch, func() (<-chan tenure.Record, error) { return s.inner.Watch(innerCtx, key) })
 	if err != nil {
 		cancel()
 		return nil, err

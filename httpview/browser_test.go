@@ -61,10 +61,7 @@ func startReal(t *testing.T, store tenure.Store, id string) *realCandidate {
 	c := &realCandidate{resign: make(chan struct{}), started: make(chan struct{}, 1)}
 	cfg := tenure.Config{Store: store, Key: key, Identity: id, TTL: 2 * time.Second,
 		Logger: slog.New(slog.DiscardHandler)}
-	view, err := New(Options{Key: key, Store: store, Logger: cfg.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	view := mustNew(t, Options{Key: key, Store: store, Logger: cfg.Logger})
 	cfg.OnEvent = view.OnEvent(nil)
 	e, err := tenure.New(cfg)
 	if err != nil {

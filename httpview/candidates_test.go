@@ -37,10 +37,7 @@ func TestCandidatesRoute(t *testing.T) {
 			}()
 		}
 		defer func() { cancel(); <-done; <-done }()
-		view, err := New(Options{Key: key, Store: store, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		view := mustNew(t, Options{Key: key, Store: store, Logger: slog.New(slog.DiscardHandler)})
 		go func() { _ = view.Run(ctx) }()
 		<-elected
 		time.Sleep(time.Second)
@@ -66,10 +63,7 @@ func TestPageShowsRegisteredCandidates(t *testing.T) {
 	store := memory.New(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 3)
-	view, err := New(Options{Key: key, Store: store, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	view := mustNew(t, Options{Key: key, Store: store, Logger: slog.New(slog.DiscardHandler)})
 	go func() { _ = view.Run(ctx); done <- struct{}{} }()
 	for _, c := range []struct {
 		id string

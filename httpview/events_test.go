@@ -107,10 +107,7 @@ func TestEventsOnePerLeadershipChange(t *testing.T) {
 
 func TestSlowAndGoneClientsNeverBlockTheElector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := New(Options{Key: key, Store: memory.New(nil)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := mustNew(t, Options{Key: key, Store: memory.New(nil)})
 		s := openEvents(t, h) // never read past the first event
 		synctest.Wait()
 		if n := h.clientCount(); n != 1 {
@@ -145,10 +142,7 @@ func TestSlowAndGoneClientsNeverBlockTheElector(t *testing.T) {
 // does not wait for browsers.
 func TestRunEndsStreams(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, err := New(Options{Key: key, Store: memory.New(nil)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := mustNew(t, Options{Key: key, Store: memory.New(nil)})
 		ctx, cancel := context.WithCancel(context.Background())
 		ran := make(chan error)
 		go func() { ran <- h.Run(ctx) }()

@@ -13,10 +13,7 @@ import (
 // them, ignores other keys' records, and when the records end it returns
 // nil and ends the /events streams.
 func TestFollowFedRecords(t *testing.T) {
-	h, err := New(Options{Key: key, Store: memory.New(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustNew(t, Options{Key: key, Store: memory.New(nil)})
 	records := make(chan tenure.Record)
 	done := make(chan error, 1)
 	go func() { done <- h.Follow(context.Background(), records) }()

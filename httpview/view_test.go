@@ -28,6 +28,16 @@ type candidate struct {
 	done   chan struct{}
 }
 
+// mustNew is [New], failing t on an error.
+func mustNew(t testing.TB, opts Options) *Handler {
+	t.Helper()
+	h, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func newCandidate(t *testing.T, store tenure.Store, id string) *candidate {
 	t.Helper()
 	return newPublisher(t, store, id, "")
@@ -44,11 +54,9 @@ func newPublisher(t *testing.T, store tenure.Store, id, value string) *candidate
 	}
 	// Wired as a program would: the view first, its OnEvent in the
 	// elector's config, then the elector.
-	view, err := New(Options{Key: key, Store: store, Logger: cfg.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	view := mustNew(t, Options{Key: key, Store: store, Logger: cfg.Logger})
 	cfg.OnEvent = view.OnEvent(cfg.OnEvent)
+	var err error
 	if c.e, err = tenure.New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +171,7 @@ func TestViewShowsPublishedValue(t *testing.T) {
 		b := newPublisher(t, store.Handle(), "b", "10.0.0.8:8080")
 		synctest.Wait()
 		// An observer only: it learns the value from the store's records.
-		obs, err := New(Options{Key: key, Store: store.Handle()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		obs := mustNew(t, Options{Key: key, Store: store.Handle()})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = obs.Run(ctx) }()
@@ -193,10 +198,7 @@ func TestViewShowsPublishedValue(t *testing.T) {
 }
 
 func TestPageIsServedToBrowsers(t *testing.T) {
-	h, err := New(Options{Key: key, Store: memory.New(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustNew(t, Options{Key: key, Store: memory.New(nil)})
 	w := get(t, h, "/", "text/html,application/xhtml+xml;q=0.9")
 	if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") || !strings.Contains(w.Body.String(), `new EventSource("events")`) {
 		t.Fatalf("GET / as a browser = %q, %.80s", w.Header().Get("Content-Type"), w.Body)
@@ -226,10 +228,7 @@ func (failingReader) Watch(context.Context, string) (<-chan tenure.Record, error
 }
 
 func TestObserverHealthNeverShowsTheStore(t *testing.T) {
-	h, err := New(Options{Key: key, Store: failingReader{}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := mustNew(t, Options{Key: key, Store: failingReader{}, Logger: slog.New(slog.DiscardHandler)})
 	for _, target := range []string{"/healthz", "/readyz?standbyok"} {
 		w := get(t, h, target, "")
 		if w.Code != http.StatusServiceUnavailable {

@@ -113,9 +113,8 @@ func (s *suite) raceOneWinner(t *testing.T) {
 }
 
 func (s *suite) heldErrorNamesHolder(t *testing.T) {
-	a, b := s.open(t), s.open(t)
-	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.long(5))
+	_, b, l := s.granted(t, "alpha", s.long(5))
+	key := l.Key
 	_, err := b.Acquire(ctxFor(t), key, "beta", s.o.TTL)
 	wantHeld(t, err, "alpha", l.Term)
 	var held *tenure.HeldError
@@ -126,17 +125,15 @@ func (s *suite) heldErrorNamesHolder(t *testing.T) {
 }
 
 func (s *suite) sameIdentityIsHeld(t *testing.T) {
-	a, b := s.open(t), s.open(t)
-	key := Key(t)
-	l := mustAcquire(t, a, key, "same", s.long(5))
+	_, b, l := s.granted(t, "same", s.long(5))
+	key := l.Key
 	_, err := b.Acquire(ctxFor(t), key, "same", s.o.TTL)
 	wantHeld(t, err, "same", l.Term)
 }
 
 func (s *suite) releaseFreesAtOnce(t *testing.T) {
-	a, b := s.open(t), s.open(t)
-	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.long(10))
+	a, b, l := s.granted(t, "alpha", s.long(10))
+	key := l.Key
 	if err := a.Release(ctxFor(t), l); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -148,11 +145,8 @@ func (s *suite) releaseFreesAtOnce(t *testing.T) {
 	if l2.Term <= l.Term {
 		t.Fatalf("term after release went from %d to %d", l.Term, l2.Term)
 	}
-	wantLost(t, a.Release(ctxFor(t), l), "second Release of a released lease")
-	wantLost(t, a.Renew(ctxFor(t), l), "Renew of a released lease")
-	if r := mustGet(t, a, key); r.Holder != "beta" || r.Term != l2.Term {
-		t.Fatalf("stale calls changed the record: %+v", r)
-	}
+	wantStaleLost(t, a, l, "of a released lease")
+	wantHolder(t, a, key, "beta", l2.Term, "stale calls")
 }
 
 func (s *suite) termsIncreaseAcrossRelease(t *testing.T) {
@@ -255,20 +249,16 @@ func (s *suite) staleLeaseIsLost(t *testing.T) {
 	if cur.Term <= old.Term {
 		t.Fatalf("takeover term %d not above %d", cur.Term, old.Term)
 	}
-	wantLost(t, a.Renew(ctxFor(t), old), "Renew after takeover")
-	wantLost(t, a.Release(ctxFor(t), old), "Release after takeover")
-	if r := mustGet(t, a, key); r.Holder != "beta" || r.Term != cur.Term {
-		t.Fatalf("stale calls changed the record: %+v", r)
-	}
+	wantStaleLost(t, a, old, "after takeover")
+	wantHolder(t, a, key, "beta", cur.Term, "stale calls")
 	if err := b.Renew(ctxFor(t), cur); err != nil {
 		t.Fatalf("new holder's Renew after stale calls: %v", err)
 	}
 }
 
 func (s *suite) forgedLeaseIsLost(t *testing.T) {
-	a, b := s.open(t), s.open(t)
-	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.long(10))
+	a, b, l := s.granted(t, "alpha", s.long(10))
+	key := l.Key
 	forgeries := map[string]tenure.Lease{
 		"other identity": {Key: key, Identity: "mallory", Term: l.Term, TTL: l.TTL, Token: l.Token},
 		"older term":     {Key: key, Identity: l.Identity, Term: l.Term - 1, TTL: l.TTL, Token: l.Token},
@@ -276,12 +266,9 @@ func (s *suite) forgedLeaseIsLost(t *testing.T) {
 		"other key":      {Key: key + "-other", Identity: l.Identity, Term: l.Term, TTL: l.TTL, Token: l.Token},
 	}
 	for name, f := range forgeries {
-		wantLost(t, b.Renew(ctxFor(t), f), "Renew with "+name)
-		wantLost(t, b.Release(ctxFor(t), f), "Release with "+name)
+		wantStaleLost(t, b, f, "with "+name)
 	}
-	if r := mustGet(t, b, key); r.Holder != "alpha" || r.Term != l.Term {
-		t.Fatalf("forged calls changed the record: %+v", r)
-	}
+	wantHolder(t, b, key, "alpha", l.Term, "forged calls")
 	if err := a.Renew(ctxFor(t), l); err != nil {
 		t.Fatalf("holder's Renew after forged calls: %v", err)
 	}

@@ -187,3 +187,28 @@ func wantLost(t *testing.T, err error, what string) {
 		t.Fatalf("%s: got %v, want an error matching tenure.ErrLost", what, err)
 	}
 }
+
+// granted opens two handles on the store and grants a fresh key to
+// identity through the first, a, for ttl.
+func (s *suite) granted(t *testing.T, identity string, ttl time.Duration) (a, b tenure.Store, l tenure.Lease) {
+	t.Helper()
+	a, b = s.open(t), s.open(t)
+	return a, b, mustAcquire(t, a, Key(t), identity, ttl)
+}
+
+// wantStaleLost checks that Renew and then Release of l through st both
+// fail with ErrLost; what ends their failure messages ("Renew " + what).
+func wantStaleLost(t *testing.T, st tenure.Store, l tenure.Lease, what string) {
+	t.Helper()
+	wantLost(t, st.Renew(ctxFor(t), l), "Renew "+what)
+	wantLost(t, st.Release(ctxFor(t), l), "Release "+what)
+}
+
+// wantHolder checks that st reads key as held by holder at term; calls
+// names what must not have changed the record, for the failure message.
+func wantHolder(t *testing.T, st tenure.Store, key, holder string, term uint64, calls string) {
+	t.Helper()
+	if r := mustGet(t, st, key); r.Holder != holder || r.Term != term {
+		t.Fatalf("%s changed the record: %+v, want %s holding term %d", calls, r, holder, term)
+	}
+}

@@ -97,9 +97,8 @@ func (s *suite) wantWaitCovers(t *testing.T, old, next tenure.Lease, renewSent, 
 // and a Wait that covers the old holder's renew window.
 func (s *suite) grantDeletedFromOutside(t *testing.T) {
 	tm := s.tamperOr(t, func(tm *Tamper) bool { return tm.DeleteGrant != nil }, "DeleteGrant")
-	a, b := s.open(t), s.open(t)
-	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.long(10))
+	a, b, l := s.granted(t, "alpha", s.long(10))
+	key := l.Key
 	superseded := s.watchSuperseded(t, a, l)
 	renewSent := renewNow(t, a, l)
 	tm.DeleteGrant(t, key)
@@ -124,11 +123,8 @@ func (s *suite) takeOver(t *testing.T, a, b tenure.Store, l tenure.Lease, renewS
 	acqSent := time.Now()
 	l2 := mustAcquire(t, b, l.Key, "beta", s.long(5))
 	s.wantWaitCovers(t, l, l2, renewSent, acqSent)
-	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew "+after)
-	wantLost(t, a.Release(ctxFor(t), l), "the holder's Release "+after)
-	if r := mustGet(t, b, l.Key); r.Holder != "beta" || r.Term != l2.Term {
-		t.Fatalf("the old holder's calls changed the record: %+v", r)
-	}
+	wantStaleLost(t, a, l, "by the holder "+after)
+	wantHolder(t, b, l.Key, "beta", l2.Term, "the old holder's calls")
 	if err := b.Release(ctxFor(t), l2); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -140,14 +136,12 @@ func (s *suite) takeOver(t *testing.T, a, b tenure.Store, l tenure.Lease, renewS
 // its watch must show the loss, and the key must not read as the old grant.
 func (s *suite) grantOverwrittenFromOutside(t *testing.T) {
 	tm := s.tamperOr(t, func(tm *Tamper) bool { return tm.OverwriteGrant != nil }, "OverwriteGrant")
-	a, b := s.open(t), s.open(t)
-	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.long(10))
+	a, b, l := s.granted(t, "alpha", s.long(10))
+	key := l.Key
 	superseded := s.watchSuperseded(t, a, l)
 	tm.OverwriteGrant(t, key, "mallory")
 	superseded()
-	wantLost(t, a.Renew(ctxFor(t), l), "the holder's Renew after its grant was overwritten")
-	wantLost(t, a.Release(ctxFor(t), l), "the holder's Release after its grant was overwritten")
+	wantStaleLost(t, a, l, "by the holder after its grant was overwritten")
 	r := mustGet(t, b, key)
 	// The record may be free: a store whose grant lives in the holder's
 	// own session (ZooKeeper) ends that session once the holder saw the
@@ -163,9 +157,8 @@ func (s *suite) grantOverwrittenFromOutside(t *testing.T) {
 // holder's renew window.
 func (s *suite) termCounterDeletedFromOutside(t *testing.T) {
 	tm := s.tamperOr(t, func(tm *Tamper) bool { return tm.DeleteAll != nil }, "DeleteAll")
-	a, b := s.open(t), s.open(t)
-	key := Key(t)
-	l := mustAcquire(t, a, key, "alpha", s.long(10))
+	a, b, l := s.granted(t, "alpha", s.long(10))
+	key := l.Key
 	// b learns of the grant as a campaigning candidate does.
 	_, err := b.Acquire(ctxFor(t), key, "beta", s.o.TTL)
 	wantHeld(t, err, "alpha", l.Term)

@@ -189,6 +189,28 @@ type idle struct {
 	requests, cpu []float64
 }
 
+// usage is a server's request count and this process's CPU time, read
+// one after the other by [readUsage], and when.
+type usage struct {
+	requests int64
+	cpu      time.Duration
+	at       time.Time
+}
+
+// readUsage reads the server's request count with requests, then this
+// process's CPU time, then the clock.
+func readUsage(ctx context.Context, requests func(context.Context) (int64, error)) (usage, error) {
+	n, err := requests(ctx)
+	if err != nil {
+		return usage{}, err
+	}
+	cpu, err := ProcessCPU()
+	if err != nil {
+		return usage{}, err
+	}
+	return usage{requests: n, cpu: cpu, at: time.Now()}, nil
+}
+
 // runIdle runs a leader and a follower of s on key, lets them settle for a
 // TTL, then samples the server's request count and the process CPU at the
 // edges of p.trials sub-windows of p.idle.
@@ -213,32 +235,22 @@ func runIdle(ctx context.Context, p params, s side, key string) (idle, error) {
 	}
 	const electors = 2
 	sub := p.idle / time.Duration(p.trials)
-	req0, err := s.requests(ctx)
+	u0, err := readUsage(ctx, s.requests)
 	if err != nil {
 		return res, err
 	}
-	cpu0, err := ProcessCPU()
-	if err != nil {
-		return res, err
-	}
-	t0 := time.Now()
 	for i := 0; i < p.trials; i++ {
 		if err := pause(ctx, sub); err != nil {
 			return res, err
 		}
-		req1, err := s.requests(ctx)
+		u1, err := readUsage(ctx, s.requests)
 		if err != nil {
 			return res, err
 		}
-		cpu1, err := ProcessCPU()
-		if err != nil {
-			return res, err
-		}
-		t1 := time.Now()
-		secs := t1.Sub(t0).Seconds()
-		res.requests = append(res.requests, float64(req1-req0)/secs/electors)
-		res.cpu = append(res.cpu, float64(cpu1-cpu0)/float64(time.Millisecond)/secs/electors)
-		req0, cpu0, t0 = req1, cpu1, t1
+		secs := u1.at.Sub(u0.at).Seconds()
+		res.requests = append(res.requests, float64(u1.requests-u0.requests)/secs/electors)
+		res.cpu = append(res.cpu, float64(u1.cpu-u0.cpu)/float64(time.Millisecond)/secs/electors)
+		u0 = u1
 	}
 	if mb.led() {
 		return res, errors.New(s.name + ": the follower led during the idle window")

@@ -121,18 +121,20 @@ func TestScale(t *testing.T) {
 						failovers = append(failovers, f)
 					}
 				}
-				if s.kubeconfig != "" {
-					r, err := measureClientGo(ctx, s, n, idle)
-					if err != nil {
-						t.Fatalf("client-go, N=%d: %v", n, err)
+				for _, other := range []struct {
+					name    string
+					on      bool
+					measure func(context.Context, scaleStore, int, time.Duration) (scaleResult, error)
+				}{
+					{"client-go", s.kubeconfig != "", measureClientGo},
+					{"etcd Election", s.etcd != "", measureElection},
+				} {
+					if !other.on {
+						continue
 					}
-					t.Logf("%+v", r)
-					results = append(results, r)
-				}
-				if s.etcd != "" {
-					r, err := measureElection(ctx, s, n, idle)
+					r, err := other.measure(ctx, s, n, idle)
 					if err != nil {
-						t.Fatalf("etcd Election, N=%d: %v", n, err)
+						t.Fatalf("%s, N=%d: %v", other.name, n, err)
 					}
 					t.Logf("%+v", r)
 					results = append(results, r)
@@ -397,15 +399,10 @@ func measureIdle(ctx context.Context, s scaleStore, idle time.Duration, r *scale
 	runtime.ReadMemStats(&ms)
 	r.heapMiB = float64(int64(ms.HeapAlloc)-int64(r.base.heap)) / (1 << 20)
 	r.stackMiB = float64(int64(ms.StackInuse)-int64(r.base.stack)) / (1 << 20)
-	req0, err := s.requests(ctx)
+	u0, err := readUsage(ctx, s.requests)
 	if err != nil {
 		return err
 	}
-	cpu0, err := ProcessCPU()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
 	if err := pause(ctx, idle); err != nil {
 		return err
 	}
@@ -417,8 +414,8 @@ func measureIdle(ctx context.Context, s scaleStore, idle time.Duration, r *scale
 	if err != nil {
 		return err
 	}
-	took := time.Since(start)
-	r.reqPerSec = float64(req1-req0) / took.Seconds()
-	r.cpuPct = 100 * float64(cpu1-cpu0) / float64(took)
+	took := time.Since(u0.at)
+	r.reqPerSec = float64(req1-u0.requests) / took.Seconds()
+	r.cpuPct = 100 * float64(cpu1-u0.cpu) / float64(took)
 	return nil
 }

@@ -111,6 +111,17 @@ type candidate struct {
 	done     chan struct{}
 }
 
+// run runs loop in a goroutine until c is stopped: c.cancel ends loop's
+// context, and c.done is closed once loop returned.
+func (c *candidate) run(loop func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		loop(ctx)
+	}()
+}
+
 func clientConfig(t *testing.T, kubeconfig string, f *faults) *rest.Config {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -131,10 +142,7 @@ func startClientGo(t *testing.T, j *journal, kubeconfig, id string) *candidate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go func() {
-		defer close(c.done)
+	c.run(func(ctx context.Context) {
 		for ctx.Err() == nil {
 			le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 				Lock: &resourcelock.LeaseLock{
@@ -161,7 +169,7 @@ func startClientGo(t *testing.T, j *journal, kubeconfig, id string) *candidate {
 			}
 			le.Run(ctx)
 		}
-	}()
+	})
 	return c
 }
 
@@ -180,10 +188,7 @@ func startTenure(t *testing.T, j *journal, kubeconfig, id string) *candidate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go func() {
-		defer close(c.done)
+	c.run(func(ctx context.Context) {
 		defer st.Close()
 		_ = e.Run(ctx, func(lctx context.Context) error {
 			l, _ := tenure.LeaseFrom(lctx)
@@ -192,7 +197,7 @@ func startTenure(t *testing.T, j *journal, kubeconfig, id string) *candidate {
 			j.stopped(id)
 			return nil
 		})
-	}()
+	})
 	return c
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -26,16 +25,9 @@ func TestAdvertise(t *testing.T) {
 	if r := out.record(t, "node-1's election"); r.Holder != "node-1" || r.Value != "10.0.0.7:8080" {
 		t.Fatalf("watch line %+v, want node-1 with value 10.0.0.7:8080", r)
 	}
-	held := runTenure(t, "status", "--store", c.storeURL, "--key", "job", "--json")
-	if held.code != exitOK {
-		t.Fatalf("status: code %d, stderr %s", held.code, held.stderr)
-	}
-	var got recordJSON
-	if err := json.Unmarshal([]byte(held.stdout), &got); err != nil {
-		t.Fatalf("status --json printed %q: %v", held.stdout, err)
-	}
-	if got.Holder != "node-1" || got.Value != "10.0.0.7:8080" || !strings.Contains(held.stdout, `"value":"10.0.0.7:8080"`) {
-		t.Fatalf("status --json = %s, want node-1 with value 10.0.0.7:8080", held.stdout)
+	got, printed := heldStatus(t, c.storeURL, "job")
+	if got.Holder != "node-1" || got.Value != "10.0.0.7:8080" || !strings.Contains(printed, `"value":"10.0.0.7:8080"`) {
+		t.Fatalf("status --json = %s, want node-1 with value 10.0.0.7:8080", printed)
 	}
 	human := runTenure(t, "status", "--store", c.storeURL, "--key", "job")
 	if human.code != exitOK || !strings.Contains(human.stdout, `value "10.0.0.7:8080"`) {

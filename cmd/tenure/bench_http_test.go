@@ -87,15 +87,7 @@ func startIdleLeader(b *testing.B, store, key, addr string) *idleLeader {
 		args = append(args, "--http", addr)
 	}
 	cmd := exec.Command(tenureBin, append(args, "--", "sh", "-c", "echo leading $$; exec sleep 100000")...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	br := bufio.NewReader(out)
+	br := bufio.NewReader(startPiped(b, cmd, syscall.SIGTERM))
 	line, err := br.ReadString('\n')
 	var cmdPID int
 	if _, perr := fmt.Sscanf(line, "leading %d", &cmdPID); err != nil || perr != nil {

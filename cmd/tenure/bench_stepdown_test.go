@@ -61,15 +61,7 @@ func cliTransfer(b *testing.B, url string, trials int) (cli, req []time.Duration
 	c := testCluster(b, "bench", []string{"--quiet", "--ttl", "10s"}, nil)
 	c.worker, c.storeURL = leanWorkerBin, url
 	ids := []string{"a", "b", "c"}
-	for _, id := range ids {
-		if _, err := c.start(id); err != nil {
-			b.Fatal(err)
-		}
-	}
-	leader, i, ok := c.events.nextStart(0, wait)
-	if !ok {
-		b.Fatal("no leader")
-	}
+	leader, i := startCandidates(b, c, ids...)
 	time.Sleep(time.Second) // every candidate is up and watching
 	for n := 0; len(req) < trials; n++ {
 		to := otherThan(leader.ID, ids[(n+1)%3], ids[(n+2)%3])

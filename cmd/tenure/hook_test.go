@@ -72,14 +72,7 @@ func startHookWatch(t *testing.T, store, key, hookCmd string) *hookWatch {
 	defer errf.Close()
 	w.cmd = exec.Command(tenureBin, "watch", "--store", store, "--key", key, "--json", "--exec", hookCmd)
 	w.cmd.Stderr = errf
-	out, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.cmd.Process.Kill(); _ = w.cmd.Wait() })
+	out := startPiped(t, w.cmd, syscall.SIGKILL)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {

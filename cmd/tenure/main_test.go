@@ -96,6 +96,21 @@ func startTenure(t testing.TB, stdout, stderr *bytes.Buffer, args ...string) (cm
 	return cmd, done
 }
 
+// startPiped starts cmd with its standard output piped to the reader it
+// returns; when the test ends, cmd gets the signal stop and is waited for.
+func startPiped(t testing.TB, cmd *exec.Cmd, stop syscall.Signal) io.Reader {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(stop); _ = cmd.Wait() })
+	return out
+}
+
 // waitDone waits for a started process to exit, failing t after d.
 func waitDone(t testing.TB, done <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
@@ -116,6 +131,22 @@ func testCluster(t testing.TB, key string, runArgs, workArgs []string) *cluster 
 	}
 	t.Cleanup(c.close)
 	return c
+}
+
+// startCandidates starts the candidates ids of c and waits for the first
+// CMD to start: it returns that start and its index in c's events.
+func startCandidates(t testing.TB, c *cluster, ids ...string) (workerEvent, int) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := c.start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader, i, ok := c.events.nextStart(0, wait)
+	if !ok {
+		t.Fatal("no leader")
+	}
+	return leader, i
 }
 
 // alive reports whether process pid exists (and is not a zombie).

@@ -23,15 +23,7 @@ func holdKey(t *testing.T, store, key string, extra ...string) *exec.Cmd {
 	args := append([]string{"run", "--store", store, "--key", key, "--id", "holder", "--quiet"}, extra...)
 	args = append(args, "--", "sh", "-c", "echo leading; exec sleep 60")
 	cmd := exec.Command(tenureBin, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := bufio.NewReader(startPiped(t, cmd, syscall.SIGTERM)).ReadString('\n')
 	if err != nil || line != "leading\n" {
 		t.Fatalf("the holder did not start leading: %q, %v", line, err)
 	}

@@ -20,14 +20,7 @@ func TestStatus(t *testing.T) {
 	if _, _, ok := c.events.nextStart(0, wait); !ok {
 		t.Fatal("no CMD started")
 	}
-	held := runTenure(t, "status", "--store", c.storeURL, "--key", "job", "--json")
-	if held.code != exitOK {
-		t.Fatalf("status of a held key: code %d, stderr %s", held.code, held.stderr)
-	}
-	var got recordJSON
-	if err := json.Unmarshal([]byte(held.stdout), &got); err != nil {
-		t.Fatalf("status --json printed %q: %v", held.stdout, err)
-	}
+	got, _ := heldStatus(t, c.storeURL, "job")
 	if !got.Held || got.Holder != "node-1" || got.Term != 1 || got.TTLMs != 5000 || got.RemainingMs <= 0 || got.RemainingMs > 5000 {
 		t.Fatalf("status --json = %+v, want node-1 holding term 1 with a 5s TTL", got)
 	}
@@ -35,6 +28,21 @@ func TestStatus(t *testing.T) {
 	if human.code != exitOK || !strings.HasPrefix(human.stdout, "job: node-1 leads, term 1, ttl 5s, ") {
 		t.Fatalf("status = %d %q", human.code, human.stdout)
 	}
+}
+
+// heldStatus runs `tenure status --json` on key, which must be held, and
+// returns the record it printed, decoded and as printed.
+func heldStatus(t *testing.T, store, key string) (recordJSON, string) {
+	t.Helper()
+	held := runTenure(t, "status", "--store", store, "--key", key, "--json")
+	if held.code != exitOK {
+		t.Fatalf("status of a held key: code %d, stderr %s", held.code, held.stderr)
+	}
+	var got recordJSON
+	if err := json.Unmarshal([]byte(held.stdout), &got); err != nil {
+		t.Fatalf("status --json printed %q: %v", held.stdout, err)
+	}
+	return got, held.stdout
 }
 
 func TestWatch(t *testing.T) {

@@ -43,15 +43,7 @@ func otherThan(id string, ids ...string) string {
 func TestStepDownHandsOverToTheNamedCandidate(t *testing.T) {
 	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet"}, nil)
 	ids := []string{"a", "b", "c"}
-	for _, id := range ids {
-		if _, err := c.start(id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	leader, i, ok := c.events.nextStart(0, wait)
-	if !ok {
-		t.Fatal("no leader")
-	}
+	leader, i := startCandidates(t, c, ids...)
 	if r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", leader.ID); r.code != exitOK || !strings.Contains(r.stdout, "already leads") {
 		t.Fatalf("step-down --to the leader: exit %d, stdout %q; want 0, already leads", r.code, r.stdout)
 	}
@@ -80,15 +72,7 @@ func TestStepDownHandsOverToTheNamedCandidate(t *testing.T) {
 // window, and a candidate does once it passed.
 func TestStepDownToAnAbsentCandidateFallsBack(t *testing.T) {
 	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet"}, nil)
-	for _, id := range []string{"a", "b"} {
-		if _, err := c.start(id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, i, ok := c.events.nextStart(0, wait)
-	if !ok {
-		t.Fatal("no leader")
-	}
+	_, i := startCandidates(t, c, "a", "b")
 	const window = 2 * time.Second
 	t0 := monoNow()
 	r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", "ghost", "--window", window.String())

@@ -66,7 +66,7 @@ func azuriteBin() string {
 	}
 	for _, d := range dirs {
 		p := filepath.Join(d, "azurite-blob")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		if isExec(p) {
 			return p
 		}
 	}

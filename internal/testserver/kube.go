@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,8 +50,7 @@ type KubeServer struct {
 	bin, dir, etcdURL string
 	port              int
 
-	mu   sync.Mutex
-	proc *process // nil while stopped
+	life lifecycle
 }
 
 // KubeUser is the name of the unprivileged user of [KubeServer.UserToken].
@@ -73,7 +71,7 @@ func KubeAPIServerPath() string {
 		cache = filepath.Join(home, ".cache", "tenure")
 	}
 	p := filepath.Join(cache, "kube-apiserver-"+KubeVersion)
-	if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+	if isExec(p) {
 		return p
 	}
 	return ""
@@ -189,19 +187,12 @@ func (s *KubeServer) prepare() error {
 // Start starts the API server on its port and waits until /readyz
 // answers ok (at most two minutes: the first start on a busy machine is
 // slow). It is a no-op if the server runs.
-func (s *KubeServer) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		return nil
-	}
+func (s *KubeServer) Start() error { return s.life.start(s.launch) }
+
+// launch runs the server once and waits until it is ready.
+func (s *KubeServer) launch() (*process, error) {
 	logPath := filepath.Join(s.dir, "kube-apiserver.log")
-	offset := logFrom(logPath)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("testserver: %w", err)
-	}
-	defer logf.Close() // the child has its own descriptor
+	_, output := logSays(logPath, logFrom(logPath), "")
 	cmd := exec.Command(s.bin,
 		"--etcd-servers", s.etcdURL,
 		"--secure-port", strconv.Itoa(s.port),
@@ -216,15 +207,9 @@ func (s *KubeServer) Start() error {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--disable-admission-plugins=ServiceAccount",
 	)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	_, output := logSays(logPath, offset, "")
-	p, err := launch("kube-apiserver", cmd, 2*time.Minute, func() bool { return s.ready() == nil }, output)
-	if err != nil {
-		return err
-	}
-	s.proc = p
-	return nil
+	ready := func() bool { return s.ready() == nil }
+	return launchLogged("kube-apiserver", cmd, logPath, 2*time.Minute, ready, output)
 }
 
 // ready asks /readyz with the admin token, trusting the server's own
@@ -264,20 +249,14 @@ func (s *KubeServer) ready() error {
 // after 20 s). etcd keeps running, so [KubeServer.Start] brings back the
 // same objects. It is a no-op if the server is stopped.
 func (s *KubeServer) Stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proc.stop(syscall.SIGTERM, 20*time.Second)
-	s.proc = nil
+	s.life.stop(syscall.SIGTERM, 20*time.Second)
 	return nil
 }
 
 // Restart stops and starts the API server; its objects, kept in etcd,
 // survive.
 func (s *KubeServer) Restart() error {
-	if err := s.Stop(); err != nil {
-		return err
-	}
-	return s.Start()
+	return s.life.restart(syscall.SIGTERM, 20*time.Second, s.launch)
 }
 
 // Kubeconfig writes a kubeconfig file for token (AdminToken or UserToken)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,8 +36,7 @@ type PostgresServer struct {
 	bin, data, sock, logPath string
 	cred                     *syscall.Credential
 
-	mu   sync.Mutex
-	proc *process // while it runs
+	life lifecycle
 }
 
 // URL returns a postgres:// URL for the database "postgres" with the
@@ -64,11 +62,6 @@ func postgresBinDir() (string, error) {
 		}
 	}
 	return "", ErrPostgresMissing
-}
-
-func isExec(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // StartPostgres creates a cluster under dir (which must exist and be empty)
@@ -144,43 +137,28 @@ func StartPostgres(dir string) (*PostgresServer, error) {
 
 // Start starts the server on its data directory and port, and waits until
 // it accepts connections. It is a no-op if the server runs.
-func (s *PostgresServer) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		return nil
-	}
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
+func (s *PostgresServer) Start() error { return s.life.start(s.launch) }
+
+// launch runs the server once and waits until it is ready.
+func (s *PostgresServer) launch() (*process, error) {
 	ready, output := logSays(s.logPath, logFrom(s.logPath), "ready to accept connections")
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data, "-k", s.sock,
 		"-p", strconv.Itoa(s.Port), "-h", "127.0.0.1", "-F",
 		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
-	s.proc, err = launch("postgres", cmd, 30*time.Second, ready, output)
-	return err
+	return launchLogged("postgres", cmd, s.logPath, 30*time.Second, ready, output)
 }
 
 // Stop shuts the server down ("fast" shutdown: connections are closed, data
 // is checkpointed) and waits for it to exit. It is a no-op if it is stopped.
 func (s *PostgresServer) Stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proc.stop(syscall.SIGINT, 30*time.Second)
-	s.proc = nil
+	s.life.stop(syscall.SIGINT, 30*time.Second)
 	return nil
 }
 
 // Restart stops the server and starts it again on the same data and port.
 func (s *PostgresServer) Restart() error {
-	if err := s.Stop(); err != nil {
-		return err
-	}
-	return s.Start()
+	return s.life.restart(syscall.SIGINT, 30*time.Second, s.launch)
 }
 
 // Postgres starts a PostgreSQL server for t in a fresh directory, stopped
@@ -194,12 +172,5 @@ func Postgres(t testing.TB) *PostgresServer {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	s, err := StartPostgres(dir)
-	if errors.Is(err, ErrPostgresMissing) {
-		Missing(t, "PostgreSQL", PostgresInstall)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	return s
+	return started(t, s, err, ErrPostgresMissing, "PostgreSQL", PostgresInstall)
 }

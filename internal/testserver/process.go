@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -41,6 +42,63 @@ func launch(name string, cmd *exec.Cmd, timeout time.Duration, ready func() bool
 		}
 	}
 	return p, nil
+}
+
+// launchLogged is [launch] with cmd's standard output and error appended
+// to the log file at logPath, which it creates if need be.
+func launchLogged(name string, cmd *exec.Cmd, logPath string, timeout time.Duration, ready func() bool, output func() string) (*process, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("testserver: %w", err)
+	}
+	defer logf.Close() // the child has its own descriptor
+	cmd.Stdout, cmd.Stderr = logf, logf
+	return launch(name, cmd, timeout, ready, output)
+}
+
+// lifecycle is what every server that stops and starts again keeps: its
+// running process, behind a lock that makes Start, Stop and Restart safe
+// for concurrent use.
+type lifecycle struct {
+	mu   sync.Mutex
+	proc *process // nil while stopped
+}
+
+// start calls launch and keeps the process it returns, unless one runs
+// already: then it does nothing.
+func (l *lifecycle) start(launch func() (*process, error)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.proc != nil {
+		return nil
+	}
+	p, err := launch()
+	if err != nil {
+		return err
+	}
+	l.proc = p
+	return nil
+}
+
+// stop sends sig to the running process and waits for it to exit, killing
+// it after grace. It does nothing while the server is stopped.
+func (l *lifecycle) stop(sig syscall.Signal, grace time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.proc.stop(sig, grace)
+	l.proc = nil
+}
+
+// restart is stop and then start: the server is down in between.
+func (l *lifecycle) restart(sig syscall.Signal, grace time.Duration, launch func() (*process, error)) error {
+	l.stop(sig, grace)
+	return l.start(launch)
+}
+
+// isExec reports whether p is a regular file someone may execute.
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 func (p *process) signal(sig syscall.Signal) {

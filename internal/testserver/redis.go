@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,8 +31,7 @@ type RedisServer struct {
 	port              int
 	extra             []string
 
-	mu   sync.Mutex
-	proc *process // while it runs
+	life lifecycle
 }
 
 // URL returns the redis:// URL of database db, with the password.
@@ -69,12 +67,10 @@ func Redis(t testing.TB, persistent bool, extra ...string) *RedisServer {
 
 // Start starts the server on its port and directory and waits until it
 // accepts commands. It is a no-op if the server runs.
-func (s *RedisServer) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		return nil
-	}
+func (s *RedisServer) Start() error { return s.life.start(s.launch) }
+
+// launch runs the server once and waits until it is ready.
+func (s *RedisServer) launch() (*process, error) {
 	ready, output := logSays(s.logPath, logFrom(s.logPath), "Ready to accept connections")
 	args := []string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
@@ -88,9 +84,7 @@ func (s *RedisServer) Start() error {
 	}
 	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var err error
-	s.proc, err = launch("redis-server", cmd, 20*time.Second, ready, output)
-	return err
+	return launch("redis-server", cmd, 20*time.Second, ready, output)
 }
 
 // Stop stops the server and waits for it to exit. With kill it is killed
@@ -102,22 +96,16 @@ func (s *RedisServer) Stop() error { return s.stop(false) }
 func (s *RedisServer) Kill() error { return s.stop(true) }
 
 func (s *RedisServer) stop(kill bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sig := syscall.SIGTERM
 	if kill {
 		sig = syscall.SIGKILL
 	}
-	s.proc.stop(sig, 20*time.Second)
-	s.proc = nil
+	s.life.stop(sig, 20*time.Second)
 	return nil
 }
 
 // Restart kills the server (a crash: only what was fsynced survives) and
 // starts it again on the same port and directory.
 func (s *RedisServer) Restart() error {
-	if err := s.Kill(); err != nil {
-		return err
-	}
-	return s.Start()
+	return s.life.restart(syscall.SIGKILL, 20*time.Second, s.launch)
 }

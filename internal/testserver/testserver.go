@@ -8,6 +8,7 @@
 package testserver
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -34,6 +35,21 @@ func Missing(t testing.TB, what, install string) {
 	t.Skip(msg)
 }
 
+// started hands t a server that StartX returned with err: stopped by
+// t.Cleanup, or, when err matches missing, [Missing] with what and
+// install; any other error fails t.
+func started[S interface{ Stop() error }](t testing.TB, s S, err, missing error, what, install string) S {
+	t.Helper()
+	if errors.Is(err, missing) {
+		Missing(t, what, install)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
 // LookPath finds a binary in PATH or in the extra directories, or calls
 // Missing.
 func LookPath(t testing.TB, name, install string, extra ...string) string {
@@ -43,7 +59,7 @@ func LookPath(t testing.TB, name, install string, extra ...string) string {
 	}
 	for _, dir := range extra {
 		p := dir + "/" + name
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		if isExec(p) {
 			return p
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,9 +45,8 @@ type ZKServer struct {
 
 	dir      string
 	java, cp string
-	mu       sync.Mutex
-	proc     *process // while it runs
 	logPath  string
+	life     lifecycle
 }
 
 // ZooKeeper starts a ZooKeeper server for t in t.TempDir(), stopped by
@@ -58,14 +56,7 @@ type ZKServer struct {
 func ZooKeeper(t testing.TB) *ZKServer {
 	t.Helper()
 	s, err := StartZooKeeper(t.TempDir())
-	if errors.Is(err, ErrZooKeeperMissing) {
-		Missing(t, "ZooKeeper", ZooKeeperInstall)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	return s
+	return started(t, s, err, ErrZooKeeperMissing, "ZooKeeper", ZooKeeperInstall)
 }
 
 // StartZooKeeper starts a ZooKeeper server with its data under dir and
@@ -123,24 +114,15 @@ admin.enableServer=false
 
 // Start starts the server if it is stopped and waits until it serves
 // clients (up to 60 s).
-func (s *ZKServer) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		return nil
-	}
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
+func (s *ZKServer) Start() error { return s.life.start(s.launch) }
+
+// launch runs the server once and waits until it is ready.
+func (s *ZKServer) launch() (*process, error) {
 	cmd := exec.Command(s.java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-cp", s.cp, "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(s.dir, "zoo.cfg"))
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	output := func() string { log, _ := os.ReadFile(s.logPath); return zkTail(log, 2000) }
-	s.proc, err = launch("ZooKeeper", cmd, 60*time.Second, s.serving, output)
-	return err
+	return launchLogged("ZooKeeper", cmd, s.logPath, 60*time.Second, s.serving, output)
 }
 
 // serving reports whether the server serves clients: the "srvr"
@@ -164,20 +146,14 @@ func (s *ZKServer) serving() bool {
 // it to exit. It is safe to call when stopped. Sessions survive a stop and
 // start on the same data, as in a real restart, until they time out.
 func (s *ZKServer) Stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proc.stop(syscall.SIGTERM, 10*time.Second)
-	s.proc = nil
+	s.life.stop(syscall.SIGTERM, 10*time.Second)
 	return nil
 }
 
 // Restart stops the server and starts it again on the same data directory
 // and port.
 func (s *ZKServer) Restart() error {
-	if err := s.Stop(); err != nil {
-		return err
-	}
-	return s.Start()
+	return s.life.restart(syscall.SIGTERM, 10*time.Second, s.launch)
 }
 
 func zkTail(b []byte, n int) string {

@@ -32,16 +32,8 @@ func FuzzParseURL(f *testing.F) {
 	kc := writeKubeconfig(f, "tok-"+storetest.SecretMark)
 	f.Add("k8s://team-a/jobs.?kubeconfig="+url.QueryEscape(kc), uint8(0), "k8s", "u", "ns", "p", "context=ctx")
 	f.Add("k8s://Bad_NS/x", uint8(3), "k8s", "", "team-a", "UPPER", "kubeconfig=/nonexistent")
-	storetest.FuzzOpen(f, "k8s://default/p.?kubeconfig=/nonexistent", []string{"k8s", ""}, func(raw string) ([]string, error) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // nothing may dial
-		s, err := Open(ctx, raw)
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		return []string{s.where}, nil
-	})
+	storetest.FuzzOpen(f, "k8s://default/p.?kubeconfig=/nonexistent", []string{"k8s", ""},
+		storetest.OpenOffline(Open, func(s *Store) []string { return []string{s.where} }))
 }
 
 func TestParseURL(t *testing.T) {

@@ -72,10 +72,7 @@ func TestGrantDeletedFromOutside(t *testing.T) {
 	}
 
 	// This process never saw the key before: the term comes from .terms.
-	l, err := s.Acquire(context.Background(), key, "beta", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, s, key, "beta", time.Second)
 	if l.Term <= term {
 		t.Fatalf("term after the deletion: %d, want above %d", l.Term, term)
 	}
@@ -127,10 +124,7 @@ func TestEverythingDeletedTermsStillGrow(t *testing.T) {
 		}
 	}
 	other := open(t, dir) // another handle of this process
-	l, err := other.Acquire(context.Background(), key, "beta", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, other, key, "beta", time.Minute)
 	if l.Term <= last.Term {
 		t.Fatalf("term after deleting every file: %d, want above %d", l.Term, last.Term)
 	}
@@ -149,10 +143,7 @@ func TestLivenessFileDeleted(t *testing.T) {
 	if err := os.Remove(holder); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Acquire(context.Background(), key, "beta", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, s, key, "beta", time.Second)
 	if l.Term <= term || l.Wait < ttl-10*time.Second || l.Wait > ttl+time.Second {
 		t.Fatalf("Acquire after the liveness file was deleted = term %d wait %s; want term above %d and a wait of about the TTL left (%s)", l.Term, l.Wait, term, ttl)
 	}
@@ -171,10 +162,7 @@ func TestLivenessFileReplaced(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	const key = "replaced"
-	l, err := s.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, s, key, "alpha", time.Minute)
 	ch := watch(t, s, key)
 	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	holder := keyFile(dir, key, ".holder."+strconv.FormatUint(l.Term, 10))
@@ -291,19 +279,13 @@ func TestRecordOverwrittenFromOutside(t *testing.T) {
 	const key, ttl = "restored", time.Minute
 	s := open(t, dir)
 	grantAndRelease(t, s, key)
-	backup, err := os.ReadFile(keyFile(dir, key, ".state"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	backup := readFile(t, keyFile(dir, key, ".state"))
 	c, term := acquiringChild(t, dir, key, ttl)
 	if err := os.WriteFile(keyFile(dir, key, ".state"), backup, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	local.ForgetSeen(dir) // as another process would: only the files speak
-	l, err := open(t, dir).Acquire(context.Background(), key, "beta", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, open(t, dir), key, "beta", time.Second)
 	if l.Term <= term || l.Wait < ttl {
 		t.Fatalf("Acquire after the record was overwritten = term %d wait %s; want a term above %d and a wait of at least %s", l.Term, l.Wait, term, ttl)
 	}

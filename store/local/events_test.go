@@ -66,10 +66,7 @@ func maskName(m uint32) string {
 func TestRenewShowsInTheDirectoryAsTheRecordOnly(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
-	l, err := s.Acquire(context.Background(), "quiet", "me", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, s, "quiet", "me", time.Minute)
 	events := dirEvents(t, dir)
 	for range 3 {
 		if err := s.Renew(context.Background(), l); err != nil {

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,10 +74,7 @@ func TestPlantedLinksAreNotFollowed(t *testing.T) {
 	if err := os.Remove(keyFile(dir, key, ".lock")); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, s, key, "alpha", time.Minute)
 	if err := s.Renew(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +215,7 @@ func TestFileModes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := s.Acquire(context.Background(), "moded", "alpha", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := acquire(t, s, "moded", "alpha", time.Minute)
 		if err := s.Renew(context.Background(), l); err != nil {
 			t.Fatal(err)
 		}
@@ -281,10 +273,7 @@ func TestReadOnlyDescriptorCannotDepose(t *testing.T) {
 	dir := t.TempDir()
 	a, b := open(t, dir), open(t, dir)
 	const key = "guarded"
-	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, a, key, "alpha", time.Minute)
 	for _, suffix := range []string{".lock", fmt.Sprintf(".holder.%d", l.Term)} {
 		path := keyFile(dir, key, suffix)
 		f, err := os.Open(path)
@@ -321,25 +310,13 @@ func TestOtherUserCannotDepose(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(base, "local.test")
-	if err := os.WriteFile(bin, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := copyTestBinary(t, base)
 	a, b := open(t, dir), open(t, dir)
 	const key = "guarded"
-	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, a, key, "alpha", time.Minute)
 	for _, suffix := range []string{".lock", fmt.Sprintf(".holder.%d", l.Term), ".state"} {
 		path := keyFile(dir, key, suffix)
-		cmd := exec.Command(bin)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		c := startChildCmd(t, cmd, "grab", []string{"HELPER_PATH=" + path})
+		c := startChildCmd(t, asNobody(bin), "grab", []string{"HELPER_PATH=" + path})
 		got := c.line()
 		if !strings.HasPrefix(got, "error ") || !strings.Contains(got, "permission denied") {
 			t.Errorf("nobody opening %s read-only: %q, want permission denied", path, got)
@@ -378,10 +355,7 @@ func TestRecordNotARegularFile(t *testing.T) {
 	const key = "weird"
 	grantAndRelease(t, s, key)
 	path := keyFile(dir, key, ".state")
-	good, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := readFile(t, path)
 	replace := func(make func() error) {
 		t.Helper()
 		if err := os.Remove(path); err != nil {
@@ -395,7 +369,7 @@ func TestRecordNotARegularFile(t *testing.T) {
 	replace(func() error { return unix.Mkfifo(path, 0o600) })
 	wantOneLine(t, "Get of a FIFO", getWithin(t, s, key, 5*time.Second), local.ErrUnsafe, path, "FIFO")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_, err = s.Acquire(ctx, key, "beta", time.Minute)
+	_, err := s.Acquire(ctx, key, "beta", time.Minute)
 	cancel()
 	wantOneLine(t, "Acquire over a FIFO", err, local.ErrUnsafe, path, "FIFO")
 

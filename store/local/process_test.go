@@ -288,10 +288,7 @@ func TestLeaseFilesOutliveHandle(t *testing.T) {
 	dir := t.TempDir()
 	key := "inherited"
 	a, b := open(t, dir), open(t, dir)
-	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, a, key, "alpha", time.Minute)
 	files, err := a.LeaseFiles(l)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("LeaseFiles = %v, %v; want one file", files, err)

@@ -30,12 +30,60 @@ func statePath(t *testing.T, dir string) string {
 	return m[0]
 }
 
-func grantAndRelease(t *testing.T, s *local.Store, key string) tenure.Lease {
+// acquire acquires key on s for id with ttl, or fails the test.
+func acquire(t *testing.T, s *local.Store, key, id string, ttl time.Duration) tenure.Lease {
 	t.Helper()
-	l, err := s.Acquire(context.Background(), key, "alpha", time.Minute)
+	l, err := s.Acquire(context.Background(), key, id, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+// readFile returns the contents of the file at path, or fails the test.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// copyTestBinary copies the running test binary into dir, where a process
+// of another user (nobody) may run it, and returns its path.
+func copyTestBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "local.test")
+	if err := os.WriteFile(bin, readFile(t, os.Args[0]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// asNobody returns a command that runs bin with the uid and gid of nobody.
+func asNobody(bin string) *exec.Cmd {
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return cmd
+}
+
+// openFails checks that Open(dir) fails with a one-line error naming dir.
+func openFails(t *testing.T, dir string) {
+	t.Helper()
+	s, err := local.Open(dir)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open(%q) succeeded", dir)
+	}
+	if msg := err.Error(); !strings.Contains(msg, dir) || strings.Contains(msg, "\n") {
+		t.Errorf("Open(%q): error %q, want one line naming the directory", dir, msg)
+	}
+}
+
+func grantAndRelease(t *testing.T, s *local.Store, key string) tenure.Lease {
+	t.Helper()
+	l := acquire(t, s, key, "alpha", time.Minute)
 	if err := s.Release(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +147,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 	const key = "precious"
 	last := grantAndReleaseThrice(t, s, key)
 	path := statePath(t, dir)
-	good, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := readFile(t, path)
 	flipped := append([]byte(nil), good...)
 	flipped[len(flipped)/2] ^= 1
 	for name, data := range map[string][]byte{
@@ -171,10 +216,7 @@ func TestReleaseWakesWatcher(t *testing.T) {
 	const key = "wake"
 	ch := watch(t, b, key)
 	storetest.Await(t, ch, 5*time.Second, "the initial record", free)
-	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, a, key, "alpha", time.Minute)
 	storetest.Await(t, ch, 5*time.Second, "the acquisition", func(r tenure.Record) bool { return r.Holder == "alpha" && r.Term == l.Term })
 	released := time.Now()
 	if err := a.Release(context.Background(), l); err != nil {
@@ -191,10 +233,7 @@ func TestCloseEndsGrants(t *testing.T) {
 	dir := t.TempDir()
 	a, b := open(t, dir), open(t, dir)
 	const key = "closing"
-	l, err := a.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, a, key, "alpha", time.Minute)
 	ch := watch(t, b, key)
 	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
 	aw, err := a.Watch(context.Background(), key)
@@ -226,10 +265,7 @@ func TestForgedLeaseKeepsOwnersFile(t *testing.T) {
 	t.Parallel()
 	s := open(t, t.TempDir())
 	const key = "forged"
-	l, err := s.Acquire(context.Background(), key, "alpha", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, s, key, "alpha", time.Minute)
 	for _, f := range []tenure.Lease{
 		{Key: key, Identity: "mallory", Term: l.Term, TTL: l.TTL, Token: l.Token},
 		{Key: key + "-x", Identity: l.Identity, Term: l.Term, TTL: l.TTL, Token: l.Token},
@@ -307,19 +343,8 @@ func TestOpenErrors(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	check := func(dir string) {
-		t.Helper()
-		s, err := local.Open(dir)
-		if err == nil {
-			s.Close()
-			t.Fatalf("Open(%q) succeeded", dir)
-		}
-		if msg := err.Error(); !strings.Contains(msg, dir) || strings.Contains(msg, "\n") {
-			t.Errorf("Open(%q): error %q, want one line naming the directory", dir, msg)
-		}
-	}
-	check(file)
-	check(filepath.Join(file, "sub"))
+	openFails(t, file)
+	openFails(t, filepath.Join(file, "sub"))
 }
 
 // A directory the process may not use gives a one-line error naming it.
@@ -343,30 +368,13 @@ func TestOpenUnusableDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, dir := range dirs {
-			s, err := local.Open(dir)
-			if err == nil {
-				s.Close()
-				t.Fatalf("Open(%q) succeeded", dir)
-			}
-			if msg := err.Error(); !strings.Contains(msg, dir) || strings.Contains(msg, "\n") {
-				t.Errorf("Open(%q): error %q, want one line naming the directory", dir, msg)
-			}
+			openFails(t, dir)
 		}
 		return
 	}
-	// Copy the test binary where nobody can run it.
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(base, "local.test")
-	if err := os.WriteFile(bin, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := copyTestBinary(t, base)
 	for _, dir := range dirs {
-		cmd := exec.Command(bin)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		c := startChildCmd(t, cmd, "open", []string{"HELPER_DIR=" + dir})
+		c := startChildCmd(t, asNobody(bin), "open", []string{"HELPER_DIR=" + dir})
 		msg, ok := strings.CutPrefix(c.line(), "error ")
 		if !ok {
 			t.Fatalf("nobody could open %s", dir)

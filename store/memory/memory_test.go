@@ -49,19 +49,26 @@ func BenchmarkFailover(b *testing.B) {
 	})
 }
 
+// sessionGrant opens a session of a minute on a new memory store and
+// acquires key "k" in it for "alpha" with value.
+func sessionGrant(t *testing.T, value string) (tenure.StoreSession, tenure.Lease) {
+	t.Helper()
+	ss, err := memory.New(nil).OpenSession(t.Context(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ss.Acquire(t.Context(), "k", "alpha", value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss, l
+}
+
 // A session asked again for a grant it made returns it: how the memory
 // store meets the rule that a grant whose reply was lost must not live on
 // unknown (tenure.StoreSession.Acquire).
 func TestSessionAcquireAgainReturnsTheGrant(t *testing.T) {
-	mem := memory.New(nil)
-	ss, err := mem.OpenSession(t.Context(), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ss.Acquire(t.Context(), "k", "alpha", "v")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ss, l := sessionGrant(t, "v")
 	again, err := ss.Acquire(t.Context(), "k", "alpha", "v")
 	if err != nil || again.Term != l.Term || again.Token != l.Token {
 		t.Fatalf("Acquire again = %+v, %v; want the grant of term %d", again, err, l.Term)
@@ -77,15 +84,7 @@ func TestSessionAcquireAgainReturnsTheGrant(t *testing.T) {
 // the stale release made the session forget term 6, whose keep-alives then
 // kept the key held by nobody until the end.
 func TestSessionStaleReleaseKeepsTheNewerGrant(t *testing.T) {
-	mem := memory.New(nil)
-	ss, err := mem.OpenSession(t.Context(), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, err := ss.Acquire(t.Context(), "k", "alpha", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ss, old := sessionGrant(t, "")
 	if err := ss.Release(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
