@@ -325,7 +325,7 @@ func (s *suite) sessionBatch(t *testing.T) {
 	const n = 50
 	reqs := make([]tenure.AcquireRequest, 0, n+2)
 	earlier := map[string]uint64{} // every other key was granted and released before
-	for i := range n { // out of key order: the store may sort, the answers may not move
+	for i := range n {             // out of key order: the store may sort, the answers may not move
 		k := fmt.Sprintf("%s-%02d", Key(t), n-i)
 		reqs = append(reqs, tenure.AcquireRequest{Key: k, Identity: "alpha", Value: fmt.Sprint(i)})
 		if i%2 == 0 {
