@@ -43,8 +43,10 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 				}
 				if l, err := n.Acquire(ctx, "k", c.ids[i], testHB); err == nil {
 					t.Fatalf("member %d, of priority 0, granted %+v", i, l)
-				} else if !errors.Is(err, ErrSteppingDown) {
-					t.Fatalf("member %d, of priority 0, refused with %v; want ErrSteppingDown", i, err)
+				} else if !errors.Is(err, ErrSteppingDown) && !errors.Is(err, tenure.ErrUnavailable) {
+					// ErrUnavailable: raft moved leadership on between the
+					// State check and the Acquire.
+					t.Fatalf("member %d, of priority 0, refused with %v; want ErrSteppingDown (or ErrUnavailable once it handed over)", i, err)
 				}
 				if r, _ := n.Get(ctx, "k"); r.Held() {
 					t.Fatalf("member %d, of priority 0 and raft leader, reports the key held: %+v", i, r)
