@@ -33,7 +33,7 @@ func TestPeerStepDown(t *testing.T) {
 		t.Run(alg, func(t *testing.T) {
 			t.Parallel()
 			c, obs := peerControlCluster(t, alg)
-			leader, i := startMembers(t, c)
+			leader, i := startCandidates(t, c, "1", "2", "3")
 			r := runTenure(t, "status", "--store", obs, "--key", "job", "--candidates", "--json")
 			var st struct {
 				Candidates []candidateJSON `json:"candidates"`
@@ -88,7 +88,7 @@ func TestPeerHandoverOnSigterm(t *testing.T) {
 			c.runArgs = []string{"--handover"} // not --quiet: the test reads the log
 			logs := new(syncbuf.Buffer)
 			c.stderr = logs
-			leader, i := startMembers(t, c)
+			leader, i := startCandidates(t, c, "1", "2", "3")
 			if err := c.signal(leader.ID, syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -114,20 +114,4 @@ func TestPeerHandoverOnSigterm(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startMembers starts members 1, 2 and 3 of c and returns the first
-// leader's start and its index among c's events.
-func startMembers(t *testing.T, c *cluster) (workerEvent, int) {
-	t.Helper()
-	for _, id := range []string{"1", "2", "3"} {
-		if _, err := c.start(id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	leader, i, ok := c.events.nextStart(0, wait)
-	if !ok {
-		t.Fatal("no leader")
-	}
-	return leader, i
 }
