@@ -152,6 +152,7 @@ func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time)
 	if slot.Key == "" {
 		slot, _ = e.takeSlot(ctx, since)
 	}
+	e.readPreference(ctx)
 	if e.needList() {
 		e.listOthers(ctx, true)
 	} else {
@@ -166,7 +167,23 @@ func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time)
 // them). A leader without YieldAfter marks its list stale instead, and
 // beforeAcquire reads it again once it campaigns again.
 func (e *Elector) needList() bool {
+	if p, ok := e.ctl.preferred(); ok && p.Holder != e.cfg.Identity {
+		return true // a leader hands over to the preferred holder once it is registered
+	}
 	return e.cfg.Control.YieldAfter > 0 || !e.Status().Leading
+}
+
+// readPreference reads the key's preferred holder (see [Prefer]) and
+// records it; on an error it keeps the last one read.
+func (e *Elector) readPreference(ctx context.Context) {
+	rctx, cancel := e.requestContext(ctx, time.Time{})
+	p, ok, err := ReadPreference(rctx, e.cfg.Store, e.cfg.Key)
+	cancel()
+	if err != nil {
+		e.controlError(err)
+		return
+	}
+	e.ctl.setPreference(p, ok)
 }
 
 // listOthers reads the other registered candidates and records them (see
@@ -204,23 +221,49 @@ func (e *Elector) maybeYield(ctx context.Context, others []Candidate) {
 	}
 	e.ctl.firstSeen = seen
 	st := e.Status()
-	if c.Control.YieldAfter <= 0 || !st.Leading {
+	if !st.Leading {
 		return
 	}
-	for _, o := range others { // best first
-		if o.Priority <= c.Control.Priority {
-			return
-		}
-		if now.Sub(seen[o.Identity]) < c.Control.YieldAfter {
-			continue
-		}
+	if to, why, ok := e.yieldTarget(now, others, seen); ok {
 		rctx, cancel := e.requestContext(ctx, time.Time{})
-		_, err := RequestStepDown(rctx, c.Store, c.Key, StepDownRequest{To: o.Identity, Window: c.TTL, Issuer: c.Identity, Term: st.Term})
+		_, err := RequestStepDown(rctx, c.Store, c.Key, StepDownRequest{To: to.Identity, Window: c.TTL, Issuer: c.Identity, Term: st.Term})
 		cancel()
-		c.Logger.Info("tenure: yielding to a candidate of higher priority", "key", c.Key, "id", c.Identity,
-			"term", st.Term, "to", o.Identity, "priority", o.Priority, "err", err)
-		return
+		c.Logger.Info("tenure: yielding to "+why, "key", c.Key, "id", c.Identity,
+			"term", st.Term, "to", to.Identity, "priority", to.Priority, "err", err)
 	}
+}
+
+// yieldTarget picks whom a leader hands over to, among the other
+// registered candidates (best first) seen registered since seen: the
+// key's preferred holder once seen for the preference's delay (one TTL by
+// default), unless it never leads; else, with YieldAfter, the best one of
+// a higher priority seen for YieldAfter. The preferred holder never yields
+// to priorities.
+func (e *Elector) yieldTarget(now time.Time, others []Candidate, seen map[string]time.Time) (Candidate, string, bool) {
+	c := &e.cfg
+	if p, ok := e.ctl.preferred(); ok {
+		if p.Holder == c.Identity {
+			return Candidate{}, "", false
+		}
+		delay := cmp.Or(p.Delay, c.TTL)
+		for _, o := range others {
+			if o.Identity == p.Holder && o.Priority != NeverLead && now.Sub(seen[o.Identity]) >= delay {
+				return o, "the key's preferred holder", true
+			}
+		}
+	}
+	if c.Control.YieldAfter <= 0 {
+		return Candidate{}, "", false
+	}
+	for _, o := range others {
+		if o.Priority <= c.Control.Priority {
+			break
+		}
+		if now.Sub(seen[o.Identity]) >= c.Control.YieldAfter {
+			return o, "a candidate of higher priority", true
+		}
+	}
+	return Candidate{}, "", false
 }
 
 // takeSlot acquires a free registration slot, trying them in an order

@@ -26,6 +26,11 @@ type controlState struct {
 	// by the next read.
 	stale atomic.Bool
 
+	// pref is the key's preferred holder as last read (see [Prefer]);
+	// prefOK is false when none was live. Guarded by mu.
+	pref   Preference
+	prefOK bool
+
 	// firstSeen is when each other candidate was first seen registered,
 	// without a break, on this elector's clock. Used by the registration
 	// goroutine only.
@@ -40,18 +45,45 @@ func (s *controlState) setOthers(cs []Candidate) {
 	s.stale.Store(false)
 }
 
-// rank is the number of distinct priorities above p among the other
-// registered candidates.
-func (s *controlState) rank(p int) int {
+// setPreference records the key's preferred holder, just read.
+func (s *controlState) setPreference(p Preference, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pref, s.prefOK = p, ok
+}
+
+// preferred returns the key's preferred holder as last read.
+func (s *controlState) preferred() (Preference, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pref, s.prefOK
+}
+
+// rank is the number of head-start steps candidate id of priority p gives
+// the other registered candidates: one per distinct priority above p, and,
+// while a preferred holder other than id is registered (and may lead), one
+// more for it; none at all for the preferred holder itself.
+func (s *controlState) rank(id string, p int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	extra := 0
+	if s.prefOK {
+		if s.pref.Holder == id {
+			return 0
+		}
+		for _, c := range s.others {
+			if c.Identity == s.pref.Holder && c.Priority != NeverLead {
+				extra = 1
+			}
+		}
+	}
 	seen := map[int]bool{}
 	for _, c := range s.others {
 		if c.Priority > p {
 			seen[c.Priority] = true
 		}
 	}
-	return len(seen)
+	return len(seen) + extra
 }
 
 // blocks reports whether grant g keeps candidate id, leading term (0 when
@@ -114,7 +146,7 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 	if e.ctl.stale.Load() {
 		e.listOthers(ctx, false)
 	}
-	headStart := time.Duration(e.ctl.rank(ctl.Priority)) * cmp.Or(ctl.Step, e.cfg.RetryInterval)
+	headStart := time.Duration(e.ctl.rank(e.cfg.Identity, ctl.Priority)) * cmp.Or(ctl.Step, e.cfg.RetryInterval)
 	for {
 		g, ok := e.controlRead(ctx)
 		switch {
