@@ -38,6 +38,7 @@ Usage:
   tenure watch  [flags] --key KEY      print every change of leader of KEY
   tenure step-down [flags] --key KEY [--to ID]
                                        make the leader of KEY hand over
+  tenure prefer [flags] --key KEY ID   prefer ID as KEY's holder while it runs
 
 Run "tenure COMMAND -h" for a command's flags. Stores are named by URL:
   file:///var/lib/tenure   the local store (default: file:// = %s)
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return watchCmd(ctx, rest, stdout, stderr)
 	case "step-down":
 		return stepDownCmd(ctx, rest, stdout, stderr)
+	case "prefer":
+		return preferCmd(ctx, rest, stdout, stderr)
 	case "demo":
 		return demoCmd(ctx, rest, stdout, stderr)
 	case superviseCmdName:
@@ -74,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printUsage(stdout)
 		return exitOK
 	default:
-		err = usageErrorf("unknown command %q (want demo, run, status, step-down or watch)", name)
+		err = usageErrorf("unknown command %q (want demo, run, status, step-down, prefer or watch)", name)
 	}
 	return fail(stderr, err)
 }

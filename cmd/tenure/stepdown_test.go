@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -197,6 +199,13 @@ func TestStepDownBadInput(t *testing.T) {
 		{[]string{"run", "--store", peer, "--key", "job", "--priority", "-1", "--", "true"}, exitUsage, "--priority -1 is out of range"},
 		{[]string{"run", "--store", store, "--key", "job", "--priority", "-1", "--", "true"}, exitUsage, "--priority -1 is out of range"},
 		{[]string{"run", "--store", store, "--key", "job", "--priority", "0", "--try", "--", "true"}, exitUsage, "--priority 0 never campaigns"},
+		{[]string{"prefer", "--store", store, "--key", "job"}, exitUsage, "tenure prefer takes one argument, the preferred candidate's ID (got 0)"},
+		{[]string{"prefer", "--store", store, "--key", "job", "b", "--delay", "-1s"}, exitUsage, "tenure prefer takes one argument"},
+		{[]string{"prefer", "--store", store, "--key", "job", "--delay", "-1s", "b"}, exitUsage, "--delay -1s is out of range"},
+		{[]string{"prefer", "--store", store, "--key", "job", "--ttl", "1ms", "b"}, exitUsage, "--ttl 1ms is out of range"},
+		{[]string{"prefer", "--store", store, "--key", "job", "a\x01"}, exitUsage, "ID: "},
+		{[]string{"prefer", "--store", store, "--key", strings.Repeat("k", 240), "b"}, exitUsage, "a preference needs at most 236"},
+		{[]string{"prefer", "--store", strings.Replace(peer, "id=1&", "", 1), "--key", "job", "b"}, exitUsage, "prefer is not supported in peer modes"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := runInProcess(tc.args, &stdout, &stderr)
@@ -287,5 +296,35 @@ func TestRollingRestartWithHandover(t *testing.T) {
 	if moves < 1 || moves > 2 {
 		t.Fatalf("leadership moved %d times in a rolling restart of 3 nodes; want 1 or 2", moves)
 	}
+	requireNoOverlap(t, c)
+}
+
+// TestPrefer: tenure prefer moves leadership to the named candidate once
+// the leader has seen it registered for --delay, and keeps it there while
+// it runs; stopping it clears the preference, and leadership stays put.
+func TestPrefer(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "1s", "--quiet"}, nil)
+	_, _, i := startLeader(t, c, "a")
+	if _, err := c.start("b"); err != nil {
+		t.Fatal(err)
+	}
+	set := monoNow()
+	cmd := exec.Command(tenureBin, "prefer", "--store", c.storeURL, "--key", "job", "--delay", "2s", "--ttl", "1s", "b")
+	out := startPiped(t, cmd, syscall.SIGTERM)
+	next, j, ok := c.events.nextStart(i+1, wait)
+	if d := time.Duration(next.Mono - set); !ok || next.ID != "b" || d < 2*time.Second || d > 6*time.Second {
+		t.Fatalf("next start %+v (found %v) %s after the preference was set; want b after 2s, within a few TTLs", next, ok, d)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	said, _ := io.ReadAll(out)
+	if err := cmd.Wait(); err != nil || !strings.Contains(string(said), "job: preferring b") || !strings.Contains(string(said), "preference for b cleared") {
+		t.Fatalf("tenure prefer on SIGTERM: %v, said %q; want exit 0, set then cleared", err, said)
+	}
+	if later, _, moved := c.events.nextStart(j+1, 3*time.Second); moved {
+		t.Fatalf("%s took over after the preference was cleared; b should lead on", later.ID)
+	}
+	c.stopAll(10 * time.Second)
 	requireNoOverlap(t, c)
 }

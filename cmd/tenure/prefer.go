@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/tenurehq/tenure"
+)
+
+const preferHelp = `Usage: tenure prefer [flags] --key KEY ID
+
+Sets candidate ID as the preferred holder of KEY, as a Kubernetes Lease's
+preferredHolder, for as long as this command runs (stop it with Ctrl-C or
+SIGTERM to clear the preference). While it holds, the leading tenure run
+hands KEY over to ID (a step-down to ID, window one TTL) once it has seen
+ID registered as a candidate for --delay without a break, so a flapping
+node does not bounce leadership; and when KEY is free, ID goes first. A
+candidate of priority 0 is never handed the key. One preference at a time:
+a second tenure prefer waits for the first to end.
+
+The preference is a grant of KEY~tenure-prefer (KEY at most 236 bytes),
+renewed by this command: if it dies, the preference lapses within --ttl.
+Peer modes have no shared key for it: use --priority there.
+
+Exit codes: 0 the preference was set and cleared on a signal; 1 a runtime
+error; 2 a bad command line.
+
+Flags:
+`
+
+// preferOpts is a validated `tenure prefer` command line.
+type preferOpts struct {
+	store  storeSource
+	key    string
+	holder string
+	delay  time.Duration
+	ttl    time.Duration
+	issuer string
+}
+
+func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code int, done bool) {
+	fs := newFlagSet("prefer")
+	sf := addStoreFlags(fs)
+	fs.StringVar(&o.key, "key", "", "the lease `KEY` to set a preferred holder on (required)")
+	fs.DurationVar(&o.delay, "delay", 0, "how long the leader must see ID registered before it hands over `DUR` (default: one TTL of the leader)")
+	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "the preference's own lease `DUR`: it lapses this long after this command dies")
+	if code, done := parseFlags(fs, args, preferHelp, stdout, stderr); done {
+		return o, code, true
+	}
+	o.key = orEnv(o.key, envKey)
+	var err error
+	switch {
+	case fs.NArg() != 1:
+		err = usageErrorf("tenure prefer takes one argument, the preferred candidate's ID (got %d)", fs.NArg())
+	default:
+		o.holder = fs.Arg(0)
+		err = checkKeyFlag(o.key)
+	}
+	if err == nil && len(o.key) > tenure.MaxControlledKeyLen {
+		err = usageErrorf("--key is %d bytes; a preference needs at most %d (room for the suffixes)", len(o.key), tenure.MaxControlledKeyLen)
+	}
+	if err == nil && (o.ttl < tenure.MinTTL || o.ttl > tenure.MaxTTL) {
+		err = usageErrorf("--ttl %s is out of range: want %s to %s", o.ttl, tenure.MinTTL, tenure.MaxTTL)
+	}
+	if err == nil {
+		if err = tenure.CheckAcquire(o.key, o.holder, o.ttl); err != nil {
+			err = fmt.Errorf("ID: %w", err)
+		}
+	}
+	if err == nil && (o.delay < 0 || o.delay > tenure.MaxTTL) {
+		err = usageErrorf("--delay %s is out of range: want 0 to %s", o.delay, tenure.MaxTTL)
+	}
+	if err == nil {
+		o.store, err = sf.resolve(os.Getenv)
+	}
+	if _, peer := peerMode(o.store.url); err == nil && peer {
+		err = usageErrorf("prefer is not supported in peer modes: they have no shared key to hold a preference; give the member --priority instead")
+	}
+	if err != nil {
+		return o, fail(stderr, err), true
+	}
+	host, _ := os.Hostname()
+	o.issuer = "tenure-prefer-" + host + "-" + strconv.Itoa(os.Getpid())
+	return o, 0, false
+}
+
+// preferCmd is `tenure prefer`.
+func preferCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code, done := parsePrefer(args, stdout, stderr)
+	if done {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	store, err := openStore(openCtx, o.store)
+	cancel()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer store.Close()
+	fmt.Fprintf(stdout, "%s: preferring %s while this runs (Ctrl-C to clear)\n", o.key, o.holder)
+	err = tenure.Prefer(ctx, store, o.key, o.issuer, o.ttl, tenure.Preference{Holder: o.holder, Delay: o.delay})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fail(stderr, fmt.Errorf("prefer %s for %q: %w", o.holder, o.key, err))
+	}
+	fmt.Fprintf(stdout, "%s: preference for %s cleared\n", o.key, o.holder)
+	return exitOK
+}
