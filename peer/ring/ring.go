@@ -156,11 +156,26 @@ func (r *ring) handleRing(env peer.Env, m wire.Message) {
 	self := env.Self()
 	switch m.Type {
 	case wire.Election:
+		if m.Candidate == 0 {
+			// A restart (see below): stand again, as if no round were under way.
+			r.participant = false
+		}
 		own, prio := r.candidate(env)
 		switch {
 		case m.Candidate == self:
-			if leader, _ := env.Leader(); leader == self || own == 0 {
-				return // a duplicate, or we resigned meanwhile
+			leader, _ := env.Leader()
+			switch {
+			case leader == self:
+				return // a duplicate
+			case own == 0:
+				// We stood, then began to abstain (a step-down's hold-back)
+				// while our election went round: it may have swallowed the
+				// others'. Restart the round rather than let it die, which
+				// would leave the ring leaderless until electionWait passes
+				// (longer than a hand-over window).
+				r.participant = false
+				r.forward(env, wire.Message{Type: wire.Election, Hops: m.Hops})
+				return
 			}
 			r.participant = false
 			epoch, err := env.Elect()
