@@ -73,7 +73,9 @@ func candidateKey(key string, i int) string {
 // slots about once per TTL, except a leader without YieldAfter, which
 // reads them again only once it campaigns; each Acquire attempt is
 // preceded by a read of the control key; a leader keeps a watch of the
-// control key open.
+// control key open; every candidate reads the key's preference (see
+// [Prefer]) once per TTL, and a leader also reads the slots while a
+// preference names another candidate.
 type Control struct {
 	// Priority ranks this candidate, from [NeverLead] (0: never campaigns;
 	// Run and Do then only register and block until their context is

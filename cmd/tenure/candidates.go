@@ -19,6 +19,8 @@ type candidateJSON struct {
 	Priority int    `json:"priority"`
 	Since    string `json:"since"` // RFC 3339, on the candidate's clock
 	Leading  bool   `json:"leading"`
+	// Preferred marks the key's preferred holder (tenure prefer).
+	Preferred bool `json:"preferred"`
 }
 
 // listCandidates reads the registered candidates if --candidates was
@@ -34,10 +36,15 @@ func listCandidates(ctx context.Context, store tenure.Store, o keyCmdOpts, rec t
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the candidates of %q: %w", o.key, err)
 	}
+	var pref tenure.Preference
+	if _, peer := peerMode(o.store.url); !peer {
+		pref, _, _ = tenure.ReadPreference(ctx, store, o.key) // advisory: none if unreadable
+	}
 	out := make([]candidateJSON, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, candidateJSON{ID: c.Identity, Priority: c.Priority,
-			Since: c.Since.UTC().Format(time.RFC3339), Leading: rec.Held() && rec.Holder == c.Identity})
+			Since: c.Since.UTC().Format(time.RFC3339), Leading: rec.Held() && rec.Holder == c.Identity,
+			Preferred: pref.Holder == c.Identity})
 	}
 	return out, nil
 }
@@ -59,6 +66,9 @@ func printCandidates(w io.Writer, o keyCmdOpts, cs []candidateJSON) {
 			note = ", leading"
 		case c.Priority == tenure.NeverLead:
 			note = ", never leads"
+		}
+		if c.Preferred {
+			note += ", preferred"
 		}
 		fmt.Fprintf(w, "  %s priority %d, since %s%s\n", c.ID, c.Priority, c.Since, note)
 	}

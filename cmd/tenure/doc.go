@@ -136,6 +136,13 @@
 // grants); --yield-after DUR hands over to a member of higher priority
 // seen live for DUR.
 //
+// tenure prefer --key KEY [--delay DUR] [--ttl DUR] ID sets candidate ID
+// as the preferred holder of KEY, as a Kubernetes Lease's preferredHolder,
+// for as long as it runs: the leading tenure run hands over to ID once it
+// has seen it registered for --delay (default one TTL), and ID goes first
+// when KEY is free. SIGINT or SIGTERM clears it (exit 0). Not in peer
+// modes (exit 2): use --priority there.
+//
 // # JSON
 //
 // tenure status --json prints one object, and tenure watch --json one per

@@ -315,6 +315,10 @@ func TestPrefer(t *testing.T) {
 	if d := time.Duration(next.Mono - set); !ok || next.ID != "b" || d < 2*time.Second || d > 6*time.Second {
 		t.Fatalf("next start %+v (found %v) %s after the preference was set; want b after 2s, within a few TTLs", next, ok, d)
 	}
+	if r := runTenure(t, "status", "--store", c.storeURL, "--key", "job", "--candidates"); !strings.Contains(r.stdout, "b priority 1") ||
+		!strings.Contains(r.stdout, ", leading, preferred") {
+		t.Fatalf("status --candidates while b is preferred: %q; want b marked leading, preferred", r.stdout)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
