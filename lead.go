@@ -28,6 +28,10 @@ type holding struct {
 	stallTimer                Timer // nil until the task starts, or without StallTimeout
 	renewing                  bool
 	renewDone                 chan renewResult
+	// renews feeds the term's renewer goroutine, started by the first
+	// renewal and ended when lead closes it: one goroutine for the term,
+	// not one per renewal (whose stack would grow anew each time).
+	renews chan renewCall
 
 	started      bool
 	taskReturned bool
@@ -106,6 +110,9 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	<-controlDone
 	if t.renewing {
 		<-t.renewDone
+	}
+	if t.renews != nil {
+		close(t.renews)
 	}
 	if t.stallTimer != nil {
 		t.stallTimer.Stop()
@@ -187,10 +194,29 @@ func (t *holding) renew(ctx context.Context) {
 	e := t.e
 	sent := e.cfg.Clock.Now()
 	rctx, cancel := e.requestContext(ctx, t.deadline)
-	go func() {
-		defer cancel()
-		t.renewDone <- renewResult{sent, e.cfg.Store.Renew(rctx, t.handle.lease)}
-	}()
+	if t.renews == nil {
+		t.renews = make(chan renewCall, 1)
+		go t.renewer(t.renews)
+	}
+	t.renews <- renewCall{ctx: rctx, cancel: cancel, sent: sent}
+}
+
+// renewCall is one renewal for the renewer: its bounded context, and when
+// it was sent.
+type renewCall struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	sent   time.Time
+}
+
+// renewer sends the renewals it is given, one at a time, each result on
+// renewDone, until calls is closed.
+func (t *holding) renewer(calls <-chan renewCall) {
+	for c := range calls {
+		err := t.e.cfg.Store.Renew(c.ctx, t.handle.lease)
+		c.cancel()
+		t.renewDone <- renewResult{c.sent, err}
+	}
 }
 
 // renewed handles a renewal's result: it moves the deadline on success and
