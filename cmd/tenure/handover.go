@@ -21,12 +21,12 @@ import (
 // their nodes serve the control key and candidate slots themselves). In a
 // peer mode --priority also goes into the store URL (priority=N), so the
 // member announces it and the algorithm orders by it; --handover hands
-// over to the best live member the leader's node lists (if none, to any
-// other member: the algorithm picks; raft: the follower raft picks).
+// over to any other member (the algorithm picks by priority; raft: the
+// follower raft picks).
 
 const (
-	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start (in peer modes: the member's own, also priority=N in the URL, and the algorithm elects the highest live one); 0 never leads (a standby that only observes); at most 1000"
-	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority; in peer modes the best live member) instead of a plain release; exit once it leads (at most one TTL later)"
+	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
+	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority; in peer modes any other member) instead of a plain release; exit once it leads (at most one TTL later)"
 	yieldUsage    = "while leading, hand over to a candidate of higher --priority once it has been registered for `DUR` (the preferred holder; 0: never)"
 )
 
@@ -124,26 +124,24 @@ func (r *runner) campaignAgain(ctx context.Context, err error) bool {
 // while the lease is still held, it asks for a step-down of term naming
 // the best waiting candidate, so that when the elector releases the key
 // only that candidate may take it for one TTL. Failing that (no candidate
-// registered, a store error) the release is a plain one. In a peer mode,
-// where the leader's node lists the live members with their priorities,
-// it names the best of them, and if it sees none that may lead it names
-// nobody: the algorithm (raft: its leadership transfer) picks the next
-// among the others while this one holds back.
+// registered, a store error) the release is a plain one. In a peer mode
+// the request names nobody: every member has the same priority, and the
+// algorithm (raft: its leadership transfer) picks the next among the
+// others while this one holds back.
 func (r *runner) handOver(term *tenure.Term, log *slog.Logger) {
 	if !r.opts.handover || r.signalled() != syscall.SIGTERM {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ttl/3)
 	defer cancel()
-	_, peer := peerMode(r.opts.store.url)
-	cs, err := tenure.Candidates(ctx, r.store, r.opts.key)
-	best, ok := tenure.BestCandidate(cs, r.opts.id)
-	switch {
-	case peer && (err != nil || !ok):
-		best = tenure.Candidate{Priority: tenure.DefaultPriority} // nobody named
-	case err != nil || !ok:
-		log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
-		return
+	best := tenure.Candidate{Priority: tenure.DefaultPriority} // in a peer mode: nobody named
+	if _, peer := peerMode(r.opts.store.url); !peer {
+		cs, err := tenure.Candidates(ctx, r.store, r.opts.key)
+		var ok bool
+		if best, ok = tenure.BestCandidate(cs, r.opts.id); err != nil || !ok {
+			log.Info("tenure: no candidate to hand over to; releasing", "err", errString(err))
+			return
+		}
 	}
 	to := cmp.Or(best.Identity, "any other member")
 	sd, err := tenure.RequestStepDown(ctx, r.store, r.opts.key, tenure.StepDownRequest{
