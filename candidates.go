@@ -176,6 +176,9 @@ func (e *Elector) needList() bool {
 // readPreference reads the key's preferred holder (see [Prefer]) and
 // records it; on an error it keeps the last one read.
 func (e *Elector) readPreference(ctx context.Context) {
+	if _, peer := e.cfg.Store.(StepDowner); peer {
+		return // no shared key to hold a preference in: priorities do it there
+	}
 	rctx, cancel := e.requestContext(ctx, time.Time{})
 	p, ok, err := ReadPreference(rctx, e.cfg.Store, e.cfg.Key)
 	cancel()

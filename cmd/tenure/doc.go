@@ -129,7 +129,8 @@
 // group secret; in lowest, bully and ring the members but ID hold back
 // for the window, in raft leadership is transferred to ID; the candidates
 // are the members that answer, best first, with their priorities.
-// --handover hands over to the best live member. --priority N (or
+// --handover hands over to any other member (the algorithm picks the
+// next by priority; raft its leadership transfer). --priority N (or
 // priority=N in the URL) is the member's own: lowest, bully and ring elect
 // the highest live priority, then by their usual ID order; priority 0
 // never leads (in raft it hands raft leadership away at once and never

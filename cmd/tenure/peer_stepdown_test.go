@@ -44,6 +44,14 @@ func TestPeerStepDown(t *testing.T) {
 
 			to := otherThan(leader.ID, "2", "1")
 			r = runTenure(t, "step-down", "--store", obs, "--key", "job", "--to", to, "--window", "5s")
+			if alg == "raft" && r.code == exitOK && strings.Contains(r.stdout, to+" did not take over") {
+				// Raft has no abstention: its leadership transfer is best
+				// effort, and the old leader may win the new term (seen
+				// under load). Ask once more, as an operator would.
+				t.Logf("raft: the transfer to %s did not land: %s; asking again", to, r.stdout)
+				leader, i, _ = c.events.nextStart(i+1, wait)
+				r = runTenure(t, "step-down", "--store", obs, "--key", "job", "--to", to, "--window", "5s")
+			}
 			if r.code != exitOK || !strings.Contains(r.stdout, to+" leads") {
 				t.Fatalf("step-down --to %s: exit %d, stdout %q, stderr %q", to, r.code, r.stdout, r.stderr)
 			}
