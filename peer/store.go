@@ -134,6 +134,13 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 	switch {
 	case n.leader == 0:
 		return tenure.Lease{}, fmt.Errorf("%w (member %d, last epoch %d)", ErrElecting, n.self, n.maxEpoch)
+	case n.isCoordinator() && n.granted != n.leaderEpoch && now.Before(n.holdUntil):
+		// Elected while a step-down's hold-back naming another member
+		// was on its way (a ring election can conclude before the old
+		// coordinator's Resign arrives): resign rather than grant, so
+		// that only the named member takes the key during the window.
+		n.resign(now)
+		return tenure.Lease{}, fmt.Errorf("%w (member %d holds back for a step-down)", ErrElecting, n.self)
 	case !n.isCoordinator() || n.granted == n.leaderEpoch:
 		return tenure.Lease{}, &tenure.HeldError{Record: n.recordLocked(now)}
 	case !n.granting():
