@@ -202,7 +202,7 @@ type grant struct {
 func (e *Elector) acquire(ctx context.Context, start time.Time) (grant, error) {
 	c := &e.cfg
 	if c.Session != nil {
-		return e.acquireInSession(ctx, start)
+		return e.acquireInSession(ctx)
 	}
 	ctx, cancel := e.requestContext(ctx, time.Time{})
 	defer cancel()
@@ -218,7 +218,7 @@ func (e *Elector) acquire(ctx context.Context, start time.Time) (grant, error) {
 
 // acquireInSession acquires the key in c.Session's store session. The
 // grant lives as long as the session, so its deadline is the session's.
-func (e *Elector) acquireInSession(ctx context.Context, start time.Time) (grant, error) {
+func (e *Elector) acquireInSession(ctx context.Context) (grant, error) {
 	c := &e.cfg
 	g, err := c.Session.current(ctx)
 	if err != nil {

@@ -163,12 +163,13 @@ func (e *Elector) registerOnce(ctx context.Context, slot Lease, since time.Time)
 
 // needList reports whether the registration goroutine should re-read the
 // other candidates now: while this elector campaigns (the head start of
-// higher priorities counts them), or leads with YieldAfter (it yields to
-// them). A leader without YieldAfter marks its list stale instead, and
-// beforeAcquire reads it again once it campaigns again.
+// higher priorities counts them), leads with YieldAfter (it yields to
+// them), or leads while a preference names another candidate (it hands
+// over once that one is registered). Otherwise a leader marks its list
+// stale, and beforeAcquire reads it again once it campaigns again.
 func (e *Elector) needList() bool {
 	if p, ok := e.ctl.preferred(); ok && p.Holder != e.cfg.Identity {
-		return true // a leader hands over to the preferred holder once it is registered
+		return true
 	}
 	return e.cfg.Control.YieldAfter > 0 || !e.Status().Leading
 }

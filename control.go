@@ -271,11 +271,8 @@ func RequestStepDown(ctx context.Context, s Store, key string, req StepDownReque
 }
 
 func checkStepDown(key string, req StepDownRequest) error {
-	if err := CheckKey(key); err != nil {
+	if err := checkControlledKey(key); err != nil {
 		return err
-	}
-	if len(key) > MaxControlledKeyLen {
-		return invalidf("key is %d bytes; leadership control needs at most %d", len(key), MaxControlledKeyLen)
 	}
 	if req.To != "" {
 		if err := checkName("step-down target", req.To, MaxIdentityLen); err != nil {
@@ -286,6 +283,18 @@ func checkStepDown(key string, req StepDownRequest) error {
 		return invalidf("step-down window %s must be from %s to %s", req.Window, MinTTL, MaxTTL)
 	}
 	return CheckAcquire(ControlKey(key), req.Issuer, req.Window)
+}
+
+// checkControlledKey checks key as a key of leadership control: a valid
+// key with room for the longest derived key's suffix.
+func checkControlledKey(key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if len(key) > MaxControlledKeyLen {
+		return invalidf("key is %d bytes; leadership control needs at most %d", len(key), MaxControlledKeyLen)
+	}
+	return nil
 }
 
 // AwaitSuccessor follows key until a candidate holds a term later than

@@ -78,11 +78,8 @@ func ReadPreference(ctx context.Context, r Reader, key string) (p Preference, ok
 // [ErrInvalid], for bad arguments or a store that cannot publish values.
 // Blocking; safe for concurrent use (for different keys).
 func Prefer(ctx context.Context, s Store, key, issuer string, ttl time.Duration, p Preference) error {
-	if err := CheckKey(key); err != nil {
+	if err := checkControlledKey(key); err != nil {
 		return err
-	}
-	if len(key) > MaxControlledKeyLen {
-		return invalidf("key is %d bytes; leadership control needs at most %d", len(key), MaxControlledKeyLen)
 	}
 	if err := checkName("preferred holder", p.Holder, MaxIdentityLen); err != nil {
 		return err

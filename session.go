@@ -179,11 +179,8 @@ func (s *Session) requestContext(ctx context.Context) (context.Context, context.
 
 // acquireSlot waits, bounded by ctx, until fewer than MaxAcquires
 // Acquires are under way, and returns the func that frees the slot. It
-// returns ctx's error if ctx ends first. A nil Session has no limit.
+// returns ctx's error if ctx ends first.
 func (s *Session) acquireSlot(ctx context.Context) (func(), error) {
-	if s == nil {
-		return func() {}, nil
-	}
 	select {
 	case s.acquires <- struct{}{}:
 		return func() { <-s.acquires }, nil

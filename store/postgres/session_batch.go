@@ -24,10 +24,11 @@ func (ss *session) AcquireBatch(ctx context.Context, reqs []tenure.AcquireReques
 	sent := time.Now()
 	var todo []acquired
 	idx := map[string]int{} // key → its request's index
+	live := ss.check(ctx)   // as Acquire, after a request's own checks
 	for i, r := range reqs {
 		err := tenure.CheckClaim(r.Key, tenure.Claim{Identity: r.Identity, TTL: ss.ttl, Value: r.Value})
 		if err == nil {
-			err = ss.check(ctx)
+			err = live
 		}
 		var a acquired
 		if err == nil {

@@ -41,16 +41,15 @@ type batchItem struct {
 func (ss *storeSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
 	res := make([]tenure.AcquireResult, len(reqs))
 	sent0 := time.Now()
-	if err := ss.usable(ctx); err != nil {
-		for i := range res {
-			res[i].Err = err
-		}
-		return res
-	}
+	live := ss.usable(ctx) // as Acquire, after a request's own checks
 	var items []*batchItem
 	for i, r := range reqs {
 		c := tenure.Claim{Identity: r.Identity, TTL: ss.ttl, Value: r.Value}
-		if err := tenure.CheckClaim(r.Key, c); err != nil {
+		err := tenure.CheckClaim(r.Key, c)
+		if err == nil {
+			err = live
+		}
+		if err != nil {
 			res[i].Err = err
 			continue
 		}
