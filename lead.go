@@ -227,12 +227,14 @@ func (t *holding) renewed(r renewResult) error {
 	switch {
 	case r.err == nil && now.Before(t.deadline):
 		t.deadline = r.sent.Add(c.RenewDeadline)
+		if t.started {
+			// Status first: a task woken by Renewed reads the same
+			// deadline from Status.
+			e.renewed(r.sent, now, t.deadline)
+		}
 		t.handle.extend(t.deadline)
 		t.deadlineTimer.Reset(t.deadline.Sub(now))
 		t.renewTimer.Reset(c.jittered(c.RenewInterval) - now.Sub(r.sent))
-		if t.started {
-			e.renewed(r.sent, now, t.deadline)
-		}
 		e.emit(Event{Kind: EventRenewed, Term: t.handle.lease.Term, Took: now.Sub(r.sent)})
 	case r.err == nil:
 		return fmt.Errorf("%w (the renewal succeeded too late)", ErrRenewDeadline)
