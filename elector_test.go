@@ -96,11 +96,17 @@ func (b *book) task(id string, body func(ctx context.Context) error) tenure.Task
 		b.max = max(b.max, b.live)
 		b.mu.Unlock()
 		b.began <- tm
+		// A task runs until it returns: that is what the elector waits
+		// for before it gives the lease back.
+		defer func() {
+			b.mu.Lock()
+			b.live--
+			b.mu.Unlock()
+		}()
 		go func() {
 			<-ctx.Done()
 			b.mu.Lock()
 			tm.done, tm.cause = time.Now(), context.Cause(ctx)
-			b.live--
 			b.mu.Unlock()
 			b.ended <- tm
 		}()
