@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -166,6 +167,56 @@ func TestObserverNeverGoesBack(t *testing.T) {
 		st.stale <- tenure.Record{Key: "job", Holder: "b", Term: l.Term + 1, TTL: time.Minute, Remaining: time.Minute}
 		if r := <-ch; r.Holder != "b" || r.Term != l.Term+1 {
 			t.Fatalf("after a stale and a fresh delivery: %+v, want b at term %d (the stale one skipped)", r, l.Term+1)
+		}
+	})
+}
+
+// getCounter counts the Gets made through it.
+type getCounter struct {
+	tenure.Store
+	gets atomic.Int64
+}
+
+func (g *getCounter) Get(ctx context.Context, key string) (tenure.Record, error) {
+	g.gets.Add(1)
+	return g.Store.Get(ctx, key)
+}
+
+// TestObserverDoesNotReadWhileTheHolderRenews: over a store's watch, which
+// delivers expiries itself, an observer reads nothing while the holder
+// renews; it once re-read at every expiry the holder's renewals had
+// pushed back, about once per TTL.
+func TestObserverDoesNotReadWhileTheHolderRenews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		store := &getCounter{Store: mem}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		const ttl = 10 * time.Second
+		l, err := mem.Acquire(ctx, "job", "a", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &tenure.Observer{Store: store, Key: "job", Logger: slog.New(slog.DiscardHandler)}
+		ch := o.Changes(ctx)
+		if r := <-ch; r.Holder != "a" {
+			t.Fatalf("first record %+v, want a leading", r)
+		}
+		synctest.Wait()
+		before := store.gets.Load()
+		for range 30 { // 10 TTLs, renewed every third of one
+			time.Sleep(ttl / 3)
+			if err := mem.Renew(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		if n := store.gets.Load() - before; n != 0 {
+			t.Errorf("the observer made %d Gets in 10 TTLs of renewals, want none", n)
+		}
+		mem.Release(ctx, l)
+		if r := <-ch; r.Held() {
+			t.Errorf("after the release: %+v, want the key free", r)
 		}
 	})
 }

@@ -16,9 +16,11 @@ import (
 
 // BenchmarkHTTPIdle measures what --http costs a leading `tenure run`
 // that is otherwise idle, scraped like Prometheus does: GET /metrics every
-// 15 s (4 scrapes a minute). It runs three such leaders side by side, on
-// three keys of one local store, two without --http and one with it, so
-// all see the same machine load over the same window, $TENURE_IDLE_WINDOW
+// 15 s (4 scrapes a minute). It runs three such leaders side by side, each
+// on a local store directory of its own (leaders that share a directory
+// wake on each other's renewals, a cost of the directory's traffic, not of
+// the process), two without --http and one with it, so all see the same
+// machine load over the same window, $TENURE_IDLE_WINDOW
 // (default 60s); it prints each process's CPU over the window from its
 // threads' schedstat (ns), with its supervisor's. The difference between
 // the two without --http is the noise floor; the difference between their
@@ -36,9 +38,10 @@ func BenchmarkHTTPIdle(b *testing.B) {
 		window = d
 	}
 	for i := 0; i < b.N; i++ {
-		store, addr := "file://"+b.TempDir(), freeAddr(b)
-		plain, plain2 := startIdleLeader(b, store, "plain", ""), startIdleLeader(b, store, "plain2", "")
-		web := startIdleLeader(b, store, "web", addr)
+		addr := freeAddr(b)
+		plain := startIdleLeader(b, "file://"+b.TempDir(), "plain", "")
+		plain2 := startIdleLeader(b, "file://"+b.TempDir(), "plain2", "")
+		web := startIdleLeader(b, "file://"+b.TempDir(), "web", addr)
 		scrape := scraper(b, addr)
 		scrape() // opens the kept-alive connection, as Prometheus's first scrape does
 		plain.mark(b)

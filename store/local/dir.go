@@ -91,7 +91,7 @@ func openDir(path string, group bool) (*dirHandle, error) {
 		if last {
 			f := os.NewFile(uintptr(cur), path)
 			cur = -1
-			d := &dirHandle{f: f, path: path, group: group}
+			d := &dirHandle{f: f, path: path, group: group, euid: euid}
 			if err := d.check(); err != nil {
 				f.Close()
 				return nil, err
@@ -160,7 +160,7 @@ func openDirAt(d *dirHandle, name string, group bool) (*dirHandle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: cannot open %s: %w", d.pathOf(name), err)
 	}
-	sub := &dirHandle{f: os.NewFile(uintptr(fd), d.pathOf(name)), path: d.pathOf(name), group: group}
+	sub := &dirHandle{f: os.NewFile(uintptr(fd), d.pathOf(name)), path: d.pathOf(name), group: group, euid: d.euid}
 	if err := sub.check(); err != nil {
 		sub.f.Close()
 		return nil, err

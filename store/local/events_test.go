@@ -10,6 +10,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/local"
 )
 
 // dirEvents watches dir with inotify (every event) and returns a function
@@ -77,5 +80,66 @@ func TestRenewShowsInTheDirectoryAsTheRecordOnly(t *testing.T) {
 		if strings.Contains(ev, ".tmp.") {
 			t.Errorf("renewals showed a temporary file in the state directory: %s", ev)
 		}
+	}
+}
+
+// TestWatchesOfAKeyShareOneReadPerEvent: two watches of one key in one
+// handle (a leader's own and an Observer's, in `tenure run --http`) are
+// woken together by each event and read the key once between them, not
+// once each; and both still see every change of holder and term.
+func TestWatchesOfAKeyShareOneReadPerEvent(t *testing.T) {
+	t.Parallel()
+	s := open(t, t.TempDir())
+	ctx := t.Context()
+	var chans []<-chan tenure.Record
+	for range 2 {
+		ch, err := s.Watch(ctx, "k")
+		if err != nil {
+			t.Fatalf("Watch: %v", err)
+		}
+		<-ch // the current record
+		chans = append(chans, ch)
+	}
+	// next waits until every watch has delivered a record of term and
+	// holder (free if "").
+	next := func(term uint64, holder string) {
+		t.Helper()
+		for i, ch := range chans {
+			for r := range ch {
+				if r.Term == term && r.Holder == holder {
+					break
+				}
+				if r.Term > term {
+					t.Fatalf("watch %d: got %+v before term %d held by %q", i, r, term, holder)
+				}
+			}
+		}
+	}
+	events0, reads0 := local.WatchCounts(s)
+	const rounds = 20
+	for i := range rounds {
+		l, err := s.Acquire(ctx, "k", "a", time.Minute)
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		next(uint64(i+1), "a")
+		if err := s.Renew(ctx, l); err != nil {
+			t.Fatalf("Renew: %v", err)
+		}
+		if err := s.Release(ctx, l); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		next(uint64(i+1), "")
+	}
+	events1, reads1 := local.WatchCounts(s)
+	events, reads := events1-events0, reads1-reads0
+	t.Logf("%d rounds: %d events, %d reads for 2 watches", rounds, events, reads)
+	if events < 3*rounds {
+		t.Fatalf("%d events in %d rounds of Acquire, Renew and Release; want at least %d", events, rounds, 3*rounds)
+	}
+	// One read per event, and now and then one more where the second
+	// watch woke after a later event had come; one each would be 2×.
+	if reads > events+events/4 {
+		t.Errorf("%d reads for %d events of 2 watches; want about one per event", reads, events)
 	}
 }

@@ -29,3 +29,10 @@ func BaseName(key string) string { return baseName(key) }
 // TermsDir is the directory, inside a state directory, of the keys' term
 // records.
 const TermsDir = termsDir
+
+// WatchCounts returns how many events s dispatched to its watches (one per
+// event and key, however many watches it woke) and how many reads it made
+// for them.
+func WatchCounts(s *Store) (events, reads uint64) {
+	return s.watchEvents.Load(), s.watchReads.Load()
+}

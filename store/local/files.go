@@ -4,20 +4,21 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure"
 )
 
 // maxEscaped is the longest escaped key used as a file name as is; longer
@@ -92,6 +93,7 @@ type dirHandle struct {
 	path  string   // for messages
 	group bool     // shared with its group: files 0660, owner any member
 	gid   uint32   // the directory's group
+	euid  uint32   // the user the directory was opened as, who must own its files
 }
 
 func (d *dirHandle) fd() int { return int(d.f.Fd()) }
@@ -107,65 +109,80 @@ func (d *dirHandle) fileMode() uint32 {
 	return 0o600
 }
 
-// open opens name in d with flags (O_RDONLY, O_RDWR, and O_CREAT or O_EXCL
-// as needed; O_NOFOLLOW, O_NONBLOCK and O_CLOEXEC are always added). It
-// never follows a symbolic link and never blocks on a FIFO or device, and
-// it returns an error wrapping [ErrUnsafe] for anything but a regular file
-// of the right owner and mode (see checkFile). A file that does not exist
-// gives an error matching fs.ErrNotExist.
-func (d *dirHandle) open(name string, flags int) (*os.File, error) {
+// rawFile is a file of a state directory opened for one short call: a
+// record read, a liveness probe, a mutation lock, a record written. It is a
+// bare descriptor, not an *os.File: regular files cannot be polled, and
+// os.NewFile's attempt to register one with the runtime's poller costs two
+// system calls per open, which every watcher's re-read and every renewal
+// would pay. It is used by one goroutine and closed by it.
+type rawFile struct {
+	fd   int
+	name string      // its path, for messages
+	st   unix.Stat_t // as checked when it was opened
+}
+
+// Close closes the descriptor.
+func (f rawFile) Close() { unix.Close(f.fd) }
+
+// openRaw opens name in d with flags (O_RDONLY, O_RDWR, and O_CREAT or
+// O_EXCL as needed; O_NOFOLLOW, O_NONBLOCK and O_CLOEXEC are always
+// added). It never follows a symbolic link and never blocks on a FIFO or
+// device, and it returns an error wrapping [ErrUnsafe] for anything but a
+// regular file of the right owner and mode (see checkFile). A file that
+// does not exist gives an error matching fs.ErrNotExist.
+func (d *dirHandle) openRaw(name string, flags int) (rawFile, error) {
 	fd, err := unix.Openat(d.fd(), name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, d.fileMode())
 	for err == unix.EINTR {
 		fd, err = unix.Openat(d.fd(), name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, d.fileMode())
 	}
 	if err == unix.ELOOP {
-		return nil, fmt.Errorf("%w: %s is a symbolic link; tenure never follows links in its state directory: remove it", ErrUnsafe, d.pathOf(name))
+		return rawFile{fd: -1}, fmt.Errorf("%w: %s is a symbolic link; tenure never follows links in its state directory: remove it", ErrUnsafe, d.pathOf(name))
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: d.pathOf(name), Err: err}
+		return rawFile{fd: -1}, &os.PathError{Op: "open", Path: d.pathOf(name), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), d.pathOf(name))
-	if err := d.checkFile(f); err != nil {
+	f := rawFile{fd: fd, name: d.pathOf(name)}
+	if f.st, err = d.checkFile(fd, f.name); err != nil {
 		f.Close()
-		return nil, err
+		return rawFile{fd: -1}, err
 	}
 	return f, nil
 }
 
-// checkFile checks an open file of d: it must be a regular file; in a
-// private directory owned by this user, in a group-shared one owned by the
-// directory's group; and accessible by nobody else. A file of this user
-// whose mode is wrong (created under another umask, or by an older tenure
-// with mode 0666 less the umask) is set to d's file mode; one of another
-// user that is too open is an error.
-func (d *dirHandle) checkFile(f *os.File) error {
+// checkFile checks fd, an open file of d named name, and returns its
+// status: it must be a regular file; in a private directory owned by the
+// user who opened d, in a group-shared one owned by the directory's group;
+// and accessible by nobody else. A file of this user whose mode is wrong
+// (created under another umask, or by an older tenure with mode 0666 less
+// the umask) is set to d's file mode; one of another user that is too
+// open is an error.
+func (d *dirHandle) checkFile(fd int, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return fmt.Errorf("local: stat %s: %w", f.Name(), err)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return st, fmt.Errorf("local: stat %s: %w", name, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%w: %s is %s, not a regular file; tenure creates only regular files there: remove it", ErrUnsafe, f.Name(), kindOf(st.Mode))
+		return st, fmt.Errorf("%w: %s is %s, not a regular file; tenure creates only regular files there: remove it", ErrUnsafe, name, kindOf(st.Mode))
 	}
-	euid := uint32(os.Geteuid())
 	switch {
-	case !d.group && st.Uid != euid:
-		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d): remove it", ErrUnsafe, f.Name(), st.Uid, euid)
+	case !d.group && st.Uid != d.euid:
+		return st, fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d): remove it", ErrUnsafe, name, st.Uid, d.euid)
 	case d.group && st.Gid != d.gid:
-		return fmt.Errorf("%w: %s belongs to group %d, not to the shared directory's group %d: run chgrp %d %s", ErrUnsafe, f.Name(), st.Gid, d.gid, d.gid, f.Name())
+		return st, fmt.Errorf("%w: %s belongs to group %d, not to the shared directory's group %d: run chgrp %d %s", ErrUnsafe, name, st.Gid, d.gid, d.gid, name)
 	}
 	want := d.fileMode()
 	if perm := st.Mode & 0o7777; perm != want {
-		if st.Uid != euid {
+		if st.Uid != d.euid {
 			if perm&^want != 0 {
-				return fmt.Errorf("%w: %s has mode %04o, more open than %04o: run chmod %o %s", ErrUnsafe, f.Name(), perm, want, want, f.Name())
+				return st, fmt.Errorf("%w: %s has mode %04o, more open than %04o: run chmod %o %s", ErrUnsafe, name, perm, want, want, name)
 			}
-			return nil
+			return st, nil
 		}
-		if err := unix.Fchmod(int(f.Fd()), want); err != nil {
-			return fmt.Errorf("local: chmod %o %s: %w", want, f.Name(), err)
+		if err := unix.Fchmod(fd, want); err != nil {
+			return st, fmt.Errorf("local: chmod %o %s: %w", want, name, err)
 		}
 	}
-	return nil
+	return st, nil
 }
 
 // kindOf names the file type in mode, for messages.
@@ -187,31 +204,23 @@ func kindOf(mode uint32) string {
 	return "not a regular file"
 }
 
-// sameFile reports whether name in d is, right now, the file f has open.
-// f may be closed concurrently (the grant released): it is then not.
-func (d *dirHandle) sameFile(name string, f *os.File) (bool, error) {
-	// f.Stat, not Fstat(f.Fd()): it holds the descriptor against a
-	// concurrent Close, which Fd does not.
-	fi, err := f.Stat()
-	if errors.Is(err, os.ErrClosed) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("local: stat %s: %w", f.Name(), err)
-	}
-	a, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false, fmt.Errorf("local: stat %s: no device and inode", f.Name())
-	}
+// fileID identifies a file: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// idOf returns the identity of the file st describes.
+func idOf(st *unix.Stat_t) fileID { return fileID{uint64(st.Dev), uint64(st.Ino)} }
+
+// isFile reports whether name in d is, right now, the file id.
+func (d *dirHandle) isFile(name string, id fileID) (bool, error) {
 	var b unix.Stat_t
-	err = unix.Fstatat(d.fd(), name, &b, unix.AT_SYMLINK_NOFOLLOW)
+	err := unix.Fstatat(d.fd(), name, &b, unix.AT_SYMLINK_NOFOLLOW)
 	if err == unix.ENOENT {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("local: stat %s: %w", d.pathOf(name), err)
 	}
-	return uint64(a.Dev) == uint64(b.Dev) && uint64(a.Ino) == uint64(b.Ino), nil
+	return idOf(&b) == id, nil
 }
 
 // remove unlinks name in d; a missing file is not an error.
@@ -222,16 +231,16 @@ func (d *dirHandle) remove(name string) error {
 	return nil
 }
 
-// ofdLock applies an open-file-description lock on the whole of f with
+// ofdLock applies an open-file-description lock on the whole of fd with
 // F_OFD_SETLK (typ F_WRLCK or F_UNLCK), retrying on EINTR. Unlike flock,
 // a write lock needs a descriptor open for writing (EBADF otherwise), and
 // the lock belongs to the open file description, so a child process that
 // inherits the descriptor shares it. A lock held by another description
 // gives EAGAIN (or EACCES).
-func ofdLock(f *os.File, typ int16) error {
+func ofdLock(fd uintptr, typ int16) error {
 	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart}
 	for {
-		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		err := unix.FcntlFlock(fd, unix.F_OFD_SETLK, &lk)
 		if err != unix.EINTR {
 			return err
 		}
@@ -239,12 +248,12 @@ func ofdLock(f *os.File, typ int16) error {
 }
 
 // ofdWriteLocked reports whether some open file description other than
-// f's holds a write lock on f. Only a write lock counts, so a reader's read
+// fd's holds a write lock on f. Only a write lock counts, so a reader's read
 // lock can neither fake nor hide a holder.
-func ofdWriteLocked(f *os.File) (bool, error) {
+func ofdWriteLocked(fd uintptr) (bool, error) {
 	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart}
 	for {
-		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk)
+		err := unix.FcntlFlock(fd, unix.F_OFD_GETLK, &lk)
 		if err == unix.EINTR {
 			continue
 		}
@@ -271,7 +280,7 @@ const (
 // done. If the lock file is removed or replaced while it waits or right
 // after it locked it, it starts over on the new file, so two callers never
 // both believe they hold the lock of one key.
-func (s *Store) lockKey(ctx context.Context, name string) (*os.File, error) {
+func (s *Store) lockKey(ctx context.Context, name string) (rawFile, error) {
 	wait := lockPollMin
 	var t *time.Timer
 	defer func() {
@@ -280,16 +289,16 @@ func (s *Store) lockKey(ctx context.Context, name string) (*os.File, error) {
 		}
 	}()
 	for {
-		f, err := s.d.open(name, unix.O_RDWR|unix.O_CREAT)
+		f, err := s.d.openRaw(name, unix.O_RDWR|unix.O_CREAT)
 		if err != nil {
-			return nil, fmt.Errorf("local: open lock file: %w", err)
+			return f, fmt.Errorf("local: open lock file: %w", err)
 		}
-		err = ofdLock(f, unix.F_WRLCK)
+		err = ofdLock(uintptr(f.fd), unix.F_WRLCK)
 		if err == nil {
-			same, serr := s.d.sameFile(name, f)
+			same, serr := s.d.isFile(name, idOf(&f.st))
 			if serr != nil {
 				f.Close()
-				return nil, serr
+				return rawFile{fd: -1}, serr
 			}
 			if same {
 				return f, nil
@@ -299,7 +308,7 @@ func (s *Store) lockKey(ctx context.Context, name string) (*os.File, error) {
 		}
 		f.Close()
 		if !busy(err) {
-			return nil, fmt.Errorf("local: lock %s: %w", s.d.pathOf(name), err)
+			return rawFile{fd: -1}, fmt.Errorf("local: lock %s: %w", s.d.pathOf(name), err)
 		}
 		if t == nil {
 			t = time.NewTimer(wait)
@@ -309,7 +318,7 @@ func (s *Store) lockKey(ctx context.Context, name string) (*os.File, error) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("local: waiting for the lock of %s: %w", s.d.pathOf(name), context.Cause(ctx))
+			return rawFile{fd: -1}, fmt.Errorf("local: waiting for the lock of %s: %w", s.d.pathOf(name), context.Cause(ctx))
 		}
 		wait = min(wait*2, lockPollMax)
 	}
@@ -325,7 +334,7 @@ const maxStateFile = headerLen + maxBody + trailerLen
 // or ErrUnsafe that names it. Reading never blocks: FIFOs and devices are
 // refused before any read.
 func readState(d *dirHandle, name string) (st state, ok bool, err error) {
-	f, err := d.open(name, unix.O_RDONLY)
+	f, err := d.openRaw(name, unix.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return state{}, false, nil
 	}
@@ -333,18 +342,42 @@ func readState(d *dirHandle, name string) (st state, ok bool, err error) {
 		return state{}, false, fmt.Errorf("local: read state: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(maxStateFile)+1))
-	if err != nil {
-		return state{}, false, fmt.Errorf("local: read state %s: %w", f.Name(), err)
+	if f.st.Size > int64(maxStateFile) {
+		return state{}, false, fmt.Errorf("%w %s: larger than the limit of %d bytes", ErrCorrupt, f.name, maxStateFile)
 	}
-	if len(data) > maxStateFile {
-		return state{}, false, fmt.Errorf("%w %s: larger than the limit of %d bytes", ErrCorrupt, f.Name(), maxStateFile)
+	data, err := f.readAll(int(f.st.Size))
+	if err != nil {
+		return state{}, false, fmt.Errorf("local: read state %s: %w", f.name, err)
 	}
 	st, err = decodeState(data)
 	if err != nil {
-		return state{}, false, fmt.Errorf("%w %s: %v", ErrCorrupt, f.Name(), err)
+		return state{}, false, fmt.Errorf("%w %s: %v", ErrCorrupt, f.name, err)
 	}
 	return st, true, nil
+}
+
+// readAll reads f, size bytes long when it was opened. Records are never
+// written in place (a new file is renamed over the old one), so reading
+// stops once size bytes came, without the read that would confirm the end;
+// a file that grew meanwhile is cut at size, and one that shrank ends
+// early: either way the checksum then fails to decode.
+func (f rawFile) readAll(size int) ([]byte, error) {
+	data := make([]byte, size)
+	n := 0
+	for n < size {
+		m, err := unix.Read(f.fd, data[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return data[:n], nil
 }
 
 // writeState replaces the record name in d by writing a new temporary file
@@ -370,20 +403,19 @@ func writeState(d, tmpDir *dirHandle, name string, st state, durable bool) error
 }
 
 func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) error {
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return fmt.Errorf("random name: %w", err)
-	}
-	tmp := name + ".tmp." + hex.EncodeToString(rnd[:])
-	f, err := tmpDir.open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
+	// math/rand/v2's generator (ChaCha8, seeded by the runtime from the
+	// system) makes names nobody can predict without a system call per
+	// write; O_EXCL makes a name taken meanwhile an error, never shared.
+	tmp := fmt.Sprintf("%s.tmp.%016x", name, rand.Uint64())
+	f, err := tmpDir.openRaw(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(encodeState(st))
+	err = f.writeAll(encodeState(st))
 	if err == nil && durable {
-		err = f.Sync()
+		err = unix.Fsync(f.fd)
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := unix.Close(f.fd); err == nil {
 		err = cerr
 	}
 	if err == nil {
@@ -397,6 +429,21 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 		if err := d.f.Sync(); err != nil {
 			return fmt.Errorf("sync state directory %s: %w", d.path, err)
 		}
+	}
+	return nil
+}
+
+// writeAll writes data to f.
+func (f rawFile) writeAll(data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(f.fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
 	}
 	return nil
 }
@@ -431,7 +478,7 @@ func readBootID() (string, error) {
 // none, locked whether its holder (some process with it open for writing)
 // still holds its write lock, i.e. whether the grant's holder is alive.
 func (s *Store) holderState(name string) (locked, exists bool, err error) {
-	f, err := s.d.open(name, unix.O_RDONLY)
+	f, err := s.d.openRaw(name, unix.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, false, nil
 	}
@@ -439,39 +486,54 @@ func (s *Store) holderState(name string) (locked, exists bool, err error) {
 		return false, false, fmt.Errorf("local: probe holder: %w", err)
 	}
 	defer f.Close()
-	locked, err = ofdWriteLocked(f)
+	locked, err = ofdWriteLocked(uintptr(f.fd))
 	if err != nil {
-		return false, true, fmt.Errorf("local: probe holder %s: %w", f.Name(), err)
+		return false, true, fmt.Errorf("local: probe holder %s: %w", f.name, err)
 	}
 	return locked, true, nil
 }
 
 // live reports whether st is a live grant at now (CLOCK_BOOTTIME): held,
-// unexpired, of this boot, and its holder's liveness file locked.
+// unexpired, of this boot, and its holder alive. A grant made through this
+// handle is alive while its liveness file is the one in the directory:
+// the handle holds that file's lock for as long as it remembers the grant,
+// so only the file's identity needs checking. Any other grant is alive
+// while its liveness file is locked.
 func (s *Store) live(kf keyFiles, st state, now int64) (bool, error) {
-	if st.Holder == "" || now >= st.Expires || st.BootID != s.bootID {
+	if !s.unexpired(st, now) {
 		return false, nil
 	}
-	locked, _, err := s.holderState(holderName(kf, st.Term))
+	name := holderName(kf, st.Term)
+	if id, mine := s.grantFile(tenure.Lease{Key: kf.key, Identity: st.Holder, Term: st.Term, Token: st.Token}); mine {
+		return s.d.isFile(name, id)
+	}
+	locked, _, err := s.holderState(name)
 	return locked, err
 }
 
-// createHolder creates and write-locks the liveness file of term. Any file
-// of that name is a leftover of an acquisition that crashed before writing
-// its record, so it is replaced.
-func (s *Store) createHolder(kf keyFiles, term uint64) (*os.File, error) {
+// unexpired reports whether st names a holder whose grant, made during
+// this boot, has not expired at now.
+func (s *Store) unexpired(st state, now int64) bool {
+	return st.Holder != "" && now < st.Expires && st.BootID == s.bootID
+}
+
+// createHolder creates and write-locks the liveness file of term, and
+// returns it with its identity. Any file of that name is a leftover of an
+// acquisition that crashed before writing its record, so it is replaced.
+func (s *Store) createHolder(kf keyFiles, term uint64) (*os.File, fileID, error) {
 	name := holderName(kf, term)
 	if err := s.d.remove(name); err != nil {
-		return nil, err
+		return nil, fileID{}, err
 	}
-	f, err := s.d.open(name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL)
+	rf, err := s.d.openRaw(name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL)
 	if err != nil {
-		return nil, fmt.Errorf("local: create holder file: %w", err)
+		return nil, fileID{}, fmt.Errorf("local: create holder file: %w", err)
 	}
-	if err := ofdLock(f, unix.F_WRLCK); err != nil {
-		f.Close()
+	if err := ofdLock(uintptr(rf.fd), unix.F_WRLCK); err != nil {
+		rf.Close()
 		_ = s.d.remove(name)
-		return nil, fmt.Errorf("local: lock holder file %s: %w", f.Name(), err)
+		return nil, fileID{}, fmt.Errorf("local: lock holder file %s: %w", rf.name, err)
 	}
-	return f, nil
+	// An *os.File: the holder keeps it, and may pass it to a child process.
+	return os.NewFile(uintptr(rf.fd), rf.name), idOf(&rf.st), nil
 }

@@ -221,7 +221,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 // registers it with the handle. On error the grant is dead: its liveness
 // file is closed and removed, whatever was written.
 func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
-	hf, err := s.createHolder(kf, next.Term)
+	hf, hid, err := s.createHolder(kf, next.Term)
 	if err != nil {
 		return "", err
 	}
@@ -242,7 +242,7 @@ func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
 	}
 	if err == nil {
 		s.seeState(next.Key, next)
-		err = s.addGrant(next.Token, &grant{key: next.Key, term: next.Term, f: hf, name: holderName(kf, next.Term)})
+		err = s.addGrant(next.Token, &grant{key: next.Key, term: next.Term, f: hf, id: hid, name: holderName(kf, next.Term)})
 	}
 	if err != nil {
 		hf.Close()
@@ -266,25 +266,35 @@ func (s *Store) current(kf keyFiles, l tenure.Lease, st state, ok bool, now int6
 	if !ok || st.Term != l.Term || st.Token != l.Token || st.Holder != l.Identity || l.Token == "" {
 		return fmt.Errorf("%w: key %q term %d was released or superseded", tenure.ErrLost, l.Key, l.Term)
 	}
-	if f := s.grantFile(l); f != nil {
+	if id, ok := s.grantFile(l); ok {
 		// Made through this handle: its liveness file must still be the
-		// one in the directory, or the grant was deleted from outside.
-		same, err := s.d.sameFile(holderName(kf, l.Term), f)
+		// one in the directory, or the grant was deleted from outside;
+		// this handle holds its lock (see live).
+		same, err := s.d.isFile(holderName(kf, l.Term), id)
 		if err != nil {
 			return err
 		}
 		if !same {
 			return fmt.Errorf("%w: key %q term %d: its liveness file %s was removed or replaced from outside", tenure.ErrLost, l.Key, l.Term, s.d.pathOf(holderName(kf, l.Term)))
 		}
+		if !s.unexpired(st, now) {
+			return expired(l)
+		}
+		return nil
 	}
 	live, err := s.live(kf, st, now)
 	if err != nil {
 		return err
 	}
 	if !live {
-		return fmt.Errorf("%w: key %q term %d expired or its holder exited", tenure.ErrLost, l.Key, l.Term)
+		return expired(l)
 	}
 	return nil
+}
+
+// expired is the error of a grant l whose TTL passed or whose holder exited.
+func expired(l tenure.Lease) error {
+	return fmt.Errorf("%w: key %q term %d expired or its holder exited", tenure.ErrLost, l.Key, l.Term)
 }
 
 // settle closes this handle's liveness file of l when err says l is over,
@@ -298,8 +308,8 @@ func (s *Store) settle(kf keyFiles, l tenure.Lease, err error) {
 	if rerr != nil {
 		return
 	}
-	if f := s.grantFile(l); ok && st.Token == l.Token && f != nil {
-		if same, serr := s.d.sameFile(holderName(kf, l.Term), f); serr != nil || !same {
+	if id, mine := s.grantFile(l); ok && st.Token == l.Token && mine {
+		if same, serr := s.d.isFile(holderName(kf, l.Term), id); serr != nil || !same {
 			s.dropGrant(l.Token) // its file was removed: the grant is over
 			return
 		}
@@ -404,17 +414,12 @@ func (s *Store) get(key string) (tenure.Record, error) {
 	}
 	s.seeState(key, st)
 	now := boottime()
+	// A grant of this handle is live only while its own liveness file is
+	// the one in the directory (see live), so the leader's watch sees a
+	// file replaced from outside as the end of it.
 	live, err := s.live(kf, st, now)
 	if err != nil {
 		return tenure.Record{}, err
-	}
-	if f := s.grantFile(tenure.Lease{Key: key, Identity: st.Holder, Term: st.Term, Token: st.Token}); live && f != nil {
-		// This handle made the grant: it is live only while its own
-		// liveness file is the one in the directory, so the leader's
-		// watch sees a file replaced from outside as the end of it.
-		if live, err = s.d.sameFile(holderName(kf, st.Term), f); err != nil {
-			return tenure.Record{}, err
-		}
 	}
 	return record(key, st, live, now), nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -31,6 +32,10 @@ type Store struct {
 	grants  map[string]*grant // live grants made through this handle, by token
 	nw      *notifier         // the inotify descriptor the watches share, if one was set up
 	watches sync.WaitGroup
+
+	// For tests: the events dispatched to watches, and the reads made
+	// for them.
+	watchEvents, watchReads atomic.Uint64
 }
 
 // grant is a lease acquired through this handle: its liveness file, whose
@@ -39,6 +44,7 @@ type grant struct {
 	key  string
 	term uint64
 	f    *os.File
+	id   fileID // f's
 	name string // of f in the state directory
 }
 
@@ -200,16 +206,18 @@ func (s *Store) owns(l tenure.Lease) bool {
 	return g != nil && g.key == l.Key && g.term == l.Term
 }
 
-// grantFile returns the liveness file of l if l was acquired through this
-// handle and is still remembered by it, else nil.
-func (s *Store) grantFile(l tenure.Lease) *os.File {
+// grantFile returns the identity of l's liveness file, and true, if l was
+// acquired through this handle and is still remembered by it. Once the
+// grant is released the file is gone from the directory, or (if its
+// removal failed) no longer locked, which the callers check first.
+func (s *Store) grantFile(l tenure.Lease) (fileID, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.grants[l.Token]
 	if g == nil || g.key != l.Key || g.term != l.Term {
-		return nil
+		return fileID{}, false
 	}
-	return g.f
+	return g.id, true
 }
 
 // dropGrant forgets the grant of token, if this handle made it, and closes

@@ -50,8 +50,8 @@ const (
 // with Get. Watch does not block. The watches of one handle share one
 // inotify descriptor and the goroutine that reads it, while any is open:
 // an event in the directory wakes that goroutine once, and only the
-// watches of the key it concerns. Each watch costs two goroutines of its
-// own until it ends.
+// watches of the key it concerns, which read the key once between them.
+// Each watch costs two goroutines of its own until it ends.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	if err := s.checkCall(ctx, key); err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (s *Store) newNotifier() (*notifier, error) {
 	n := &notifier{
 		f:     os.NewFile(uintptr(fd), "inotify"),
 		gone:  make(chan struct{}),
-		byKey: map[string]map[*watch]struct{}{},
+		byKey: map[string]*keyWatches{},
 	}
 	go n.read()
 	return n, nil
@@ -139,9 +139,52 @@ type notifier struct {
 	gone chan struct{} // closed when read returns
 
 	mu    sync.Mutex
-	byKey map[string]map[*watch]struct{} // the open watches, by their key's file prefix
-	n     int                            // how many
-	ended bool                           // no watch may be added: the descriptor is closed or closing
+	byKey map[string]*keyWatches // the open watches, by their key's file prefix
+	n     int                    // how many
+	ended bool                   // no watch may be added: the descriptor is closed or closing
+}
+
+// keyWatches are the open watches of one key in a handle, and the reads
+// they share: an event wakes them all, and they need one read of the key
+// between them, not one each (a leader's own watch and an [tenure.Observer]
+// in the same process both wake on each of its renewals).
+type keyWatches struct {
+	ws  map[*watch]struct{}
+	seq atomic.Uint64 // events dispatched for the key; written under notifier.mu
+
+	mu   sync.Mutex
+	last *keyRead // the read begun last, done or under way
+}
+
+// keyRead is one read of a key, shared by the watches woken by the events
+// dispatched before it began.
+type keyRead struct {
+	seq  uint64        // keyWatches.seq when it began
+	done chan struct{} // closed once rec and err are set
+	rec  tenure.Record
+	err  error
+}
+
+// read reads the key for w. A watch woken by event ev (see
+// notifier.dispatch) shares any read that began after ev was dispatched,
+// waiting for it if it is under way: that read saw what ev announced. A
+// read for any other reason (the first one, an expiry, a probe) is made
+// afresh, since time alone changes a record's liveness.
+func (kw *keyWatches) read(w *watch) (tenure.Record, error) {
+	ev := w.pending.Swap(0)
+	kw.mu.Lock()
+	if r := kw.last; ev != 0 && r != nil && r.seq >= ev {
+		kw.mu.Unlock()
+		<-r.done
+		return r.rec, r.err
+	}
+	r := &keyRead{seq: kw.seq.Load(), done: make(chan struct{})}
+	kw.last = r
+	kw.mu.Unlock()
+	w.s.watchReads.Add(1)
+	r.rec, r.err = w.s.get(w.key)
+	close(r.done)
+	return r.rec, r.err
 }
 
 // add adds w to the watches woken by n; it reports false if n has ended.
@@ -151,12 +194,13 @@ func (n *notifier) add(w *watch) bool {
 	if n.ended {
 		return false
 	}
-	ws := n.byKey[w.kf.base]
-	if ws == nil {
-		ws = map[*watch]struct{}{}
-		n.byKey[w.kf.base] = ws
+	kw := n.byKey[w.kf.base]
+	if kw == nil {
+		kw = &keyWatches{ws: map[*watch]struct{}{}}
+		n.byKey[w.kf.base] = kw
 	}
-	ws[w] = struct{}{}
+	kw.ws[w] = struct{}{}
+	w.kw = kw
 	n.n++
 	return true
 }
@@ -166,11 +210,11 @@ func (n *notifier) add(w *watch) bool {
 // outlives the watches.
 func (n *notifier) remove(w *watch) {
 	n.mu.Lock()
-	if ws := n.byKey[w.kf.base]; ws != nil {
-		if _, ok := ws[w]; ok {
-			delete(ws, w)
+	if kw := n.byKey[w.kf.base]; kw != nil {
+		if _, ok := kw.ws[w]; ok {
+			delete(kw.ws, w)
 			n.n--
-			if len(ws) == 0 {
+			if len(kw.ws) == 0 {
 				delete(n.byKey, w.kf.base)
 			}
 		}
@@ -191,8 +235,8 @@ func (n *notifier) end() {
 	n.mu.Lock()
 	n.ended = true
 	var ws []*watch
-	for _, m := range n.byKey {
-		for w := range m {
+	for _, kw := range n.byKey {
+		for w := range kw.ws {
 			ws = append(ws, w)
 		}
 	}
@@ -205,10 +249,12 @@ func (n *notifier) end() {
 type watch struct {
 	s   *Store
 	n   *notifier
+	kw  *keyWatches // the watches of its key, set by notifier.add
 	key string
 	kf  keyFiles
 
 	wake    chan struct{} // a relevant event arrived (coalesced)
+	pending atomic.Uint64 // the last event for the key not yet read after, 0 if none
 	closing atomic.Uint64 // term whose liveness file was last closed for writing
 	gone    chan struct{} // closed when the watch must end: released, or its notifier stopped
 	endOnce sync.Once     // closes gone
@@ -250,7 +296,7 @@ func (w *watch) release() {
 // a delay growing from probeMin to probeMax, for at most probeFor. A failed
 // read releases the descriptor before Follow closes the channel.
 func (w *watch) get(context.Context) (tenure.Record, error) {
-	r, err := w.s.get(w.key)
+	r, err := w.kw.read(w)
 	if err != nil {
 		w.release()
 		return r, err
@@ -301,10 +347,8 @@ func (n *notifier) read() {
 			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
 				ended = true
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
-				for _, ws := range n.byKey {
-					for w := range ws {
-						w.signal()
-					}
+				for _, kw := range n.byKey {
+					kw.wake(nil)
 				}
 			default:
 				n.dispatch(name, ev.Mask)
@@ -347,8 +391,8 @@ func (n *notifier) readRaw(rc syscall.RawConn, buf []byte) (int, error) {
 // record or a liveness file of their key. The caller holds n.mu.
 func (n *notifier) dispatch(name string, mask uint32) {
 	if base, ok := strings.CutSuffix(name, ".state"); ok {
-		for w := range n.byKey[base] {
-			w.signal()
+		if kw := n.byKey[base]; kw != nil {
+			kw.wake(nil)
 		}
 		return
 	}
@@ -356,11 +400,31 @@ func (n *notifier) dispatch(name string, mask uint32) {
 	if i < 0 || !isHolderName(name, name[:i]) {
 		return
 	}
+	kw := n.byKey[name[:i]]
+	if kw == nil {
+		return
+	}
 	term, err := strconv.ParseUint(name[i+len(".holder."):], 10, 64)
-	for w := range n.byKey[name[:i]] {
+	kw.wake(func(w *watch) {
 		if mask&unix.IN_CLOSE_WRITE != 0 && err == nil {
 			w.closing.Store(term)
 		}
+	})
+}
+
+// wake numbers a new event for the key and wakes its watches, after
+// calling each (if not nil) on every watch. The caller holds notifier.mu.
+func (kw *keyWatches) wake(each func(*watch)) {
+	ev := kw.seq.Add(1)
+	for w := range kw.ws {
+		w.s.watchEvents.Add(1)
+		break
+	}
+	for w := range kw.ws {
+		if each != nil {
+			each(w)
+		}
+		w.pending.Store(ev)
 		w.signal()
 	}
 }
