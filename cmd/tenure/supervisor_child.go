@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -44,6 +45,10 @@ const (
 // End of file before the first message ends it at once: CMD never runs
 // without a deadline.
 func superviseCmd(args []string, stderr io.Writer) int {
+	// One P: the supervisor only waits (for messages, signals, its CMD and
+	// the deadline), never computes, and with one P an idle wake-up has no
+	// other P to look for work on, nor another thread to start.
+	runtime.GOMAXPROCS(1)
 	fs := newFlagSet(superviseCmdName)
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		return fail(stderr, usageErrorf("%s is internal to tenure run", superviseCmdName))
