@@ -31,20 +31,7 @@ import (
 // the server's CPU (% of a core, INFO cpu) and its time per keep-alive
 // script, and the client's CPU (getrusage) and heap.
 func BenchmarkSessionIdle(b *testing.B) {
-	srv := testserver.Redis(b, false)
-	st, err := redis.Open(context.Background(), srv.URL(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	c := client(b, srv)
-	for _, n := range []int{1, 100, 1000, 10000} {
-		b.Run(fmt.Sprint("N=", n), func(b *testing.B) {
-			for range b.N {
-				idleSession(b, st, c, n, 10*time.Second, 15*time.Second)
-			}
-		})
-	}
+	benchIdle(b, []int{1, 100, 1000, 10000}, idleSession)
 }
 
 // BenchmarkSessionElectors is BenchmarkSessionIdle through the library:
@@ -52,17 +39,19 @@ func BenchmarkSessionIdle(b *testing.B) {
 // time until all lead, then the same figures over a 15s idle window. Run
 // it with -run '^$' -bench SessionElectors -benchtime 1x.
 func BenchmarkSessionElectors(b *testing.B) {
+	benchIdle(b, []int{1, 1000, 10000}, idleElectors)
+}
+
+// benchIdle runs measure, b.N times, in a sub-benchmark N=n for each n of
+// sizes, on one Redis server and store, with a TTL of 10s and an idle
+// window of 15s.
+func benchIdle(b *testing.B, sizes []int, measure func(b *testing.B, st *redis.Store, c *goredis.Client, n int, ttl, window time.Duration)) {
 	srv := testserver.Redis(b, false)
-	st, err := redis.Open(context.Background(), srv.URL(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	c := client(b, srv)
-	for _, n := range []int{1, 1000, 10000} {
+	st, c := open(b, srv.URL(0)), client(b, srv)
+	for _, n := range sizes {
 		b.Run(fmt.Sprint("N=", n), func(b *testing.B) {
 			for range b.N {
-				idleElectors(b, st, c, n, 10*time.Second, 15*time.Second)
+				measure(b, st, c, n, 10*time.Second, 15*time.Second)
 			}
 		})
 	}
