@@ -3,11 +3,9 @@ package simtest
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -46,56 +44,18 @@ const priorityYield = 500 * time.Millisecond
 // if anybody leads. TENURE_PEER_SEED and TENURE_PEER_SEEDS work as there
 // (default 400 seeds, 200 under the race detector, 40 with -short).
 func RunPrioritySimulations(t *testing.T, alg, pkg string, ord Order) {
-	seeds, err := seedList(400)
+	seeds, err := seedList(400, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tally tally
-	failed := false
-	for _, seed := range seeds {
-		synctest.Test(t, func(t *testing.T) {
-			desc, err := simulatePriority(alg, seed, ord, &tally)
-			if err != nil {
-				failed = true
-				t.Fatalf("seed=%d %s: %v; replay: TENURE_PEER_SEED=%d go test ./peer/%s -run TestPrioritySimulation -v", seed, desc, err, seed, pkg)
-			}
-		})
-		if failed {
-			return
-		}
+	passed := eachSeed(t, seeds, pkg, "TestPrioritySimulation", func(seed uint64) (string, error) {
+		return simulatePriority(alg, seed, ord, &tally)
+	})
+	if !passed {
+		return
 	}
 	t.Logf("%d seeds passed (%d without partitions, checked for overlap over %d leader tasks)", len(seeds), tally.checked, tally.tasks)
-}
-
-// seedList is the seeds to run: TENURE_PEER_SEED alone, else
-// TENURE_PEER_SEEDS of them (default k, half under the race detector, a
-// tenth with -short).
-func seedList(k int) ([]uint64, error) {
-	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("TENURE_PEER_SEED=%q: %v", s, err)
-		}
-		return []uint64{v}, nil
-	}
-	switch {
-	case testing.Short():
-		k /= 10
-	case raceEnabled:
-		k /= 2
-	}
-	if s := os.Getenv("TENURE_PEER_SEEDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, fmt.Errorf("TENURE_PEER_SEEDS=%q: %v", s, err)
-		}
-		k = v
-	}
-	seeds := make([]uint64, k)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
-	}
-	return seeds, nil
 }
 
 // prioritySeed is the random set-up of one priority seed.

@@ -3,11 +3,9 @@ package simtest
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure/internal/sim"
@@ -45,50 +43,22 @@ func Bound(n int, heartbeat, timeout time.Duration) time.Duration {
 // adds the nodes' and electors' logs), TENURE_PEER_SEEDS=K sets how many
 // (default 3000, 1500 under the race detector, 100 with -short).
 func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
-	seeds := []uint64{}
-	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("TENURE_PEER_SEED=%q: %v", s, err)
-		}
-		seeds = append(seeds, v)
-	} else {
-		k := 3000
-		if raceEnabled {
-			k = 1500
-		}
-		if testing.Short() {
-			k = 100
-		}
-		if s := os.Getenv("TENURE_PEER_SEEDS"); s != "" {
-			v, err := strconv.Atoi(s)
-			if err != nil {
-				t.Fatalf("TENURE_PEER_SEEDS=%q: %v", s, err)
-			}
-			k = v
-		}
-		for i := range k {
-			seeds = append(seeds, uint64(i+1))
-		}
+	seeds, err := seedList(3000, 100)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var tally tally
 	var worst time.Duration
 	var worstSeed uint64
-	failed := false
-	for _, seed := range seeds {
-		synctest.Test(t, func(t *testing.T) {
-			took, desc, err := simulate(alg, seed, expect, &tally)
-			if err != nil {
-				failed = true
-				t.Fatalf("seed=%d %s: %v; replay: TENURE_PEER_SEED=%d go test ./peer/%s -run TestSimulation -v", seed, desc, err, seed, pkg)
-			}
-			if took > worst {
-				worst, worstSeed = took, seed
-			}
-		})
-		if failed {
-			return
+	passed := eachSeed(t, seeds, pkg, "TestSimulation", func(seed uint64) (string, error) {
+		took, desc, err := simulate(alg, seed, expect, &tally)
+		if err == nil && took > worst {
+			worst, worstSeed = took, seed
 		}
+		return desc, err
+	})
+	if !passed {
+		return
 	}
 	t.Logf("%d seeds passed (%d without partitions, checked for overlap over %d leader tasks); slowest agreement after faults stopped: %s (seed %d)",
 		len(seeds), tally.checked, tally.tasks, worst, worstSeed)
