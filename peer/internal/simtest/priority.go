@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/sim"
-	"github.com/tenurehq/tenure/peer/memnet"
 )
 
 // Order is what the priority simulation expects of an algorithm.
@@ -121,13 +119,8 @@ func simulatePriority(alg string, seed uint64, ord Order, tally *tally) (desc st
 		if err == nil {
 			err = neverLeadTasks(c.Hist, ps.prios)
 		}
-		if err != nil || s.partitioned {
-			return
-		}
-		tally.checked++
-		tally.tasks += len(c.Hist.Leaderships)
-		if v := sim.Overlaps(c.Hist); len(v) > 0 {
-			err = fmt.Errorf("no partition was injected, yet: %s\nhistory:\n%s", strings.Join(v, "; "), c.Hist)
+		if err == nil {
+			err = s.checkOverlaps(tally)
 		}
 	}()
 	if err := c.StartAll(); err != nil {
@@ -136,18 +129,10 @@ func simulatePriority(alg string, seed uint64, ord Order, tally *tally) (desc st
 	if err := s.firstElection(ps.prios, ord); err != nil {
 		return desc, fmt.Errorf("all members started at once: %w", err)
 	}
-	end := time.Now().Add(2*time.Second + time.Duration(r.Int64N(int64(3*time.Second))))
-	for time.Now().Before(end) {
-		if err := s.step(time.Duration(100+r.IntN(500))*time.Millisecond + time.Duration(r.IntN(1000)+1)); err != nil {
-			return desc, err
-		}
-		if err := s.fault(); err != nil {
-			return desc, err
-		}
+	if err := s.faultPhase(3 * time.Second); err != nil {
+		return desc, err
 	}
-	// Faults stop, and every member is up.
-	c.Net.Heal()
-	c.Net.SetFaults(memnet.Faults{MaxDelay: 20 * time.Millisecond})
+	// Faults stopped; every member is up.
 	if err := c.StartAll(); err != nil {
 		return desc, err
 	}
