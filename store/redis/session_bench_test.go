@@ -17,6 +17,7 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/redis"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // BenchmarkSessionIdle measures what an idle session holding N grants
@@ -61,42 +62,23 @@ func benchIdle(b *testing.B, sizes []int, measure func(b *testing.B, st *redis.S
 // reports how long that took, and what the next window of idle leading
 // cost.
 func idleElectors(b *testing.B, st *redis.Store, c *goredis.Client, n int, ttl, window time.Duration) {
-	quiet := slog.New(slog.DiscardHandler)
-	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: quiet})
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	leading := make(chan struct{}, n)
-	var wg sync.WaitGroup
 	prefix := randomKey()
-	start := time.Now()
-	for i := range n {
-		e, err := tenure.New(tenure.Config{Session: sess, Key: prefix + "-" + strconv.Itoa(i), Identity: "alpha", Logger: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = e.Run(ctx, func(ctx context.Context) error {
-				leading <- struct{}{}
-				<-ctx.Done()
-				return nil
-			})
-		}()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = prefix + "-" + strconv.Itoa(i)
 	}
-	for range n {
-		<-leading
-	}
-	b.ReportMetric(time.Since(start).Seconds(), "s-to-elect-all")
+	elected, stop := storetest.LeadAll(b, sess, "alpha", keys, 3*time.Minute)
+	b.ReportMetric(elected.Seconds(), "s-to-elect-all")
 	runtime.GC()
 	before, cpu0, start := serverStats(b, c), rusage(), time.Now()
 	time.Sleep(window) // idle leading is what is measured
 	after, cpu1, took := serverStats(b, c), rusage(), time.Since(start)
 	report(b, before, after, cpu1-cpu0, took)
-	cancel()
-	wg.Wait()
+	stop()
 	if err := sess.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
