@@ -92,13 +92,21 @@ func TestElectorOnTCP(t *testing.T) {
 	}
 }
 
+// awaitStart returns the next task start on starts, failing t after 10s.
 func awaitStart(t *testing.T, starts <-chan started) started {
 	t.Helper()
+	return receive(t, starts, "no task started")
+}
+
+// receive returns the next value on ch, failing t with "none" after 10s.
+func receive[T any](t *testing.T, ch <-chan T, none string) T {
+	t.Helper()
 	select {
-	case s := <-starts:
-		return s
+	case v := <-ch:
+		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("no task started within 10s")
+		t.Fatal(none + " within 10s")
 	}
-	return started{}
+	var zero T
+	return zero
 }

@@ -68,10 +68,7 @@ func nextHolder(t *testing.T, w <-chan tenure.Record, want string, after uint64,
 func TestObserverTCP(t *testing.T) {
 	for _, alg := range []string{"bully", "ring", "lowest"} {
 		t.Run(alg, func(t *testing.T) {
-			g := newTCPGroup(t, alg, 3)
-			for id := uint64(1); id <= 3; id++ {
-				g.start(id)
-			}
+			g := startTCPGroup(t, alg, 3)
 			want := map[string][2]uint64{"bully": {3, 2}, "lowest": {1, 2}, "ring": {3, 2}}[alg]
 			leader, epoch := g.awaitLeader(want[0], 5*time.Second)
 			o := openObserver(t, g.observerURL(g.secret))
@@ -119,10 +116,7 @@ func TestObserverTCP(t *testing.T) {
 // naming every member and learns nothing; the members count its frames as
 // failing authentication.
 func TestObserverWrongSecret(t *testing.T) {
-	g := newTCPGroup(t, "bully", 3)
-	for id := uint64(1); id <= 3; id++ {
-		g.start(id)
-	}
+	g := startTCPGroup(t, "bully", 3)
 	g.awaitLeader(3, 5*time.Second)
 	o := openObserver(t, g.observerURL(writeSecret(t, "a-wrong-secret-that-is-long-enough-to-load")))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

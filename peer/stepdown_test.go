@@ -86,15 +86,10 @@ func (c *stepDownCluster) settled(t *testing.T, want string) started {
 	}
 }
 
+// awaitEnd returns the next task end on ends, failing t after 10s.
 func awaitEnd(t *testing.T, ends <-chan ended) ended {
 	t.Helper()
-	select {
-	case e := <-ends:
-		return e
-	case <-time.After(10 * time.Second):
-		t.Fatal("no task ended within 10s")
-	}
-	return ended{}
+	return receive(t, ends, "no task ended")
 }
 
 // TestStepDownThroughObserver: an observer holding the group's secret

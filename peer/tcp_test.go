@@ -46,6 +46,16 @@ func newTCPGroup(t testing.TB, alg string, n int) *tcpGroup {
 	return tg
 }
 
+// startTCPGroup is [newTCPGroup] with every member started.
+func startTCPGroup(t testing.TB, alg string, n int) *tcpGroup {
+	t.Helper()
+	g := newTCPGroup(t, alg, n)
+	for id := uint64(1); id <= uint64(n); id++ {
+		g.start(id)
+	}
+	return g
+}
+
 // url is member id's store URL. The timeout is the grace a restarted
 // member gives the coordinator's heartbeats before it starts an election:
 // under -race on a loaded 2-core machine, 300 ms was sometimes too short
@@ -129,10 +139,7 @@ func (g *tcpGroup) awaitLeader(want uint64, within time.Duration) (uint64, uint6
 func TestTCPFailoverAndRestart(t *testing.T) {
 	for _, alg := range []string{"bully", "ring", "lowest"} {
 		t.Run(alg, func(t *testing.T) {
-			g := newTCPGroup(t, alg, 3)
-			for id := uint64(1); id <= 3; id++ {
-				g.start(id)
-			}
+			g := startTCPGroup(t, alg, 3)
 			want := map[string][3]uint64{"bully": {3, 2, 3}, "lowest": {1, 2, 1}, "ring": {3, 2, 2}}[alg]
 			leader, e1 := g.awaitLeader(want[0], 5*time.Second)
 			g.stop(leader)
@@ -156,10 +163,7 @@ func TestTCPFailoverAndRestart(t *testing.T) {
 // that knows the addresses but not the secret: its election and coordinator
 // frames are dropped and counted, and the group keeps its coordinator.
 func TestTCPRogueCannotTakeOver(t *testing.T) {
-	g := newTCPGroup(t, "bully", 3)
-	for id := uint64(1); id <= 3; id++ {
-		g.start(id)
-	}
+	g := startTCPGroup(t, "bully", 3)
 	_, epoch := g.awaitLeader(3, 5*time.Second)
 
 	// The rogue believes it belongs to the group, with the highest ID.

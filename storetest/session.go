@@ -31,10 +31,16 @@ func (s *suite) sessions(t *testing.T) {
 	t.Run("AcquireBatch", s.sessionBatch)
 }
 
-// openSession opens a session of st's for ttl, closed at the end of the test.
-func openSession(t *testing.T, st tenure.Store, ttl time.Duration) tenure.StoreSession {
+// OpenSession opens a session of st, which must be a [tenure.SessionStore],
+// for ttl, failing t when it cannot; the session is closed at the end of
+// the test.
+func OpenSession(t testing.TB, st tenure.Store, ttl time.Duration) tenure.StoreSession {
 	t.Helper()
-	ss, err := st.(tenure.SessionStore).OpenSession(ctxFor(t), ttl)
+	sst, ok := st.(tenure.SessionStore)
+	if !ok {
+		t.Fatalf("%T is not a tenure.SessionStore", st)
+	}
+	ss, err := sst.OpenSession(ctxFor(t), ttl)
 	if err != nil {
 		t.Fatalf("OpenSession(%s): %v", ttl, err)
 	}
@@ -42,26 +48,38 @@ func openSession(t *testing.T, st tenure.Store, ttl time.Duration) tenure.StoreS
 	return ss
 }
 
-func mustAcquireIn(t *testing.T, ss tenure.StoreSession, key, id, value string, ttl time.Duration) tenure.Lease {
+// AcquireIn acquires key in ss for id, publishing value, and fails t when
+// that is refused or fails.
+func AcquireIn(t testing.TB, ss tenure.StoreSession, key, id, value string) tenure.Lease {
 	t.Helper()
 	l, err := ss.Acquire(ctxFor(t), key, id, value)
 	if err != nil {
 		t.Fatalf("session Acquire(%q, %q): %v", key, id, err)
 	}
-	if l.Key != key || l.Identity != id || l.Term == 0 || l.TTL != ttl || l.Value != value {
-		t.Fatalf("session Acquire(%q, %q) = %+v: want key, identity, value %q, the session's TTL %s and a term > 0",
-			key, id, l, value, ttl)
-	}
 	return l
 }
 
-func mustKeepAlive(t *testing.T, ss tenure.StoreSession) []tenure.Lease {
+// KeepAlive keeps ss alive once, failing t when that fails, and returns
+// the grants it reports gone.
+func KeepAlive(t testing.TB, ss tenure.StoreSession) []tenure.Lease {
 	t.Helper()
 	gone, err := ss.KeepAlive(ctxFor(t))
 	if err != nil {
 		t.Fatalf("KeepAlive: %v", err)
 	}
 	return gone
+}
+
+// mustAcquireIn is [AcquireIn] that also checks the grant's key, identity,
+// value, term and the session's TTL.
+func mustAcquireIn(t *testing.T, ss tenure.StoreSession, key, id, value string, ttl time.Duration) tenure.Lease {
+	t.Helper()
+	l := AcquireIn(t, ss, key, id, value)
+	if l.Key != key || l.Identity != id || l.Term == 0 || l.TTL != ttl || l.Value != value {
+		t.Fatalf("session Acquire(%q, %q) = %+v: want key, identity, value %q, the session's TTL %s and a term > 0",
+			key, id, l, value, ttl)
+	}
+	return l
 }
 
 // sessionGrants: grants in a session are ordinary grants to everybody
@@ -74,7 +92,7 @@ func (s *suite) sessionGrants(t *testing.T) {
 	if err := b.Release(ctxFor(t), plain); err != nil {
 		t.Fatal(err)
 	}
-	ss := openSession(t, a, ttl)
+	ss := OpenSession(t, a, ttl)
 	l1 := mustAcquireIn(t, ss, k1, "alpha", "10.0.0.1:80", ttl)
 	l2 := mustAcquireIn(t, ss, k2, "alpha", "", ttl)
 	if l1.Term <= plain.Term {
@@ -96,7 +114,7 @@ func (s *suite) sessionGrants(t *testing.T) {
 	if _, err := ss.Acquire(ctxFor(t), Key(t), "alpha", "bad\x00value"); !errors.Is(err, tenure.ErrInvalid) {
 		t.Fatalf("session Acquire with a bad value: got %v, want ErrInvalid", err)
 	}
-	if gone := mustKeepAlive(t, ss); len(gone) != 0 {
+	if gone := KeepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("KeepAlive with every grant current reported gone: %+v", gone)
 	}
 }
@@ -106,14 +124,14 @@ func (s *suite) sessionGrants(t *testing.T) {
 func (s *suite) sessionKeepAliveExtends(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	ttl := s.o.TTL
-	ss := openSession(t, a, ttl)
+	ss := OpenSession(t, a, ttl)
 	k1, k2 := Key(t), Key(t)
 	l1 := mustAcquireIn(t, ss, k1, "alpha", "", ttl)
 	l2 := mustAcquireIn(t, ss, k2, "alpha", "", ttl)
 	end := time.Now().Add(ttl*2 + ttl/2)
 	for time.Now().Before(end) {
 		time.Sleep(ttl / 4) // real time passing is the point of this test
-		if gone := mustKeepAlive(t, ss); len(gone) != 0 {
+		if gone := KeepAlive(t, ss); len(gone) != 0 {
 			t.Fatalf("KeepAlive reported gone: %+v", gone)
 		}
 		for _, l := range []tenure.Lease{l1, l2} {
@@ -152,7 +170,7 @@ func (s *suite) twoInSession(t *testing.T) (b tenure.Store, ss tenure.StoreSessi
 	a := s.open(t)
 	b = s.open(t)
 	ttl := s.long(10)
-	ss = openSession(t, a, ttl)
+	ss = OpenSession(t, a, ttl)
 	l1 = mustAcquireIn(t, ss, Key(t), "alpha", "", ttl)
 	l2 = mustAcquireIn(t, ss, Key(t), "alpha", "", ttl)
 	return b, ss, l1, l2
@@ -171,7 +189,7 @@ func (s *suite) sessionReleaseOne(t *testing.T) {
 		t.Fatalf("the grant after a session release = term %d wait %s, want a term above %d and no wait", l3.Term, l3.Wait, l1.Term)
 	}
 	wantLost(t, ss.Release(ctxFor(t), l1), "a second session Release")
-	if gone := mustKeepAlive(t, ss); len(gone) != 0 {
+	if gone := KeepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("KeepAlive after a release reported gone: %+v", gone)
 	}
 	_, err := b.Acquire(ctxFor(t), k2, "beta", s.o.TTL)
@@ -186,7 +204,7 @@ func (s *suite) sessionReleaseOne(t *testing.T) {
 func (s *suite) sessionCloseFreesAll(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	ttl := s.long(10)
-	ss := openSession(t, a, ttl)
+	ss := OpenSession(t, a, ttl)
 	keys := []string{Key(t), Key(t), Key(t)}
 	var leases []tenure.Lease
 	for _, k := range keys {
@@ -219,7 +237,7 @@ func (s *suite) sessionCloseFreesAll(t *testing.T) {
 func (s *suite) sessionExpires(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	ttl := s.o.TTL
-	ss := openSession(t, a, ttl)
+	ss := OpenSession(t, a, ttl)
 	l := mustAcquireIn(t, ss, Key(t), "alpha", "", ttl)
 	ctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
@@ -245,13 +263,13 @@ func (s *suite) sessionExpires(t *testing.T) {
 func (s *suite) sessionManyGrants(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	ttl := s.long(10)
-	ss := openSession(t, a, ttl)
+	ss := OpenSession(t, a, ttl)
 	const n = 200
 	leases := make([]tenure.Lease, n)
 	for i := range leases {
 		leases[i] = mustAcquireIn(t, ss, fmt.Sprintf("%s-%d", Key(t), i), "alpha", "", ttl)
 	}
-	if gone := mustKeepAlive(t, ss); len(gone) != 0 {
+	if gone := KeepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("KeepAlive of %d current grants reported %d gone", n, len(gone))
 	}
 	for _, i := range []int{0, n / 2, n - 1} {
@@ -269,16 +287,16 @@ func (s *suite) sessionGrantDeleted(t *testing.T) {
 	b, ss, l1, l2 := s.twoInSession(t)
 	k1, k2 := l1.Key, l2.Key
 	sent := time.Now()
-	mustKeepAlive(t, ss)
+	KeepAlive(t, ss)
 	tm.DeleteGrant(t, k1)
 	acqSent := time.Now()
 	next := mustAcquire(t, b, k1, "beta", s.o.TTL)
 	s.wantWaitCovers(t, l1, next, sent, acqSent)
-	gone := mustKeepAlive(t, ss)
+	gone := KeepAlive(t, ss)
 	if len(gone) != 1 || gone[0].Key != k1 || gone[0].Term != l1.Term {
 		t.Fatalf("KeepAlive after %q was deleted reported gone %+v, want just its grant of term %d", k1, gone, l1.Term)
 	}
-	if gone := mustKeepAlive(t, ss); len(gone) != 0 {
+	if gone := KeepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("a second KeepAlive reported gone again: %+v", gone)
 	}
 	if r := mustGet(t, b, k2); r.Holder != "alpha" || r.Term != l2.Term {
@@ -296,7 +314,7 @@ func (s *suite) sessionGrantOverwritten(t *testing.T) {
 	tm := s.tamperOr(t, func(tm *Tamper) bool { return tm.OverwriteGrant != nil }, "OverwriteGrant")
 	b, ss, l1, l2 := s.twoInSession(t)
 	tm.OverwriteGrant(t, l1.Key, "mallory")
-	gone := mustKeepAlive(t, ss)
+	gone := KeepAlive(t, ss)
 	if len(gone) != 1 || gone[0].Key != l1.Key || gone[0].Term != l1.Term {
 		t.Fatalf("KeepAlive after %q was overwritten reported gone %+v, want just its grant of term %d", l1.Key, gone, l1.Term)
 	}
@@ -316,7 +334,7 @@ func (s *suite) sessionGrantOverwritten(t *testing.T) {
 func (s *suite) sessionBatch(t *testing.T) {
 	a, b := s.open(t), s.open(t)
 	ttl := s.long(10)
-	ss := openSession(t, a, ttl)
+	ss := OpenSession(t, a, ttl)
 	ba, ok := ss.(tenure.BatchAcquirer)
 	if !ok {
 		t.Skipf("%T does not implement tenure.BatchAcquirer", ss)
@@ -354,7 +372,7 @@ func (s *suite) sessionBatch(t *testing.T) {
 	if !errors.Is(res[n+1].Err, tenure.ErrInvalid) {
 		t.Fatalf("batch result for an empty key: %v, want ErrInvalid", res[n+1].Err)
 	}
-	if gone := mustKeepAlive(t, ss); len(gone) != 0 {
+	if gone := KeepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("KeepAlive after a batch reported gone: %+v", gone)
 	}
 	if err := ss.Release(ctxFor(t), res[0].Lease); err != nil {

@@ -140,7 +140,7 @@ func Key(t testing.TB) string {
 	return "tenure-test/" + name + "-" + hex.EncodeToString(b[:])
 }
 
-func ctxFor(t *testing.T) context.Context {
+func ctxFor(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx

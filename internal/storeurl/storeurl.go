@@ -2,7 +2,7 @@
 // spell the same way, with the same error messages: a server URL with a
 // password (PostgreSQL, Redis), and a list of host:port with a path and no
 // query (etcd, ZooKeeper). Errors wrap [tenure.ErrInvalid] and quote the
-// URL only redacted.
+// URL only redacted; [Scrub] hides a URL's password in a driver's errors.
 package storeurl
 
 import (

@@ -50,3 +50,21 @@ func TestHosts(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusedAndScrub(t *testing.T) {
+	raw := "redis://:hunter2@cache:6379/0?tenure_prefix=p"
+	u, pw, err := Server(raw, "redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.RawQuery = ""
+	cause := errors.New(`bad URL "` + u.String() + `" (password hunter2)`)
+	err = Refused("redis", raw, u, pw, cause)
+	if !errors.Is(err, tenure.ErrInvalid) || !errors.Is(err, cause) || strings.Contains(err.Error(), "hunter2") ||
+		!strings.Contains(err.Error(), "redis URL") {
+		t.Errorf("Refused = %v; want ErrInvalid wrapping the cause, naming the store, without the password", err)
+	}
+	if Scrub("", cause) != cause || Scrub("absent", cause) != cause || Scrub("hunter2", nil) != nil {
+		t.Error("Scrub changed an error with nothing to hide")
+	}
+}

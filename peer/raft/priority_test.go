@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -82,13 +81,8 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 func TestYieldAfterRaft(t *testing.T) {
 	urls := peerURLs(t, 3, "")
 	urls[2] += "&priority=5"
-	sp := newSpans(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	sp, ctx := newSpans(t)
+	defer sp.stop()
 	start := func(i int, prio int) {
 		s, err := tenure.Open(peer.WithLogger(ctx, slog.New(slog.DiscardHandler)), urls[i])
 		if err != nil {
@@ -100,7 +94,7 @@ func TestYieldAfterRaft(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { el.Run(ctx, sp.task) })
+		sp.run(ctx, el)
 	}
 	start(0, tenure.DefaultPriority)
 	start(1, tenure.DefaultPriority)

@@ -19,19 +19,14 @@ import (
 // naming nobody then moves leadership to another member.
 func TestStepDownThroughObserver(t *testing.T) {
 	c, urls := openPeerCluster(t, 3)
-	sp := newSpans(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	sp, ctx := newSpans(t)
+	defer sp.stop()
 	for _, n := range c.nodes {
 		el, err := tenure.New(tenure.Config{Store: n, Key: "job", Control: &tenure.Control{Priority: tenure.DefaultPriority}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { el.Run(ctx, sp.task) })
+		sp.run(ctx, el)
 	}
 	next := sp.next
 	obs := openTestObserver(t, observerURL(t, urls[0], ""))
@@ -85,15 +80,35 @@ type span struct {
 	cause error
 }
 
-// spans records the starts and ends of the tasks of several electors, and
-// counts the times two ran at once.
+// spans runs several electors and records the starts and ends of their
+// tasks, counting the times two ran at once.
 type spans struct {
 	t                 *testing.T
 	running, overlaps atomic.Int32
 	ch                chan span
+	cancel            context.CancelFunc
+	wg                sync.WaitGroup
 }
 
-func newSpans(t *testing.T) *spans { return &spans{t: t, ch: make(chan span, 32)} }
+// newSpans returns spans for t, and the context its electors run in until
+// [spans.stop].
+func newSpans(t *testing.T) (*spans, context.Context) {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &spans{t: t, ch: make(chan span, 32), cancel: cancel}, ctx
+}
+
+// run runs el in ctx, with the task that records its spans.
+func (sp *spans) run(ctx context.Context, el *tenure.Elector) {
+	sp.wg.Go(func() { el.Run(ctx, sp.task) })
+}
+
+// stop ends the context of the electors and waits for every run to
+// return. Deferred by the tests, it stops them before t's cleanups close
+// their stores.
+func (sp *spans) stop() {
+	sp.cancel()
+	sp.wg.Wait()
+}
 
 // task is the electors' task: it runs until its context ends.
 func (sp *spans) task(ctx context.Context) error {

@@ -72,14 +72,26 @@ func BenchmarkFailover(b *testing.B) {
 	storetest.BenchFailover(b, storetest.BenchOptions{Open: openOn(etcdtest.Start(b), "/bench")})
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
+func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
+// openStore opens a store on srv under prefix, closed at the end of the
+// test.
+func openStore(t testing.TB, srv *etcdtest.Server, prefix string) *etcd.Store {
+	t.Helper()
+	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
+	return st
+}
+
 // rawClient is a plain etcd client, to look at what the store wrote.
-func rawClient(t *testing.T, srv *etcdtest.Server) *clientv3.Client {
+func rawClient(t testing.TB, srv *etcdtest.Server) *clientv3.Client {
 	t.Helper()
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, Logger: zap.NewNop()})
 	if err != nil {
@@ -94,11 +106,7 @@ func rawClient(t *testing.T, srv *etcdtest.Server) *clientv3.Client {
 // the requested one rounded up to whole seconds, and Release revokes it.
 func TestGrantIsEtcdLease(t *testing.T) {
 	srv := etcdtest.Start(t)
-	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+"/mapping")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, srv, "/mapping")
 	raw := rawClient(t, srv)
 	ctx := ctxT(t, 20*time.Second)
 
@@ -149,11 +157,7 @@ func TestGrantIsEtcdLease(t *testing.T) {
 // handle works again, by itself, once the server is back.
 func TestServerDownAndBack(t *testing.T) {
 	srv := etcdtest.Start(t)
-	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+"/down")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, srv, "/down")
 	ctx := ctxT(t, 60*time.Second)
 	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
 	if err != nil {
@@ -278,10 +282,7 @@ func TestBadURLs(t *testing.T) {
 // TestCloseEndsWatch checks that closing the store closes its watches.
 func TestCloseEndsWatch(t *testing.T) {
 	srv := etcdtest.Start(t)
-	st, err := etcd.Open(context.Background(), "etcd://"+srv.Endpoint+"/close")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, srv, "/close")
 	ch, err := st.Watch(ctxT(t, 30*time.Second), "k")
 	if err != nil {
 		t.Fatal(err)
@@ -307,12 +308,8 @@ func TestForeignValueLooksHeld(t *testing.T) {
 	if _, err := raw.Put(ctx, "/foreign/holder/k", "not json"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := etcd.Open(ctx, "etcd://"+srv.Endpoint+"/foreign")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_, err = st.Acquire(ctx, "k", "alpha", time.Second)
+	st := openStore(t, srv, "/foreign")
+	_, err := st.Acquire(ctx, "k", "alpha", time.Second)
 	var held *tenure.HeldError
 	if !errors.As(err, &held) || held.Record.Holder != "(unknown)" || held.Record.Term == 0 {
 		t.Fatalf("Acquire of a key held by a foreign value: %v, want HeldError naming (unknown)", err)

@@ -123,11 +123,7 @@ func TestLossPushedEndsTaskBeforeSuccessorStarts(t *testing.T) {
 // starts (after the grant's Wait). TTL 2 s.
 func BenchmarkLossPushed(b *testing.B) {
 	srv := etcdtest.Start(b)
-	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
+	raw := rawClient(b, srv)
 	var cancelled, startedAfter []time.Duration
 	for b.Loop() {
 		old, next, deleted := lossTrial(b, srv, raw, 2*time.Second)
@@ -170,11 +166,7 @@ func BenchmarkRenew(b *testing.B) {
 // two tasks overlapped and by how much, rather than failing.
 func BenchmarkLossPushedRevoke(b *testing.B) {
 	srv := etcdtest.Start(b)
-	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
+	raw := rawClient(b, srv)
 	revoke := func(ctx context.Context, holderKey string) error {
 		resp, err := raw.Get(ctx, holderKey)
 		if err != nil || len(resp.Kvs) == 0 {

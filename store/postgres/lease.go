@@ -261,29 +261,38 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	if err != nil {
 		return tenure.Lease{}, err
 	}
-	var r tenure.Record
-	// A grant that lapses between the refused INSERT and the read shows as
-	// free: try again, a few times, rather than report a free key as held.
-	for range 3 {
+	return s.grantOrHeld(ctx, key, func() (tenure.Lease, bool, error) {
 		token := newToken()
 		var term, notified, waitUS int64
 		err := retry(ctx, func() error {
 			return s.pool.QueryRow(ctx, s.q.acquire, key, identity, token, int64(ttl), s.channel, int64(floor.Term), c.Value).
 				Scan(&term, &notified, &waitUS)
 		})
-		if err == nil {
-			l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token, Value: c.Value}
-			switch {
-			case waitUS > 0: // the last grant vanished before it expired
-				l.Wait = seen.WaitSince(sent, time.Duration(waitUS)*time.Microsecond)
-			case waitUS < 0 && floor.Term > 0: // its row is gone: assume the worst
-				l.Wait = seen.WaitSince(sent, floor.TTL)
-			}
-			s.seen.Observe(key, l.Term, ttl)
-			return l, nil
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return tenure.Lease{}, true, nil
+		case err != nil:
+			return tenure.Lease{}, false, s.fail(ctx, "acquire", err)
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return tenure.Lease{}, s.fail(ctx, "acquire", err)
+		l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token, Value: c.Value,
+			Wait: grantWait(sent, floor, waitUS)}
+		s.seen.Observe(key, l.Term, ttl)
+		return l, false, nil
+	})
+}
+
+// grantOrHeld runs grant, which tries once to grant key and reports held
+// when the key was held, and returns what it granted or failed with. A
+// grant that lapses between the refused statement and the read of the row
+// shows as free: grant is tried again, three times in all, rather than a
+// free key reported as held. A key still held is a [tenure.HeldError] with
+// the record read.
+func (s *Store) grantOrHeld(ctx context.Context, key string, grant func() (l tenure.Lease, held bool, err error)) (tenure.Lease, error) {
+	var r tenure.Record
+	for range 3 {
+		l, held, err := grant()
+		if !held {
+			return l, err
 		}
 		if r, err = s.get(ctx, key); err != nil {
 			return tenure.Lease{}, err
@@ -294,6 +303,21 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	}
 	s.seen.Observe(key, r.Term, r.TTL)
 	return tenure.Lease{}, &tenure.HeldError{Record: r}
+}
+
+// grantWait returns the Wait of a grant sent at sent, whose statement
+// answered waitUS: above 0, the microseconds the last grant, which
+// vanished before it expired, had left; below 0, that the key's row is
+// gone, when the worst is assumed from floor, the highest grant this
+// Store saw.
+func grantWait(sent time.Time, floor seen.Grant, waitUS int64) time.Duration {
+	switch {
+	case waitUS > 0: // the last grant vanished before it expired
+		return seen.WaitSince(sent, time.Duration(waitUS)*time.Microsecond)
+	case waitUS < 0 && floor.Term > 0: // its row is gone: assume the worst
+		return seen.WaitSince(sent, floor.TTL)
+	}
+	return 0
 }
 
 // Renew implements [tenure.Store]: it moves the grant's expiry to the

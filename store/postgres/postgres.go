@@ -94,8 +94,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
 		// pgx quotes the URL, hiding only its password.
-		err = tenure.RedactError(tenure.RedactError(err, rawURL), u.String())
-		return nil, scrub(secret, fmt.Errorf("%w: postgres URL %q: %w", tenure.ErrInvalid, redacted, err))
+		return nil, storeurl.Refused("postgres", rawURL, u, secret, err)
 	}
 	s := &Store{
 		table:    table,
@@ -116,7 +115,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		cfg.ShouldPing = shouldPing
 	}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-		return nil, scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, tenure.RedactError(err, rawURL)))
+		return nil, storeurl.Scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, tenure.RedactError(err, rawURL)))
 	}
 	return s, nil
 }
@@ -171,24 +170,5 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w (%w)", cerr, err)
 	}
-	return scrub(s.secret, fmt.Errorf("tenure/postgres: %s on %s: %w", op, s.redacted, err))
-}
-
-// scrubbed is an error whose message had a secret removed; it unwraps to
-// the original so errors.Is still finds sentinels and context errors.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-// scrub hides secret in err's message. Drivers do not put passwords in
-// their errors as far as we know; this makes sure of it.
-func scrub(secret string, err error) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
+	return storeurl.Scrub(s.secret, fmt.Errorf("tenure/postgres: %s on %s: %w", op, s.redacted, err))
 }

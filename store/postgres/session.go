@@ -128,10 +128,7 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	if err != nil {
 		return tenure.Lease{}, err
 	}
-	var r tenure.Record
-	// As in AcquireClaim: a grant that lapses between the refusal and the
-	// read shows as free; try again rather than report it held.
-	for range 3 {
+	return s.grantOrHeld(ctx, key, func() (tenure.Lease, bool, error) {
 		token := ss.prefix + newToken()
 		var live bool
 		var term, notified, waitUS int64
@@ -141,22 +138,11 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 		})
 		if err != nil {
 			ss.doubt(key, token)
-			return tenure.Lease{}, s.fail(ctx, "session acquire", err)
+			return tenure.Lease{}, false, s.fail(ctx, "session acquire", err)
 		}
-		a := acquired{req: tenure.AcquireRequest{Key: key, Identity: identity, Value: value}, token: token,
-			sent: sent, floor: floor, live: live, term: term, waitUS: waitUS}
-		if l, held, err := ss.outcome(a); !held {
-			return l, err
-		}
-		if r, err = s.get(ctx, key); err != nil {
-			return tenure.Lease{}, err
-		}
-		if r.Held() {
-			break
-		}
-	}
-	s.seen.Observe(key, r.Term, r.TTL)
-	return tenure.Lease{}, &tenure.HeldError{Record: r}
+		return ss.outcome(acquired{req: tenure.AcquireRequest{Key: key, Identity: identity, Value: value}, token: token,
+			sent: sent, floor: floor, live: live, term: term, waitUS: waitUS})
+	})
 }
 
 // acquired is what the session's acquire statement answered for one
@@ -180,13 +166,8 @@ func (ss *session) outcome(a acquired) (l tenure.Lease, held bool, err error) {
 		return tenure.Lease{}, true, nil
 	}
 	r := a.req
-	l = tenure.Lease{Key: r.Key, Identity: r.Identity, Term: uint64(a.term), TTL: ss.ttl, Token: a.token, Value: r.Value}
-	switch {
-	case a.waitUS > 0: // the last grant vanished before it expired
-		l.Wait = seen.WaitSince(a.sent, time.Duration(a.waitUS)*time.Microsecond)
-	case a.waitUS < 0 && a.floor.Term > 0: // its row is gone: assume the worst
-		l.Wait = seen.WaitSince(a.sent, a.floor.TTL)
-	}
+	l = tenure.Lease{Key: r.Key, Identity: r.Identity, Term: uint64(a.term), TTL: ss.ttl, Token: a.token, Value: r.Value,
+		Wait: grantWait(a.sent, a.floor, a.waitUS)}
 	ss.s.seen.Observe(r.Key, l.Term, ss.ttl)
 	ss.add(l)
 	return l, false, nil

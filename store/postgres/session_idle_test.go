@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/postgres"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // BenchmarkSessionIdle measures what one process leading N keys through one
@@ -116,42 +116,19 @@ func idleSession(b *testing.B, n int, window time.Duration) {
 	const ttl = 10 * time.Second
 	table := randomName("idle_")
 	st := openTable(b, table)
-	quiet := slog.New(slog.DiscardHandler)
-	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: quiet})
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	led := make(chan struct{}, n)
-	start := time.Now()
-	for i := range n {
-		e, err := tenure.New(tenure.Config{Store: st, Session: sess, TTL: ttl, Key: fmt.Sprintf("shard-%05d", i), Identity: "p1", Logger: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var first sync.Once // a key that leads again (a new session) counts once
-		wg.Go(func() {
-			_ = e.Run(ctx, func(ctx context.Context) error {
-				first.Do(func() { led <- struct{}{} })
-				<-ctx.Done()
-				return nil
-			})
-		})
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("shard-%05d", i)
 	}
+	elected, stop := storetest.LeadAll(b, sess, "p1", keys, 3*time.Minute)
 	defer func() {
-		cancel()
-		wg.Wait()
+		stop()
 		_ = sess.Close(context.Background())
 	}()
-	for i := range n {
-		select {
-		case <-led:
-		case <-time.After(3 * time.Minute):
-			b.Fatalf("only %d of %d keys led after %s", i, n, time.Since(start))
-		}
-	}
-	elected := time.Since(start)
 	// Backends report their counts at most once a second, and within 10s
 	// of going idle: the setup's transactions are all counted after that.
 	time.Sleep(11 * time.Second)

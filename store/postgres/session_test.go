@@ -14,36 +14,8 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/postgres"
+	"github.com/tenurehq/tenure/storetest"
 )
-
-// openSessionOn opens a session of st for ttl, closed at the end of the test.
-func openSessionOn(t *testing.T, st *postgres.Store, ttl time.Duration) tenure.StoreSession {
-	t.Helper()
-	ss, err := st.OpenSession(ctxFor(t), ttl)
-	if err != nil {
-		t.Fatalf("OpenSession: %v", err)
-	}
-	t.Cleanup(func() { _ = ss.Close(context.Background()) })
-	return ss
-}
-
-func acquireIn(t *testing.T, ss tenure.StoreSession, key string) tenure.Lease {
-	t.Helper()
-	l, err := ss.Acquire(ctxFor(t), key, "alpha", "")
-	if err != nil {
-		t.Fatalf("session Acquire(%q): %v", key, err)
-	}
-	return l
-}
-
-func keepAlive(t *testing.T, ss tenure.StoreSession) []tenure.Lease {
-	t.Helper()
-	gone, err := ss.KeepAlive(ctxFor(t))
-	if err != nil {
-		t.Fatalf("KeepAlive: %v", err)
-	}
-	return gone
-}
 
 // sqlConn is a plain connection to the test server, as psql would be.
 func sqlConn(t testing.TB) *pgx.Conn {
@@ -65,7 +37,7 @@ func sqlConn(t testing.TB) *pgx.Conn {
 func TestSessionKeepAliveRacesAcquireAndRelease(t *testing.T) {
 	table := randomName("sess_race_")
 	st := openTable(t, table)
-	ss := openSessionOn(t, st, 5*time.Second)
+	ss := storetest.OpenSession(t, st, 5*time.Second)
 	ctx, cancel := context.WithTimeout(ctxFor(t), 2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -136,9 +108,11 @@ WHERE l.session = $1 AND l.holder <> '' AND l.expires_at > now()`
 func TestSessionLeavesOtherHoldersAlone(t *testing.T) {
 	table := randomName("sess_other_")
 	st, b := openTable(t, table), openTable(t, table)
-	ss := openSessionOn(t, st, time.Minute)
+	ss := storetest.OpenSession(t, st, time.Minute)
 	k1, k2, k3 := randomName("k"), randomName("k"), randomName("k")
-	l1, _, l3 := acquireIn(t, ss, k1), acquireIn(t, ss, k2), acquireIn(t, ss, k3)
+	l1 := storetest.AcquireIn(t, ss, k1, "alpha", "")
+	storetest.AcquireIn(t, ss, k2, "alpha", "")
+	l3 := storetest.AcquireIn(t, ss, k3, "alpha", "")
 	tamperOn(server(t), table).OverwriteGrant(t, k1, "mallory")
 	if err := ss.Release(ctxFor(t), l3); err != nil {
 		t.Fatal(err)
@@ -148,13 +122,13 @@ func TestSessionLeavesOtherHoldersAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := time.Now()
-	gone := keepAlive(t, ss)
+	gone := storetest.KeepAlive(t, ss)
 	if len(gone) != 1 || gone[0].Key != k1 || gone[0].Term != l1.Term {
 		t.Fatalf("KeepAlive after an overwrite reported gone %+v, want the grant of %q", gone, k1)
 	}
 	r1 := get(t, b, k1)
 	for time.Since(before) < 600*time.Millisecond {
-		if gone := keepAlive(t, ss); len(gone) != 0 {
+		if gone := storetest.KeepAlive(t, ss); len(gone) != 0 {
 			t.Fatalf("gone reported again: %+v", gone)
 		}
 		time.Sleep(50 * time.Millisecond) // keep-alives over the other grant's TTL
@@ -198,8 +172,8 @@ func TestSessionWatchSeesExpiry(t *testing.T) {
 	table := randomName("sess_watch_")
 	st, b := openTable(t, table), openTable(t, table)
 	const ttl = time.Second
-	ss := openSessionOn(t, st, ttl)
-	l := acquireIn(t, ss, randomName("k"))
+	ss := storetest.OpenSession(t, st, ttl)
+	l := storetest.AcquireIn(t, ss, randomName("k"), "alpha", "")
 	ctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
 	ch, err := b.Watch(ctx, l.Key)
@@ -211,7 +185,7 @@ func TestSessionWatchSeesExpiry(t *testing.T) {
 	}
 	for range 8 {
 		time.Sleep(ttl / 3) // keep-alives at the usual pace
-		keepAlive(t, ss)
+		storetest.KeepAlive(t, ss)
 		select {
 		case r := <-ch:
 			if !r.Held() || r.Term != l.Term {
@@ -244,8 +218,9 @@ func TestSessionSurvivesRestart(t *testing.T) {
 	s := server(t)
 	table := randomName("sess_restart_")
 	st := openTable(t, table)
-	ss := openSessionOn(t, st, time.Minute)
-	l1, l2 := acquireIn(t, ss, randomName("k")), acquireIn(t, ss, randomName("k"))
+	ss := storetest.OpenSession(t, st, time.Minute)
+	l1 := storetest.AcquireIn(t, ss, randomName("k"), "alpha", "")
+	l2 := storetest.AcquireIn(t, ss, randomName("k"), "alpha", "")
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +248,7 @@ func TestSessionSurvivesRestart(t *testing.T) {
 	if err := ss.Release(ctxFor(t), l1); err != nil {
 		t.Fatal(err)
 	}
-	if l := acquireIn(t, ss, l1.Key); l.Term <= l1.Term {
+	if l := storetest.AcquireIn(t, ss, l1.Key, "alpha", ""); l.Term <= l1.Term {
 		t.Fatalf("term %d after the restart, not above %d", l.Term, l1.Term)
 	}
 }
@@ -284,9 +259,9 @@ func TestSessionSurvivesRestart(t *testing.T) {
 func TestSessionConnectionLoss(t *testing.T) {
 	table := randomName("sess_conn_")
 	st := openTable(t, table)
-	ss := openSessionOn(t, st, time.Minute)
-	l := acquireIn(t, ss, randomName("k"))
-	keepAlive(t, ss) // the session's own connection is up
+	ss := storetest.OpenSession(t, st, time.Minute)
+	l := storetest.AcquireIn(t, ss, randomName("k"), "alpha", "")
+	storetest.KeepAlive(t, ss) // the session's own connection is up
 	conn := sqlConn(t)
 	var dropped int
 	if err := conn.QueryRow(ctxFor(t), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -297,7 +272,7 @@ WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND datname = 
 	if _, err := ss.KeepAlive(ctxFor(t)); errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("KeepAlive after the connections were dropped: %v", err)
 	}
-	if gone := keepAlive(t, ss); len(gone) != 0 {
+	if gone := storetest.KeepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("gone after a connection loss: %+v", gone)
 	}
 	if r := getAfterOutage(t, st, l.Key); r.Holder != "alpha" || r.Term != l.Term {
@@ -310,7 +285,7 @@ WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND datname = 
 func TestSessionAfterClose(t *testing.T) {
 	table := randomName("sess_close_")
 	st, b := openTable(t, table), openTable(t, table)
-	ss := openSessionOn(t, st, time.Minute)
+	ss := storetest.OpenSession(t, st, time.Minute)
 	if err := ss.Close(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +301,8 @@ func TestSessionAfterClose(t *testing.T) {
 	}
 	// Another handle of the same session id cannot exist; a second
 	// session, its store closed, says ErrClosed.
-	ss2 := openSessionOn(t, b, time.Minute)
-	keepAlive(t, ss2)
+	ss2 := storetest.OpenSession(t, b, time.Minute)
+	storetest.KeepAlive(t, ss2)
 	if n := sessionConns(t, table); n != 1 {
 		t.Fatalf("%d connections keep the session alive, want 1", n)
 	}
@@ -380,8 +355,8 @@ INSERT INTO `+pgx.Identifier{table}.Sanitize()+` (key, term) VALUES ('job', 41)`
 		t.Fatal(err)
 	}
 	st := openTable(t, table)
-	ss := openSessionOn(t, st, time.Minute)
-	if l := acquireIn(t, ss, "job"); l.Term != 42 {
+	ss := storetest.OpenSession(t, st, time.Minute)
+	if l := storetest.AcquireIn(t, ss, "job", "alpha", ""); l.Term != 42 {
 		t.Fatalf("term %d, want 42 after the old row's 41", l.Term)
 	}
 }
@@ -486,7 +461,7 @@ func TestSessionElectorsFailOver(t *testing.T) {
 func TestSessionReleasesGrantsInDoubt(t *testing.T) {
 	table := randomName("sess_doubt_")
 	st, b := openTable(t, table), openTable(t, table)
-	ss := openSessionOn(t, st, time.Minute)
+	ss := storetest.OpenSession(t, st, time.Minute)
 	key := randomName("k")
 	conn := sqlConn(t)
 	tx, err := conn.Begin(ctxFor(t))
@@ -513,13 +488,13 @@ func TestSessionReleasesGrantsInDoubt(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // the abandoned statement commits on its own time
 	}
-	if gone := keepAlive(t, ss); len(gone) != 0 {
+	if gone := storetest.KeepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("KeepAlive reported %+v gone: the caller never had it", gone)
 	}
 	if r := get(t, b, key); r.Held() {
 		t.Fatalf("the grant in doubt survived a keep-alive: %+v", r)
 	}
-	if l := acquireIn(t, ss, key); l.Wait != 0 {
+	if l := storetest.AcquireIn(t, ss, key, "alpha", ""); l.Wait != 0 {
 		t.Fatalf("the next grant waits %s for a grant nobody had", l.Wait)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // EvictionCheckParam, set to "skip", stops the store from checking the
@@ -38,7 +39,7 @@ func (s *Store) checkEviction(ctx context.Context, c *goredis.Client) error {
 	switch {
 	case errors.As(err, &rerr):
 		return fmt.Errorf("%w: tenure/redis: %s refuses CONFIG GET maxmemory-policy (%v), so tenure cannot check that it never evicts lease keys or term counters; if the server runs with maxmemory-policy noeviction, add %s=skip to the URL",
-			tenure.ErrInvalid, s.redacted, scrub(s.secret, err), EvictionCheckParam)
+			tenure.ErrInvalid, s.redacted, storeurl.Scrub(s.secret, err), EvictionCheckParam)
 	case err != nil:
 		return s.fail(ctx, "check maxmemory-policy", err)
 	}

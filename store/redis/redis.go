@@ -131,8 +131,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u.RawQuery = q.Encode()
 	opt, err := goredis.ParseURL(u.String())
 	if err != nil {
-		err = tenure.RedactError(tenure.RedactError(err, rawURL), u.String())
-		return nil, scrub(secret, fmt.Errorf("%w: redis URL %q: %w", tenure.ErrInvalid, redacted, err))
+		return nil, storeurl.Refused("redis", rawURL, u, secret, err)
 	}
 	if !retries {
 		// The elector retries with its own backoff; go-redis would
@@ -219,24 +218,5 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if cerr != nil && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w (%w)", cerr, err)
 	}
-	return scrub(s.secret, fmt.Errorf("tenure/redis: %s on %s: %w", op, s.redacted, err))
-}
-
-// scrubbed is an error whose message had a secret removed; it unwraps to
-// the original so errors.Is still finds sentinels and context errors.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-// scrub hides secret in err's message. go-redis does not put passwords in
-// its errors as far as we know; this makes sure of it.
-func scrub(secret string, err error) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
+	return storeurl.Scrub(s.secret, fmt.Errorf("tenure/redis: %s on %s: %w", op, s.redacted, err))
 }

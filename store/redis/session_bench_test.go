@@ -17,6 +17,7 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/redis"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // BenchmarkSessionIdle measures what an idle session holding N grants
@@ -31,20 +32,7 @@ import (
 // the server's CPU (% of a core, INFO cpu) and its time per keep-alive
 // script, and the client's CPU (getrusage) and heap.
 func BenchmarkSessionIdle(b *testing.B) {
-	srv := testserver.Redis(b, false)
-	st, err := redis.Open(context.Background(), srv.URL(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	c := client(b, srv)
-	for _, n := range []int{1, 100, 1000, 10000} {
-		b.Run(fmt.Sprint("N=", n), func(b *testing.B) {
-			for range b.N {
-				idleSession(b, st, c, n, 10*time.Second, 15*time.Second)
-			}
-		})
-	}
+	benchIdle(b, []int{1, 100, 1000, 10000}, idleSession)
 }
 
 // BenchmarkSessionElectors is BenchmarkSessionIdle through the library:
@@ -52,17 +40,19 @@ func BenchmarkSessionIdle(b *testing.B) {
 // time until all lead, then the same figures over a 15s idle window. Run
 // it with -run '^$' -bench SessionElectors -benchtime 1x.
 func BenchmarkSessionElectors(b *testing.B) {
+	benchIdle(b, []int{1, 1000, 10000}, idleElectors)
+}
+
+// benchIdle runs measure, b.N times, in a sub-benchmark N=n for each n of
+// sizes, on one Redis server and store, with a TTL of 10s and an idle
+// window of 15s.
+func benchIdle(b *testing.B, sizes []int, measure func(b *testing.B, st *redis.Store, c *goredis.Client, n int, ttl, window time.Duration)) {
 	srv := testserver.Redis(b, false)
-	st, err := redis.Open(context.Background(), srv.URL(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	c := client(b, srv)
-	for _, n := range []int{1, 1000, 10000} {
+	st, c := open(b, srv.URL(0)), client(b, srv)
+	for _, n := range sizes {
 		b.Run(fmt.Sprint("N=", n), func(b *testing.B) {
 			for range b.N {
-				idleElectors(b, st, c, n, 10*time.Second, 15*time.Second)
+				measure(b, st, c, n, 10*time.Second, 15*time.Second)
 			}
 		})
 	}
@@ -72,42 +62,23 @@ func BenchmarkSessionElectors(b *testing.B) {
 // reports how long that took, and what the next window of idle leading
 // cost.
 func idleElectors(b *testing.B, st *redis.Store, c *goredis.Client, n int, ttl, window time.Duration) {
-	quiet := slog.New(slog.DiscardHandler)
-	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: quiet})
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	leading := make(chan struct{}, n)
-	var wg sync.WaitGroup
 	prefix := randomKey()
-	start := time.Now()
-	for i := range n {
-		e, err := tenure.New(tenure.Config{Session: sess, Key: prefix + "-" + strconv.Itoa(i), Identity: "alpha", Logger: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = e.Run(ctx, func(ctx context.Context) error {
-				leading <- struct{}{}
-				<-ctx.Done()
-				return nil
-			})
-		}()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = prefix + "-" + strconv.Itoa(i)
 	}
-	for range n {
-		<-leading
-	}
-	b.ReportMetric(time.Since(start).Seconds(), "s-to-elect-all")
+	elected, stop := storetest.LeadAll(b, sess, "alpha", keys, 3*time.Minute)
+	b.ReportMetric(elected.Seconds(), "s-to-elect-all")
 	runtime.GC()
 	before, cpu0, start := serverStats(b, c), rusage(), time.Now()
 	time.Sleep(window) // idle leading is what is measured
 	after, cpu1, took := serverStats(b, c), rusage(), time.Since(start)
 	report(b, before, after, cpu1-cpu0, took)
-	cancel()
-	wg.Wait()
+	stop()
 	if err := sess.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}

@@ -14,26 +14,6 @@ import (
 	"github.com/tenurehq/tenure/storetest"
 )
 
-// openSession opens a session on st, closed at the end of the test.
-func openSession(t testing.TB, st *redis.Store, ttl time.Duration) tenure.StoreSession {
-	t.Helper()
-	ss, err := st.OpenSession(ctxFor(t), ttl)
-	if err != nil {
-		t.Fatalf("OpenSession: %v", err)
-	}
-	t.Cleanup(func() { _ = ss.Close(context.Background()) })
-	return ss
-}
-
-func acquireIn(t testing.TB, ss tenure.StoreSession, key string) tenure.Lease {
-	t.Helper()
-	l, err := ss.Acquire(ctxFor(t), key, "alpha", "")
-	if err != nil {
-		t.Fatalf("session Acquire(%q): %v", key, err)
-	}
-	return l
-}
-
 func wantHeldBy(t testing.TB, st *redis.Store, l tenure.Lease) tenure.Record {
 	t.Helper()
 	r, err := st.Get(ctxFor(t), l.Key)
@@ -55,8 +35,9 @@ func wantHeldBy(t testing.TB, st *redis.Store, l tenure.Lease) tenure.Record {
 func TestSessionSurvivesRestart(t *testing.T) {
 	srv := testserver.Redis(t, true)
 	st, other := open(t, srv.URL(0)), open(t, srv.URL(0))
-	ss := openSession(t, st, 20*time.Second)
-	l1, l2 := acquireIn(t, ss, randomKey()), acquireIn(t, ss, randomKey())
+	ss := storetest.OpenSession(t, st, 20*time.Second)
+	l1 := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
+	l2 := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +58,8 @@ func TestSessionSurvivesRestart(t *testing.T) {
 
 	mem := testserver.Redis(t, false)
 	st2 := open(t, mem.URL(0))
-	ss2 := openSession(t, st2, 20*time.Second)
-	acquireIn(t, ss2, randomKey())
+	ss2 := storetest.OpenSession(t, st2, 20*time.Second)
+	storetest.AcquireIn(t, ss2, randomKey(), "alpha", "")
 	if err := mem.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +76,10 @@ func TestSessionSurvivesRestart(t *testing.T) {
 func TestSessionKeepAliveRacesRelease(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st, other := open(t, srv.URL(0)), open(t, srv.URL(0))
-	ss := openSession(t, st, 20*time.Second)
+	ss := storetest.OpenSession(t, st, 20*time.Second)
 	leases := make([]tenure.Lease, 200)
 	for i := range leases {
-		leases[i] = acquireIn(t, ss, fmt.Sprintf("%s-%d", randomKey(), i))
+		leases[i] = storetest.AcquireIn(t, ss, fmt.Sprintf("%s-%d", randomKey(), i), "alpha", "")
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -146,8 +127,8 @@ func TestSessionKeyDeletedFromOutside(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st, other := open(t, srv.URL(0)), open(t, srv.URL(0))
 	ttl := 5 * time.Second
-	ss := openSession(t, st, ttl)
-	l := acquireIn(t, ss, randomKey())
+	ss := storetest.OpenSession(t, st, ttl)
+	l := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
 	sent := time.Now()
 	if _, err := ss.KeepAlive(ctxFor(t)); err != nil {
 		t.Fatal(err)
@@ -187,8 +168,10 @@ func TestSessionKeyDeletedFromOutside(t *testing.T) {
 func TestSessionGrantRewrittenFromOutside(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st, other := open(t, srv.URL(0)), open(t, srv.URL(0))
-	ss := openSession(t, st, 20*time.Second)
-	l1, l2, l3 := acquireIn(t, ss, randomKey()), acquireIn(t, ss, randomKey()), acquireIn(t, ss, randomKey())
+	ss := storetest.OpenSession(t, st, 20*time.Second)
+	l1 := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
+	l2 := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
+	l3 := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
 	tamperOn(srv, redis.DefaultPrefix, 0).OverwriteGrant(t, l1.Key, "mallory")
 	c := client(t, srv)
 	if err := c.Set(ctxFor(t), st.Prefix()+":{"+l2.Key+"}:lease", "junk", 0).Err(); err != nil {
@@ -218,8 +201,8 @@ func TestSessionExpiryReachesWatchers(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st, other := open(t, srv.URL(0)), open(t, srv.URL(0)+"?"+redis.KeyspaceParam+"=false")
 	ttl := 1500 * time.Millisecond
-	ss := openSession(t, st, ttl)
-	l := acquireIn(t, ss, randomKey())
+	ss := storetest.OpenSession(t, st, ttl)
+	l := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
 	time.Sleep(500 * time.Millisecond) // real server time passing is the point
 	before := wantHeldBy(t, other, l)
 	if _, err := ss.KeepAlive(ctxFor(t)); err != nil {
@@ -261,8 +244,8 @@ func TestSessionErrors(t *testing.T) {
 			t.Fatalf("OpenSession(%s): got %v, want ErrInvalid", ttl, err)
 		}
 	}
-	ss := openSession(t, st, 10*time.Second)
-	l := acquireIn(t, ss, randomKey())
+	ss := storetest.OpenSession(t, st, 10*time.Second)
+	l := storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
 	if err := ss.Close(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +262,7 @@ func TestSessionErrors(t *testing.T) {
 			t.Errorf("%s after Close: got %v, want ErrLost", what, err)
 		}
 	}
-	ss2 := openSession(t, st, 10*time.Second)
+	ss2 := storetest.OpenSession(t, st, 10*time.Second)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -360,8 +343,8 @@ func awaitLeaders(t *testing.T, leading <-chan int, n int) []int {
 func TestSessionReleasesUnknownGrant(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st, other := open(t, srv.URL(0)), open(t, srv.URL(0))
-	ss := openSession(t, st, 20*time.Second)
-	acquireIn(t, ss, randomKey()) // the scripts are loaded, the checks done
+	ss := storetest.OpenSession(t, st, 20*time.Second)
+	storetest.AcquireIn(t, ss, randomKey(), "alpha", "") // the scripts are loaded, the checks done
 	key := randomKey()
 	// A script that keeps the server busy: the Acquire's request waits in
 	// the socket, and runs after its caller gave up.
@@ -413,8 +396,8 @@ return 1`, nil).Err()
 func TestSessionBatchAfterScriptFlush(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st := open(t, srv.URL(0))
-	ss := openSession(t, st, 20*time.Second)
-	acquireIn(t, ss, randomKey()) // the script is cached
+	ss := storetest.OpenSession(t, st, 20*time.Second)
+	storetest.AcquireIn(t, ss, randomKey(), "alpha", "") // the script is cached
 	if err := client(t, srv).ScriptFlush(ctxFor(t)).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,16 +3,12 @@ package simtest
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/sim"
-	"github.com/tenurehq/tenure/peer/memnet"
 )
 
 // Order is what the priority simulation expects of an algorithm.
@@ -46,56 +42,18 @@ const priorityYield = 500 * time.Millisecond
 // if anybody leads. TENURE_PEER_SEED and TENURE_PEER_SEEDS work as there
 // (default 400 seeds, 200 under the race detector, 40 with -short).
 func RunPrioritySimulations(t *testing.T, alg, pkg string, ord Order) {
-	seeds, err := seedList(400)
+	seeds, err := seedList(400, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tally tally
-	failed := false
-	for _, seed := range seeds {
-		synctest.Test(t, func(t *testing.T) {
-			desc, err := simulatePriority(alg, seed, ord, &tally)
-			if err != nil {
-				failed = true
-				t.Fatalf("seed=%d %s: %v; replay: TENURE_PEER_SEED=%d go test ./peer/%s -run TestPrioritySimulation -v", seed, desc, err, seed, pkg)
-			}
-		})
-		if failed {
-			return
-		}
+	passed := eachSeed(t, seeds, pkg, "TestPrioritySimulation", func(seed uint64) (string, error) {
+		return simulatePriority(alg, seed, ord, &tally)
+	})
+	if !passed {
+		return
 	}
 	t.Logf("%d seeds passed (%d without partitions, checked for overlap over %d leader tasks)", len(seeds), tally.checked, tally.tasks)
-}
-
-// seedList is the seeds to run: TENURE_PEER_SEED alone, else
-// TENURE_PEER_SEEDS of them (default k, half under the race detector, a
-// tenth with -short).
-func seedList(k int) ([]uint64, error) {
-	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("TENURE_PEER_SEED=%q: %v", s, err)
-		}
-		return []uint64{v}, nil
-	}
-	switch {
-	case testing.Short():
-		k /= 10
-	case raceEnabled:
-		k /= 2
-	}
-	if s := os.Getenv("TENURE_PEER_SEEDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, fmt.Errorf("TENURE_PEER_SEEDS=%q: %v", s, err)
-		}
-		k = v
-	}
-	seeds := make([]uint64, k)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
-	}
-	return seeds, nil
 }
 
 // prioritySeed is the random set-up of one priority seed.
@@ -161,13 +119,8 @@ func simulatePriority(alg string, seed uint64, ord Order, tally *tally) (desc st
 		if err == nil {
 			err = neverLeadTasks(c.Hist, ps.prios)
 		}
-		if err != nil || s.partitioned {
-			return
-		}
-		tally.checked++
-		tally.tasks += len(c.Hist.Leaderships)
-		if v := sim.Overlaps(c.Hist); len(v) > 0 {
-			err = fmt.Errorf("no partition was injected, yet: %s\nhistory:\n%s", strings.Join(v, "; "), c.Hist)
+		if err == nil {
+			err = s.checkOverlaps(tally)
 		}
 	}()
 	if err := c.StartAll(); err != nil {
@@ -176,18 +129,10 @@ func simulatePriority(alg string, seed uint64, ord Order, tally *tally) (desc st
 	if err := s.firstElection(ps.prios, ord); err != nil {
 		return desc, fmt.Errorf("all members started at once: %w", err)
 	}
-	end := time.Now().Add(2*time.Second + time.Duration(r.Int64N(int64(3*time.Second))))
-	for time.Now().Before(end) {
-		if err := s.step(time.Duration(100+r.IntN(500))*time.Millisecond + time.Duration(r.IntN(1000)+1)); err != nil {
-			return desc, err
-		}
-		if err := s.fault(); err != nil {
-			return desc, err
-		}
+	if err := s.faultPhase(3 * time.Second); err != nil {
+		return desc, err
 	}
-	// Faults stop, and every member is up.
-	c.Net.Heal()
-	c.Net.SetFaults(memnet.Faults{MaxDelay: 20 * time.Millisecond})
+	// Faults stopped; every member is up.
 	if err := c.StartAll(); err != nil {
 		return desc, err
 	}

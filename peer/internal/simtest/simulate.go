@@ -3,11 +3,9 @@ package simtest
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure/internal/sim"
@@ -45,50 +43,22 @@ func Bound(n int, heartbeat, timeout time.Duration) time.Duration {
 // adds the nodes' and electors' logs), TENURE_PEER_SEEDS=K sets how many
 // (default 3000, 1500 under the race detector, 100 with -short).
 func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
-	seeds := []uint64{}
-	if s := os.Getenv("TENURE_PEER_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("TENURE_PEER_SEED=%q: %v", s, err)
-		}
-		seeds = append(seeds, v)
-	} else {
-		k := 3000
-		if raceEnabled {
-			k = 1500
-		}
-		if testing.Short() {
-			k = 100
-		}
-		if s := os.Getenv("TENURE_PEER_SEEDS"); s != "" {
-			v, err := strconv.Atoi(s)
-			if err != nil {
-				t.Fatalf("TENURE_PEER_SEEDS=%q: %v", s, err)
-			}
-			k = v
-		}
-		for i := range k {
-			seeds = append(seeds, uint64(i+1))
-		}
+	seeds, err := seedList(3000, 100)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var tally tally
 	var worst time.Duration
 	var worstSeed uint64
-	failed := false
-	for _, seed := range seeds {
-		synctest.Test(t, func(t *testing.T) {
-			took, desc, err := simulate(alg, seed, expect, &tally)
-			if err != nil {
-				failed = true
-				t.Fatalf("seed=%d %s: %v; replay: TENURE_PEER_SEED=%d go test ./peer/%s -run TestSimulation -v", seed, desc, err, seed, pkg)
-			}
-			if took > worst {
-				worst, worstSeed = took, seed
-			}
-		})
-		if failed {
-			return
+	passed := eachSeed(t, seeds, pkg, "TestSimulation", func(seed uint64) (string, error) {
+		took, desc, err := simulate(alg, seed, expect, &tally)
+		if err == nil && took > worst {
+			worst, worstSeed = took, seed
 		}
+		return desc, err
+	})
+	if !passed {
+		return
 	}
 	t.Logf("%d seeds passed (%d without partitions, checked for overlap over %d leader tasks); slowest agreement after faults stopped: %s (seed %d)",
 		len(seeds), tally.checked, tally.tasks, worst, worstSeed)
@@ -113,13 +83,8 @@ func simulate(alg string, seed uint64, expect Expect, tally *tally) (took time.D
 	s := &seedRun{c: c, r: r, ids: c.Group.IDs(), partitions: partitions}
 	defer func() {
 		c.Close()
-		if err != nil || s.partitioned {
-			return
-		}
-		tally.checked++
-		tally.tasks += len(c.Hist.Leaderships)
-		if v := sim.Overlaps(c.Hist); len(v) > 0 {
-			err = fmt.Errorf("no partition was injected, yet: %s\nhistory:\n%s", strings.Join(v, "; "), c.Hist)
+		if err == nil {
+			err = s.checkOverlaps(tally)
 		}
 	}()
 	// The member with precedence: the one the algorithm prefers.
@@ -130,19 +95,9 @@ func simulate(alg string, seed uint64, expect Expect, tally *tally) (took time.D
 	if err := c.StartAll(); err != nil {
 		return 0, desc, err
 	}
-	end := time.Now().Add(2*time.Second + time.Duration(r.Int64N(int64(4*time.Second))))
-	for time.Now().Before(end) {
-		// Odd nanoseconds keep fault times apart from timer ticks.
-		if err := s.step(time.Duration(100+r.IntN(500))*time.Millisecond + time.Duration(r.IntN(1000)+1)); err != nil {
-			return 0, desc, err
-		}
-		if err := s.fault(); err != nil {
-			return 0, desc, err
-		}
+	if err := s.faultPhase(4 * time.Second); err != nil {
+		return 0, desc, err
 	}
-	// Faults stop: heal, keep delays within the synchrony bound.
-	c.Net.Heal()
-	c.Net.SetFaults(memnet.Faults{MaxDelay: 20 * time.Millisecond})
 	want := func() uint64 { return expect(c.Live(), noPreempt) }
 	took, err = s.settle(func(l uint64) bool { w := want(); return w == 0 || w == l },
 		func() string { return strconv.FormatUint(want(), 10) }, Bound(n, c.heartbeat, c.timeout))
@@ -157,6 +112,41 @@ type seedRun struct {
 	first       uint64 // the member with precedence
 	partitions  bool   // whether this seed may partition the network
 	partitioned bool   // whether it did
+}
+
+// faultPhase injects random faults for 2s and a random part of extra,
+// letting time pass between them, then stops them: it heals the network
+// and keeps delays within the synchrony bound.
+func (s *seedRun) faultPhase(extra time.Duration) error {
+	end := time.Now().Add(2*time.Second + time.Duration(s.r.Int64N(int64(extra))))
+	for time.Now().Before(end) {
+		// Odd nanoseconds keep fault times apart from timer ticks.
+		if err := s.step(time.Duration(100+s.r.IntN(500))*time.Millisecond + time.Duration(s.r.IntN(1000)+1)); err != nil {
+			return err
+		}
+		if err := s.fault(); err != nil {
+			return err
+		}
+	}
+	s.c.Net.Heal()
+	s.c.Net.SetFaults(memnet.Faults{MaxDelay: 20 * time.Millisecond})
+	return nil
+}
+
+// checkOverlaps is what a seed that injected no partition checks at its
+// end: no two members' tasks live at the same instant, terms growing
+// (sim.Overlaps). It counts what it checked in tally.
+func (s *seedRun) checkOverlaps(tally *tally) error {
+	if s.partitioned {
+		return nil
+	}
+	h := s.c.Hist
+	tally.checked++
+	tally.tasks += len(h.Leaderships)
+	if v := sim.Overlaps(h); len(v) > 0 {
+		return fmt.Errorf("no partition was injected, yet: %s\nhistory:\n%s", strings.Join(v, "; "), h)
+	}
+	return nil
 }
 
 // step lets d pass, checking the invariants every half heartbeat.
