@@ -55,3 +55,11 @@ func GrantUntracked(ctx context.Context, st tenure.StoreSession, key, identity s
 	}
 	return nil
 }
+
+// BeforeBatchWatches makes f run in a session's background step that
+// watches a batch's grants, after the batch returned them and before the
+// watches are sent, until the returned func is called.
+func BeforeBatchWatches(f func()) (restore func()) {
+	beforeWatchLater = func(string) { f() }
+	return func() { beforeWatchLater = nil }
+}

@@ -137,6 +137,73 @@ func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
 	}
 }
 
+// TestSessionBatchTakenBeforeWatched checks that grants a batch returned
+// before their watches were set, and that were deleted or overwritten from
+// outside in between, are reported gone by the next keep-alive, which
+// waits for those watches; the grant left alone is not.
+func TestSessionBatchTakenBeforeWatched(t *testing.T) {
+	srv := server(t)
+	tm := tamperOn(t, srv, "/sessbatchwatch")
+	st := open(t, "zk://"+srv.Addr+"/sessbatchwatch")
+	ctx := ctxT(t, 30*time.Second)
+	keys := []string{"deleted", "overwritten", "kept"}
+	// Keys granted once before, to another session: a batch makes such
+	// grants in one multi-operation (new keys go on their own).
+	first := openSess(t, st, 5*time.Second)
+	for _, k := range keys {
+		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ss := openSess(t, st, 5*time.Second)
+	tampered := make(chan struct{})
+	var once sync.Once
+	restore := zk.BeforeBatchWatches(func() {
+		once.Do(func() {
+			tm.DeleteGrant(t, "deleted")
+			tm.OverwriteGrant(t, "overwritten", "mallory")
+			close(tampered)
+			// Long enough for a keep-alive that did not wait for the
+			// watches to be answered before they are set.
+			time.Sleep(500 * time.Millisecond)
+		})
+	})
+	defer restore()
+	var reqs []tenure.AcquireRequest
+	for _, k := range keys {
+		reqs = append(reqs, tenure.AcquireRequest{Key: k, Identity: "alpha"})
+	}
+	leases := map[string]tenure.Lease{}
+	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs) {
+		if r.Err != nil {
+			t.Fatalf("AcquireBatch %s: %v", keys[i], r.Err)
+		}
+		leases[keys[i]] = r.Lease
+	}
+	select {
+	case <-tampered:
+	case <-ctx.Done():
+		t.Fatal("the batch's watches were never set")
+	}
+	gone := keepAlive(t, ss)
+	got := map[string]bool{}
+	for _, l := range gone {
+		if l != leases[l.Key] {
+			t.Errorf("gone lease %+v is not the grant %+v", l, leases[l.Key])
+		}
+		got[l.Key] = true
+	}
+	if len(gone) != 2 || !got["deleted"] || !got["overwritten"] {
+		t.Fatalf("KeepAlive reported gone %+v, want the two keys taken away before their watches were set", gone)
+	}
+	if err := ss.Release(ctx, leases["kept"]); err != nil {
+		t.Fatalf("Release of the grant left alone: %v", err)
+	}
+}
+
 // TestSessionRetakesOwnDeletedGrant checks that a session whose grant was
 // deleted from outside can take the key again before a keep-alive told it,
 // that the new grant waits for the old one's window, and that the old
