@@ -118,9 +118,10 @@
 //     and 21 MiB of heap at 10,000. Acquire costs a read, one
 //     multi-operation and two watch-setting reads sent together; Release a
 //     read and one multi-operation. A batch of Acquires (AcquireBatch)
-//     costs a pipelined read per key, one multi-operation for all, and the
-//     two watch-setting reads per grant, sent after the batch returned
-//     while the next one is made. At most 64 of them are under way per
+//     costs a pipelined read per key (none for a key whose node a watch of
+//     the same Store read and has seen no change of since), one
+//     multi-operation for all, and the two watch-setting reads per grant,
+//     sent after the batch returned while the next one is made. At most 64 of them are under way per
 //     session at once (the others wait their turn, bounded by their
 //     contexts), so that a burst of campaigns does not queue on the
 //     connection ahead of the keep-alives: a process campaigning for 10,000

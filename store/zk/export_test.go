@@ -63,3 +63,22 @@ func BeforeBatchWatches(f func()) (restore func()) {
 	beforeWatchLater = func(string) { f() }
 	return func() { beforeWatchLater = nil }
 }
+
+// StaleWatched makes the key node that a live watch of st noted for key
+// (see fresh) look free and one version older, as if the change since had
+// not reached the control session yet. It reports whether there was one.
+func StaleWatched(st tenure.Store, key string) bool {
+	s := st.(*Store)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.watched[key]
+	if !ok || w.n.st == nil {
+		return false
+	}
+	old := *w.n.st
+	old.Version--
+	old.NumChildren = 0
+	w.n.st = &old
+	s.watched[key] = w
+	return true
+}

@@ -103,7 +103,15 @@ func (ss *storeSession) batchLocked(ctx context.Context, items []*batchItem, res
 	read := func(items []*batchItem) {
 		ss.eachAtOnce(items, func(it *batchItem) { it.prev, it.err = ss.s.readNodeOn(ctx, ss.conn, it.key) })
 	}
-	read(locked)
+	var unread []*batchItem
+	for _, it := range locked {
+		if n, ok := ss.s.fresh(it.key); ok {
+			it.prev = n // as a candidate's watch just read it (see fresh)
+		} else {
+			unread = append(unread, it)
+		}
+	}
+	read(unread)
 	if missing := ss.createKeyNodes(ctx, locked); len(missing) > 0 {
 		read(missing)
 	}

@@ -204,6 +204,58 @@ func TestSessionBatchTakenBeforeWatched(t *testing.T) {
 	}
 }
 
+// TestSessionBatchStaleWatchedNode checks that a batch that takes a key
+// node from a candidate's watch instead of reading it (see Store.fresh)
+// grants nothing on a stale one: a key held meanwhile stays its holder's,
+// and a key rewritten meanwhile is granted at a term above the rewrite.
+func TestSessionBatchStaleWatchedNode(t *testing.T) {
+	srv := server(t)
+	root := "/sessbatchstale"
+	st := open(t, "zk://"+srv.Addr+root)
+	ctx := ctxT(t, 30*time.Second)
+	keys := []string{"held", "rewritten"}
+	first := openSess(t, st, 5*time.Second)
+	leases := map[string]tenure.Lease{}
+	for _, k := range keys {
+		l, err := first.Acquire(ctx, k, "alpha", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[k] = l
+	}
+	if err := first.Release(ctx, leases["rewritten"]); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawConn(t, srv)
+	for _, k := range keys {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		if _, err := st.Watch(wctx, k); err != nil {
+			t.Fatal(err)
+		}
+		if !zk.StaleWatched(st, k) {
+			t.Fatalf("no watched node noted for %s", k)
+		}
+	}
+	ss := openSess(t, st, 5*time.Second)
+	reqs := []tenure.AcquireRequest{{Key: "held", Identity: "beta"}, {Key: "rewritten", Identity: "beta"}}
+	res := ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs)
+	var held *tenure.HeldError
+	if !errors.As(res[0].Err, &held) || held.Record.Holder != "alpha" {
+		t.Fatalf("batch on a stale node of a held key: %+v, want held by alpha", res[0])
+	}
+	_, kst, err := raw.Get(zk.KeyPath(root, "rewritten"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[1].Err != nil || res[1].Lease.Term != uint64(kst.Mzxid) || res[1].Lease.Term <= leases["rewritten"].Term {
+		t.Fatalf("batch on a stale node of a free key: %+v, want a grant at the key node's term %d", res[1], kst.Mzxid)
+	}
+	if gone := keepAlive(t, first); len(gone) != 0 {
+		t.Fatalf("the holder's KeepAlive reported gone %+v", gone)
+	}
+}
+
 // TestSessionRetakesOwnDeletedGrant checks that a session whose grant was
 // deleted from outside can take the key again before a keep-alive told it,
 // that the new grant waits for the old one's window, and that the old

@@ -42,6 +42,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	}
 	wctx, stop := context.WithCancel(ctx)
 	records := make(chan tenure.Record)
+	s.noteWatched(key, records, a)
 	go s.rearm(wctx, key, a, records)
 	get := func(ctx context.Context) (tenure.Record, error) {
 		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
@@ -83,6 +84,7 @@ type armed struct {
 // fails, and returns when ctx is done.
 func (s *Store) rearm(ctx context.Context, key string, a armed, records chan<- tenure.Record) {
 	defer close(records)
+	defer s.forgetWatched(key, records)
 	for {
 		var child, data bool
 		select {
@@ -106,6 +108,7 @@ func (s *Store) rearm(ctx context.Context, key string, a armed, records chan<- t
 		if err != nil {
 			return
 		}
+		s.noteWatched(key, records, a)
 		select {
 		case records <- a.rec:
 		case <-ctx.Done():
@@ -220,4 +223,56 @@ func (s *Store) armRead(ctx context.Context, key string) (armed, error) {
 		return armed{}, err
 	}
 	return a, nil
+}
+
+// watchedNode is the key node as a live watch of this Store read it when
+// it armed both its watches on the control session.
+type watchedNode struct {
+	n           node
+	child, data <-chan zk.Event
+	by          chan<- tenure.Record // the watch's own channel: whose note it is
+}
+
+// noteWatched notes the key node that the watch by armed with a, if a is
+// both watches and the node read with them; else it forgets the watch's
+// note.
+func (s *Store) noteWatched(key string, by chan<- tenure.Record, a armed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.whole {
+		if s.watched[key].by == by {
+			delete(s.watched, key)
+		}
+		return
+	}
+	s.watched[key] = watchedNode{n: a.n, child: a.child, data: a.data, by: by}
+}
+
+// forgetWatched forgets the note of the watch by, which ended.
+func (s *Store) forgetWatched(key string, by chan<- tenure.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watched[key].by == by {
+		delete(s.watched, key)
+	}
+}
+
+// fresh returns key's node as a live watch of this Store last read it,
+// if neither of its watches has fired since: no change of the key node
+// that ZooKeeper told the control session of. A session's batch uses it
+// instead of reading the key node again (a candidate's watch has just
+// read it, which is why it asks): it saves a read per key when a crashed
+// holder's keys move at once. The node may lag the servers by the time
+// an event takes to arrive, as a read lags them by the time until the
+// multi-operation: the multi-operation applies only if the key node's
+// version is still the one read, else the batch's keys go on their own,
+// each read again.
+func (s *Store) fresh(key string) (node, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.watched[key]
+	if !ok || fired(w.child) || fired(w.data) {
+		return node{}, false
+	}
+	return w.n, true
 }
