@@ -58,10 +58,12 @@ func GrantUntracked(ctx context.Context, st tenure.StoreSession, key, identity s
 
 // BeforeBatchWatches makes f run in a session's background step that
 // watches a batch's grants, after the batch returned them and before the
-// watches are sent, until the returned func is called.
-func BeforeBatchWatches(f func()) (restore func()) {
-	beforeWatchLater = func(string) { f() }
-	return func() { beforeWatchLater = nil }
+// watches are sent, until the returned func is called. Calling fail makes
+// the step's watch requests fail.
+func BeforeBatchWatches(f func(fail func())) (restore func()) {
+	hook := func(cancel context.CancelFunc) { f(cancel) }
+	beforeWatchLater.Store(&hook)
+	return func() { beforeWatchLater.Store(nil) }
 }
 
 // StaleWatched makes the key node that a live watch of st noted for key

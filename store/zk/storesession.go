@@ -35,6 +35,7 @@ type storeSession struct {
 	grants  map[string]*sessionGrant   // by key node path
 	pending map[*sessionGrant]struct{} // grants marked gone, for the next KeepAlive
 	orphans []tenure.Lease             // gone grants replaced before a KeepAlive reported them
+	unheld  []string                   // keys of grants left unwatched, to undo once a KeepAlive reported them (see unwatched)
 	checked chan struct{}              // closed once the grants were checked after the last reconnection
 	checks  int                        // counts disconnections and reconnections (see recheckLocked)
 	watched chan struct{}              // closed once the last batch's grants are watched (see watchLater)
@@ -271,6 +272,10 @@ func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	ss.expiry.Reset(time.Until(sent.Add(ss.ttl)))
 	gone, keys := ss.orphans, []string(nil)
 	ss.orphans = nil
+	for _, key := range ss.unheld { // reported below: their holders know
+		ss.undo(key)
+	}
+	ss.unheld = nil
 	for sg := range ss.pending { // as many as went, not as many as there are
 		if sg.releasing {
 			continue // its Release reports it, or leaves it pending if it fails

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -229,10 +230,11 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 //     awaitWatched), so its answer still covers every change ZooKeeper
 //     applied to them before its sync;
 //   - a grant whose watches cannot be set (the connection dropped, the
-//     session ended, no answer within the session's TTL) is forgotten, and
-//     reported gone by the next KeepAlive, and its nodes deleted in the
-//     background (see undo): its holder steps down rather than lead
-//     unwatched;
+//     session ended, no answer within the session's TTL) is forgotten and
+//     reported gone by the next KeepAlive: its holder steps down rather
+//     than lead unwatched. Its nodes, marker included, stay until that
+//     KeepAlive reported it (see unwatched), so that nobody else gets the
+//     key while its holder may still lead;
 //   - the items' keys stay locked (see lockKey) until their watches are
 //     set, so that no other Acquire of the key in this session overlaps
 //     them, as when Acquire watches before it returns.
@@ -265,27 +267,30 @@ func (ss *storeSession) watchLater(items []*batchItem) {
 		ctx, cancel := context.WithTimeout(context.Background(), ss.ttl)
 		defer cancel()
 		ctxwait.CancelOnClose(ctx, ss.ended, cancel)
-		if beforeWatchLater != nil {
-			beforeWatchLater(items[0].key)
+		if f := beforeWatchLater.Load(); f != nil {
+			(*f)(cancel)
 		}
 		ss.eachAtOnce(items, func(it *batchItem) { it.err = ss.watch(ctx, it.sg) })
 		for _, it := range items {
 			if it.err != nil {
-				ss.unwatched(it.sg)
 				ss.remember(it.key, unsure{prev: it.prev, floor: it.floor})
-				ss.undo(it.key) // runs once the key is unlocked
+				ss.unwatched(it.sg)
 			}
 		}
 	}()
 }
 
 // beforeWatchLater, if set (by tests), runs in watchLater's background
-// step before its watches are sent, with the first key of the step.
-var beforeWatchLater func(key string)
+// step before its watches are sent, with the func that cancels the step's
+// requests.
+var beforeWatchLater atomic.Pointer[func(cancel context.CancelFunc)]
 
 // unwatched forgets sg, a grant whose watches could not be set, and has
 // the next KeepAlive report it gone (unless it was released or replaced
-// meanwhile).
+// meanwhile). That KeepAlive then deletes its nodes in the background
+// (see undo), unless the session holds the key again by then (adopt): not
+// before, since its holder, which was handed the grant, may lead until it
+// is told.
 func (ss *storeSession) unwatched(sg *sessionGrant) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -296,6 +301,7 @@ func (ss *storeSession) unwatched(sg *sessionGrant) {
 	delete(ss.grants, kp)
 	delete(ss.pending, sg)
 	ss.orphans = append(ss.orphans, sg.lease)
+	ss.unheld = append(ss.unheld, sg.lease.Key)
 }
 
 // awaitWatched waits, bounded by ctx, until the watches of every grant

@@ -161,7 +161,7 @@ func TestSessionBatchTakenBeforeWatched(t *testing.T) {
 	ss := openSess(t, st, 5*time.Second)
 	tampered := make(chan struct{})
 	var once sync.Once
-	restore := zk.BeforeBatchWatches(func() {
+	restore := zk.BeforeBatchWatches(func(func()) {
 		once.Do(func() {
 			tm.DeleteGrant(t, "deleted")
 			tm.OverwriteGrant(t, "overwritten", "mallory")
@@ -201,6 +201,72 @@ func TestSessionBatchTakenBeforeWatched(t *testing.T) {
 	}
 	if err := ss.Release(ctx, leases["kept"]); err != nil {
 		t.Fatalf("Release of the grant left alone: %v", err)
+	}
+}
+
+// TestSessionBatchGrantsUnwatched checks that grants a batch returned and
+// whose watches then could not be set are reported gone by the next
+// keep-alive, and that nobody else gets their keys before: their holders
+// may lead until told. Then they are given back.
+func TestSessionBatchGrantsUnwatched(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/sessbatchunwatched")
+	ctx := ctxT(t, 30*time.Second)
+	keys := []string{"a", "b"}
+	first := openSess(t, st, 5*time.Second)
+	for _, k := range keys {
+		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ss := openSess(t, st, 5*time.Second)
+	failed := make(chan struct{})
+	var once sync.Once
+	restore := zk.BeforeBatchWatches(func(fail func()) {
+		once.Do(func() {
+			fail()
+			close(failed)
+		})
+	})
+	defer restore()
+	reqs := []tenure.AcquireRequest{{Key: "a", Identity: "beta"}, {Key: "b", Identity: "beta"}}
+	leases := map[string]tenure.Lease{}
+	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs) {
+		if r.Err != nil {
+			t.Fatalf("AcquireBatch %s: %v", keys[i], r.Err)
+		}
+		leases[keys[i]] = r.Lease
+	}
+	<-failed
+	other := openSess(t, st, 5*time.Second)
+	for _, k := range keys {
+		var held *tenure.HeldError
+		if _, err := other.Acquire(ctx, k, "gamma", ""); !errors.As(err, &held) || held.Record.Holder != "beta" {
+			t.Fatalf("Acquire of %s by another session before the holder was told: %v, want held by beta", k, err)
+		}
+	}
+	gone := keepAlive(t, ss)
+	if len(gone) != 2 || gone[0] != leases[gone[0].Key] || gone[1] != leases[gone[1].Key] || gone[0].Key == gone[1].Key {
+		t.Fatalf("KeepAlive reported gone %+v, want both unwatched grants %+v", gone, leases)
+	}
+	for _, k := range keys { // given back once reported
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			l, err := other.Acquire(ctx, k, "gamma", "")
+			if err == nil {
+				if l.Term <= leases[k].Term {
+					t.Fatalf("%s granted at term %d after term %d", k, l.Term, leases[k].Term)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not given back after it was reported gone: %v", k, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 
