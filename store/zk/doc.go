@@ -65,7 +65,10 @@
 //     observers wake within a round trip of an acquisition, release or
 //     expiry. Lease nodes are ephemeral, so ZooKeeper announces every end of
 //     a grant and a watch on a held key makes no reads while the holder
-//     renews.
+//     renews. Each change costs the watch one request (a grant's start or
+//     end alone: the child watch armed again, its answer the new record) or
+//     two (the key node rewritten too): the requests that arm the watches
+//     are the reads.
 //
 // # Non-guarantees
 //
@@ -114,7 +117,11 @@
 //     1,000 and 10,000 grants (BenchmarkSessionIdle), under 0.1 % of a core
 //     and 21 MiB of heap at 10,000. Acquire costs a read, one
 //     multi-operation and two watch-setting reads sent together; Release a
-//     read and one multi-operation. At most 64 of them are under way per
+//     read and one multi-operation. A batch of Acquires (AcquireBatch)
+//     costs a pipelined read per key (none for a key whose node a watch of
+//     the same Store read and has seen no change of since), one
+//     multi-operation for all, and the two watch-setting reads per grant,
+//     sent after the batch returned while the next one is made. At most 64 of them are under way per
 //     session at once (the others wait their turn, bounded by their
 //     contexts), so that a burst of campaigns does not queue on the
 //     connection ahead of the keep-alives: a process campaigning for 10,000
@@ -126,7 +133,11 @@
 //     before the answer to any request it handles later on that connection,
 //     and the sync makes the server catch up with the ensemble first, so a
 //     KeepAlive reports every grant deleted, rewritten or superseded from
-//     outside before it was sent. The marker of a grant deleted from outside
+//     outside before it was sent. A batch's grants are returned before their
+//     watches are set: each watch-setting read compares what it reads with
+//     the grant, and KeepAlive waits for those watches before it syncs, so
+//     this holds for them too; a grant whose watches cannot be set is
+//     reported gone. The marker of a grant deleted from outside
 //     stays until a KeepAlive reported it, so the next holder's Lease.Wait
 //     covers the session's window, as for plain grants.
 //   - The session ends, with every grant in it: on Close (at once: closing

@@ -55,3 +55,32 @@ func GrantUntracked(ctx context.Context, st tenure.StoreSession, key, identity s
 	}
 	return nil
 }
+
+// BeforeBatchWatches makes f run in a session's background step that
+// watches a batch's grants, after the batch returned them and before the
+// watches are sent, until the returned func is called. Calling fail makes
+// the step's watch requests fail.
+func BeforeBatchWatches(f func(fail func())) (restore func()) {
+	hook := func(cancel context.CancelFunc) { f(cancel) }
+	beforeWatchLater.Store(&hook)
+	return func() { beforeWatchLater.Store(nil) }
+}
+
+// StaleWatched makes the key node that a live watch of st noted for key
+// (see fresh) look free and one version older, as if the change since had
+// not reached the control session yet. It reports whether there was one.
+func StaleWatched(st tenure.Store, key string) bool {
+	s := st.(*Store)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.watched[key]
+	if !ok || w.n.st == nil {
+		return false
+	}
+	old := *w.n.st
+	old.Version--
+	old.NumChildren = 0
+	w.n.st = &old
+	s.watched[key] = w
+	return true
+}

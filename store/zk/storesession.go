@@ -19,7 +19,9 @@ var _ tenure.SessionStore = (*Store)(nil)
 // connection, whose grants are its ephemeral nodes. It keeps a watch on
 // each grant's key node and lease node, so that a grant deleted or
 // overwritten from outside is known without asking, and KeepAlive is one
-// request whatever the number of grants.
+// request whatever the number of grants. A batch's grants are returned
+// before their watches are set; KeepAlive waits for those (see
+// watchLater).
 type storeSession struct {
 	s     *Store
 	conn  *zk.Conn
@@ -33,8 +35,10 @@ type storeSession struct {
 	grants  map[string]*sessionGrant   // by key node path
 	pending map[*sessionGrant]struct{} // grants marked gone, for the next KeepAlive
 	orphans []tenure.Lease             // gone grants replaced before a KeepAlive reported them
+	unheld  []string                   // keys of grants left unwatched, to undo once a KeepAlive reported them (see unwatched)
 	checked chan struct{}              // closed once the grants were checked after the last reconnection
 	checks  int                        // counts disconnections and reconnections (see recheckLocked)
+	watched chan struct{}              // closed once the last batch's grants are watched (see watchLater)
 	busy    map[string]chan struct{}   // by key: closed when its Acquire or undo is over (see lockKey)
 	unsure  map[string]unsure          // by key: what Acquires whose answers were lost read (see adopt)
 	why     string                     // why the session ended; "" while it lives
@@ -68,7 +72,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	}
 	sent := time.Now()
 	ss := &storeSession{s: s, ttl: ttl, gate: &dialGate{}, ready: make(chan struct{}), slots: make(chan struct{}, maxInFlight),
-		checked: closedChan(), grants: map[string]*sessionGrant{}, pending: map[*sessionGrant]struct{}{},
+		checked: closedChan(), watched: closedChan(), grants: map[string]*sessionGrant{}, pending: map[*sessionGrant]struct{}{},
 		busy: map[string]chan struct{}{}, ended: make(chan struct{})}
 	conn, negotiated, err := s.dialSession(ttl, ss.event, ss.gate)
 	if err != nil {
@@ -233,6 +237,10 @@ func (ss *storeSession) fail(ctx context.Context, op, key string, err error) err
 // proves the session alive when it was sent, and it comes after every
 // watch event of the changes ZooKeeper applied before it: the grants whose
 // nodes changed since they were granted are those it returns gone. It
+// first waits, bounded by ctx, for the grants' watches to be set: after a
+// reconnection (see recheckLocked), and for grants a batch returned before
+// their watches were set (see watchLater); it fails if they are not set in
+// time, so that no grant is kept alive unwatched. It
 // restarts the TTL after which the store closes the session itself. An
 // expired or closed session gives an error matching [tenure.ErrLost].
 func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
@@ -240,6 +248,9 @@ func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 		return nil, err
 	}
 	if err := ss.awaitChecked(ctx); err != nil {
+		return nil, ss.fail(ctx, "keep-alive", "", err)
+	}
+	if err := ss.awaitWatched(ctx); err != nil {
 		return nil, ss.fail(ctx, "keep-alive", "", err)
 	}
 	sent := time.Now()
@@ -261,6 +272,10 @@ func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	ss.expiry.Reset(time.Until(sent.Add(ss.ttl)))
 	gone, keys := ss.orphans, []string(nil)
 	ss.orphans = nil
+	for _, key := range ss.unheld { // reported below: their holders know
+		ss.undo(key)
+	}
+	ss.unheld = nil
 	for sg := range ss.pending { // as many as went, not as many as there are
 		if sg.releasing {
 			continue // its Release reports it, or leaves it pending if it fails

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxwait"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -26,6 +28,9 @@ type batchItem struct {
 	floor seen.Grant
 	alive <-chan bool // the last grant's session lives on (see lastAlive)
 	sg    *sessionGrant
+	// unlock lets the next Acquire or undo of the key go (see lockKey);
+	// watchLater takes it over for the grants it watches.
+	unlock func()
 }
 
 // AcquireBatch implements [tenure.BatchAcquirer] in steps of one round
@@ -34,10 +39,12 @@ type batchItem struct {
 // key nodes created in one multi-operation and read again; one
 // multi-operation that makes the grant of every free key (its lease node,
 // marker and key node rewrite, as Acquire does for one: one transaction in
-// ZooKeeper's log); then the watches of every grant, pipelined. A request
-// that is not the simple case (a grant of this session's own, a multi
-// that ZooKeeper refused as a whole because one key changed meanwhile)
-// goes through Acquire on its own.
+// ZooKeeper's log). It returns once that multi-operation is applied: the
+// watches of the grants are set afterwards, pipelined, in the background,
+// and the next KeepAlive waits for them (see watchLater). A request that
+// is not the simple case (a grant of this session's own, a multi that
+// ZooKeeper refused as a whole because one key changed meanwhile) goes
+// through Acquire on its own, which watches its grant before it returns.
 func (ss *storeSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
 	res := make([]tenure.AcquireResult, len(reqs))
 	sent0 := time.Now()
@@ -78,19 +85,34 @@ func (ss *storeSession) batchLocked(ctx context.Context, items []*batchItem, res
 	defer release()
 	slices.SortFunc(items, func(a, b *batchItem) int { return strings.Compare(a.key, b.key) })
 	var locked []*batchItem
+	defer func() {
+		for _, it := range locked {
+			if it.unlock != nil {
+				it.unlock()
+			}
+		}
+	}()
 	for _, it := range items {
 		unlock, err := ss.lockKey(ctx, it.key)
 		if err != nil {
 			res[it.i].Err = ss.fail(ctx, "acquire", it.key, err)
 			continue
 		}
-		defer unlock()
+		it.unlock = unlock
 		locked = append(locked, it)
 	}
 	read := func(items []*batchItem) {
 		ss.eachAtOnce(items, func(it *batchItem) { it.prev, it.err = ss.s.readNodeOn(ctx, ss.conn, it.key) })
 	}
-	read(locked)
+	var unread []*batchItem
+	for _, it := range locked {
+		if n, ok := ss.s.fresh(it.key); ok {
+			it.prev = n // as a candidate's watch just read it (see fresh)
+		} else {
+			unread = append(unread, it)
+		}
+	}
+	read(unread)
 	if missing := ss.createKeyNodes(ctx, locked); len(missing) > 0 {
 		read(missing)
 	}
@@ -136,7 +158,8 @@ func (ss *storeSession) createKeyNodes(ctx context.Context, items []*batchItem) 
 }
 
 // grantAll makes the grants of free, whose key nodes were read, in one
-// multi-operation and watches them, filling in res. It returns the items
+// multi-operation, tracks them and has watchLater watch them, filling in
+// res. It returns the items
 // to try on their own: all of them if ZooKeeper refused the multi (one
 // key changed since it was read).
 func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []tenure.AcquireResult, sent0 time.Time) []*batchItem {
@@ -182,24 +205,117 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 			it.sg = nil
 		}
 	}
-	ss.eachAtOnce(free, func(it *batchItem) {
-		if it.sg != nil {
-			it.err = ss.watch(ctx, it.sg)
-		}
-	})
+	var made []*batchItem
 	for _, it := range free {
-		switch {
-		case it.sg == nil:
-		case it.err != nil:
-			ss.untrack(it.sg)
-			ss.remember(it.key, unsure{prev: it.prev, floor: it.floor})
-			ss.undo(it.key)
-			res[it.i].Err = ss.fail(ctx, "acquire (watch the grant)", it.key, it.err)
-		default:
+		if it.sg != nil {
 			res[it.i].Lease = it.sg.lease
+			made = append(made, it)
 		}
 	}
+	ss.watchLater(made)
 	return nil
+}
+
+// watchLater sets the watches of the grants of items, just made and
+// tracked, in the background, so that the batch returns its grants as soon
+// as the multi-operation is applied; the next batch's reads and
+// multi-operation then overlap these watches on the connection. Nothing
+// is missed meanwhile:
+//
+//   - each watch request also reads its node, and watch marks the grant
+//     gone if its nodes already changed since the multi-operation (deleted
+//     or overwritten from outside before the watch was set);
+//   - KeepAlive, the only way a grant's loss reaches its holder, waits for
+//     the watches of every grant tracked before it started (see
+//     awaitWatched), so its answer still covers every change ZooKeeper
+//     applied to them before its sync;
+//   - a grant whose watches cannot be set (the connection dropped, the
+//     session ended, no answer within the session's TTL) is forgotten and
+//     reported gone by the next KeepAlive: its holder steps down rather
+//     than lead unwatched. Its nodes, marker included, stay until that
+//     KeepAlive reported it (see unwatched), so that nobody else gets the
+//     key while its holder may still lead;
+//   - the items' keys stay locked (see lockKey) until their watches are
+//     set, so that no other Acquire of the key in this session overlaps
+//     them, as when Acquire watches before it returns.
+//
+// One such background step runs at a time, in batch order: a step waits
+// for the one before it, which bounds the requests under way on the
+// connection to about one batch's worth ahead of the batch being made.
+func (ss *storeSession) watchLater(items []*batchItem) {
+	if len(items) == 0 {
+		return
+	}
+	unlocks := make([]func(), 0, len(items))
+	for _, it := range items {
+		unlocks = append(unlocks, it.unlock)
+		it.unlock = nil
+	}
+	done := make(chan struct{})
+	ss.mu.Lock()
+	prev := ss.watched
+	ss.watched = done
+	ss.mu.Unlock()
+	go func() {
+		defer close(done)
+		defer func() {
+			for _, unlock := range unlocks {
+				unlock()
+			}
+		}()
+		<-prev
+		ctx, cancel := context.WithTimeout(context.Background(), ss.ttl)
+		defer cancel()
+		ctxwait.CancelOnClose(ctx, ss.ended, cancel)
+		if f := beforeWatchLater.Load(); f != nil {
+			(*f)(cancel)
+		}
+		ss.eachAtOnce(items, func(it *batchItem) { it.err = ss.watch(ctx, it.sg) })
+		for _, it := range items {
+			if it.err != nil {
+				ss.remember(it.key, unsure{prev: it.prev, floor: it.floor})
+				ss.unwatched(it.sg)
+			}
+		}
+	}()
+}
+
+// beforeWatchLater, if set (by tests), runs in watchLater's background
+// step before its watches are sent, with the func that cancels the step's
+// requests.
+var beforeWatchLater atomic.Pointer[func(cancel context.CancelFunc)]
+
+// unwatched forgets sg, a grant whose watches could not be set, and has
+// the next KeepAlive report it gone (unless it was released or replaced
+// meanwhile). That KeepAlive then deletes its nodes in the background
+// (see undo), unless the session holds the key again by then (adopt): not
+// before, since its holder, which was handed the grant, may lead until it
+// is told.
+func (ss *storeSession) unwatched(sg *sessionGrant) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	kp := ss.s.keyPath(sg.lease.Key)
+	if ss.grants[kp] != sg {
+		return
+	}
+	delete(ss.grants, kp)
+	delete(ss.pending, sg)
+	ss.orphans = append(ss.orphans, sg.lease)
+	ss.unheld = append(ss.unheld, sg.lease.Key)
+}
+
+// awaitWatched waits, bounded by ctx, until the watches of every grant
+// the session tracked when it was called are set (see watchLater).
+func (ss *storeSession) awaitWatched(ctx context.Context) error {
+	ss.mu.Lock()
+	watched := ss.watched
+	ss.mu.Unlock()
+	select {
+	case <-watched:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the watches of new grants are still being set: %w", ctx.Err())
+	}
 }
 
 // eachAtOnce runs f on every item at the same time and waits for all:

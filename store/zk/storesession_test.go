@@ -137,6 +137,191 @@ func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
 	}
 }
 
+// TestSessionBatchTakenBeforeWatched checks that grants a batch returned
+// before their watches were set, and that were deleted or overwritten from
+// outside in between, are reported gone by the next keep-alive, which
+// waits for those watches; the grant left alone is not.
+func TestSessionBatchTakenBeforeWatched(t *testing.T) {
+	srv := server(t)
+	tm := tamperOn(t, srv, "/sessbatchwatch")
+	st := open(t, "zk://"+srv.Addr+"/sessbatchwatch")
+	ctx := ctxT(t, 30*time.Second)
+	keys := []string{"deleted", "overwritten", "kept"}
+	// Keys granted once before, to another session: a batch makes such
+	// grants in one multi-operation (new keys go on their own).
+	first := openSess(t, st, 5*time.Second)
+	for _, k := range keys {
+		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ss := openSess(t, st, 5*time.Second)
+	tampered := make(chan struct{})
+	var once sync.Once
+	restore := zk.BeforeBatchWatches(func(func()) {
+		once.Do(func() {
+			tm.DeleteGrant(t, "deleted")
+			tm.OverwriteGrant(t, "overwritten", "mallory")
+			close(tampered)
+			// Long enough for a keep-alive that did not wait for the
+			// watches to be answered before they are set.
+			time.Sleep(500 * time.Millisecond)
+		})
+	})
+	defer restore()
+	var reqs []tenure.AcquireRequest
+	for _, k := range keys {
+		reqs = append(reqs, tenure.AcquireRequest{Key: k, Identity: "alpha"})
+	}
+	leases := map[string]tenure.Lease{}
+	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs) {
+		if r.Err != nil {
+			t.Fatalf("AcquireBatch %s: %v", keys[i], r.Err)
+		}
+		leases[keys[i]] = r.Lease
+	}
+	select {
+	case <-tampered:
+	case <-ctx.Done():
+		t.Fatal("the batch's watches were never set")
+	}
+	gone := keepAlive(t, ss)
+	got := map[string]bool{}
+	for _, l := range gone {
+		if l != leases[l.Key] {
+			t.Errorf("gone lease %+v is not the grant %+v", l, leases[l.Key])
+		}
+		got[l.Key] = true
+	}
+	if len(gone) != 2 || !got["deleted"] || !got["overwritten"] {
+		t.Fatalf("KeepAlive reported gone %+v, want the two keys taken away before their watches were set", gone)
+	}
+	if err := ss.Release(ctx, leases["kept"]); err != nil {
+		t.Fatalf("Release of the grant left alone: %v", err)
+	}
+}
+
+// TestSessionBatchGrantsUnwatched checks that grants a batch returned and
+// whose watches then could not be set are reported gone by the next
+// keep-alive, and that nobody else gets their keys before: their holders
+// may lead until told. Then they are given back.
+func TestSessionBatchGrantsUnwatched(t *testing.T) {
+	srv := server(t)
+	st := open(t, "zk://"+srv.Addr+"/sessbatchunwatched")
+	ctx := ctxT(t, 30*time.Second)
+	keys := []string{"a", "b"}
+	first := openSess(t, st, 5*time.Second)
+	for _, k := range keys {
+		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ss := openSess(t, st, 5*time.Second)
+	failed := make(chan struct{})
+	var once sync.Once
+	restore := zk.BeforeBatchWatches(func(fail func()) {
+		once.Do(func() {
+			fail()
+			close(failed)
+		})
+	})
+	defer restore()
+	reqs := []tenure.AcquireRequest{{Key: "a", Identity: "beta"}, {Key: "b", Identity: "beta"}}
+	leases := map[string]tenure.Lease{}
+	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs) {
+		if r.Err != nil {
+			t.Fatalf("AcquireBatch %s: %v", keys[i], r.Err)
+		}
+		leases[keys[i]] = r.Lease
+	}
+	<-failed
+	other := openSess(t, st, 5*time.Second)
+	for _, k := range keys {
+		var held *tenure.HeldError
+		if _, err := other.Acquire(ctx, k, "gamma", ""); !errors.As(err, &held) || held.Record.Holder != "beta" {
+			t.Fatalf("Acquire of %s by another session before the holder was told: %v, want held by beta", k, err)
+		}
+	}
+	gone := keepAlive(t, ss)
+	if len(gone) != 2 || gone[0] != leases[gone[0].Key] || gone[1] != leases[gone[1].Key] || gone[0].Key == gone[1].Key {
+		t.Fatalf("KeepAlive reported gone %+v, want both unwatched grants %+v", gone, leases)
+	}
+	for _, k := range keys { // given back once reported
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			l, err := other.Acquire(ctx, k, "gamma", "")
+			if err == nil {
+				if l.Term <= leases[k].Term {
+					t.Fatalf("%s granted at term %d after term %d", k, l.Term, leases[k].Term)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not given back after it was reported gone: %v", k, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestSessionBatchStaleWatchedNode checks that a batch that takes a key
+// node from a candidate's watch instead of reading it (see Store.fresh)
+// grants nothing on a stale one: a key held meanwhile stays its holder's,
+// and a key rewritten meanwhile is granted at a term above the rewrite.
+func TestSessionBatchStaleWatchedNode(t *testing.T) {
+	srv := server(t)
+	root := "/sessbatchstale"
+	st := open(t, "zk://"+srv.Addr+root)
+	ctx := ctxT(t, 30*time.Second)
+	keys := []string{"held", "rewritten"}
+	first := openSess(t, st, 5*time.Second)
+	leases := map[string]tenure.Lease{}
+	for _, k := range keys {
+		l, err := first.Acquire(ctx, k, "alpha", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[k] = l
+	}
+	if err := first.Release(ctx, leases["rewritten"]); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawConn(t, srv)
+	for _, k := range keys {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		if _, err := st.Watch(wctx, k); err != nil {
+			t.Fatal(err)
+		}
+		if !zk.StaleWatched(st, k) {
+			t.Fatalf("no watched node noted for %s", k)
+		}
+	}
+	ss := openSess(t, st, 5*time.Second)
+	reqs := []tenure.AcquireRequest{{Key: "held", Identity: "beta"}, {Key: "rewritten", Identity: "beta"}}
+	res := ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs)
+	var held *tenure.HeldError
+	if !errors.As(res[0].Err, &held) || held.Record.Holder != "alpha" {
+		t.Fatalf("batch on a stale node of a held key: %+v, want held by alpha", res[0])
+	}
+	_, kst, err := raw.Get(zk.KeyPath(root, "rewritten"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[1].Err != nil || res[1].Lease.Term != uint64(kst.Mzxid) || res[1].Lease.Term <= leases["rewritten"].Term {
+		t.Fatalf("batch on a stale node of a free key: %+v, want a grant at the key node's term %d", res[1], kst.Mzxid)
+	}
+	if gone := keepAlive(t, first); len(gone) != 0 {
+		t.Fatalf("the holder's KeepAlive reported gone %+v", gone)
+	}
+}
+
 // TestSessionRetakesOwnDeletedGrant checks that a session whose grant was
 // deleted from outside can take the key again before a keep-alive told it,
 // that the new grant waits for the old one's window, and that the old

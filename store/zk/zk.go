@@ -43,6 +43,7 @@ type Store struct {
 	mu       sync.Mutex
 	grants   map[string]*grant // by Lease.Token
 	sessions map[*storeSession]struct{}
+	watched  map[string]watchedNode // by key: the key node as a live watch last read it (see fresh)
 
 	seen   seen.Terms // the highest term this Store saw per key
 	spare  *grant     // a session made ready for the next Acquire, or nil
@@ -98,6 +99,7 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 		where:    strings.Join(servers, ","),
 		grants:   map[string]*grant{},
 		sessions: map[*storeSession]struct{}{},
+		watched:  map[string]watchedNode{},
 		done:     make(chan struct{}),
 		up:       make(chan struct{}),
 		authed:   make(chan struct{}),
