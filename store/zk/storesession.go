@@ -272,8 +272,12 @@ func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	ss.expiry.Reset(time.Until(sent.Add(ss.ttl)))
 	gone, keys := ss.orphans, []string(nil)
 	ss.orphans = nil
-	for _, key := range ss.unheld { // reported below: their holders know
-		ss.undo(key)
+	for _, key := range ss.unheld {
+		// Reported below, so their holders stop now; their nodes go one
+		// session TTL later, as if the grants had expired, so that no
+		// other process takes a key while its holder's task may still be
+		// stopping.
+		time.AfterFunc(ss.ttl, func() { ss.undo(key) })
 	}
 	ss.unheld = nil
 	for sg := range ss.pending { // as many as went, not as many as there are

@@ -287,10 +287,10 @@ var beforeWatchLater atomic.Pointer[func(cancel context.CancelFunc)]
 
 // unwatched forgets sg, a grant whose watches could not be set, and has
 // the next KeepAlive report it gone (unless it was released or replaced
-// meanwhile). That KeepAlive then deletes its nodes in the background
-// (see undo), unless the session holds the key again by then (adopt): not
-// before, since its holder, which was handed the grant, may lead until it
-// is told.
+// meanwhile). One session TTL after that KeepAlive its nodes are deleted
+// in the background (see undo), unless the session holds the key again by
+// then (adopt): not before, since its holder, which was handed the grant,
+// may lead until it is told and its task has stopped, as after an expiry.
 func (ss *storeSession) unwatched(sg *sessionGrant) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

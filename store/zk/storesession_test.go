@@ -252,20 +252,34 @@ func TestSessionBatchGrantsUnwatched(t *testing.T) {
 	if len(gone) != 2 || gone[0] != leases[gone[0].Key] || gone[1] != leases[gone[1].Key] || gone[0].Key == gone[1].Key {
 		t.Fatalf("KeepAlive reported gone %+v, want both unwatched grants %+v", gone, leases)
 	}
-	for _, k := range keys { // given back once reported
-		deadline := time.Now().Add(10 * time.Second)
+	reported := time.Now()
+	for _, k := range keys { // held on until the holder can have stopped
+		var held *tenure.HeldError
+		if _, err := other.Acquire(ctx, k, "gamma", ""); !errors.As(err, &held) && time.Since(reported) < 4*time.Second {
+			t.Fatalf("Acquire of %s by another session right after the holder was told: %v, want held until a session TTL passed", k, err)
+		}
+	}
+	for _, k := range keys { // given back one session TTL after it was reported
+		deadline := time.Now().Add(15 * time.Second)
 		for {
 			l, err := other.Acquire(ctx, k, "gamma", "")
 			if err == nil {
 				if l.Term <= leases[k].Term {
 					t.Fatalf("%s granted at term %d after term %d", k, l.Term, leases[k].Term)
 				}
+				if d := time.Since(reported); d < 5*time.Second {
+					t.Fatalf("%s given to another session %s after its holder was told, before the session TTL of 5s", k, d)
+				}
 				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s not given back after it was reported gone: %v", k, err)
 			}
-			time.Sleep(50 * time.Millisecond)
+			// Both sessions live on: the key must come back through the
+			// reported grant's deletion, not its session's end.
+			keepAlive(t, ss)
+			keepAlive(t, other)
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 }
