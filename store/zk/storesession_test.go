@@ -137,6 +137,22 @@ func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
 	}
 }
 
+// grantedBefore grants keys once to a session of their own, then closes
+// it: a batch makes grants of keys granted before in one multi-operation
+// (new keys go on their own).
+func grantedBefore(ctx context.Context, t *testing.T, st *zk.Store, keys []string) {
+	t.Helper()
+	first := openSess(t, st, 5*time.Second)
+	for _, k := range keys {
+		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSessionBatchTakenBeforeWatched checks that grants a batch returned
 // before their watches were set, and that were deleted or overwritten from
 // outside in between, are reported gone by the next keep-alive, which
@@ -147,17 +163,7 @@ func TestSessionBatchTakenBeforeWatched(t *testing.T) {
 	st := open(t, "zk://"+srv.Addr+"/sessbatchwatch")
 	ctx := ctxT(t, 30*time.Second)
 	keys := []string{"deleted", "overwritten", "kept"}
-	// Keys granted once before, to another session: a batch makes such
-	// grants in one multi-operation (new keys go on their own).
-	first := openSess(t, st, 5*time.Second)
-	for _, k := range keys {
-		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := first.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	grantedBefore(ctx, t, st, keys)
 	ss := openSess(t, st, 5*time.Second)
 	tampered := make(chan struct{})
 	var once sync.Once
@@ -213,15 +219,7 @@ func TestSessionBatchGrantsUnwatched(t *testing.T) {
 	st := open(t, "zk://"+srv.Addr+"/sessbatchunwatched")
 	ctx := ctxT(t, 30*time.Second)
 	keys := []string{"a", "b"}
-	first := openSess(t, st, 5*time.Second)
-	for _, k := range keys {
-		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := first.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	grantedBefore(ctx, t, st, keys)
 	ss := openSess(t, st, 5*time.Second)
 	failed := make(chan struct{})
 	var once sync.Once
