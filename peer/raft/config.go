@@ -78,9 +78,10 @@ type Config struct {
 	// never leads: it stays a voter (it votes and counts in the quorum,
 	// which a nonvoter would not, and the static bootstrap configuration
 	// must be the same on every member), grants no lease, and if raft
-	// makes it leader it hands leadership to another member at once
-	// (LeadershipTransfer, tried again every HeartbeatTimeout while it
-	// still leads). Its status answers say it never leads, so an observer
+	// makes it leader it hands leadership to another member within a
+	// HeartbeatTimeout (LeadershipTransferToServer, naming each other
+	// member in turn, one attempt every HeartbeatTimeout while it still
+	// leads). Its status answers say it never leads, so an observer
 	// reports the key free meanwhile.
 	Priority *int
 

@@ -60,8 +60,9 @@
 // and would need every member's static bootstrap configuration to know it.
 // So it stays a voter, but its node grants no lease (Acquire answers
 // [ErrSteppingDown]) and, whenever raft makes it leader, hands raft
-// leadership to another member at once (LeadershipTransfer, tried again
-// every heartbeat timeout while it still leads). Its own Get, and its
+// leadership to another member within a heartbeat timeout
+// (LeadershipTransferToServer, naming each other member in turn, one
+// attempt every heartbeat timeout while it still leads). Its own Get, and its
 // status answers, which say priority 0, report no holder, so an observer
 // reports the key free while it holds raft leadership; other members'
 // Get may name it for that moment. If only members of priority 0 keep a

@@ -148,18 +148,32 @@ func New(cfg Config) (*Node, error) {
 }
 
 // handAway is a priority-0 member's answer to raft making it leader: it
-// hands leadership to another member at once (as a step-down does, see
-// [Node.transfer]), and again every HeartbeatTimeout while it still leads
-// (a transfer fails while no follower is up to date). It runs until the
-// node closes; raft sends on elected (true: it leads) without blocking.
+// hands leadership to another member at its next tick, within one
+// HeartbeatTimeout, and again every HeartbeatTimeout while it still leads
+// (a transfer fails while its target is down or behind). Each attempt
+// names the next of the other members in turn (LeadershipTransferToServer),
+// or the member a live step-down request names: raft's own pick prefers
+// the first of equally up-to-date members, which, where two members of
+// priority 0 are the most up to date, would hand leadership back and forth
+// between them and never to a third that may lead. Not at once: members of
+// priority 0 would otherwise hand it around as fast as raft can elect,
+// each election a new term and a log entry. It runs until the node closes;
+// raft sends on elected (true: it leads) without blocking.
 func (n *Node) handAway(elected <-chan bool) {
 	t := time.NewTicker(n.cfg.HeartbeatTimeout)
 	defer t.Stop()
-	for {
+	var others []Member
+	for _, m := range n.cfg.Members {
+		if m.ID != n.cfg.ID {
+			others = append(others, m)
+		}
+	}
+	for next := 0; ; {
 		select {
 		case <-n.done:
 			return
 		case <-elected:
+			continue // handed away at the next tick
 		case <-t.C:
 		}
 		if n.raft.State() != hraft.Leader {
@@ -167,7 +181,20 @@ func (n *Node) handAway(elected <-chan bool) {
 		}
 		n.cfg.Logger.Info("priority 0: handing raft leadership to another member", "id", n.cfg.ID, "term", n.raft.CurrentTerm())
 		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout)
-		if err := n.transfer(ctx); err != nil && !errors.Is(err, tenure.ErrClosed) {
+		var err error
+		if _, named := n.transferTarget(n.raft.CurrentTerm()); named || len(others) == 0 {
+			err = n.transfer(ctx)
+		} else {
+			m := others[next%len(others)]
+			next++
+			err = n.wait(ctx, func() hraft.Future {
+				return n.raft.LeadershipTransferToServer(hraft.ServerID(m.ID), hraft.ServerAddress(m.Addr))
+			})
+			if errors.Is(err, hraft.ErrNotLeader) {
+				err = nil // someone else leads already
+			}
+		}
+		if err != nil && !errors.Is(err, tenure.ErrClosed) {
 			n.cfg.Logger.Warn("priority 0: cannot hand raft leadership over yet", "id", n.cfg.ID, "err", err)
 		}
 		cancel()
