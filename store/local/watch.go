@@ -124,9 +124,10 @@ func (s *Store) newNotifier() (*notifier, error) {
 	// A non-blocking descriptor in an *os.File is served by the runtime
 	// poller: Read parks the goroutine, and Close wakes it.
 	n := &notifier{
-		f:     os.NewFile(uintptr(fd), "inotify"),
-		gone:  make(chan struct{}),
-		byKey: map[string]*keyWatches{},
+		f:      os.NewFile(uintptr(fd), "inotify"),
+		gone:   make(chan struct{}),
+		events: &s.watchEvents,
+		byKey:  map[string]*keyWatches{},
 	}
 	go n.read()
 	return n, nil
@@ -135,8 +136,9 @@ func (s *Store) newNotifier() (*notifier, error) {
 // notifier is a handle's inotify descriptor on the state directory,
 // shared by its watches. Its methods are safe for concurrent use.
 type notifier struct {
-	f    *os.File
-	gone chan struct{} // closed when read returns
+	f      *os.File
+	gone   chan struct{}  // closed when read returns
+	events *atomic.Uint64 // counts the events dispatched (the store's, for tests)
 
 	mu    sync.Mutex
 	byKey map[string]*keyWatches // the open watches, by their key's file prefix
@@ -348,7 +350,7 @@ func (n *notifier) read() {
 				ended = true
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				for _, kw := range n.byKey {
-					kw.wake(nil)
+					n.wake(kw, 0)
 				}
 			default:
 				n.dispatch(name, ev.Mask)
@@ -392,7 +394,7 @@ func (n *notifier) readRaw(rc syscall.RawConn, buf []byte) (int, error) {
 func (n *notifier) dispatch(name string, mask uint32) {
 	if base, ok := strings.CutSuffix(name, ".state"); ok {
 		if kw := n.byKey[base]; kw != nil {
-			kw.wake(nil)
+			n.wake(kw, 0)
 		}
 		return
 	}
@@ -404,25 +406,22 @@ func (n *notifier) dispatch(name string, mask uint32) {
 	if kw == nil {
 		return
 	}
-	term, err := strconv.ParseUint(name[i+len(".holder."):], 10, 64)
-	kw.wake(func(w *watch) {
-		if mask&unix.IN_CLOSE_WRITE != 0 && err == nil {
-			w.closing.Store(term)
-		}
-	})
+	var closing uint64 // the term whose liveness file was closed, if that is the event
+	if term, err := strconv.ParseUint(name[i+len(".holder."):], 10, 64); err == nil && mask&unix.IN_CLOSE_WRITE != 0 {
+		closing = term
+	}
+	n.wake(kw, closing)
 }
 
-// wake numbers a new event for the key and wakes its watches, after
-// calling each (if not nil) on every watch. The caller holds notifier.mu.
-func (kw *keyWatches) wake(each func(*watch)) {
+// wake numbers a new event for kw's key and wakes its watches, telling
+// them first of the liveness file of term closing closed, if not 0 (terms
+// start at 1). The caller holds n.mu.
+func (n *notifier) wake(kw *keyWatches, closing uint64) {
 	ev := kw.seq.Add(1)
+	n.events.Add(1)
 	for w := range kw.ws {
-		w.s.watchEvents.Add(1)
-		break
-	}
-	for w := range kw.ws {
-		if each != nil {
-			each(w)
+		if closing != 0 {
+			w.closing.Store(closing)
 		}
 		w.pending.Store(ev)
 		w.signal()
