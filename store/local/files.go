@@ -248,7 +248,7 @@ func ofdLock(fd uintptr, typ int16) error {
 }
 
 // ofdWriteLocked reports whether some open file description other than
-// fd's holds a write lock on f. Only a write lock counts, so a reader's read
+// fd's holds a write lock on the file. Only a write lock counts, so a reader's read
 // lock can neither fake nor hide a holder.
 func ofdWriteLocked(fd uintptr) (bool, error) {
 	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart}
@@ -358,9 +358,10 @@ func readState(d *dirHandle, name string) (st state, ok bool, err error) {
 
 // readAll reads f, size bytes long when it was opened. Records are never
 // written in place (a new file is renamed over the old one), so reading
-// stops once size bytes came, without the read that would confirm the end;
-// a file that grew meanwhile is cut at size, and one that shrank ends
-// early: either way the checksum then fails to decode.
+// stops once size bytes came, without the read that would confirm the end.
+// A file written in place meanwhile (by someone who can write the
+// directory) is read up to size, and its record decodes only if its length
+// and checksum hold; one that shrank ends early and does not decode.
 func (f rawFile) readAll(size int) ([]byte, error) {
 	data := make([]byte, size)
 	n := 0
