@@ -232,9 +232,9 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 //   - a grant whose watches cannot be set (the connection dropped, the
 //     session ended, no answer within the session's TTL) is forgotten and
 //     reported gone by the next KeepAlive: its holder steps down rather
-//     than lead unwatched. Its nodes, marker included, stay until that
-//     KeepAlive reported it (see unwatched), so that nobody else gets the
-//     key while its holder may still lead;
+//     than lead unwatched. Its nodes, marker included, stay until one
+//     session TTL after that KeepAlive reported it (see unwatched), so
+//     that nobody else gets the key while its holder may still lead;
 //   - the items' keys stay locked (see lockKey) until their watches are
 //     set, so that no other Acquire of the key in this session overlaps
 //     them, as when Acquire watches before it returns.
@@ -307,15 +307,7 @@ func (ss *storeSession) unwatched(sg *sessionGrant) {
 // awaitWatched waits, bounded by ctx, until the watches of every grant
 // the session tracked when it was called are set (see watchLater).
 func (ss *storeSession) awaitWatched(ctx context.Context) error {
-	ss.mu.Lock()
-	watched := ss.watched
-	ss.mu.Unlock()
-	select {
-	case <-watched:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("the watches of new grants are still being set: %w", ctx.Err())
-	}
+	return ss.awaitClosed(ctx, &ss.watched, "the watches of new grants are still being set")
 }
 
 // eachAtOnce runs f on every item at the same time and waits for all:

@@ -444,14 +444,21 @@ func (ss *storeSession) checkAll(grants []*sessionGrant) bool {
 // awaitChecked waits, bounded by ctx, until the grants were checked after
 // the last reconnection (see recheckLocked).
 func (ss *storeSession) awaitChecked(ctx context.Context) error {
+	return ss.awaitClosed(ctx, &ss.checked, "the grants are still being checked after a reconnection")
+}
+
+// awaitClosed waits, bounded by ctx, until the channel in *field (read
+// under ss.mu, as it is replaced there) is closed; what says, for the
+// error, what is still under way.
+func (ss *storeSession) awaitClosed(ctx context.Context, field *chan struct{}, what string) error {
 	ss.mu.Lock()
-	checked := ss.checked
+	c := *field
 	ss.mu.Unlock()
 	select {
-	case <-checked:
+	case <-c:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("the grants are still being checked after a reconnection: %w", ctx.Err())
+		return fmt.Errorf("%s: %w", what, ctx.Err())
 	}
 }
 

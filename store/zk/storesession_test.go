@@ -110,13 +110,7 @@ func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
 	tm.OverwriteGrant(t, "overwritten", "mallory")
 	tm.DeleteAll(t, "all-deleted")
 	gone := keepAlive(t, ss)
-	got := map[string]bool{}
-	for _, l := range gone {
-		if l != leases[l.Key] {
-			t.Errorf("gone lease %+v is not the grant %+v", l, leases[l.Key])
-		}
-		got[l.Key] = true
-	}
+	got := goneKeys(t, gone, leases)
 	if len(gone) != 3 || !got["deleted"] || !got["overwritten"] || !got["all-deleted"] {
 		t.Fatalf("KeepAlive reported gone %+v, want the three keys taken away", gone)
 	}
@@ -135,6 +129,20 @@ func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
 	if gone := keepAlive(t, ss); len(gone) != 0 {
 		t.Fatalf("KeepAlive after taking the key again reported gone: %+v", gone)
 	}
+}
+
+// goneKeys returns the keys of gone, the leases a KeepAlive reported gone,
+// checking that each is the very grant leases has for its key.
+func goneKeys(t *testing.T, gone []tenure.Lease, leases map[string]tenure.Lease) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	for _, l := range gone {
+		if l != leases[l.Key] {
+			t.Errorf("gone lease %+v is not the grant %+v", l, leases[l.Key])
+		}
+		got[l.Key] = true
+	}
+	return got
 }
 
 // grantedBefore grants keys once to a session of their own, then closes
@@ -195,13 +203,7 @@ func TestSessionBatchTakenBeforeWatched(t *testing.T) {
 		t.Fatal("the batch's watches were never set")
 	}
 	gone := keepAlive(t, ss)
-	got := map[string]bool{}
-	for _, l := range gone {
-		if l != leases[l.Key] {
-			t.Errorf("gone lease %+v is not the grant %+v", l, leases[l.Key])
-		}
-		got[l.Key] = true
-	}
+	got := goneKeys(t, gone, leases)
 	if len(gone) != 2 || !got["deleted"] || !got["overwritten"] {
 		t.Fatalf("KeepAlive reported gone %+v, want the two keys taken away before their watches were set", gone)
 	}
