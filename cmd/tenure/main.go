@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/tenurehq/tenure"
@@ -24,7 +25,23 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		oneProcFor(os.Args[1])
+	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// oneProcFor runs the long-lived commands, run and watch, on one P
+// (GOMAXPROCS 1) unless $GOMAXPROCS says otherwise. They mostly wait: for
+// the store, a timer, a signal, a scrape. With more Ps, every wake-up has
+// idle Ps to look for work on and threads to start or park, which is most
+// of what an idle leader costs (BenchmarkHTTPIdle: about a fifth of its
+// CPU on this 2-core machine). CMD's environment is not touched, so CMD
+// keeps every core.
+func oneProcFor(command string) {
+	if (command == "run" || command == "watch") && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 // usage is the top-level help text.
