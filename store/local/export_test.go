@@ -36,3 +36,7 @@ const TermsDir = termsDir
 func WatchCounts(s *Store) (events, reads uint64) {
 	return s.watchEvents.Load(), s.watchReads.Load()
 }
+
+// CachedReads returns how many records s read back without decoding them,
+// because they were exactly what s last wrote.
+func CachedReads(s *Store) uint64 { return s.d.recs.hits.Load() }

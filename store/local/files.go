@@ -89,11 +89,12 @@ func isHolderName(name, base string) bool {
 // so that renaming or replacing the directory's path (or any of its
 // parents) after Open changes nothing.
 type dirHandle struct {
-	f     *os.File // opened O_RDONLY|O_DIRECTORY, never through a symlink
-	path  string   // for messages
-	group bool     // shared with its group: files 0660, owner any member
-	gid   uint32   // the directory's group
-	euid  uint32   // the user the directory was opened as, who must own its files
+	f     *os.File     // opened O_RDONLY|O_DIRECTORY, never through a symlink
+	path  string       // for messages
+	group bool         // shared with its group: files 0660, owner any member
+	gid   uint32       // the directory's group
+	euid  uint32       // the user the directory was opened as, who must own its files
+	recs  *recordCache // the state directory's: records this handle wrote; nil for .terms
 }
 
 func (d *dirHandle) fd() int { return int(d.f.Fd()) }
@@ -349,6 +350,9 @@ func readState(d *dirHandle, name string) (st state, ok bool, err error) {
 	if err != nil {
 		return state{}, false, fmt.Errorf("local: read state %s: %w", f.name, err)
 	}
+	if st, ok := d.recs.lookup(name, data); ok {
+		return st, true, nil
+	}
 	st, err = decodeState(data)
 	if err != nil {
 		return state{}, false, fmt.Errorf("%w %s: %v", ErrCorrupt, f.name, err)
@@ -412,7 +416,8 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 	if err != nil {
 		return err
 	}
-	err = f.writeAll(encodeState(st))
+	data := encodeState(st)
+	err = f.writeAll(data)
 	if err == nil && durable {
 		err = unix.Fsync(f.fd)
 	}
@@ -424,8 +429,10 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 	}
 	if err != nil {
 		_ = tmpDir.remove(tmp)
+		d.recs.forget(name) // the rename may or may not have happened
 		return err
 	}
+	d.recs.wrote(name, data, st)
 	if durable {
 		if err := d.f.Sync(); err != nil {
 			return fmt.Errorf("sync state directory %s: %w", d.path, err)

@@ -85,6 +85,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	d.path = dir
+	d.recs = newRecordCache()
 	if err := unix.Faccessat(d.fd(), ".", unix.R_OK|unix.W_OK|unix.X_OK, 0); err != nil {
 		d.f.Close()
 		return nil, fmt.Errorf("local: cannot use state directory %q: need read, write and search permission: %w", dir, err)
@@ -230,6 +231,7 @@ func (s *Store) dropGrant(token string) bool {
 	if g == nil {
 		return false
 	}
+	s.d.recs.forget(s.files(g.key).state)
 	g.f.Close()
 	return true
 }
