@@ -36,8 +36,9 @@ func TestConformance(t *testing.T) {
 		Open: func(t testing.TB) tenure.Store { return open(t, dir) },
 		// Terms live in the files: closing every handle and opening a new
 		// one is a restart of this store.
-		Restart: func(testing.TB) {},
-		Tamper:  tamperIn(dir),
+		Restart:  func(testing.TB) {},
+		Tamper:   tamperIn(dir),
+		Sessions: true,
 	})
 }
 
