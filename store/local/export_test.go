@@ -2,6 +2,12 @@
 
 package local
 
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
 // SetRunUserDir points DefaultDir's /run/user at dir until the returned
 // function is called.
 func SetRunUserDir(dir string) (restore func()) {
@@ -35,4 +41,21 @@ const TermsDir = termsDir
 // for them.
 func WatchCounts(s *Store) (events, reads uint64) {
 	return s.watchEvents.Load(), s.watchReads.Load()
+}
+
+// OverwriteRecord rewrites key's record in dir in place (same file, as a
+// restored backup or another tool would), naming identity with a token of
+// its own and keeping everything else: term, expiry, session.
+func OverwriteRecord(dir, key, identity string) error {
+	name := filepath.Join(dir, baseName(key)+".state")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		return err
+	}
+	st.Holder, st.Token = identity, strings.Repeat("5", 32)
+	return os.WriteFile(name, encodeState(st), 0o600)
 }
