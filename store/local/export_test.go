@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tenurehq/tenure"
 )
 
 // SetRunUserDir points DefaultDir's /run/user at dir until the returned
@@ -59,3 +61,20 @@ func OverwriteRecord(dir, key, identity string) error {
 	st.Holder, st.Token = identity, strings.Repeat("5", 32)
 	return os.WriteFile(name, encodeState(st), 0o600)
 }
+
+// SessionID returns the id of ss, a session of a local store: the name of
+// its file in the state directory's .sessions.
+func SessionID(ss tenure.StoreSession) string { return ss.(*session).id }
+
+// SessionCounts returns how many times ss wrote its session file, and how
+// many records its keep-alives read because a grant's record had changed.
+func SessionCounts(ss tenure.StoreSession) (writes, reads int) {
+	s := ss.(*session)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes, s.reads
+}
+
+// SessionsDir is the directory, inside a state directory, of the session
+// files.
+const SessionsDir = sessionsDir

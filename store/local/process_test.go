@@ -39,6 +39,9 @@ import (
 //	  "error MESSAGE", and hold them until stdin closes.
 //	mode "inherit": hold file descriptor 3 (a liveness file passed by the
 //	  parent) open, print "holding", and wait for stdin to close.
+//	mode "session": open a session of HELPER_TTL, acquire each key of
+//	  HELPER_KEYS (comma-separated) in it and print "acquired TERM,...";
+//	  then for each "keepalive" line print "kept", "lost" or "error ...".
 const helperEnv = "TENURE_LOCAL_HELPER"
 
 func TestHelperProcess(t *testing.T) {
@@ -97,6 +100,11 @@ func TestHelperProcess(t *testing.T) {
 		for in.Scan() {
 		}
 		f.Close()
+	case "session":
+		if err := sessionHelper(in, say); err != nil {
+			say("error %v", err)
+			os.Exit(1)
+		}
 	case "inherit":
 		f := os.NewFile(3, "inherited")
 		if f == nil {
