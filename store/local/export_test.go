@@ -78,3 +78,7 @@ func SessionCounts(ss tenure.StoreSession) (writes, reads int) {
 // SessionsDir is the directory, inside a state directory, of the session
 // files.
 const SessionsDir = sessionsDir
+
+// StampSettle is how old a record's times must be before a session's
+// KeepAlive trusts them to show any later write without reading it.
+const StampSettle = stampSettle

@@ -44,6 +44,25 @@ type session struct {
 type sessGrant struct {
 	lease tenure.Lease
 	stamp recordStamp
+	// settled: stamp was checked against the record's content once its
+	// times were older than stampSettle, so any later write changes them.
+	settled bool
+}
+
+// stampSettle is how far a record's change time must be from the clock
+// for a stamp to tell any later write apart: file systems keep times at
+// the kernel's coarse clock (a few milliseconds; 10 at HZ=100), so a
+// write in place within that of the last one, of the same size, leaves
+// the stamp as it was. A grant's record is read by KeepAlive until its
+// stamp has settled: usually once, at the first KeepAlive after its
+// Acquire.
+const stampSettle = 100 * time.Millisecond
+
+// settled reports whether stamp, of a record whose content was checked
+// just before now, tells any later write apart.
+func (st recordStamp) settled(now time.Time) bool {
+	d := now.Sub(time.Unix(st.ctime.Unix()))
+	return d > stampSettle || d < -stampSettle
 }
 
 // recordStamp tells whether a record changed: a record replaced by rename
@@ -339,7 +358,8 @@ func (ss *session) add(l tenure.Lease, stamp recordStamp) error {
 // the old expiry (another process may have judged the session over
 // meanwhile). It then looks for grants ended from outside with one
 // fstatat of each grant's record, reading a record only when it changed
-// since the session last knew it current; the grants whose record no
+// since the session last knew it current, or its times were too recent
+// to show a later write (see stampSettle); the grants whose record no
 // longer names them are returned and forgotten.
 func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	s := ss.s
@@ -400,7 +420,7 @@ func (ss *session) gone() ([]tenure.Lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok && stamp == g.stamp {
+		if ok && stamp == g.stamp && g.settled {
 			continue
 		}
 		if ok {
@@ -410,7 +430,9 @@ func (ss *session) gone() ([]tenure.Lease, error) {
 				return nil, err
 			}
 			if err == nil && ok && st.Session == ss.id && st.Token == g.lease.Token && st.Term == g.lease.Term {
-				g.stamp = stamp // rewritten, still this grant (a Renew through the Store)
+				// Still this grant: new, or rewritten (a Renew through
+				// the Store).
+				g.stamp, g.settled = stamp, stamp.settled(time.Now())
 				continue
 			}
 		}
