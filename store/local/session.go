@@ -43,6 +43,7 @@ type session struct {
 // record as the session last knew it current.
 type sessGrant struct {
 	lease tenure.Lease
+	state string // the name of its record
 	stamp recordStamp
 	// settled: stamp was checked against the record's content once its
 	// times were older than stampSettle, so any later write changes them.
@@ -324,7 +325,7 @@ func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease) error {
 		err = writeState(s.t, s.t, kf.term, next, true)
 	}
 	if err == nil {
-		err = ss.add(l, stamp)
+		err = ss.add(l, kf.state, stamp)
 	}
 	if err == nil {
 		return nil
@@ -340,13 +341,13 @@ func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease) error {
 // add registers l, whose record has stamp; it fails once the session
 // ended (the record names a dead session then, and is released by the
 // caller for tidiness).
-func (ss *session) add(l tenure.Lease, stamp recordStamp) error {
+func (ss *session) add(l tenure.Lease, state string, stamp recordStamp) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.ended {
 		return fmt.Errorf("%w: session %s ended", tenure.ErrLost, ss.name())
 	}
-	ss.grants[l.Key] = &sessGrant{lease: l, stamp: stamp}
+	ss.grants[l.Key] = &sessGrant{lease: l, state: state, stamp: stamp}
 	return nil
 }
 
@@ -415,8 +416,7 @@ func (ss *session) gone() ([]tenure.Lease, error) {
 	s := ss.s
 	var gone []tenure.Lease
 	for key, g := range ss.grants {
-		kf := s.files(key)
-		stamp, ok, err := s.stampOf(kf.state)
+		stamp, ok, err := s.stampOf(g.state)
 		if err != nil {
 			return nil, err
 		}
@@ -425,7 +425,7 @@ func (ss *session) gone() ([]tenure.Lease, error) {
 		}
 		if ok {
 			ss.reads++
-			st, ok, err := readState(s.d, kf.state)
+			st, ok, err := readState(s.d, g.state)
 			if err != nil && !errors.Is(err, ErrCorrupt) {
 				return nil, err
 			}

@@ -432,3 +432,21 @@ func TestSessionSameSizeOverwriteSeen(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRenew measures [local.Store.Renew] of one grant, what each key
+// costs per renewal without a session, for comparison with
+// BenchmarkSessionKeepAlive.
+func BenchmarkRenew(b *testing.B) {
+	s := open(b, b.TempDir())
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, "bench/renew", "alpha", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := s.Renew(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
