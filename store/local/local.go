@@ -218,6 +218,20 @@ func (s *Store) addGrant(token string, g *grant) error {
 	return nil
 }
 
+// dropKey forgets the grant of key made through this handle without a
+// session, if any, and closes its liveness file: the key was granted
+// again, in a session.
+func (s *Store) dropKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tok, old := range s.grants {
+		if old.key == key {
+			old.f.Close()
+			delete(s.grants, tok)
+		}
+	}
+}
+
 // owns reports whether l was acquired through this handle and is still
 // remembered by it.
 func (s *Store) owns(l tenure.Lease) bool {

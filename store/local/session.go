@@ -17,6 +17,10 @@ import (
 
 var _ tenure.SessionStore = (*Store)(nil)
 
+// maxSessionTTL bounds a session's TTL (about 73 years), so that no
+// expiry on CLOCK_BOOTTIME overflows.
+const maxSessionTTL = math.MaxInt64 / 4
+
 // session is a [tenure.StoreSession] of a local store: one session file in
 // .sessions, write-locked for as long as the session lives and rewritten
 // in place by every keep-alive, and the grants whose records name it.
@@ -50,44 +54,6 @@ type sessGrant struct {
 	settled bool
 }
 
-// stampSettle is how far a record's change time must be from the clock
-// for a stamp to tell any later write apart: file systems keep times at
-// the kernel's coarse clock (a few milliseconds; 10 at HZ=100), so a
-// write in place within that of the last one, of the same size, leaves
-// the stamp as it was. A grant's record is read by KeepAlive until its
-// stamp has settled: usually once, at the first KeepAlive after its
-// Acquire.
-const stampSettle = 100 * time.Millisecond
-
-// settled reports whether stamp, of a record whose content was checked
-// just before now, tells any later write apart.
-func (st recordStamp) settled(now time.Time) bool {
-	d := now.Sub(time.Unix(st.ctime.Unix()))
-	return d > stampSettle || d < -stampSettle
-}
-
-// recordStamp tells whether a record changed: a record replaced by rename
-// is another inode, one overwritten in place has a new size or times.
-type recordStamp struct {
-	id           fileID
-	size         int64
-	mtime, ctime unix.Timespec
-}
-
-// stampOf returns the stamp of the record name in the state directory; ok
-// is false if it does not exist.
-func (s *Store) stampOf(name string) (recordStamp, bool, error) {
-	var st unix.Stat_t
-	err := unix.Fstatat(s.d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	if err == unix.ENOENT {
-		return recordStamp{}, false, nil
-	}
-	if err != nil {
-		return recordStamp{}, false, fmt.Errorf("local: stat %s: %w", s.d.pathOf(name), err)
-	}
-	return recordStamp{id: idOf(&st), size: st.Size, mtime: st.Mtim, ctime: st.Ctim}, true, nil
-}
-
 // OpenSession implements [tenure.SessionStore]. It creates the session
 // file .sessions/ID (O_EXCL, never following a link, mode 0600, or 0660
 // with [GroupShared]), takes its OFD write lock and writes its expiry, ttl
@@ -98,8 +64,8 @@ func (s *Store) stampOf(name string) (recordStamp, bool, error) {
 // watchers of their keys are woken. A bad ttl gives an error wrapping
 // [tenure.ErrInvalid].
 func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
-	if ttl <= 0 || ttl > math.MaxInt64/4 {
-		return nil, fmt.Errorf("%w: session ttl %s must be positive", tenure.ErrInvalid, ttl)
+	if ttl <= 0 || ttl > maxSessionTTL {
+		return nil, fmt.Errorf("%w: session ttl %s must be positive and at most %s", tenure.ErrInvalid, ttl, time.Duration(maxSessionTTL))
 	}
 	if err := s.begin(ctx); err != nil {
 		return nil, err
@@ -328,6 +294,7 @@ func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease) error {
 		err = ss.add(l, kf.state, stamp)
 	}
 	if err == nil {
+		s.dropKey(next.Key)
 		return nil
 	}
 	if uerr := s.writeReleased(kf, next); uerr != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,6 +76,55 @@ func BenchmarkSessionElectors(b *testing.B) {
 				b.ReportMetric(100*cpu.Seconds()/took.Seconds(), "%cpu-idle")
 				stop()
 				_ = sess.Close(context.Background())
+				s.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkElectorsWithoutSession is BenchmarkSessionElectors with each
+// elector renewing its own key (no session), for comparison.
+//
+//	go test -run '^$' -bench ElectorsWithoutSession -benchtime 1x ./store/local
+func BenchmarkElectorsWithoutSession(b *testing.B) {
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprint("N=", n), func(b *testing.B) {
+			for range b.N {
+				s := open(b, b.TempDir())
+				quiet := slog.New(slog.DiscardHandler)
+				ctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				led := make(chan struct{}, n)
+				start := time.Now()
+				for _, key := range sessionKeys("idle", n) {
+					e, err := tenure.New(tenure.Config{Store: s, Key: key, Identity: "alpha", TTL: 10 * time.Second, Logger: quiet})
+					if err != nil {
+						b.Fatal(err)
+					}
+					var first sync.Once
+					wg.Go(func() {
+						_ = e.Run(ctx, func(ctx context.Context) error {
+							first.Do(func() { led <- struct{}{} })
+							<-ctx.Done()
+							return nil
+						})
+					})
+				}
+				for range n {
+					select {
+					case <-led:
+					case <-time.After(3 * time.Minute):
+						b.Fatal("not every key led within 3 minutes")
+					}
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "s-to-elect-all")
+				runtime.GC()
+				cpu0, start := rusage(), time.Now()
+				time.Sleep(15 * time.Second) // idle leading is what is measured
+				cpu, took := rusage()-cpu0, time.Since(start)
+				b.ReportMetric(100*cpu.Seconds()/took.Seconds(), "%cpu-idle")
+				cancel()
+				wg.Wait()
 				s.Close()
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -218,4 +219,42 @@ func (s *Store) sessDirLocked() (*dirHandle, error) {
 	s.sdOld = append(s.sdOld, s.sd)
 	s.sd = nd
 	return nd, nil
+}
+
+// recordStamp tells whether a record changed: a record replaced by rename
+// is another inode, one overwritten in place has a new size or times.
+type recordStamp struct {
+	id           fileID
+	size         int64
+	mtime, ctime unix.Timespec
+}
+
+// stampOf returns the stamp of the record name in the state directory; ok
+// is false if it does not exist.
+func (s *Store) stampOf(name string) (recordStamp, bool, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(s.d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.ENOENT {
+		return recordStamp{}, false, nil
+	}
+	if err != nil {
+		return recordStamp{}, false, fmt.Errorf("local: stat %s: %w", s.d.pathOf(name), err)
+	}
+	return recordStamp{id: idOf(&st), size: st.Size, mtime: st.Mtim, ctime: st.Ctim}, true, nil
+}
+
+// stampSettle is how far a record's change time must be from the clock
+// for a stamp to tell any later write apart: file systems keep times at
+// the kernel's coarse clock (a few milliseconds; 10 at HZ=100), so a
+// write in place within that of the last one, of the same size, leaves
+// the stamp as it was. A grant's record is read by KeepAlive until its
+// stamp has settled: usually once, at the first KeepAlive after its
+// Acquire.
+const stampSettle = 100 * time.Millisecond
+
+// settled reports whether stamp, of a record whose content was checked
+// just before now, tells any later write apart.
+func (st recordStamp) settled(now time.Time) bool {
+	d := now.Sub(time.Unix(st.ctime.Unix()))
+	return d > stampSettle || d < -stampSettle
 }

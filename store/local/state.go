@@ -64,7 +64,9 @@ type state struct {
 	// TTL of the last grant, in nanoseconds.
 	TTL int64 `json:"ttl_ns"`
 	// Expires is the grant's end on the CLOCK_BOOTTIME clock of boot BootID,
-	// in nanoseconds.
+	// in nanoseconds. A grant of a session ends with the session, whose
+	// file holds its expiry: here it is the session's expiry as of the
+	// grant, never read to judge it.
 	Expires int64 `json:"expires_ns"`
 	// BootID identifies the boot whose clock Expires is measured on; a grant
 	// of an earlier boot is dead.
