@@ -134,11 +134,12 @@ func TestSessionCrashFreesAll(t *testing.T) {
 	}
 	storetest.Await(t, first, 5*time.Second, "the end of the child's session", free)
 	storetest.Await(t, last, 5*time.Second, "the end of the child's session", free)
+	woken := time.Since(killed)
 	takeAll(t, s, keys, terms)
 	if d := time.Since(killed); d >= ttl/6 {
 		t.Fatalf("taking over %d keys took %s after the kill, too close to the TTL of %s to come from the crash", len(keys), d, ttl)
 	}
-	t.Logf("SIGKILL → watches woken → %d keys acquired: %s", len(keys), time.Since(killed))
+	t.Logf("SIGKILL → watches woken: %s → %d keys acquired: %s", woken, len(keys), time.Since(killed))
 }
 
 // Closing a handle ends its sessions as its process's death would: every
