@@ -66,6 +66,12 @@
 //     grant is read once, by the first KeepAlive at least 100 ms after
 //     its Acquire), and returns the grants whose records no longer name
 //     them.
+//   - A session is a [tenure.BatchAcquirer]: AcquireBatch takes its keys
+//     one at a time as Acquire does, but writes their .terms records
+//     without fsync and makes them durable with one syncfs(2) of the file
+//     system before returning any lease (which also flushes whatever else
+//     is pending on that file system); if that fails, the batch's new
+//     grants are released.
 //   - Release ends one grant at once, as [Store.Release]. Close closes the
 //     session file first, which ends every grant of the session at once
 //     for every process (the kernel drops the lock) and wakes the watchers

@@ -195,15 +195,23 @@ func (ss *session) usable(now int64) (int64, error) {
 // The new term's .terms record is fsynced before it returns. A key this
 // session already holds for identity is returned as it is.
 func (ss *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
+	l, _, err := ss.acquire(ctx, key, identity, value, true)
+	return l, err
+}
+
+// acquire is Acquire, with the new term's .terms record fsynced only if
+// durable; fresh says the grant is new, not one the session held already.
+func (ss *session) acquire(ctx context.Context, key, identity, value string, durable bool) (tenure.Lease, bool, error) {
 	s := ss.s
 	if err := tenure.CheckClaim(key, tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}); err != nil {
-		return tenure.Lease{}, err
+		return tenure.Lease{}, false, err
 	}
 	if err := s.begin(ctx); err != nil {
-		return tenure.Lease{}, err
+		return tenure.Lease{}, false, err
 	}
 	received := boottime()
 	var lease tenure.Lease
+	var fresh bool
 	var oldHolders []string
 	err := s.mutate(ctx, key, func(kf keyFiles, st state, ok bool) error {
 		hw, hok, err := s.readTerm(kf, key)
@@ -250,15 +258,16 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 			Expires: expires, BootID: s.bootID, Token: token, Value: value, Session: ss.id,
 		}
 		lease = tenure.Lease{Key: key, Identity: identity, Term: next.Term, TTL: ss.ttl, Token: token, Wait: wait, Value: value}
-		return ss.writeGrant(kf, next, lease)
+		fresh = true
+		return ss.writeGrant(kf, next, lease, durable)
 	})
 	if err != nil {
-		return tenure.Lease{}, err
+		return tenure.Lease{}, false, err
 	}
 	for _, name := range oldHolders {
 		_ = s.d.remove(name)
 	}
-	return lease, nil
+	return lease, fresh, nil
 }
 
 // held returns the grant of key recorded in st if this session made it
@@ -274,11 +283,12 @@ func (ss *session) held(key string, st state) (tenure.Lease, bool) {
 }
 
 // writeGrant writes next, a grant of the session, under the key's
-// mutation lock: the record, then .terms (fsynced), and registers it. On
+// mutation lock: the record, then .terms (fsynced if durable), and
+// registers it. On
 // error the grant is undone: its record is rewritten as released, or, if
 // even that fails, kept as an orphan that the next KeepAlive releases
 // before it extends the session, so it never lives on unknown.
-func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease) error {
+func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease, durable bool) error {
 	s := ss.s
 	// The record first, then .terms, as [Store.writeGrant] does and for
 	// its reasons.
@@ -288,7 +298,7 @@ func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease) error {
 	s.seeState(next.Key, next)
 	stamp, _, err := s.stampOf(kf.state)
 	if err == nil {
-		err = writeState(s.t, s.t, kf.term, next, true)
+		err = writeState(s.t, s.t, kf.term, next, durable)
 	}
 	if err == nil {
 		err = ss.add(l, kf.state, stamp)
@@ -316,6 +326,46 @@ func (ss *session) add(l tenure.Lease, state string, stamp recordStamp) error {
 	}
 	ss.grants[l.Key] = &sessGrant{lease: l, state: state, stamp: stamp}
 	return nil
+}
+
+// AcquireBatch implements [tenure.BatchAcquirer]: each request as Acquire,
+// one key at a time (one mutation lock held at once, so batches never
+// deadlock), with their .terms records written without fsync, then one
+// syncfs(2) of the file system for the whole batch before any lease is
+// returned: the fsync pair of each Acquire becomes one call, which also
+// flushes whatever else is pending on that file system. If that fails,
+// the batch's new grants are released and each result carries the error.
+func (ss *session) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
+	res := make([]tenure.AcquireResult, len(reqs))
+	var fresh []int
+	for i, r := range reqs {
+		var isNew bool
+		res[i].Lease, isNew, res[i].Err = ss.acquire(ctx, r.Key, r.Identity, r.Value, false)
+		if res[i].Err == nil && isNew {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) == 0 {
+		return res
+	}
+	err := unix.Syncfs(ss.s.t.fd())
+	for err == unix.EINTR {
+		err = unix.Syncfs(ss.s.t.fd())
+	}
+	if err == nil {
+		return res
+	}
+	err = fmt.Errorf("local: sync the terms of a batch of %d grants in %s: %w", len(fresh), ss.s.t.path, err)
+	for _, i := range fresh {
+		l := res[i].Lease
+		if rerr := ss.Release(ctx, l); rerr != nil && !errors.Is(rerr, tenure.ErrLost) {
+			ss.mu.Lock()
+			ss.orphans = append(ss.orphans, l)
+			ss.mu.Unlock()
+		}
+		res[i] = tenure.AcquireResult{Err: err}
+	}
+	return res
 }
 
 // KeepAlive implements [tenure.StoreSession]. It rewrites the session file
