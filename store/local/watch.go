@@ -180,12 +180,12 @@ const maxEnded = 4096
 // between them, not one each (a leader's own watch and an [tenure.Observer]
 // in the same process both wake on each of its renewals).
 type keyWatches struct {
-	ws   map[*watch]struct{}
-	seq  atomic.Uint64          // events dispatched for the key; written under notifier.mu
-	sess atomic.Pointer[string] // the session the key's last read record named, if any
+	ws  map[*watch]struct{}
+	seq atomic.Uint64 // events dispatched for the key; written under notifier.mu
 
 	mu   sync.Mutex
 	last *keyRead // the read begun last, done or under way
+	sess string   // the session last's record named, once last is done; "" if none
 }
 
 // keyRead is one read of a key, shared by the watches woken by the events
@@ -216,10 +216,14 @@ func (kw *keyWatches) read(w *watch) (tenure.Record, string, error) {
 	kw.mu.Unlock()
 	w.s.watchReads.Add(1)
 	r.rec, r.sess, r.err = w.s.getSession(w.key)
-	// Before the read is done: a session's end dispatched from now on
-	// finds the key by it (see notifier.dispatchSession).
-	kw.sess.Store(&r.sess)
+	// With the read's end: a session's end dispatched from now on finds
+	// the key by it (see notifier.dispatchSession).
+	kw.mu.Lock()
+	if kw.last == r {
+		kw.sess = r.sess
+	}
 	close(r.done)
+	kw.mu.Unlock()
 	return r.rec, r.sess, r.err
 }
 
@@ -449,13 +453,15 @@ func (n *notifier) dispatch(name string, mask uint32) {
 	n.wake(kw, closing)
 }
 
-// dispatchSession wakes the watches of the keys whose last read record
-// named the session whose file an event concerns, and remembers that the
-// session ended, so that a read under way, or one made before the kernel
-// dropped the file's lock, probes again (see watch.get): with the read
-// storing the session before it is done, every read that saw the session
-// live is either found here or checks sessionEnded after. The caller holds
-// n.mu.
+// dispatchSession handles an event on the file of session id: it
+// remembers that the session ended, and wakes the watches of every key
+// whose last read named it or has a read under way. A watch that saw the
+// session live then either checked sessionEnded after this (and probes
+// again: the kernel posts the close before it drops the lock; see
+// watch.get), or is woken here: the read it saw was the key's last
+// (which named id), or a later one is under way, or a later one named
+// something else, which only an event of the key's record, which woke
+// it too, can explain. The caller holds n.mu.
 func (n *notifier) dispatchSession(id string) {
 	if !validSessionID(id) {
 		return
@@ -465,7 +471,17 @@ func (n *notifier) dispatchSession(id string) {
 	}
 	n.ended[id] = struct{}{}
 	for _, kw := range n.byKey {
-		if p := kw.sess.Load(); p != nil && *p == id {
+		kw.mu.Lock()
+		match := kw.sess == id
+		if r := kw.last; r != nil && !match {
+			select {
+			case <-r.done:
+			default:
+				match = true // under way: it may see id live
+			}
+		}
+		kw.mu.Unlock()
+		if match {
 			n.wake(kw, 0)
 		}
 	}
