@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -107,19 +108,7 @@ func TestSessionCrashFreesAll(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	keys := sessionKeys("crash", 50)
-	c := startChild(t, "session", []string{"HELPER_DIR=" + dir, "HELPER_TTL=" + ttl.String(), "HELPER_KEYS=" + strings.Join(keys, ",")})
-	got, ok := strings.CutPrefix(c.line(), "acquired ")
-	if !ok {
-		t.Fatalf("helper said %q, want \"acquired TERMS\"", got)
-	}
-	var terms []uint64
-	for _, f := range strings.Split(got, ",") {
-		term, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			t.Fatalf("helper's terms %q: %v", got, err)
-		}
-		terms = append(terms, term)
-	}
+	c, terms := startSessionChild(t, dir, ttl, keys)
 	first, last := watchHeld(t, s, keys[0], "child"), watchHeld(t, s, keys[len(keys)-1], "child")
 	if _, err := s.Acquire(context.Background(), keys[1], "parent", ttl); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("Acquire while the child's session lives: %v, want ErrHeld", err)
@@ -486,5 +475,68 @@ func BenchmarkSessionAcquire(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/key")
 		})
+	}
+}
+
+// startSessionChild starts a helper holding keys in one session of ttl and
+// returns it with the terms of its grants.
+func startSessionChild(t *testing.T, dir string, ttl time.Duration, keys []string) (*child, []uint64) {
+	t.Helper()
+	c := startChild(t, "session", []string{"HELPER_DIR=" + dir, "HELPER_TTL=" + ttl.String(), "HELPER_KEYS=" + strings.Join(keys, ",")})
+	got, ok := strings.CutPrefix(c.line(), "acquired ")
+	if !ok {
+		t.Fatalf("helper said %q, want \"acquired TERMS\"", got)
+	}
+	var terms []uint64
+	for _, f := range strings.Split(got, ",") {
+		term, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			t.Fatalf("helper's terms %q: %v", got, err)
+		}
+		terms = append(terms, term)
+	}
+	return c, terms
+}
+
+// A session whose process is alive but stopped keeps its file locked, yet
+// every grant in it ends when its TTL passes after the last keep-alive,
+// not earlier; once resumed, its KeepAlive fails.
+func TestSessionStalledHolderLosesByTTL(t *testing.T) {
+	t.Parallel()
+	const ttl = time.Second
+	dir := t.TempDir()
+	s := open(t, dir)
+	keys := sessionKeys("stalled", 3)
+	c, terms := startSessionChild(t, dir, ttl, keys)
+	sent := time.Now() // the child's store reads its clock after this
+	c.send("keepalive")
+	if got := c.line(); got != "kept" {
+		t.Fatalf("the child's KeepAlive: %q, want kept", got)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ch := watchHeld(t, s, keys[2], "child")
+	if _, err := s.Acquire(context.Background(), keys[0], "parent", ttl); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("Acquire while the stopped session's TTL runs: %v, want ErrHeld", err)
+	}
+	storetest.Await(t, ch, ttl+2*time.Second, "the session's expiry", free)
+	freed := time.Now()
+	// 1% allowed for the difference between CLOCK_BOOTTIME and Go's clock.
+	if early := sent.Add(ttl - ttl/100).Sub(freed); early > 0 {
+		t.Fatalf("the stopped session's grants ended %s before its TTL passed", early)
+	}
+	takeAll(t, s, keys, terms)
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	c.send("keepalive")
+	if got := c.line(); got != "lost" {
+		t.Fatalf("the resumed session's KeepAlive: %q, want lost", got)
+	}
+	for i, key := range keys {
+		if r, err := s.Get(context.Background(), key); err != nil || r.Holder != "parent" || r.Term <= terms[i] {
+			t.Fatalf("after the stale KeepAlive, Get(%q) = %+v, %v; want parent holding a term above %d", key, r, err, terms[i])
+		}
 	}
 }
