@@ -162,12 +162,18 @@
 //     next holder starts its task only after the old holder's renew
 //     deadline: until the record's expiry if only the liveness file went,
 //     or one TTL of the old grant if the record went too (its holder may
-//     have renewed just before).
+//     have renewed just before). A grant made in a session ends for the
+//     session when its record is deleted or replaced: the session's next
+//     KeepAlive returns it among the gone grants, and its Release fails
+//     with [tenure.ErrLost]; the session's file deleted from outside ends
+//     every grant of the session (see Sessions), with the same Wait of one
+//     TTL for the next holders.
 //   - Expiry is judged on CLOCK_BOOTTIME, which all processes of the host
 //     share and which wall-clock changes do not move. A holder that is
 //     alive but stalled (stopped, swapping) keeps its lock yet loses its
 //     grant when the TTL passes, and its later Renew fails with
-//     [tenure.ErrLost].
+//     [tenure.ErrLost]; a stalled session likewise loses all its grants
+//     when its TTL passes after its last KeepAlive, which then fails.
 //   - A holder that exits or is killed frees the key at once, well before
 //     its TTL: watchers are woken by the close of its liveness file. With
 //     [Store.LeaseFiles] passed to a child process, the grant stays live
