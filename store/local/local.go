@@ -153,7 +153,9 @@ func (s *Store) checkOpen() error {
 // [os/exec.Cmd.ExtraFiles]) shares the lock, because an OFD lock belongs to
 // the open file description: l then stays live, within its TTL, until both this
 // process and the child have exited or closed it. The files stay owned by
-// the store: do not close them; they are closed by Release or Close.
+// the store: do not close them; they are closed by Release or Close. A
+// grant made in a session has no file of its own (its session's file
+// stands for it): LeaseFiles fails for it with [tenure.ErrLost].
 func (s *Store) LeaseFiles(l tenure.Lease) ([]*os.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
