@@ -82,3 +82,12 @@ const SessionsDir = sessionsDir
 // StampSettle is how old a record's times must be before a session's
 // KeepAlive trusts them to show any later write without reading it.
 const StampSettle = stampSettle
+
+// BeforeKeepAliveWrite makes ss's keep-alives call f right before they
+// write the session file.
+func BeforeKeepAliveWrite(ss tenure.StoreSession, f func()) {
+	s := ss.(*session)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeWrite = f
+}

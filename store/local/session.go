@@ -39,8 +39,10 @@ type session struct {
 	orphans []tenure.Lease        // grants written but not returned, whose undoing failed
 
 	// For tests and benchmarks: keep-alives that wrote the session file,
-	// and records they read because a grant's record had changed.
+	// and records they read because a grant's record had changed; and a
+	// func KeepAlive calls right before it writes, if set.
 	writes, reads int
+	beforeWrite   func()
 }
 
 // sessGrant is a grant of the session: its lease, and the status of its
@@ -404,6 +406,9 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 		return nil, ss.lost("was removed or replaced from outside")
 	}
 	old, next := ss.expires, received+int64(ss.ttl)
+	if ss.beforeWrite != nil {
+		ss.beforeWrite()
+	}
 	if err := ss.write(next); err != nil {
 		return nil, err
 	}

@@ -540,3 +540,47 @@ func TestSessionStalledHolderLosesByTTL(t *testing.T) {
 		}
 	}
 }
+
+// A keep-alive whose write lands only after the session's expiry fails,
+// and ends the session: meanwhile another process may have judged the
+// session over and taken its keys, so the holder must not think it still
+// leads. Here the expiry passes, and another handle takes a key, between
+// the keep-alive's start and its write.
+func TestSessionKeepAliveTooLate(t *testing.T) {
+	t.Parallel()
+	const ttl = 200 * time.Millisecond
+	dir := t.TempDir()
+	a, b := open(t, dir), open(t, dir)
+	ss := storetest.OpenSession(t, a, ttl)
+	keys := sessionKeys("late", 2)
+	var terms []uint64
+	for _, key := range keys {
+		terms = append(terms, storetest.AcquireIn(t, ss, key, "alpha", "").Term)
+	}
+	var taken tenure.Lease
+	local.BeforeKeepAliveWrite(ss, func() {
+		// The session's expiry is what is waited for: poll until another
+		// handle can take the key.
+		for {
+			l, err := b.Acquire(context.Background(), keys[0], "beta", time.Minute)
+			if err == nil {
+				taken = l
+				return
+			}
+			if !errors.Is(err, tenure.ErrHeld) {
+				t.Errorf("Acquire while the keep-alive waits: %v", err)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if _, err := ss.KeepAlive(context.Background()); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("a keep-alive written after the session expired: %v, want ErrLost", err)
+	}
+	if taken.Term <= terms[0] {
+		t.Fatalf("the key taken meanwhile has term %d, not above %d", taken.Term, terms[0])
+	}
+	// The session ended: its other key is free at once, without waiting
+	// for the expiry the late write announced.
+	takeAll(t, b, keys[1:], terms[1:])
+}
