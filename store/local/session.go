@@ -386,6 +386,9 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
+	if err := ss.releaseOrphans(ctx); err != nil {
+		return nil, err
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.ended {
@@ -394,9 +397,6 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	received := boottime()
 	if received >= ss.expires {
 		return nil, ss.lost("expired")
-	}
-	if err := ss.releaseOrphans(ctx); err != nil {
-		return nil, err
 	}
 	in, err := ss.inPlace()
 	if err != nil {
@@ -419,15 +419,21 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	return ss.gone()
 }
 
-// releaseOrphans releases the grants written but not returned. Called with
-// ss.mu held.
+// releaseOrphans releases the grants written but not returned. It takes
+// their keys' mutation locks, so it is called without ss.mu (an Acquire
+// holding one of them may be waiting for ss.mu).
 func (ss *session) releaseOrphans(ctx context.Context) error {
-	for len(ss.orphans) > 0 {
-		l := ss.orphans[0]
+	ss.mu.Lock()
+	orphans := ss.orphans
+	ss.orphans = nil
+	ss.mu.Unlock()
+	for i, l := range orphans {
 		if err := ss.s.Release(ctx, l); err != nil && !errors.Is(err, tenure.ErrLost) {
+			ss.mu.Lock()
+			ss.orphans = append(ss.orphans, orphans[i:]...)
+			ss.mu.Unlock()
 			return fmt.Errorf("local: release a grant of session %s that Acquire could not return: %w", ss.name(), err)
 		}
-		ss.orphans = ss.orphans[1:]
 	}
 	return nil
 }
