@@ -14,7 +14,13 @@ import (
 // The same joins, leave and crash on the local store, in real time, each
 // member with its own handle on one state directory as separate processes
 // would have: no overlap per key, and each change settles.
-func TestLocalStore(t *testing.T) {
+func TestLocalStore(t *testing.T) { testLocalStore(t, false) }
+
+// TestLocalStoreSessions is TestLocalStore with each member leading
+// through one tenure.Session of its handle.
+func TestLocalStoreSessions(t *testing.T) { testLocalStore(t, true) }
+
+func testLocalStore(t *testing.T, sessions bool) {
 	if testing.Short() {
 		t.Skip("real time: a few seconds")
 	}
@@ -22,6 +28,7 @@ func TestLocalStore(t *testing.T) {
 	ttl := time.Second
 	members := ids(3)
 	c := newCluster(t, members, shard.Numbered(16), ttl)
+	c.sessions = sessions
 	c.openStore = func() tenure.Store {
 		s, err := local.Open(dir)
 		if err != nil {

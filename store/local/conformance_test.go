@@ -36,15 +36,16 @@ func TestConformance(t *testing.T) {
 		Open: func(t testing.TB) tenure.Store { return open(t, dir) },
 		// Terms live in the files: closing every handle and opening a new
 		// one is a restart of this store.
-		Restart: func(testing.TB) {},
-		Tamper:  tamperIn(dir),
+		Restart:  func(testing.TB) {},
+		Tamper:   tamperIn(dir),
+		Sessions: true,
 	})
 }
 
 // tamperIn deletes files in the state directory dir with plain file
-// operations, as an operator cleaning up would. Overwriting a record in
-// place is covered by TestRecordOverwrittenFromOutside (a restored
-// backup), since a record names its holder in tenure's own format.
+// operations, as an operator cleaning up would, and overwrites a record
+// in place in tenure's own format, as a restored backup or another tool
+// would (see also TestRecordOverwrittenFromOutside).
 func tamperIn(dir string) *storetest.Tamper {
 	remove := func(tb testing.TB, paths ...string) {
 		tb.Helper()
@@ -68,6 +69,12 @@ func tamperIn(dir string) *storetest.Tamper {
 		return m
 	}
 	return &storetest.Tamper{
+		OverwriteGrant: func(tb testing.TB, key, identity string) {
+			tb.Helper()
+			if err := local.OverwriteRecord(dir, key, identity); err != nil {
+				tb.Fatal(err)
+			}
+		},
 		DeleteGrant: func(tb testing.TB, key string) { remove(tb, keyFiles(tb, key)...) },
 		DeleteAll: func(tb testing.TB, key string) {
 			remove(tb, append(keyFiles(tb, key), filepath.Join(dir, local.TermsDir, local.BaseName(key)+".term"))...)

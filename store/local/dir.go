@@ -176,6 +176,7 @@ func (d *dirHandle) check() error {
 		return fmt.Errorf("local: stat state directory %q: %w", d.path, err)
 	}
 	d.gid = st.Gid
+	d.id = idOf(&st)
 	perm := st.Mode & 0o7777
 	euid := uint32(os.Geteuid())
 	if !d.group {

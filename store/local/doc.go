@@ -25,6 +25,77 @@
 //   - .terms/NAME.term, the record as of the key's last Acquire or
 //     Release, fsynced before Acquire returns: the key's term high-water
 //     mark, which deleting the key's own files does not reset.
+//   - .sessions/ID, the file of a session (see Sessions), which stands in
+//     for the liveness files of all the grants made in it.
+//
+// # Sessions
+//
+// [Store.OpenSession] starts a session: one liveness file shared by every
+// grant made in it, so that a process leading thousands of keys renews
+// them all with one write ([tenure.Session] uses it).
+//
+//   - The session file .sessions/ID (ID: 128 random bits in hex) is
+//     created O_EXCL relative to the opened .sessions directory, never
+//     following a link, 0600 (0660 with [GroupShared]); the session holds
+//     an OFD write lock on it for its whole life. It holds, in a fixed
+//     127-byte layout with a CRC-32C, the session's expiry on
+//     CLOCK_BOOTTIME, its TTL, the boot id and its own ID.
+//   - A grant made in the session ([tenure.StoreSession.Acquire]) writes
+//     the key's record and .terms record as [Store.Acquire] does (a new
+//     term above every one known, .terms fsynced before it returns), but
+//     creates no NAME.holder.TERM: its record names the session. Such a
+//     grant is live while its record names a holder, was made during the
+//     current boot, and its session file is present, locked, of this boot
+//     and unexpired. Every reader (Get, Acquire, Renew, Release, Watch,
+//     in every process) judges it so, taking its clock reading before it
+//     reads the session file.
+//   - KeepAlive rewrites the session file in place with one pwrite of its
+//     127 bytes, whatever the number of grants: no record, .terms file or
+//     directory entry is touched, and no watcher is woken. It fails with
+//     [tenure.ErrLost], ending the session, if the session had expired, if
+//     its file (or .sessions) was deleted or replaced from outside, or if
+//     the write completed only after the old expiry: a reader may then
+//     have judged the session over and granted one of its keys. A write
+//     that completes before the old expiry is seen by every later read,
+//     and a reader that read the old expiry took its clock reading before
+//     the write completed, so it judged the session live. It then checks
+//     each grant with one fstatat of its record (no open, no read),
+//     reading only a record whose inode, size or times changed, or whose
+//     times were too recent to tell a later write in place apart (file
+//     systems keep them at the kernel's coarse clock: the record of a new
+//     grant is read once, by the first KeepAlive at least 100 ms after
+//     its Acquire), and returns the grants whose records no longer name
+//     them.
+//   - A session is a [tenure.BatchAcquirer]: AcquireBatch takes its keys
+//     one at a time as Acquire does, but writes their .terms records
+//     without fsync and makes them durable with one syncfs(2) of the file
+//     system before returning any lease (which also flushes whatever else
+//     is pending on that file system); if that fails, the batch's new
+//     grants are released.
+//   - Release ends one grant at once, as [Store.Release]. Close closes the
+//     session file first, which ends every grant of the session at once
+//     for every process (the kernel drops the lock) and wakes the watchers
+//     of their keys; then, within its context, it records each grant as
+//     released, so that the next holders get no Wait, and removes the
+//     file. A process that exits or is killed, or closes its handle, ends
+//     its sessions the same way, leaving the unlocked file behind.
+//   - Watches also watch .sessions: the close or removal of a session file
+//     wakes the watches of the keys whose last read record named it, which
+//     probe again while the lock lingers after the close (as for a
+//     liveness file); a session's expiry is delivered by the watch's timer,
+//     as a grant's is. Keep-alives, written in place, wake nobody.
+//   - A record naming a session whose file is missing is over, but its
+//     holder may be running and may have kept the session alive just
+//     before: the next Acquire of the key sets [tenure.Lease.Wait] to one
+//     TTL of that grant, as when a record is replaced from outside. A
+//     session file present but unlocked or expired needs no wait.
+//   - A session file that is a link, FIFO or device, belongs to another
+//     user (another group with [GroupShared]), or does not decode while
+//     locked, is an error wrapping [ErrUnsafe] or [ErrCorrupt] that names
+//     it, for every call that judges a grant of the session: it is never
+//     followed, never read from a FIFO, and never makes a grant look live.
+//     A read that fails the checksum is retried a few times first, since a
+//     read racing the holder's in-place write may see part of each.
 //
 // # Security
 //
@@ -68,7 +139,8 @@
 //   - At most one live grant per key among all processes using the
 //     directory. A grant is live while its record names a holder, its TTL
 //     has not passed, it was made during the current boot, and its liveness
-//     file is locked.
+//     file is locked. A grant made in a session is live while its
+//     session is (see Sessions).
 //   - Terms strictly increase per key, across process restarts and
 //     reboots: an Acquire's .terms record is fsynced (file and directory)
 //     before Acquire returns. The record itself is not: it never lowers
@@ -90,12 +162,18 @@
 //     next holder starts its task only after the old holder's renew
 //     deadline: until the record's expiry if only the liveness file went,
 //     or one TTL of the old grant if the record went too (its holder may
-//     have renewed just before).
+//     have renewed just before). A grant made in a session ends for the
+//     session when its record is deleted or replaced: the session's next
+//     KeepAlive returns it among the gone grants, and its Release fails
+//     with [tenure.ErrLost]; the session's file deleted from outside ends
+//     every grant of the session (see Sessions), with the same Wait of one
+//     TTL for the next holders.
 //   - Expiry is judged on CLOCK_BOOTTIME, which all processes of the host
 //     share and which wall-clock changes do not move. A holder that is
 //     alive but stalled (stopped, swapping) keeps its lock yet loses its
 //     grant when the TTL passes, and its later Renew fails with
-//     [tenure.ErrLost].
+//     [tenure.ErrLost]; a stalled session likewise loses all its grants
+//     when its TTL passes after its last KeepAlive, which then fails.
 //   - A holder that exits or is killed frees the key at once, well before
 //     its TTL: watchers are woken by the close of its liveness file. With
 //     [Store.LeaseFiles] passed to a child process, the grant stays live
@@ -132,6 +210,22 @@
 //     runs on the Go runtime's monotonic clock, which does not count system
 //     suspend: after a resume an expiry may be delivered late,
 //     though Get and Acquire judge it correctly.
+//   - Session files are not fsynced: a session, like a grant, does not
+//     outlive the boot. The file of a session whose process died, or whose
+//     Close could not release every grant, stays in .sessions, unlocked
+//     (and so over): it is never read as live and may be removed once no
+//     record names it; removing it earlier only makes the next Acquire of
+//     those keys wait one TTL. .sessions must not be deleted while sessions
+//     are open: that ends them (their next KeepAlive fails) and makes the
+//     next holders of their keys wait one TTL.
+//   - A session's KeepAlive notices a record overwritten in place from
+//     outside by its size or times, as file systems keep them: a file
+//     system whose times do not change on a write, or a wall clock set
+//     back to the very tick of a record's last write, would hide an
+//     overwrite of the same length from it (Release still sees it).
+//   - A version of tenure older than sessions reads a record naming a
+//     session as corrupt ([ErrCorrupt]): it neither takes the key nor
+//     restarts its terms, but it cannot use the key until the grant ends.
 //   - NAME.state.tmp.* and NAME.term.tmp.* files (in .terms; older
 //     versions wrote the first kind in the directory itself) left by a
 //     crash in the middle of a write are never read and may be removed.

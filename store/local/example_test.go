@@ -82,3 +82,64 @@ func Example_url() {
 	// Output:
 	// held: false term: 0
 }
+
+// A process holding many keys ties them to one session: one file, locked
+// for the session's life and rewritten by each keep-alive, whatever the
+// number of keys. [tenure.NewSession] does this for electors.
+func ExampleStore_OpenSession() {
+	dir, err := os.MkdirTemp("", "tenure-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	a, err := local.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	b, err := local.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+
+	sess, err := a.OpenSession(ctx, 15*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, key := range []string{"orders-0", "orders-1", "orders-2"} {
+		lease, err := sess.Acquire(ctx, key, "host-a", "")
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("a holds", lease.Key, "with term", lease.Term)
+	}
+	// Every ⅓ TTL or so: one write for all three keys.
+	if _, err := sess.KeepAlive(ctx); err != nil {
+		log.Fatal(err)
+	}
+	r, err := b.Get(ctx, "orders-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("b sees orders-1 held by", r.Holder)
+
+	// Closing the session (or the death of its process) frees every key
+	// at once.
+	if err := sess.Close(ctx); err != nil {
+		log.Fatal(err)
+	}
+	r, err = b.Get(ctx, "orders-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("after Close, orders-1 held:", r.Held())
+	// Output:
+	// a holds orders-0 with term 1
+	// a holds orders-1 with term 1
+	// a holds orders-2 with term 1
+	// b sees orders-1 held by host-a
+	// after Close, orders-1 held: false
+}

@@ -2,6 +2,14 @@
 
 package local
 
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tenurehq/tenure"
+)
+
 // SetRunUserDir points DefaultDir's /run/user at dir until the returned
 // function is called.
 func SetRunUserDir(dir string) (restore func()) {
@@ -40,3 +48,50 @@ func WatchCounts(s *Store) (events, reads uint64) {
 // CachedReads returns how many records s read back without decoding them,
 // because they were exactly what s last wrote.
 func CachedReads(s *Store) uint64 { return s.d.recs.hits.Load() }
+
+// OverwriteRecord rewrites key's record in dir in place (same file, as a
+// restored backup or another tool would), naming identity with a token of
+// its own and keeping everything else: term, expiry, session.
+func OverwriteRecord(dir, key, identity string) error {
+	name := filepath.Join(dir, baseName(key)+".state")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		return err
+	}
+	st.Holder, st.Token = identity, strings.Repeat("5", 32)
+	return os.WriteFile(name, encodeState(st), 0o600)
+}
+
+// SessionID returns the id of ss, a session of a local store: the name of
+// its file in the state directory's .sessions.
+func SessionID(ss tenure.StoreSession) string { return ss.(*session).id }
+
+// SessionCounts returns how many times ss wrote its session file, and how
+// many records its keep-alives read because a grant's record had changed.
+func SessionCounts(ss tenure.StoreSession) (writes, reads int) {
+	s := ss.(*session)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes, s.reads
+}
+
+// SessionsDir is the directory, inside a state directory, of the session
+// files.
+const SessionsDir = sessionsDir
+
+// StampSettle is how old a record's times must be before a session's
+// KeepAlive trusts them to show any later write without reading it.
+const StampSettle = stampSettle
+
+// BeforeKeepAliveWrite makes ss's keep-alives call f right before they
+// write the session file.
+func BeforeKeepAliveWrite(ss tenure.StoreSession, f func()) {
+	s := ss.(*session)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeWrite = f
+}

@@ -94,7 +94,8 @@ type dirHandle struct {
 	group bool         // shared with its group: files 0660, owner any member
 	gid   uint32       // the directory's group
 	euid  uint32       // the user the directory was opened as, who must own its files
-	recs  *recordCache // the state directory's: records this handle wrote; nil for .terms
+	id    fileID       // the directory's, as opened
+	recs  *recordCache // the state directory's: records this handle wrote; nil for others
 }
 
 func (d *dirHandle) fd() int { return int(d.f.Fd()) }
@@ -508,6 +509,32 @@ func (s *Store) holderState(name string) (locked, exists bool, err error) {
 // so only the file's identity needs checking. Any other grant is alive
 // while its liveness file is locked.
 func (s *Store) live(kf keyFiles, st state, now int64) (bool, error) {
+	_, live, err := s.liveUntil(kf, st, now)
+	return live, err
+}
+
+// liveUntil is live, also returning until when the grant lives as of now
+// (its record's expiry, or its session's): a grant of a session is live
+// while its record names a holder, and its session file is present,
+// locked, of this boot and unexpired at now, which the caller read before
+// calling it (see readSession).
+func (s *Store) liveUntil(kf keyFiles, st state, now int64) (int64, bool, error) {
+	if st.Session == "" {
+		live, err := s.livePlain(kf, st, now)
+		return st.Expires, live, err
+	}
+	if st.Holder == "" || st.BootID != s.bootID {
+		return 0, false, nil
+	}
+	v, err := s.readSession(st.Session)
+	if err != nil || !v.liveAt(now) {
+		return 0, false, err
+	}
+	return v.expires, true, nil
+}
+
+// livePlain is live for a grant of [Store.Acquire], with a liveness file.
+func (s *Store) livePlain(kf keyFiles, st state, now int64) (bool, error) {
 	if !s.unexpired(st, now) {
 		return false, nil
 	}

@@ -55,6 +55,22 @@ func FuzzCorruptFiles(f *testing.F) {
 		}
 	}
 	s.Release(ctx, held)
+	// And the records of a grant made in a session, which name it.
+	ss, err := s.OpenSession(ctx, time.Minute)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := ss.Acquire(ctx, "k", "alpha", "v"); err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(seedDir, "k-k.state"), filepath.Join(seedDir, ".terms", "k-k.term")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+		f.Add(b, true)
+	}
 	s.Close()
 	f.Add([]byte{}, false)
 	f.Add([]byte("tenure\x00L\x00\x01\x00\x00\x00\x02{}\x00\x00\x00\x00"), true)

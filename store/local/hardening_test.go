@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/local"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // keyFile returns the path of key's file with suffix (".state", ".lock",
@@ -219,9 +220,12 @@ func TestFileModes(t *testing.T) {
 		if err := s.Renew(context.Background(), l); err != nil {
 			t.Fatal(err)
 		}
+		ss := storetest.OpenSession(t, s, time.Minute)
+		storetest.AcquireIn(t, ss, "moded-in-session", "alpha", "")
+		storetest.KeepAlive(t, ss)
 		for name, m := range modes(t, dir) {
 			want := c.file
-			if name == "." || name == ".terms" {
+			if name == "." || name == ".terms" || name == ".sessions" {
 				want = c.dir
 			}
 			if m != want {

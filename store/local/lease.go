@@ -89,7 +89,17 @@ const waitMargin = 10 * time.Millisecond
 func (s *Store) unreleasedWait(kf keyFiles, st state, ok bool, hw state, hok bool, received, now int64) (time.Duration, error) {
 	// The record names an unexpired grant of this boot whose liveness file
 	// is gone: its holder may be alive; it has until st.Expires.
-	if ok && st.Holder != "" && st.BootID == s.bootID && now < st.Expires {
+	if ok && st.Holder != "" && st.BootID == s.bootID && st.Session != "" {
+		// A grant of a session whose file is gone: its expiry went with
+		// the file, and its holder may have kept it alive just before.
+		v, err := s.readSession(st.Session)
+		if err != nil {
+			return 0, err
+		}
+		if !v.exists {
+			return time.Duration(st.TTL+now-received) + waitMargin, nil
+		}
+	} else if ok && st.Holder != "" && st.BootID == s.bootID && now < st.Expires {
 		_, exists, err := s.holderState(holderName(kf, st.Term))
 		if err != nil {
 			return 0, err
@@ -101,6 +111,18 @@ func (s *Store) unreleasedWait(kf keyFiles, st state, ok bool, hw state, hok boo
 	// The last grant in .terms was never released, but the record no
 	// longer shows it (deleted or replaced): its holder may have renewed
 	// just before, so it may lead until one TTL after now.
+	if hok && hw.Holder != "" && hw.BootID == s.bootID && (!ok || st.Token != hw.Token) && hw.Session != "" {
+		// The same for a session grant: none is needed once its session
+		// is over (closed, its holder dead, or expired).
+		v, err := s.readSession(hw.Session)
+		if err != nil {
+			return 0, err
+		}
+		if v.exists && !v.liveAt(now) {
+			return 0, nil
+		}
+		return time.Duration(hw.TTL+now-received) + waitMargin, nil
+	}
 	if hok && hw.Holder != "" && hw.BootID == s.bootID && (!ok || st.Token != hw.Token) {
 		locked, exists, err := s.holderState(holderName(kf, hw.Term))
 		if err != nil {
@@ -171,11 +193,12 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		}
 		now := boottime()
 		if ok {
-			live, err := s.live(kf, st, now)
+			exp, live, err := s.liveUntil(kf, st, now)
 			if err != nil {
 				return err
 			}
 			if live {
+				st.Expires = exp
 				return &tenure.HeldError{Record: record(key, st, true, now)}
 			}
 			oldHolders = append(oldHolders, holderName(kf, st.Term))
@@ -358,20 +381,7 @@ func (s *Store) mutateGrant(ctx context.Context, l tenure.Lease, received int64,
 // the term) and, if l was acquired through this handle, closes and removes
 // its liveness file. It may be called through any handle.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	kf, err := s.mutateGrant(ctx, l, boottime(), func(kf keyFiles, st state) error {
-		st.Holder, st.Token, st.TTL, st.Expires, st.Value = "", "", 0, 0, ""
-		// .terms (and this process) learn of the release, so a later
-		// Acquire after the key's files are deleted knows this grant
-		// needs no wait.
-		if err := writeState(s.t, s.t, kf.term, st, false); err != nil {
-			return err
-		}
-		if err := writeState(s.d, s.t, kf.state, st, false); err != nil {
-			return err
-		}
-		s.seeState(l.Key, st)
-		return nil
-	})
+	kf, err := s.mutateGrant(ctx, l, boottime(), s.writeReleased)
 	if err != nil {
 		s.settle(kf, l, err)
 		return err
@@ -381,6 +391,23 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	// open until it notices; the record already says the key is free.
 	// the next Acquire removes it if this fails.
 	_ = s.d.remove(holderName(kf, l.Term))
+	return nil
+}
+
+// writeReleased records the grant in st, the key's current record, as
+// released, keeping its term. The caller holds the key's mutation lock.
+func (s *Store) writeReleased(kf keyFiles, st state) error {
+	st.Holder, st.Token, st.TTL, st.Expires, st.Value, st.Session = "", "", 0, 0, "", ""
+	// .terms (and this process) learn of the release, so a later
+	// Acquire after the key's files are deleted knows this grant
+	// needs no wait.
+	if err := writeState(s.t, s.t, kf.term, st, false); err != nil {
+		return err
+	}
+	if err := writeState(s.d, s.t, kf.state, st, false); err != nil {
+		return err
+	}
+	s.seeState(kf.key, st)
 	return nil
 }
 
@@ -395,31 +422,38 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 }
 
 func (s *Store) get(key string) (tenure.Record, error) {
+	r, _, err := s.getSession(key)
+	return r, err
+}
+
+// getSession is get, also returning the session the record names, if any.
+func (s *Store) getSession(key string) (tenure.Record, string, error) {
 	kf := s.files(key)
 	st, ok, err := readState(s.d, kf.state)
 	if err != nil {
-		return tenure.Record{}, err
+		return tenure.Record{}, "", err
 	}
 	if !ok {
 		// The record was never written, or was deleted: the key is free
 		// and its last term is the one .terms (or this process) knows.
 		hw, _, err := s.readTerm(kf, key)
 		if err != nil {
-			return tenure.Record{}, err
+			return tenure.Record{}, "", err
 		}
-		return tenure.Record{Key: key, Term: s.see(key, hw.Term)}, nil
+		return tenure.Record{Key: key, Term: s.see(key, hw.Term)}, "", nil
 	}
 	if st.Key != key {
-		return tenure.Record{}, fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.d.pathOf(kf.state), st.Key, key)
+		return tenure.Record{}, "", fmt.Errorf("%w %s: it belongs to key %q, not %q (hash collision)", ErrCorrupt, s.d.pathOf(kf.state), st.Key, key)
 	}
 	s.seeState(key, st)
 	now := boottime()
 	// A grant of this handle is live only while its own liveness file is
 	// the one in the directory (see live), so the leader's watch sees a
 	// file replaced from outside as the end of it.
-	live, err := s.live(kf, st, now)
+	exp, live, err := s.liveUntil(kf, st, now)
 	if err != nil {
-		return tenure.Record{}, err
+		return tenure.Record{}, "", err
 	}
-	return record(key, st, live, now), nil
+	st.Expires = exp
+	return record(key, st, live, now), st.Session, nil
 }

@@ -28,9 +28,12 @@ type Store struct {
 
 	mu      sync.Mutex
 	closed  bool
-	done    chan struct{}     // closed by Close; ends watches
-	grants  map[string]*grant // live grants made through this handle, by token
-	nw      *notifier         // the inotify descriptor the watches share, if one was set up
+	done    chan struct{}         // closed by Close; ends watches
+	grants  map[string]*grant     // live grants made through this handle, by token
+	sd      *dirHandle            // its .sessions directory (see sessDir)
+	sdOld   []*dirHandle          // .sessions directories replaced since Open, closed by Close
+	sess    map[*session]struct{} // open sessions, ended by Close
+	nw      *notifier             // the inotify descriptor the watches share, if one was set up
 	watches sync.WaitGroup
 
 	// For tests: the events dispatched to watches, and the reads made
@@ -57,8 +60,9 @@ var (
 
 // Open returns a handle on the state directory dir, creating it and its
 // missing parents (mode 0700; with [GroupShared] the directory 02770 and
-// its parents 0755) if needed, and its .terms subdirectory, which keeps the
-// highest term of every key.
+// its parents 0755) if needed, its .terms subdirectory, which keeps the
+// highest term of every key, and its .sessions subdirectory, which holds
+// the files of sessions (see [Store.OpenSession]).
 //
 // Open resolves dir one component at a time and follows a symbolic link
 // only if it belongs to root or to this user, so nobody else can redirect
@@ -95,13 +99,22 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		d.f.Close()
 		return nil, err
 	}
-	boot, err := readBootID()
+	sd, err := openDirAt(d, sessionsDir, o.group)
 	if err != nil {
 		d.f.Close()
 		t.f.Close()
 		return nil, err
 	}
+	boot, err := readBootID()
+	if err != nil {
+		d.f.Close()
+		t.f.Close()
+		sd.f.Close()
+		return nil, err
+	}
 	return &Store{
+		sd:     sd,
+		sess:   map[*session]struct{}{},
 		dir:    dir,
 		d:      d,
 		t:      t,
@@ -141,7 +154,9 @@ func (s *Store) checkOpen() error {
 // [os/exec.Cmd.ExtraFiles]) shares the lock, because an OFD lock belongs to
 // the open file description: l then stays live, within its TTL, until both this
 // process and the child have exited or closed it. The files stay owned by
-// the store: do not close them; they are closed by Release or Close.
+// the store: do not close them; they are closed by Release or Close. A
+// grant made in a session has no file of its own (its session's file
+// stands for it): LeaseFiles fails for it with [tenure.ErrLost].
 func (s *Store) LeaseFiles(l tenure.Lease) ([]*os.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,9 +170,9 @@ func (s *Store) LeaseFiles(l tenure.Lease) ([]*os.File, error) {
 	return []*os.File{g.f}, nil
 }
 
-// Close ends the handle: the liveness files of its grants are closed, so
-// those grants end at once (as if the process had died) unless a child
-// process shares them, and its watches end. Later calls return
+// Close ends the handle: the liveness files of its grants and the files of
+// its sessions are closed, so those grants end at once (as if the process
+// had died) unless a child process shares them, and its watches end. Later calls return
 // [tenure.ErrClosed]. Close does not block beyond waiting for the watch
 // goroutines to return; calling it again does nothing.
 func (s *Store) Close() error {
@@ -168,14 +183,22 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.done)
-	grants := s.grants
-	s.grants = nil
+	grants, sessions := s.grants, s.sess
+	s.grants, s.sess = nil, nil
 	s.mu.Unlock()
 	for _, g := range grants {
 		g.f.Close()
 	}
+	for ss := range sessions {
+		ss.end()
+	}
 	s.watches.Wait()
 	s.t.f.Close()
+	for _, sd := range append(s.sdOld, s.sd) {
+		if sd != nil {
+			sd.f.Close()
+		}
+	}
 	return s.d.f.Close()
 }
 
@@ -196,6 +219,20 @@ func (s *Store) addGrant(token string, g *grant) error {
 	}
 	s.grants[token] = g
 	return nil
+}
+
+// dropKey forgets the grant of key made through this handle without a
+// session, if any, and closes its liveness file: the key was granted
+// again, in a session.
+func (s *Store) dropKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tok, old := range s.grants {
+		if old.key == key {
+			old.f.Close()
+			delete(s.grants, tok)
+		}
+	}
 }
 
 // owns reports whether l was acquired through this handle and is still

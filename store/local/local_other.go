@@ -59,5 +59,10 @@ func (s *Store) Watch(context.Context, string) (<-chan tenure.Record, error) {
 // LeaseFiles fails outside Linux.
 func (s *Store) LeaseFiles(tenure.Lease) ([]*os.File, error) { return nil, errUnsupported }
 
+// OpenSession fails outside Linux.
+func (s *Store) OpenSession(context.Context, time.Duration) (tenure.StoreSession, error) {
+	return nil, errUnsupported
+}
+
 // Close does nothing.
 func (s *Store) Close() error { return nil }

@@ -39,6 +39,9 @@ import (
 //	  "error MESSAGE", and hold them until stdin closes.
 //	mode "inherit": hold file descriptor 3 (a liveness file passed by the
 //	  parent) open, print "holding", and wait for stdin to close.
+//	mode "session": open a session of HELPER_TTL, acquire each key of
+//	  HELPER_KEYS (comma-separated) in it and print "acquired TERM,...";
+//	  then for each "keepalive" line print "kept", "lost" or "error ...".
 const helperEnv = "TENURE_LOCAL_HELPER"
 
 func TestHelperProcess(t *testing.T) {
@@ -97,6 +100,11 @@ func TestHelperProcess(t *testing.T) {
 		for in.Scan() {
 		}
 		f.Close()
+	case "session":
+		if err := sessionHelper(in, say); err != nil {
+			say("error %v", err)
+			os.Exit(1)
+		}
 	case "inherit":
 		f := os.NewFile(3, "inherited")
 		if f == nil {
@@ -336,8 +344,31 @@ func contend() error {
 	if err != nil {
 		return err
 	}
+	// With HELPER_SESSION set, every grant is made in a session, which
+	// every third round closes (freeing the key) instead of releasing.
+	var ss tenure.StoreSession
+	acquire := func() (tenure.Lease, error) { return s.Acquire(ctx, key, id, 10*time.Second) }
+	release := func(l tenure.Lease, round int) error { return s.Release(ctx, l) }
+	if os.Getenv("HELPER_SESSION") != "" {
+		acquire = func() (tenure.Lease, error) {
+			if ss == nil {
+				if ss, err = s.OpenSession(ctx, 10*time.Second); err != nil {
+					return tenure.Lease{}, err
+				}
+			}
+			return ss.Acquire(ctx, key, id, "")
+		}
+		release = func(l tenure.Lease, round int) error {
+			if round%3 != 2 {
+				return ss.Release(ctx, l)
+			}
+			err := ss.Close(ctx)
+			ss = nil
+			return err
+		}
+	}
 	for done := 0; done < rounds; {
-		l, err := s.Acquire(ctx, key, id, 10*time.Second)
+		l, err := acquire()
 		if errors.Is(err, tenure.ErrHeld) {
 			for r := range ch {
 				if !r.Held() {
@@ -356,7 +387,7 @@ func contend() error {
 		if _, err := fmt.Fprintf(log, "exit %d %s\n", l.Term, id); err != nil {
 			return err
 		}
-		if err := s.Release(ctx, l); err != nil {
+		if err := release(l, done); err != nil {
 			return err
 		}
 		done++
@@ -366,7 +397,13 @@ func contend() error {
 
 // Processes contending for one key hold it one at a time, in strictly
 // increasing terms.
-func TestProcessesExcludeEachOther(t *testing.T) {
+func TestProcessesExcludeEachOther(t *testing.T) { processesExcludeEachOther(t, false) }
+
+// The same with every grant made in a session, which is sometimes closed
+// instead of releasing the key.
+func TestSessionProcessesExcludeEachOther(t *testing.T) { processesExcludeEachOther(t, true) }
+
+func processesExcludeEachOther(t *testing.T, sessions bool) {
 	t.Parallel()
 	const procs, rounds = 4, 25
 	dir := t.TempDir()
@@ -375,6 +412,9 @@ func TestProcessesExcludeEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"HELPER_DIR=" + dir, "HELPER_KEY=contended", "HELPER_LOG=" + logPath, "HELPER_ROUNDS=" + strconv.Itoa(rounds)}
+	if sessions {
+		env = append(env, "HELPER_SESSION=1")
+	}
 	var children []*child
 	for range procs {
 		children = append(children, startChild(t, "contend", env))

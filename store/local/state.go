@@ -64,7 +64,9 @@ type state struct {
 	// TTL of the last grant, in nanoseconds.
 	TTL int64 `json:"ttl_ns"`
 	// Expires is the grant's end on the CLOCK_BOOTTIME clock of boot BootID,
-	// in nanoseconds.
+	// in nanoseconds. A grant of a session ends with the session, whose
+	// file holds its expiry: here it is the session's expiry as of the
+	// grant, never read to judge it.
 	Expires int64 `json:"expires_ns"`
 	// BootID identifies the boot whose clock Expires is measured on; a grant
 	// of an earlier boot is dead.
@@ -75,6 +77,14 @@ type state struct {
 	// "" once released. Absent from records written before values were
 	// published, which decode as "".
 	Value string `json:"value,omitempty"`
+	// Session is the id of the session the grant was made in (see
+	// doc.go, Sessions): the grant is live only while the session file
+	// .sessions/SESSION is locked and unexpired, and has no liveness file
+	// of its own. "" for a grant of [Store.Acquire] and once released.
+	// Absent from other records, which older versions of tenure, which do
+	// not know the field, therefore still read; a session record is
+	// refused by them as corrupt, never taken for a free key.
+	Session string `json:"session,omitempty"`
 }
 
 // encodeState returns the on-disk form of st.
@@ -149,10 +159,28 @@ func (st state) validate() error {
 	if st.Holder == "" && st.Value != "" {
 		return errors.New("free record with a value")
 	}
+	if st.Session != "" && (st.Holder == "" || !validSessionID(st.Session)) {
+		return errors.New("session named by a free record, or not a session id")
+	}
 	if st.Holder != "" {
 		return tenure.CheckClaim(st.Key, tenure.Claim{Identity: st.Holder, TTL: time.Duration(st.TTL), Value: st.Value})
 	}
 	return nil
+}
+
+// validSessionID reports whether id can be a session's id: 32 lowercase
+// hex digits, so that a record naming a session can never name any other
+// file.
+func validSessionID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // oneLine flattens an error message onto one line.

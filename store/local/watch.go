@@ -121,6 +121,17 @@ func (s *Store) newNotifier() (*notifier, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("local: watch %s: %w", s.dir, err)
 	}
+	// And .sessions, for the end of the sessions that records name.
+	sd, err := s.sessDirLocked()
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	swd, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(sd.fd()), sessionWatchMask|unix.IN_ONLYDIR)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("local: watch %s: %w", sd.path, err)
+	}
 	// A non-blocking descriptor in an *os.File is served by the runtime
 	// poller: Read parks the goroutine, and Close wakes it.
 	n := &notifier{
@@ -128,6 +139,8 @@ func (s *Store) newNotifier() (*notifier, error) {
 		gone:   make(chan struct{}),
 		events: &s.watchEvents,
 		byKey:  map[string]*keyWatches{},
+		swd:    swd,
+		ended:  map[string]struct{}{},
 	}
 	go n.read()
 	return n, nil
@@ -140,11 +153,27 @@ type notifier struct {
 	gone   chan struct{}  // closed when read returns
 	events *atomic.Uint64 // counts the events dispatched (the store's, for tests)
 
+	swd int // the watch descriptor of .sessions
+
 	mu    sync.Mutex
 	byKey map[string]*keyWatches // the open watches, by their key's file prefix
 	n     int                    // how many
-	ended bool                   // no watch may be added: the descriptor is closed or closing
+	done  bool                   // no watch may be added: the descriptor is closed or closing
+	ended map[string]struct{}    // sessions whose file was closed or removed (see dispatchSession)
 }
+
+// sessionWatchMask selects the events of .sessions that end a session: its
+// file closed by the last process holding it open for writing (the holder,
+// closing it or dying; readers open it read-only, keep-alives write it in
+// place without closing it), or deleted, or renamed away or over.
+const sessionWatchMask = unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+// maxEnded bounds notifier.ended; past it the set starts over, so a
+// watch may then see the end of a session only by its probe-less re-read
+// (see watch.get), at the next event of its key or at the session's
+// expiry.
+const maxEnded = 4096
 
 // keyWatches are the open watches of one key in a handle, and the reads
 // they share: an event wakes them all, and they need one read of the key
@@ -156,6 +185,7 @@ type keyWatches struct {
 
 	mu   sync.Mutex
 	last *keyRead // the read begun last, done or under way
+	sess string   // the session last's record named, once last is done; "" if none
 }
 
 // keyRead is one read of a key, shared by the watches woken by the events
@@ -164,6 +194,7 @@ type keyRead struct {
 	seq  uint64        // keyWatches.seq when it began
 	done chan struct{} // closed once rec and err are set
 	rec  tenure.Record
+	sess string // the session the record names, if any
 	err  error
 }
 
@@ -172,28 +203,35 @@ type keyRead struct {
 // waiting for it if it is under way: that read saw what ev announced. A
 // read for any other reason (the first one, an expiry, a probe) is made
 // afresh, since time alone changes a record's liveness.
-func (kw *keyWatches) read(w *watch) (tenure.Record, error) {
+func (kw *keyWatches) read(w *watch) (tenure.Record, string, error) {
 	ev := w.pending.Swap(0)
 	kw.mu.Lock()
 	if r := kw.last; ev != 0 && r != nil && r.seq >= ev {
 		kw.mu.Unlock()
 		<-r.done
-		return r.rec, r.err
+		return r.rec, r.sess, r.err
 	}
 	r := &keyRead{seq: kw.seq.Load(), done: make(chan struct{})}
 	kw.last = r
 	kw.mu.Unlock()
 	w.s.watchReads.Add(1)
-	r.rec, r.err = w.s.get(w.key)
+	r.rec, r.sess, r.err = w.s.getSession(w.key)
+	// With the read's end: a session's end dispatched from now on finds
+	// the key by it (see notifier.dispatchSession).
+	kw.mu.Lock()
+	if kw.last == r {
+		kw.sess = r.sess
+	}
 	close(r.done)
-	return r.rec, r.err
+	kw.mu.Unlock()
+	return r.rec, r.sess, r.err
 }
 
 // add adds w to the watches woken by n; it reports false if n has ended.
 func (n *notifier) add(w *watch) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.ended {
+	if n.done {
 		return false
 	}
 	kw := n.byKey[w.kf.base]
@@ -221,9 +259,9 @@ func (n *notifier) remove(w *watch) {
 			}
 		}
 	}
-	last := n.n == 0 && !n.ended
+	last := n.n == 0 && !n.done
 	if last {
-		n.ended = true
+		n.done = true
 	}
 	n.mu.Unlock()
 	if last {
@@ -235,7 +273,7 @@ func (n *notifier) remove(w *watch) {
 // end marks n ended and ends every watch still open: read stopped.
 func (n *notifier) end() {
 	n.mu.Lock()
-	n.ended = true
+	n.done = true
 	var ws []*watch
 	for _, kw := range n.byKey {
 		for w := range kw.ws {
@@ -293,17 +331,17 @@ func (w *watch) release() {
 
 // get reads the record for [tenure.Follow]. Follow re-reads by itself when
 // a held grant's TTL passes; get adds the probes of a holder whose liveness
-// file was closed: the kernel posts the close before it drops the lock, so
-// the holder may look live for a moment, and get wakes Follow again after
+// file, or session file, was closed: the kernel posts the close before it
+// drops the lock, so the holder may look live for a moment, and get wakes Follow again after
 // a delay growing from probeMin to probeMax, for at most probeFor. A failed
 // read releases the descriptor before Follow closes the channel.
 func (w *watch) get(context.Context) (tenure.Record, error) {
-	r, err := w.kw.read(w)
+	r, sess, err := w.kw.read(w)
 	if err != nil {
 		w.release()
 		return r, err
 	}
-	if !r.Held() || r.Term != w.closing.Load() {
+	if !r.Held() || r.Term != w.closing.Load() && (sess == "" || !w.n.sessionEnded(sess)) {
 		w.probe = 0
 		w.prober.Stop()
 		return r, nil
@@ -348,6 +386,8 @@ func (n *notifier) read() {
 			switch {
 			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
 				ended = true
+			case int(ev.Wd) == n.swd && ev.Mask&unix.IN_Q_OVERFLOW == 0:
+				n.dispatchSession(name)
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				for _, kw := range n.byKey {
 					n.wake(kw, 0)
@@ -411,6 +451,48 @@ func (n *notifier) dispatch(name string, mask uint32) {
 		closing = term
 	}
 	n.wake(kw, closing)
+}
+
+// dispatchSession handles an event on the file of session id: it
+// remembers that the session ended, and wakes the watches of every key
+// whose last read named it or has a read under way. A watch that saw the
+// session live then either checked sessionEnded after this (and probes
+// again: the kernel posts the close before it drops the lock; see
+// watch.get), or is woken here: the read it saw was the key's last
+// (which named id), or a later one is under way, or a later one named
+// something else, which only an event of the key's record, which woke
+// it too, can explain. The caller holds n.mu.
+func (n *notifier) dispatchSession(id string) {
+	if !validSessionID(id) {
+		return
+	}
+	if len(n.ended) >= maxEnded {
+		clear(n.ended)
+	}
+	n.ended[id] = struct{}{}
+	for _, kw := range n.byKey {
+		kw.mu.Lock()
+		match := kw.sess == id
+		if r := kw.last; r != nil && !match {
+			select {
+			case <-r.done:
+			default:
+				match = true // under way: it may see id live
+			}
+		}
+		kw.mu.Unlock()
+		if match {
+			n.wake(kw, 0)
+		}
+	}
+}
+
+// sessionEnded reports whether an event said that session id ended.
+func (n *notifier) sessionEnded(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.ended[id]
+	return ok
 }
 
 // wake numbers a new event for kw's key and wakes its watches, telling
