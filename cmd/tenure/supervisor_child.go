@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
-	"time"
 )
 
 // superviseCmdName is the hidden subcommand `tenure run` re-executes itself
@@ -67,6 +66,17 @@ func superviseCmd(args []string, stderr io.Writer) int {
 	_ = leaseFDs // held open until this process exits
 	mark(stepStartReceived)
 
+	// The deadline timers before CMD: CMD never runs unenforced.
+	termT, err := newDeadlineTimer(first.termAt)
+	var killT *deadlineTimer
+	if err == nil {
+		killT, err = newDeadlineTimer(first.killAt)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tenure: cannot arm the lease deadline: %v\n", err)
+		return exitCannotExec
+	}
+
 	argv := fs.Args()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TENURE_TERM="+strconv.FormatUint(first.term, 10))
@@ -82,7 +92,7 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		close(done)
 	}()
 	g := &group{cmd: cmd, done: done, pg: syscall.Getpgrp(), uc: uc}
-	return g.enforce(first, sigs)
+	return g.enforce(first, termT, killT, sigs)
 }
 
 // controlConn is the supervisor's end of the control channel, fd 3.
@@ -111,28 +121,37 @@ type group struct {
 	uc   *net.UnixConn // the control channel
 }
 
-// enforce applies the deadlines of first and of the later messages until
-// CMD exits, the kill deadline passes or tenure goes away, and returns
-// CMD's exit code.
-func (g *group) enforce(first deadlineMsg, sigs <-chan os.Signal) int {
+// enforce applies the deadlines of first (to which termT and killT are
+// set) and of the later messages until CMD exits, the kill deadline passes
+// or tenure goes away, and returns CMD's exit code. A timer's expiry is
+// acted on only if its deadline has come: one set for an earlier deadline
+// may fire just before a message moves it.
+func (g *group) enforce(first deadlineMsg, termT, killT *deadlineTimer, sigs <-chan os.Signal) int {
 	msgs, eof := readDeadlines(g.uc)
-	termT, killT := time.NewTimer(monoUntil(first.termAt)), time.NewTimer(monoUntil(first.killAt))
 	termAt, killAt := first.termAt, first.killAt
 	for {
 		select {
 		case m := <-msgs:
 			if m.termAt > termAt {
 				termAt = m.termAt
-				termT.Reset(monoUntil(termAt))
+				if termT.Set(termAt) != nil {
+					return g.kill() // the deadline could not be enforced
+				}
 			}
 			if m.killAt > killAt {
 				killAt = m.killAt
-				killT.Reset(monoUntil(killAt))
+				if killT.Set(killAt) != nil {
+					return g.kill()
+				}
 			}
 		case <-termT.C:
-			_ = syscall.Kill(-g.pg, syscall.SIGTERM)
+			if monoNow() >= termAt {
+				_ = syscall.Kill(-g.pg, syscall.SIGTERM)
+			}
 		case <-killT.C:
-			return g.kill()
+			if monoNow() >= killAt {
+				return g.kill()
+			}
 		case <-eof:
 			return g.kill()
 		case <-sigs:

@@ -176,9 +176,6 @@ func monoNow() int64 {
 // so only the read-out offset matters).
 func monoAt(t time.Time) int64 { return monoNow() + int64(time.Until(t)) }
 
-// monoUntil is how long until the CLOCK_MONOTONIC instant at.
-func monoUntil(at int64) time.Duration { return time.Duration(at - monoNow()) }
-
 // deadlineFeed sends the supervisor of one term the deadlines it enforces,
 // the term's own ([tenure.Term.Deadlines]). They only move forward: each
 // stop deadline is the time a successful renewal (or the acquisition) was
