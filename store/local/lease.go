@@ -180,13 +180,38 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		return tenure.Lease{}, err
 	}
 	identity, ttl := c.Identity, c.TTL
+	lease, _, err := s.grantNext(ctx, key, nil, func(kf keyFiles, term uint64, wait time.Duration, now int64) (tenure.Lease, error) {
+		token, err := s.writeGrant(kf, state{
+			Key: key, Holder: identity, Term: term, TTL: int64(ttl),
+			Expires: now + int64(ttl), BootID: s.bootID, Value: c.Value,
+		})
+		if err != nil {
+			return tenure.Lease{}, err
+		}
+		return tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait, Value: c.Value}, nil
+	})
+	return lease, err
+}
+
+// grantNext is what every Acquire (of the Store and of its sessions)
+// decides under the key's mutation lock: whether key may be granted, with
+// which term, and how long the new holder must wait. A live grant of the
+// key is the caller's own if mine returns it (fresh is then false), else a
+// *[tenure.HeldError]. Otherwise it calls write with the next term, one
+// above the highest of the key's record, of .terms and of this process's
+// memory (so deleting the key's files cannot make terms go backwards),
+// with the Lease.Wait owed to a grant that ended without its holder's
+// release (see unreleasedWait) and with the clock reading it judged by;
+// write makes the grant. The liveness files of earlier grants are removed
+// after. mine may be nil.
+func (s *Store) grantNext(ctx context.Context, key string, mine func(st state) (tenure.Lease, bool),
+	write func(kf keyFiles, term uint64, wait time.Duration, now int64) (tenure.Lease, error)) (lease tenure.Lease, fresh bool, err error) {
 	if err := s.begin(ctx); err != nil {
-		return tenure.Lease{}, err
+		return tenure.Lease{}, false, err
 	}
 	received := boottime()
-	var lease tenure.Lease
 	var oldHolders []string
-	err := s.mutate(ctx, key, func(kf keyFiles, st state, ok bool) error {
+	err = s.mutate(ctx, key, func(kf keyFiles, st state, ok bool) error {
 		hw, hok, err := s.readTerm(kf, key)
 		if err != nil {
 			return err
@@ -198,6 +223,12 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 				return err
 			}
 			if live {
+				if mine != nil {
+					if l, ok := mine(st); ok {
+						lease = l
+						return nil
+					}
+				}
 				st.Expires = exp
 				return &tenure.HeldError{Record: record(key, st, true, now)}
 			}
@@ -210,25 +241,16 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		if err != nil {
 			return err
 		}
-		// The highest term of the record, of .terms and of this process's
-		// memory: deleting the key's files cannot make terms go backwards.
 		last := s.see(key, max(st.Term, hw.Term))
 		if last == math.MaxUint64 {
 			return fmt.Errorf("local: key %q has used up its terms", key)
 		}
-		term := last + 1
-		token, err := s.writeGrant(kf, state{
-			Key: key, Holder: identity, Term: term, TTL: int64(ttl),
-			Expires: now + int64(ttl), BootID: s.bootID, Value: c.Value,
-		})
-		if err != nil {
-			return err
-		}
-		lease = tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: token, Wait: wait, Value: c.Value}
-		return nil
+		lease, err = write(kf, last+1, wait, now)
+		fresh = err == nil
+		return err
 	})
 	if err != nil {
-		return tenure.Lease{}, err
+		return tenure.Lease{}, false, err
 	}
 	// The previous grants are over; their files are garbage (a stalled
 	// holder may still have one open, which is harmless once unlinked).
@@ -236,7 +258,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	for _, name := range oldHolders {
 		_ = s.d.remove(name)
 	}
-	return lease, nil
+	return lease, fresh, nil
 }
 
 // writeGrant writes the grant next (without its Token, which it draws and

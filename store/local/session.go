@@ -208,68 +208,26 @@ func (ss *session) acquire(ctx context.Context, key, identity, value string, dur
 	if err := tenure.CheckClaim(key, tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}); err != nil {
 		return tenure.Lease{}, false, err
 	}
-	if err := s.begin(ctx); err != nil {
-		return tenure.Lease{}, false, err
+	mine := func(st state) (tenure.Lease, bool) {
+		l, ok := ss.held(key, st)
+		return l, ok && l.Identity == identity
 	}
-	received := boottime()
-	var lease tenure.Lease
-	var fresh bool
-	var oldHolders []string
-	err := s.mutate(ctx, key, func(kf keyFiles, st state, ok bool) error {
-		hw, hok, err := s.readTerm(kf, key)
-		if err != nil {
-			return err
-		}
-		now := boottime()
-		if ok {
-			exp, live, err := s.liveUntil(kf, st, now)
-			if err != nil {
-				return err
-			}
-			if live {
-				if l, mine := ss.held(key, st); mine && l.Identity == identity {
-					lease = l
-					return nil
-				}
-				st.Expires = exp
-				return &tenure.HeldError{Record: record(key, st, true, now)}
-			}
-			oldHolders = append(oldHolders, holderName(kf, st.Term))
-		}
-		if hok && (!ok || hw.Term != st.Term) {
-			oldHolders = append(oldHolders, holderName(kf, hw.Term))
-		}
-		wait, err := s.unreleasedWait(kf, st, ok, hw, hok, received, now)
-		if err != nil {
-			return err
-		}
-		last := s.see(key, max(st.Term, hw.Term))
-		if last == math.MaxUint64 {
-			return fmt.Errorf("local: key %q has used up its terms", key)
-		}
+	return s.grantNext(ctx, key, mine, func(kf keyFiles, term uint64, wait time.Duration, now int64) (tenure.Lease, error) {
 		expires, err := ss.usable(now)
 		if err != nil {
-			return err
+			return tenure.Lease{}, err
 		}
 		token, err := newToken()
 		if err != nil {
-			return err
+			return tenure.Lease{}, err
 		}
 		next := state{
-			Key: key, Holder: identity, Term: last + 1, TTL: int64(ss.ttl),
+			Key: key, Holder: identity, Term: term, TTL: int64(ss.ttl),
 			Expires: expires, BootID: s.bootID, Token: token, Value: value, Session: ss.id,
 		}
-		lease = tenure.Lease{Key: key, Identity: identity, Term: next.Term, TTL: ss.ttl, Token: token, Wait: wait, Value: value}
-		fresh = true
-		return ss.writeGrant(kf, next, lease, durable)
+		lease := tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ss.ttl, Token: token, Wait: wait, Value: value}
+		return lease, ss.writeGrant(kf, next, lease, durable)
 	})
-	if err != nil {
-		return tenure.Lease{}, false, err
-	}
-	for _, name := range oldHolders {
-		_ = s.d.remove(name)
-	}
-	return lease, fresh, nil
 }
 
 // held returns the grant of key recorded in st if this session made it
