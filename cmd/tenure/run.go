@@ -319,6 +319,10 @@ type runner struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	standby chan *supervisor // receives the standby supervisor once spawned (nil if that failed)
+	// moves is set by tenure shard, whose terms end by cancellation when
+	// the key moves to another member or the member stops: that is not
+	// logged as a loss.
+	moves bool
 
 	mu      sync.Mutex
 	pending bool               // a standby supervisor was or is being spawned and not yet taken
