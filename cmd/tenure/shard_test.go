@@ -1,0 +1,227 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/internal/syncbuf"
+	"github.com/tenurehq/tenure/shard"
+)
+
+// shardGroup is a group of `tenure shard` members on a local store in a
+// test's temporary directory, each running the demo worker as CMD. Each
+// key has its own event log and lock file: the worker's start line says
+// "overlap" if another worker of the same key was alive, and the shared
+// checker (checkHistory) finds overlapping intervals and terms that did
+// not grow, per key.
+type shardGroup struct {
+	dir, store string
+	keys       []string
+	logs       map[string]*eventLog // by key
+	procs      map[string]*candidate
+	stderr     map[string]*syncbuf.Buffer
+}
+
+func newShardGroup(t *testing.T, keys []string) *shardGroup {
+	t.Helper()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g := &shardGroup{dir: dir, store: "file://" + state, keys: keys, logs: map[string]*eventLog{},
+		procs: map[string]*candidate{}, stderr: map[string]*syncbuf.Buffer{}}
+	for _, k := range keys {
+		l, err := newEventLog(filepath.Join(dir, "events."+k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.logs[k] = l
+		t.Cleanup(func() { l.Close() })
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for id, b := range g.stderr {
+				t.Logf("member %s's log:\n%s", id, b.String())
+			}
+			for _, k := range g.keys {
+				for _, e := range g.logs[k].events() {
+					t.Logf("key %s: %+v", k, e)
+				}
+			}
+		}
+	})
+	return g
+}
+
+// start starts member id of members with extra flags; the keys must be
+// shard.Numbered's.
+func (g *shardGroup) start(t *testing.T, id string, members []string, extra ...string) {
+	t.Helper()
+	// CMD picks its key's event log and lock from TENURE_KEY.
+	worker := `exec "$0" __demo-worker --events "$1/events.$TENURE_KEY" --lock "$1/lock.$TENURE_KEY"`
+	args := append([]string{"shard", "--store", g.store, "--group", "jobs", "--members", strings.Join(members, ","),
+		"--id", id, "--ttl", "2s", "--shards", strconv.Itoa(len(g.keys))}, extra...)
+	args = append(args, "--", "sh", "-c", worker, tenureBin, g.dir)
+	stderr := &syncbuf.Buffer{}
+	cmd := exec.Command(tenureBin, args...)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	g.procs[id] = &candidate{ID: id, Cmd: cmd, Done: done}
+	g.stderr[id] = stderr
+}
+
+// awaitLeader waits until key's CMD was started by member id, after the
+// event at index from, and returns that start and its index.
+func (g *shardGroup) awaitLeader(t *testing.T, key, id string, from int) (workerEvent, int) {
+	t.Helper()
+	ev, i, ok := g.logs[key].waitFor(from, wait, func(e workerEvent) bool { return e.Kind == "start" && e.ID == id })
+	if !ok {
+		t.Fatalf("key %s: no CMD started by %s within %s", key, id, wait)
+	}
+	return ev, i
+}
+
+// check fails t if, for some key, two CMDs ran at once or terms did not
+// grow, by the checker every harness shares.
+func (g *shardGroup) check(t *testing.T) {
+	t.Helper()
+	for _, k := range g.keys {
+		if h := checkHistory(g.logs[k].events()); h.Overlaps != 0 || !h.TermsGrow {
+			t.Errorf("key %s: %d overlapping CMDs, terms growing: %v", k, h.Overlaps, h.TermsGrow)
+		}
+	}
+}
+
+// TestShardSpreadsKeysAndMovesThemSafely: three `tenure shard` members
+// lead the 6 keys of a group as rendezvous hashing says; a member stopped
+// by SIGTERM stops its CMDs and exits 0, and only its keys move, each
+// started by its new owner after the old CMD stopped; a member killed by
+// SIGKILL takes its CMDs with it (supervisor semantics) and the last
+// member takes its keys over. For every key, no two CMDs ever ran at once
+// and terms only grew.
+func TestShardSpreadsKeysAndMovesThemSafely(t *testing.T) {
+	keys := shard.Numbered(6)
+	all := []string{"a", "b", "c"}
+	g := newShardGroup(t, keys)
+	for _, id := range all {
+		g.start(t, id, all)
+	}
+
+	// Every key is led by its owner among the three.
+	last := map[string]workerEvent{} // the current CMD of each key
+	next := map[string]int{}         // index after it in the key's log
+	count := map[string]int{}
+	for _, k := range keys {
+		owner := shard.Owner(k, all)
+		ev, i := g.awaitLeader(t, k, owner, 0)
+		last[k], next[k] = ev, i+1
+		count[owner]++
+	}
+	t.Logf("keys per member with a, b, c live: %v", count)
+	if len(count) < 2 {
+		t.Fatalf("all keys on one member: %v", count)
+	}
+
+	// SIGTERM: the victim's CMDs stop, its keys go to their owners among
+	// the others, and it exits 0.
+	victim, killed, survivor := "a", "b", "c"
+	if count[victim] == 0 {
+		t.Fatalf("%s leads no key; the test needs it to lead some: %v", victim, count)
+	}
+	victimKeys := map[string]bool{}
+	for _, k := range keys {
+		victimKeys[k] = last[k].ID == victim
+	}
+	t0 := monoNow()
+	if err := g.procs[victim].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest := []string{killed, survivor}
+	moved := 0
+	for _, k := range keys {
+		if last[k].ID != victim {
+			continue
+		}
+		stop, i, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID })
+		if !ok {
+			t.Fatalf("key %s: %s's CMD did not stop", k, victim)
+		}
+		ev, j := g.awaitLeader(t, k, shard.Owner(k, rest), i+1)
+		if ev.Term <= last[k].Term {
+			t.Errorf("key %s: term %d after term %d", k, ev.Term, last[k].Term)
+		}
+		t.Logf("key %s moved %s -> %s: CMD stopped %s after the SIGTERM, next started %s after the stop",
+			k, victim, ev.ID, time.Duration(stop.Mono-t0), time.Duration(ev.Mono-stop.Mono))
+		last[k], next[k] = ev, j+1
+		moved++
+	}
+	waitDone(t, g.procs[victim].Done, wait, "member "+victim)
+	if code := exitCode(g.procs[victim].Cmd.ProcessState); code != exitOK {
+		t.Fatalf("member %s exited %d after SIGTERM, want 0", victim, code)
+	}
+	// Only the victim's keys moved: no other key's CMD stopped or started.
+	for _, k := range keys {
+		if n := g.logs[k].length(); !victimKeys[k] && n != next[k] {
+			t.Errorf("key %s, not %s's, moved: %d events after its CMD started", k, victim, n-next[k])
+		}
+	}
+	count = map[string]int{}
+	for _, k := range keys {
+		count[last[k].ID]++
+	}
+	t.Logf("after SIGTERM of %s: %d keys moved, keys per member %v", victim, moved, count)
+
+	// SIGKILL: the killed member's CMDs die with it, before the survivor's
+	// CMD for any of its keys starts (the worker's lock would say overlap).
+	t1 := monoNow()
+	if err := g.procs[killed].Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if last[k].ID != killed {
+			continue
+		}
+		ev, j := g.awaitLeader(t, k, survivor, next[k])
+		if ev.Term <= last[k].Term {
+			t.Errorf("key %s: term %d after term %d", k, ev.Term, last[k].Term)
+		}
+		if alive(last[k].PID) {
+			t.Errorf("key %s: %s's CMD (pid %d) still runs after %s took the key", k, killed, last[k].PID, survivor)
+		}
+		t.Logf("key %s taken over by %s %s after the SIGKILL of %s", k, survivor, time.Duration(ev.Mono-t1), killed)
+		last[k], next[k] = ev, j+1
+	}
+
+	// The survivor leads everything; SIGTERM stops every CMD, exit 0.
+	if err := g.procs[survivor].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, g.procs[survivor].Done, wait, "member "+survivor)
+	if code := exitCode(g.procs[survivor].Cmd.ProcessState); code != exitOK {
+		t.Fatalf("member %s exited %d after SIGTERM, want 0", survivor, code)
+	}
+	for _, k := range keys {
+		if _, _, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID }); !ok {
+			t.Errorf("key %s: %s's CMD did not stop before it exited", k, survivor)
+		}
+	}
+	g.check(t)
+}
