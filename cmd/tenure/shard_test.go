@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -224,4 +225,75 @@ func TestShardSpreadsKeysAndMovesThemSafely(t *testing.T) {
 		}
 	}
 	g.check(t)
+}
+
+// TestShardBadInput: each bad command line gives exit 2, one line
+// "tenure: ..." naming the flag, and runs nothing.
+func TestShardBadInput(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(dir, "ran")
+	cmd := []string{"--", "touch", ran}
+	base := []string{"shard", "--store", "file://" + state, "--group", "jobs"}
+	line := func(args ...string) []string { return slices.Concat(base, args, cmd) }
+	cases := []struct {
+		name  string
+		args  []string
+		envID string // $TENURE_ID, if set
+		want  string
+	}{
+		{"no members", line("--id", "a", "--shards", "4"), "", "--members is required"},
+		{"duplicate member", line("--members", "a,b,a", "--id", "a", "--shards", "4"), "", `--members lists "a" twice`},
+		{"empty member", line("--members", "a,,b", "--id", "a", "--shards", "4"), "", `--members "a,,b" has an empty item`},
+		{"id not a member", line("--members", "a,b", "--id", "x", "--shards", "4"), "", `--id "x" is not one of --members (a,b)`},
+		{"TENURE_ID not a member", line("--members", "a,b", "--shards", "4"), "zed", `--id "zed" is not one of --members (a,b)`},
+		{"no id, none in the environment", line("--members", "a,b", "--shards", "4"), "", "is not one of --members (a,b)"},
+		{"shards and keys", line("--members", "a", "--id", "a", "--shards", "4", "--keys", "x,y"), "", "--shards and --keys are both given; use one"},
+		{"neither shards nor keys", line("--members", "a", "--id", "a"), "", "one of --shards N or --keys LIST is required"},
+		{"zero shards", line("--members", "a", "--id", "a", "--shards", "0"), "", "--shards 0 is out of range: want 1 to 4096"},
+		{"negative shards", line("--members", "a", "--id", "a", "--shards", "-3"), "", "--shards -3 is out of range: want 1 to 4096"},
+		{"too many shards", line("--members", "a", "--id", "a", "--shards", "4097"), "", "--shards 4097 is out of range: want 1 to 4096"},
+		{"shards not a number", line("--members", "a", "--id", "a", "--shards", "six"), "", `invalid value "six" for flag -shards`},
+		{"duplicate key", line("--members", "a", "--id", "a", "--keys", "k1,k2,k1"), "", `--keys lists "k1" twice`},
+		{"empty key", line("--members", "a", "--id", "a", "--keys", "k1,,k2"), "", `--keys "k1,,k2" has an empty item`},
+		{"empty keys", line("--members", "a", "--id", "a", "--keys", ""), "", "--keys is required"},
+		{"no group", slices.Concat([]string{"shard", "--store", "file://" + state, "--members", "a", "--id", "a", "--shards", "2"}, cmd), "", "--group is required"},
+		{"peer store", slices.Concat([]string{"shard", "--store", "peer://?id=1&peers=1=127.0.0.1:1", "--group", "jobs", "--members", "1", "--id", "1", "--shards", "2"}, cmd), "", "--store: a peer:// group leads one key"},
+		{"no command", slices.Concat(base, []string{"--members", "a", "--id", "a", "--shards", "2"}), "", "shard: no command given"},
+		{"command not found", slices.Concat(base, []string{"--members", "a", "--id", "a", "--shards", "2", "--", "/nonexistent/cmd"}), "", `shard: command "/nonexistent/cmd" not found`},
+		{"ttl too short", line("--members", "a", "--id", "a", "--shards", "2", "--ttl", "100ms"), "", "--ttl 100ms is out of range"},
+		{"grace too long", line("--members", "a", "--id", "a", "--shards", "2", "--ttl", "1s", "--grace", "5s"), "", "--grace 5s is too long for --ttl 1s"},
+		{"unknown flag", line("--members", "a", "--id", "a", "--shards", "2", "--restart"), "", "flag provided but not defined: -restart"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envID, tc.envID)
+			t.Setenv("POD_NAME", "")
+			r := runTenure(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+			if r.code != exitUsage || len(lines) != 1 || !strings.HasPrefix(lines[0], "tenure: ") || !strings.Contains(lines[0], tc.want) {
+				t.Fatalf("tenure %s: exit %d, stderr %q; want exit 2 and one line with %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.want)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Fatal("CMD ran")
+			}
+		})
+	}
+}
+
+// TestShardHelp: tenure shard -h documents the command, and the top-level
+// usage lists it.
+func TestShardHelp(t *testing.T) {
+	r := runTenure(t, "shard", "-h")
+	for _, want := range []string{"Usage: tenure shard", "TENURE_KEY", "TENURE_TERM", "-shards N", "-keys LIST", "-members LIST", "-grace", "Exit codes"} {
+		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+			t.Errorf("tenure shard -h: exit %d, output lacks %q:\n%s", r.code, want, r.stdout)
+		}
+	}
+	if r := runTenure(t, "help"); !strings.Contains(r.stdout, "tenure shard") {
+		t.Errorf("tenure help does not list tenure shard:\n%s", r.stdout)
+	}
 }
