@@ -304,3 +304,78 @@ func TestShardHelp(t *testing.T) {
 		t.Errorf("tenure help does not list tenure shard:\n%s", r.stdout)
 	}
 }
+
+// TestShardFrozenMember: SIGSTOP of a member cannot keep its CMDs
+// running: each key's supervisor stops its CMD by the renew deadline, and
+// the other member takes the key once the lease expired, after the stop.
+// Resumed, the member becomes live again and takes its keys back, each
+// after the other's CMD for it stopped.
+func TestShardFrozenMember(t *testing.T) {
+	keys := shard.Numbered(4)
+	all := []string{"a", "b"}
+	g := newShardGroup(t, keys)
+	for _, id := range all {
+		g.start(t, id, all, "--ttl", "1500ms")
+	}
+	last, next := map[string]workerEvent{}, map[string]int{}
+	count := map[string]int{}
+	for _, k := range keys {
+		owner := shard.Owner(k, all)
+		last[k], next[k] = g.awaitLeader(t, k, owner, 0)
+		next[k]++
+		count[owner]++
+	}
+	victim, other := "a", "b"
+	if count[victim] < count[other] {
+		victim, other = other, victim
+	}
+	t.Logf("keys per member: %v; freezing %s", count, victim)
+	g.check(t)
+
+	t0 := monoNow()
+	if err := g.procs[victim].Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var victimKeys []string
+	for _, k := range keys {
+		if last[k].ID != victim {
+			continue
+		}
+		victimKeys = append(victimKeys, k)
+		stop, i, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID })
+		if !ok {
+			t.Fatalf("key %s: the frozen %s's CMD was not stopped by its supervisor", k, victim)
+		}
+		ev, j := g.awaitLeader(t, k, other, i+1)
+		if ev.Mono <= stop.Mono || ev.Term <= last[k].Term {
+			t.Fatalf("key %s: %s's CMD (term %d) started at %d, %s's (term %d) stopped at %d", k, other, ev.Term, ev.Mono, victim, last[k].Term, stop.Mono)
+		}
+		t.Logf("key %s: frozen %s's CMD stopped %s after the SIGSTOP; %s took over %s after it",
+			k, victim, time.Duration(stop.Mono-t0), other, time.Duration(ev.Mono-t0))
+		last[k], next[k] = ev, j+1
+	}
+	g.check(t)
+
+	// Resumed, the victim is live again and owns its keys again.
+	t1 := monoNow()
+	if err := g.procs[victim].Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range victimKeys {
+		ev, j := g.awaitLeader(t, k, victim, next[k])
+		t.Logf("key %s back to %s %s after the SIGCONT", k, victim, time.Duration(ev.Mono-t1))
+		last[k], next[k] = ev, j+1
+	}
+	for _, id := range all {
+		if err := g.procs[id].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range all {
+		waitDone(t, g.procs[id].Done, wait, "member "+id)
+		if code := exitCode(g.procs[id].Cmd.ProcessState); code != exitOK {
+			t.Errorf("member %s exited %d after SIGTERM, want 0", id, code)
+		}
+	}
+	g.check(t)
+}
