@@ -22,11 +22,12 @@ import (
 // checker (checkHistory) finds overlapping intervals and terms that did
 // not grow, per key.
 type shardGroup struct {
-	dir, store string
-	keys       []string
-	logs       map[string]*eventLog // by key
-	procs      map[string]*candidate
-	stderr     map[string]*syncbuf.Buffer
+	dir, store  string
+	keys        []string
+	workerFlags string               // more flags for the worker
+	logs        map[string]*eventLog // by key
+	procs       map[string]*candidate
+	stderr      map[string]*syncbuf.Buffer
 }
 
 func newShardGroup(t *testing.T, keys []string) *shardGroup {
@@ -66,7 +67,7 @@ func newShardGroup(t *testing.T, keys []string) *shardGroup {
 func (g *shardGroup) start(t *testing.T, id string, members []string, extra ...string) {
 	t.Helper()
 	// CMD picks its key's event log and lock from TENURE_KEY.
-	worker := `exec "$0" __demo-worker --events "$1/events.$TENURE_KEY" --lock "$1/lock.$TENURE_KEY"`
+	worker := `exec "$0" __demo-worker --events "$1/events.$TENURE_KEY" --lock "$1/lock.$TENURE_KEY" ` + g.workerFlags
 	args := append([]string{"shard", "--store", g.store, "--group", "jobs", "--members", strings.Join(members, ","),
 		"--id", id, "--ttl", "2s", "--shards", strconv.Itoa(len(g.keys))}, extra...)
 	args = append(args, "--", "sh", "-c", worker, tenureBin, g.dir)
@@ -376,6 +377,35 @@ func TestShardFrozenMember(t *testing.T) {
 		if code := exitCode(g.procs[id].Cmd.ProcessState); code != exitOK {
 			t.Errorf("member %s exited %d after SIGTERM, want 0", id, code)
 		}
+	}
+	g.check(t)
+}
+
+// TestShardRestartsACommandThatExits: a CMD that exits by itself while its
+// key is led is run again, in a new term, as tenure run --restart does.
+func TestShardRestartsACommandThatExits(t *testing.T) {
+	keys := shard.Numbered(2)
+	g := newShardGroup(t, keys)
+	g.workerFlags = "--exit-after 100ms"
+	g.start(t, "a", []string{"a", "b"}, "--ttl", "1s")
+	for _, k := range keys {
+		first, i := g.awaitLeader(t, k, "a", 0)
+		stop, j, ok := g.logs[k].waitFor(i+1, wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == first.PID })
+		if !ok {
+			t.Fatalf("key %s: CMD did not exit", k)
+		}
+		again, _ := g.awaitLeader(t, k, "a", j+1)
+		if again.Term <= first.Term {
+			t.Errorf("key %s: CMD ran again in term %d after term %d", k, again.Term, first.Term)
+		}
+		t.Logf("key %s: CMD exited, ran again %s later, term %d -> %d", k, time.Duration(again.Mono-stop.Mono), first.Term, again.Term)
+	}
+	if err := g.procs["a"].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, g.procs["a"].Done, wait, "member a")
+	if code := exitCode(g.procs["a"].Cmd.ProcessState); code != exitOK {
+		t.Errorf("member a exited %d after SIGTERM, want 0", code)
 	}
 	g.check(t)
 }
