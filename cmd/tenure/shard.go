@@ -179,15 +179,15 @@ func (o *shardOpts) validate(cmdline []string) error {
 	return nil
 }
 
-// checkNames checks the identity against --members, and the members and
-// keys as parts of lease keys. It sets runOpts.key to the member's
+// checkNames checks the identity against --members, the members as
+// identities and parts of lease keys, and the keys as parts of lease keys. It sets runOpts.key to the member's
 // liveness key.
 func (o *shardOpts) checkNames() error {
 	if !slices.Contains(o.members, o.id) {
 		return usageErrorf("--id %q is not one of --members (%s)", o.id, strings.Join(o.members, ","))
 	}
 	for _, m := range o.members {
-		if err := tenure.CheckKey(o.group + "/members/" + m); err != nil {
+		if err := tenure.CheckAcquire(o.group+"/members/"+m, m, time.Second); err != nil {
 			return fmt.Errorf("--members: member %q: %w", m, err)
 		}
 	}

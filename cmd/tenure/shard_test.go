@@ -256,6 +256,7 @@ func TestShardBadInput(t *testing.T) {
 		{"no members", line("--id", "a", "--shards", "4"), "", "--members is required"},
 		{"duplicate member", line("--members", "a,b,a", "--id", "a", "--shards", "4"), "", `--members lists "a" twice`},
 		{"empty member", line("--members", "a,,b", "--id", "a", "--shards", "4"), "", `--members "a,,b" has an empty item`},
+		{"member with a control character", line("--members", "a,b\tc", "--id", "a", "--shards", "4"), "", `--members: member "b\tc"`},
 		{"id not a member", line("--members", "a,b", "--id", "x", "--shards", "4"), "", `--id "x" is not one of --members (a,b)`},
 		{"TENURE_ID not a member", line("--members", "a,b", "--shards", "4"), "zed", `--id "zed" is not one of --members (a,b)`},
 		{"no id, none in the environment", line("--members", "a,b", "--shards", "4"), "", "is not one of --members (a,b)"},
