@@ -62,14 +62,18 @@ func newShardGroup(t *testing.T, keys []string) *shardGroup {
 	return g
 }
 
-// start starts member id of members with extra flags; the keys must be
-// shard.Numbered's.
+// start starts member id of members with extra flags, with --shards if
+// the group's keys are shard.Numbered's, else with --keys.
 func (g *shardGroup) start(t *testing.T, id string, members []string, extra ...string) {
 	t.Helper()
 	// CMD picks its key's event log and lock from TENURE_KEY.
 	worker := `exec "$0" __demo-worker --events "$1/events.$TENURE_KEY" --lock "$1/lock.$TENURE_KEY" ` + g.workerFlags
-	args := append([]string{"shard", "--store", g.store, "--group", "jobs", "--members", strings.Join(members, ","),
-		"--id", id, "--ttl", "2s", "--shards", strconv.Itoa(len(g.keys))}, extra...)
+	keys := []string{"--shards", strconv.Itoa(len(g.keys))}
+	if !slices.Equal(g.keys, shard.Numbered(len(g.keys))) {
+		keys = []string{"--keys", strings.Join(g.keys, ",")}
+	}
+	args := slices.Concat([]string{"shard", "--store", g.store, "--group", "jobs", "--members", strings.Join(members, ","),
+		"--id", id, "--ttl", "2s"}, keys, extra)
 	args = append(args, "--", "sh", "-c", worker, tenureBin, g.dir)
 	stderr := &syncbuf.Buffer{}
 	cmd := exec.Command(tenureBin, args...)
@@ -407,6 +411,32 @@ func TestShardRestartsACommandThatExits(t *testing.T) {
 	waitDone(t, g.procs["a"].Done, wait, "member a")
 	if code := exitCode(g.procs["a"].Cmd.ProcessState); code != exitOK {
 		t.Errorf("member a exited %d after SIGTERM, want 0", code)
+	}
+	g.check(t)
+}
+
+// TestShardKeysByName: with --keys, TENURE_KEY is the key's name (the
+// worker writes to the event log it names) and TENURE_TERM its term.
+func TestShardKeysByName(t *testing.T) {
+	keys := []string{"eu", "us", "asia"}
+	g := newShardGroup(t, keys)
+	g.start(t, "a", []string{"a"})
+	for _, k := range keys {
+		if ev, _ := g.awaitLeader(t, k, "a", 0); ev.Term == 0 {
+			t.Errorf("key %s: CMD saw no TENURE_TERM", k)
+		}
+	}
+	if err := g.procs["a"].Cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, g.procs["a"].Done, wait, "member a")
+	if code := exitCode(g.procs["a"].Cmd.ProcessState); code != exitOK {
+		t.Errorf("member a exited %d after SIGINT, want 0", code)
+	}
+	for _, k := range keys {
+		if _, _, ok := g.logs[k].waitFor(0, wait, func(e workerEvent) bool { return e.Kind == "stop" }); !ok {
+			t.Errorf("key %s: CMD did not stop before tenure exited", k)
+		}
 	}
 	g.check(t)
 }
