@@ -3,6 +3,8 @@
 //
 //	tenure demo                                  a live failover demo, no setup
 //	tenure run --key nightly -- ./backup.sh      run only while leading "nightly"
+//	tenure shard --group jobs --members a,b,c --id a --shards 16 -- ./worker
+//	                                             run ./worker once per key a leads
 //	tenure status --key nightly [--json]         who leads; exit 0 held, 3 free
 //	tenure watch --key nightly [--json]          one line per change of leader
 //	tenure step-down --key nightly [--to ID]     the leader hands over (see README)
@@ -97,6 +99,25 @@
 // retry interval between terms, doubled after each consecutive term in
 // which CMD failed (a non-zero exit while leading), up to the TTL. Without
 // --restart it is [tenure.Elector.Do].
+//
+// # tenure shard
+//
+// tenure shard is one member of a [shard.Sharder] group: it spreads the
+// keys of --shards or --keys over the live members of --members and runs
+// CMD once per key it leads, each through a runner of tenure run of its
+// own (one runner.task per term of the key), so each CMD has a supervisor
+// process of its own, with the guarantees above, per key: the key's
+// deadlines go to its supervisor at each renewal, and the key's lease
+// files (a grant made outside any session: the sharder is given the store
+// without its sessions, see perKeyStore) are held by that supervisor.
+// TENURE_KEY is the shard key as the user named it ("0".."N-1", or an item
+// of --keys), not its lease key GROUP/keys/KEY. Unlike tenure run, no
+// supervisor is started ahead: one standing by per key would be K idle
+// processes, so a key's supervisor starts once the key is granted. A CMD
+// that exits while its key is led is run again as with --restart (the
+// sharder's elector for the key releases it and campaigns again after its
+// retry wait). A signal cancels every term: each CMD is stopped as on a
+// loss, the keys are released, and tenure exits 0.
 //
 // # tenure watch --exec
 //

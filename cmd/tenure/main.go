@@ -51,6 +51,8 @@ Usage:
   tenure demo                          watch a live failover demo (no setup)
   tenure run    [flags] --key KEY -- CMD [ARGS...]
                                        run CMD only while leading KEY
+  tenure shard  [flags] --group G --members A,B,C (--shards N | --keys LIST) -- CMD [ARGS...]
+                                       run CMD once per key of G this member leads
   tenure status [flags] --key KEY      who leads KEY (exit 0 held, 3 free)
   tenure watch  [flags] --key KEY      print every change of leader of KEY
   tenure step-down [flags] --key KEY [--to ID]
@@ -76,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch name, rest := args[0], args[1:]; name {
 	case "run":
 		return runCmd(ctx, rest, stdout, stderr)
+	case "shard":
+		return shardCmd(ctx, rest, stdout, stderr)
 	case "status":
 		return statusCmd(ctx, rest, stdout, stderr)
 	case "watch":
@@ -94,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printUsage(stdout)
 		return exitOK
 	default:
-		err = usageErrorf("unknown command %q (want demo, run, status, step-down, prefer or watch)", name)
+		err = usageErrorf("unknown command %q (want demo, run, shard, status, step-down, prefer or watch)", name)
 	}
 	return fail(stderr, err)
 }

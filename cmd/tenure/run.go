@@ -136,14 +136,7 @@ func (o *runOpts) validate(cmdline []string) error {
 	}
 	o.idSet = o.id != ""
 	if !o.idSet {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "localhost"
-		}
-		o.id = host + "-" + strconv.Itoa(os.Getpid())
-		if pod := os.Getenv("POD_NAME"); pod != "" { // a pod's name is unique and stable for its life
-			o.id = pod
-		}
+		o.id = defaultIdentity()
 	}
 	if err := tenure.CheckValue(o.advertise); err != nil {
 		return usageErrorf("--advertise: %v", err)
@@ -172,6 +165,19 @@ func (o *runOpts) validate(cmdline []string) error {
 	}
 	o.path, o.args = path, cmdline[1:]
 	return nil
+}
+
+// defaultIdentity is the identity of a candidate given none: $POD_NAME
+// (a pod's name is unique and stable for its life), else hostname-pid.
+func defaultIdentity() string {
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
 }
 
 // timing checks the identity and TTL and takes the grace period from the
@@ -313,6 +319,10 @@ type runner struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	standby chan *supervisor // receives the standby supervisor once spawned (nil if that failed)
+	// moves is set by tenure shard, whose terms end by cancellation when
+	// the key moves to another member or the member stops: that is not
+	// logged as a loss.
+	moves bool
 
 	mu      sync.Mutex
 	pending bool               // a standby supervisor was or is being spawned and not yet taken

@@ -233,7 +233,10 @@ func (r *runner) outcome(term *tenure.Term, code int, lost error, log *slog.Logg
 	case lost == nil:
 		log.Info("tenure: command exited", "code", code)
 	}
-	if lost != nil && r.signalled() == 0 && !errors.Is(lost, tenure.ErrSteppedDown) {
+	switch {
+	case lost != nil && r.moves && errors.Is(lost, context.Canceled):
+		log.Info("tenure: the key moved away or tenure is stopping; the command was stopped", "code", code)
+	case lost != nil && r.signalled() == 0 && !errors.Is(lost, tenure.ErrSteppedDown):
 		log.Warn("tenure: leadership lost while the command ran; it was stopped", "err", lost)
 	}
 	if code == 0 && lost == nil {

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/shard"
+)
+
+const shardHelp = `Usage: tenure shard [flags] --group GROUP --members A,B,C --id A
+                   (--shards N | --keys K1,K2,...) -- CMD [ARGS...]
+
+One member of a group that spreads keys over its live members (package
+shard): run one tenure shard per member, each with the same --group,
+--members, --shards or --keys and store. Each key goes to one live member,
+chosen by rendezvous hashing; this process runs CMD once for each key it
+leads, with TENURE_KEY (the key: "0".."N-1" with --shards, else the name
+given in --keys), TENURE_ID and TENURE_TERM (the key's fencing token) in its
+environment. Each CMD runs as with tenure run: in its own process group,
+under a supervisor process of its own that kills the group before the key's
+lease can lapse, even if tenure itself is frozen or killed.
+
+When a key moves away (a member joined or left, leadership of the key was
+lost), its CMD's group gets SIGTERM, then SIGKILL after --grace, and the key
+is released only once CMD is gone: another member's CMD for that key starts
+only after this one stopped. When CMD exits by itself while the key is led,
+the key is released and this member campaigns for it again, as tenure run
+--restart does: it runs CMD again after a jittered retry interval (that wait
+doubles, up to --ttl, while CMD keeps exiting non-zero).
+
+SIGINT, SIGTERM and SIGHUP stop every CMD the same way, release every key
+and end tenure with code 0. Each key is a lease of its own, renewed on its
+own (no session); the member's liveness is the lease GROUP/members/ID, each
+key's GROUP/keys/KEY. peer:// stores lead one key only and cannot be used.
+
+The identity may also come from $TENURE_ID; it must be one of --members.
+
+Exit codes: 0 after a signal, once every CMD stopped and every key was
+released; 1 on a runtime error (the store failed for good); 2 for a bad
+command line.
+
+Flags:
+`
+
+// maxShards bounds the number of keys: each costs a lease, watches and
+// goroutines in every member, and a supervisor process while it runs.
+const maxShards = 4096
+
+// shardOpts is a validated `tenure shard` command line. Of runOpts it uses
+// the store, the identity, the timing (--ttl, --grace), the logging and
+// CMD; runOpts.key is the member's liveness key, for the checks.
+type shardOpts struct {
+	runOpts
+	group   string
+	members []string
+	keys    []string // the shard keys as the user names them
+}
+
+// parseShard parses and validates everything about a `tenure shard`
+// command line that can be checked without the store.
+func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int, done bool) {
+	fs := newFlagSet("shard")
+	sf := addStoreFlags(fs)
+	var members, keys string
+	var shards int
+	fs.StringVar(&o.group, "group", "", "the group's `NAME`: its leases are NAME/members/ID and NAME/keys/KEY (required)")
+	fs.StringVar(&members, "members", "", "every member that may take part, comma-separated, the same `LIST` for all (required)")
+	fs.StringVar(&o.id, "id", "", "this member's identity, one of --members (default: $TENURE_ID, else $POD_NAME, else hostname-pid)")
+	fs.IntVar(&shards, "shards", 0, "spread the `N` keys 0..N-1 (1 to 4096); or give --keys")
+	fs.StringVar(&keys, "keys", "", "spread the keys of `LIST`, comma-separated; or give --shards")
+	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL of the liveness and key leases: how long a frozen or cut-off member can hold its keys, from 500ms to 24h or the store's narrower range (default: the store's if it has one, else 10s)")
+	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of a key's CMD when the key moves away (default min(2s, (ttl-renew deadline)/2))")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
+	fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
+	if code, done := parseFlags(fs, args, shardHelp, stdout, stderr); done {
+		return o, code, true
+	}
+	o.id = orEnv(o.id, envID)
+	var err error
+	if o.store, err = sf.resolve(os.Getenv); err != nil {
+		return o, fail(stderr, err), true
+	}
+	shardsSet, keysSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		o.ttlSet = o.ttlSet || f.Name == "ttl"
+		shardsSet, keysSet = shardsSet || f.Name == "shards", keysSet || f.Name == "keys"
+	})
+	switch {
+	case shardsSet && keysSet:
+		err = usageErrorf("--shards and --keys are both given; use one")
+	case !shardsSet && !keysSet:
+		err = usageErrorf("one of --shards N or --keys LIST is required")
+	case shardsSet && (shards < 1 || shards > maxShards):
+		err = usageErrorf("--shards %d is out of range: want 1 to %d", shards, maxShards)
+	case shardsSet:
+		o.keys = shard.Numbered(shards)
+	default:
+		o.keys, err = splitList("keys", keys)
+	}
+	if err == nil {
+		o.members, err = splitList("members", members)
+	}
+	if err == nil {
+		err = o.validate(fs.Args())
+	}
+	if err != nil {
+		return o, fail(stderr, err), true
+	}
+	return o, 0, false
+}
+
+// splitList splits the comma-separated value of flag name, refusing an
+// empty list, an empty item, a duplicate and more than maxShards items.
+func splitList(name, v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, usageErrorf("--%s is required", name)
+	}
+	items := strings.Split(v, ",")
+	seen := make(map[string]bool, len(items))
+	for i, it := range items {
+		it = strings.TrimSpace(it)
+		switch {
+		case it == "":
+			return nil, usageErrorf("--%s %q has an empty item", name, v)
+		case seen[it]:
+			return nil, usageErrorf("--%s lists %q twice", name, it)
+		}
+		seen[it] = true
+		items[i] = it
+	}
+	if len(items) > maxShards {
+		return nil, usageErrorf("--%s lists %d items; at most %d", name, len(items), maxShards)
+	}
+	return items, nil
+}
+
+func (o *shardOpts) validate(cmdline []string) error {
+	if o.group == "" {
+		return usageErrorf("--group is required")
+	}
+	if _, peer := peerMode(o.store.url); peer {
+		return usageErrorf("--store: a peer:// group leads one key; tenure shard needs a store of many keys")
+	}
+	o.idSet = o.id != ""
+	if !o.idSet {
+		o.id = defaultIdentity()
+	}
+	if err := o.checkNames(); err != nil {
+		return err
+	}
+	o.graceSet = o.grace != 0
+	if _, err := newLogger(io.Discard, o.logFormat, slog.LevelInfo); err != nil {
+		return err
+	}
+	if err := o.timing(); err != nil {
+		return err
+	}
+	if len(cmdline) == 0 || cmdline[0] == "" {
+		return usageErrorf("shard: no command given (usage: tenure shard --group G --members A,B --shards N -- CMD [ARGS...])")
+	}
+	path, err := exec.LookPath(cmdline[0])
+	if err != nil {
+		return usageErrorf("shard: command %q not found: %v", cmdline[0], errors.Unwrap(err))
+	}
+	o.path, o.args = path, cmdline[1:]
+	return nil
+}
+
+// checkNames checks the identity against --members, the members as
+// identities and parts of lease keys, and the keys as parts of lease keys. It sets runOpts.key to the member's
+// liveness key.
+func (o *shardOpts) checkNames() error {
+	if !slices.Contains(o.members, o.id) {
+		return usageErrorf("--id %q is not one of --members (%s)", o.id, strings.Join(o.members, ","))
+	}
+	for _, m := range o.members {
+		if err := tenure.CheckAcquire(o.group+"/members/"+m, m, time.Second); err != nil {
+			return fmt.Errorf("--members: member %q: %w", m, err)
+		}
+	}
+	for _, k := range o.keys {
+		if err := tenure.CheckKey(o.group + "/keys/" + k); err != nil {
+			return fmt.Errorf("--keys: key %q: %w", k, err)
+		}
+	}
+	o.key = o.group + "/members/" + o.id
+	return nil
+}
+
+// shardCmd is `tenure shard`.
+func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code, done := parseShard(args, stdout, stderr)
+	if done {
+		return code
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail(stderr, fmt.Errorf("cannot find the tenure executable to supervise CMD: %w", err))
+	}
+	stdout, stderr = lockWriter(stdout), lockWriter(stderr)
+	logger, _ := newLogger(stderr, o.logFormat, slog.LevelInfo) // checked by validate
+	if o.quiet {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	// Catch signals before anything can be started, so none is lost. Any of
+	// them ends the member: every task's context is cancelled, which stops
+	// its CMD (see runner.await) before its key is released.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			logger.Info("tenure: stopping every command and releasing every key", "signal", s.String(), "id", o.id)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	openCtx, cancelOpen := context.WithTimeout(ctx, o.ttl)
+	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
+	cancelOpen()
+	if err == nil {
+		if err = o.storeDefaults(store); err == nil {
+			err = o.checkNames() // the store may have named this member
+		}
+		if err != nil {
+			store.Close()
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitOK // stopped by a signal before anything ran
+		}
+		return fail(stderr, err)
+	}
+	defer store.Close()
+
+	// One runner per key: `tenure run`'s, for one term at a time of that
+	// key (no --restart loop of its own: the sharder's elector for the key
+	// campaigns again after CMD exits). It gets the opened store, so that
+	// it finds the lease files of the key's grant and hands them to the
+	// supervisor.
+	runners := make(map[string]*runner, len(o.keys))
+	for _, k := range o.keys {
+		ro := o.runOpts
+		ro.key = k
+		runners[k] = newRunner(ro, self, store, logger, stdout, stderr)
+		runners[k].moves = true
+	}
+	sh, err := shard.New(shard.Config{
+		Store:    perKeyStore{store},
+		Group:    o.group,
+		Identity: o.id,
+		Members:  o.members,
+		Keys:     o.keys,
+		TTL:      o.ttl,
+		Logger:   logger,
+	})
+	if err != nil {
+		return fail(stderr, err)
+	}
+	logger.Info("tenure: shard member starting", "group", o.group, "id", o.id, "members", len(o.members), "keys", len(o.keys))
+	err = sh.Run(ctx, func(ctx context.Context, key string) error {
+		r := runners[key]
+		defer r.dismissStandby() // one left over if the term ended before CMD started
+		return r.task(ctx)
+	})
+	if ctx.Err() != nil {
+		logger.Info("tenure: shard member stopped; every command stopped and every key released", "group", o.group, "id", o.id)
+		return exitOK
+	}
+	return fail(stderr, err)
+}
+
+// perKeyStore is the store as the sharder sees it: without sessions, so
+// that each key's grant is a grant of its own. On the local store such a
+// grant has a liveness file, which the key's supervisor holds open (see
+// leaseFiler): if tenure is killed, the grant lives until the supervisor
+// has killed CMD and exited, not a moment less. A session's grants share
+// one file, which lives in tenure alone and would end every grant at once
+// while the CMDs were still being killed. The optional abilities the
+// sharder's electors use are passed on; the others (values, step-downs,
+// defaults) it does not use.
+type perKeyStore struct{ tenure.Store }
+
+// TTLRange passes on the store's range; (0, 0), no narrowing, if it has
+// none.
+func (s perKeyStore) TTLRange() (lo, hi time.Duration) {
+	if r, ok := s.Store.(tenure.TTLRanger); ok {
+		return r.TTLRange()
+	}
+	return 0, 0
+}
+
+// WatchPolls passes on whether the store's Watch polls.
+func (s perKeyStore) WatchPolls() bool {
+	p, ok := s.Store.(tenure.PollingWatcher)
+	return ok && p.WatchPolls()
+}

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/internal/syncbuf"
+	"github.com/tenurehq/tenure/shard"
+)
+
+// shardGroup is a group of `tenure shard` members on a local store in a
+// test's temporary directory, each running the demo worker as CMD. Each
+// key has its own event log and lock file: the worker's start line says
+// "overlap" if another worker of the same key was alive, and the shared
+// checker (checkHistory) finds overlapping intervals and terms that did
+// not grow, per key.
+type shardGroup struct {
+	dir, store  string
+	keys        []string
+	workerFlags string               // more flags for the worker
+	logs        map[string]*eventLog // by key
+	procs       map[string]*candidate
+	stderr      map[string]*syncbuf.Buffer
+}
+
+func newShardGroup(t *testing.T, keys []string) *shardGroup {
+	t.Helper()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g := &shardGroup{dir: dir, store: "file://" + state, keys: keys, logs: map[string]*eventLog{},
+		procs: map[string]*candidate{}, stderr: map[string]*syncbuf.Buffer{}}
+	for _, k := range keys {
+		l, err := newEventLog(filepath.Join(dir, "events."+k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.logs[k] = l
+		t.Cleanup(func() { l.Close() })
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for id, b := range g.stderr {
+				t.Logf("member %s's log:\n%s", id, b.String())
+			}
+			for _, k := range g.keys {
+				for _, e := range g.logs[k].events() {
+					t.Logf("key %s: %+v", k, e)
+				}
+			}
+		}
+	})
+	return g
+}
+
+// start starts member id of members with extra flags, with --shards if
+// the group's keys are shard.Numbered's, else with --keys.
+func (g *shardGroup) start(t *testing.T, id string, members []string, extra ...string) {
+	t.Helper()
+	// CMD picks its key's event log and lock from TENURE_KEY.
+	worker := `exec "$0" __demo-worker --events "$1/events.$TENURE_KEY" --lock "$1/lock.$TENURE_KEY" ` + g.workerFlags
+	keys := []string{"--shards", strconv.Itoa(len(g.keys))}
+	if !slices.Equal(g.keys, shard.Numbered(len(g.keys))) {
+		keys = []string{"--keys", strings.Join(g.keys, ",")}
+	}
+	args := slices.Concat([]string{"shard", "--store", g.store, "--group", "jobs", "--members", strings.Join(members, ","),
+		"--id", id, "--ttl", "2s"}, keys, extra)
+	args = append(args, "--", "sh", "-c", worker, tenureBin, g.dir)
+	stderr := &syncbuf.Buffer{}
+	cmd := exec.Command(tenureBin, args...)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	g.procs[id] = &candidate{ID: id, Cmd: cmd, Done: done}
+	g.stderr[id] = stderr
+}
+
+// awaitLeader waits until key's CMD was started by member id, after the
+// event at index from, and returns that start and its index.
+func (g *shardGroup) awaitLeader(t *testing.T, key, id string, from int) (workerEvent, int) {
+	t.Helper()
+	ev, i, ok := g.logs[key].waitFor(from, wait, func(e workerEvent) bool { return e.Kind == "start" && e.ID == id })
+	if !ok {
+		t.Fatalf("key %s: no CMD started by %s within %s", key, id, wait)
+	}
+	return ev, i
+}
+
+// check fails t at once if, for some key, two CMDs ran at once or terms
+// did not grow so far, by the checker every harness shares.
+func (g *shardGroup) check(t *testing.T) {
+	t.Helper()
+	bad := false
+	for _, k := range g.keys {
+		if h := checkHistory(g.logs[k].events()); h.Overlaps != 0 || !h.TermsGrow {
+			t.Errorf("key %s: %d overlapping CMDs, terms growing: %v", k, h.Overlaps, h.TermsGrow)
+			bad = true
+		}
+	}
+	if bad {
+		t.FailNow()
+	}
+}
+
+// TestShardSpreadsKeysAndMovesThemSafely: three `tenure shard` members
+// lead the 6 keys of a group as rendezvous hashing says; a member stopped
+// by SIGTERM stops its CMDs and exits 0, and only its keys move, each
+// started by its new owner after the old CMD stopped; a member killed by
+// SIGKILL takes its CMDs with it (supervisor semantics) and the last
+// member takes its keys over. For every key, no two CMDs ever ran at once
+// and terms only grew.
+func TestShardSpreadsKeysAndMovesThemSafely(t *testing.T) {
+	keys := shard.Numbered(6)
+	all := []string{"a", "b", "c"}
+	g := newShardGroup(t, keys)
+	for _, id := range all {
+		g.start(t, id, all)
+	}
+
+	// Every key is led by its owner among the three.
+	last := map[string]workerEvent{} // the current CMD of each key
+	next := map[string]int{}         // index after it in the key's log
+	count := map[string]int{}
+	for _, k := range keys {
+		owner := shard.Owner(k, all)
+		ev, i := g.awaitLeader(t, k, owner, 0)
+		last[k], next[k] = ev, i+1
+		count[owner]++
+	}
+	t.Logf("keys per member with a, b, c live: %v", count)
+	g.check(t) // the keys bounced while the members joined
+	if len(count) < 2 {
+		t.Fatalf("all keys on one member: %v", count)
+	}
+
+	// SIGTERM: the victim's CMDs stop, its keys go to their owners among
+	// the others, and it exits 0.
+	victim, killed, survivor := "a", "b", "c"
+	if count[victim] == 0 {
+		t.Fatalf("%s leads no key; the test needs it to lead some: %v", victim, count)
+	}
+	victimKeys := map[string]bool{}
+	for _, k := range keys {
+		victimKeys[k] = last[k].ID == victim
+	}
+	t0 := monoNow()
+	if err := g.procs[victim].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest := []string{killed, survivor}
+	moved := 0
+	for _, k := range keys {
+		if last[k].ID != victim {
+			continue
+		}
+		stop, i, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID })
+		if !ok {
+			t.Fatalf("key %s: %s's CMD did not stop", k, victim)
+		}
+		ev, j := g.awaitLeader(t, k, shard.Owner(k, rest), i+1)
+		if ev.Term <= last[k].Term {
+			t.Errorf("key %s: term %d after term %d", k, ev.Term, last[k].Term)
+		}
+		t.Logf("key %s moved %s -> %s: CMD stopped %s after the SIGTERM, next started %s after the stop",
+			k, victim, ev.ID, time.Duration(stop.Mono-t0), time.Duration(ev.Mono-stop.Mono))
+		last[k], next[k] = ev, j+1
+		moved++
+	}
+	waitDone(t, g.procs[victim].Done, wait, "member "+victim)
+	if code := exitCode(g.procs[victim].Cmd.ProcessState); code != exitOK {
+		t.Fatalf("member %s exited %d after SIGTERM, want 0", victim, code)
+	}
+	// Only the victim's keys moved: no other key's CMD stopped or started.
+	for _, k := range keys {
+		if n := g.logs[k].length(); !victimKeys[k] && n != next[k] {
+			t.Errorf("key %s, not %s's, moved: %d events after its CMD started", k, victim, n-next[k])
+		}
+	}
+	count = map[string]int{}
+	for _, k := range keys {
+		count[last[k].ID]++
+	}
+	t.Logf("after SIGTERM of %s: %d keys moved, keys per member %v", victim, moved, count)
+	g.check(t)
+
+	// SIGKILL: the killed member's CMDs die with it, before the survivor's
+	// CMD for any of its keys starts (the worker's lock would say overlap).
+	t1 := monoNow()
+	if err := g.procs[killed].Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if last[k].ID != killed {
+			continue
+		}
+		ev, j := g.awaitLeader(t, k, survivor, next[k])
+		if ev.Term <= last[k].Term {
+			t.Errorf("key %s: term %d after term %d", k, ev.Term, last[k].Term)
+		}
+		if alive(last[k].PID) {
+			t.Errorf("key %s: %s's CMD (pid %d) still runs after %s took the key", k, killed, last[k].PID, survivor)
+		}
+		t.Logf("key %s taken over by %s %s after the SIGKILL of %s", k, survivor, time.Duration(ev.Mono-t1), killed)
+		last[k], next[k] = ev, j+1
+	}
+
+	// The survivor leads everything; SIGTERM stops every CMD, exit 0.
+	if err := g.procs[survivor].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, g.procs[survivor].Done, wait, "member "+survivor)
+	if code := exitCode(g.procs[survivor].Cmd.ProcessState); code != exitOK {
+		t.Fatalf("member %s exited %d after SIGTERM, want 0", survivor, code)
+	}
+	for _, k := range keys {
+		if _, _, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID }); !ok {
+			t.Errorf("key %s: %s's CMD did not stop before it exited", k, survivor)
+		}
+	}
+	g.check(t)
+}
+
+// TestShardBadInput: each bad command line gives exit 2, one line
+// "tenure: ..." naming the flag, and runs nothing.
+func TestShardBadInput(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(dir, "ran")
+	cmd := []string{"--", "touch", ran}
+	base := []string{"shard", "--store", "file://" + state, "--group", "jobs"}
+	line := func(args ...string) []string { return slices.Concat(base, args, cmd) }
+	cases := []struct {
+		name  string
+		args  []string
+		envID string // $TENURE_ID, if set
+		want  string
+	}{
+		{"no members", line("--id", "a", "--shards", "4"), "", "--members is required"},
+		{"duplicate member", line("--members", "a,b,a", "--id", "a", "--shards", "4"), "", `--members lists "a" twice`},
+		{"empty member", line("--members", "a,,b", "--id", "a", "--shards", "4"), "", `--members "a,,b" has an empty item`},
+		{"member with a control character", line("--members", "a,b\tc", "--id", "a", "--shards", "4"), "", `--members: member "b\tc"`},
+		{"id not a member", line("--members", "a,b", "--id", "x", "--shards", "4"), "", `--id "x" is not one of --members (a,b)`},
+		{"TENURE_ID not a member", line("--members", "a,b", "--shards", "4"), "zed", `--id "zed" is not one of --members (a,b)`},
+		{"no id, none in the environment", line("--members", "a,b", "--shards", "4"), "", "is not one of --members (a,b)"},
+		{"shards and keys", line("--members", "a", "--id", "a", "--shards", "4", "--keys", "x,y"), "", "--shards and --keys are both given; use one"},
+		{"neither shards nor keys", line("--members", "a", "--id", "a"), "", "one of --shards N or --keys LIST is required"},
+		{"zero shards", line("--members", "a", "--id", "a", "--shards", "0"), "", "--shards 0 is out of range: want 1 to 4096"},
+		{"negative shards", line("--members", "a", "--id", "a", "--shards", "-3"), "", "--shards -3 is out of range: want 1 to 4096"},
+		{"too many shards", line("--members", "a", "--id", "a", "--shards", "4097"), "", "--shards 4097 is out of range: want 1 to 4096"},
+		{"shards not a number", line("--members", "a", "--id", "a", "--shards", "six"), "", `invalid value "six" for flag -shards`},
+		{"duplicate key", line("--members", "a", "--id", "a", "--keys", "k1,k2,k1"), "", `--keys lists "k1" twice`},
+		{"empty key", line("--members", "a", "--id", "a", "--keys", "k1,,k2"), "", `--keys "k1,,k2" has an empty item`},
+		{"empty keys", line("--members", "a", "--id", "a", "--keys", ""), "", "--keys is required"},
+		{"no group", slices.Concat([]string{"shard", "--store", "file://" + state, "--members", "a", "--id", "a", "--shards", "2"}, cmd), "", "--group is required"},
+		{"peer store", slices.Concat([]string{"shard", "--store", "peer://?id=1&peers=1=127.0.0.1:1", "--group", "jobs", "--members", "1", "--id", "1", "--shards", "2"}, cmd), "", "--store: a peer:// group leads one key"},
+		{"no command", slices.Concat(base, []string{"--members", "a", "--id", "a", "--shards", "2"}), "", "shard: no command given"},
+		{"command not found", slices.Concat(base, []string{"--members", "a", "--id", "a", "--shards", "2", "--", "/nonexistent/cmd"}), "", `shard: command "/nonexistent/cmd" not found`},
+		{"ttl too short", line("--members", "a", "--id", "a", "--shards", "2", "--ttl", "100ms"), "", "--ttl 100ms is out of range"},
+		{"grace too long", line("--members", "a", "--id", "a", "--shards", "2", "--ttl", "1s", "--grace", "5s"), "", "--grace 5s is too long for --ttl 1s"},
+		{"unknown flag", line("--members", "a", "--id", "a", "--shards", "2", "--restart"), "", "flag provided but not defined: -restart"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envID, tc.envID)
+			t.Setenv("POD_NAME", "")
+			r := runTenure(t, tc.args...)
+			lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+			if r.code != exitUsage || len(lines) != 1 || !strings.HasPrefix(lines[0], "tenure: ") || !strings.Contains(lines[0], tc.want) {
+				t.Fatalf("tenure %s: exit %d, stderr %q; want exit 2 and one line with %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.want)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Fatal("CMD ran")
+			}
+		})
+	}
+}
+
+// TestShardHelp: tenure shard -h documents the command, and the top-level
+// usage lists it.
+func TestShardHelp(t *testing.T) {
+	r := runTenure(t, "shard", "-h")
+	for _, want := range []string{"Usage: tenure shard", "TENURE_KEY", "TENURE_TERM", "-shards N", "-keys LIST", "-members LIST", "-grace", "Exit codes"} {
+		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+			t.Errorf("tenure shard -h: exit %d, output lacks %q:\n%s", r.code, want, r.stdout)
+		}
+	}
+	if r := runTenure(t, "help"); !strings.Contains(r.stdout, "tenure shard") {
+		t.Errorf("tenure help does not list tenure shard:\n%s", r.stdout)
+	}
+}
+
+// TestShardFrozenMember: SIGSTOP of a member cannot keep its CMDs
+// running: each key's supervisor stops its CMD by the renew deadline, and
+// the other member takes the key once the lease expired, after the stop.
+// Resumed, the member becomes live again and takes its keys back, each
+// after the other's CMD for it stopped.
+func TestShardFrozenMember(t *testing.T) {
+	keys := shard.Numbered(4)
+	all := []string{"a", "b"}
+	g := newShardGroup(t, keys)
+	for _, id := range all {
+		g.start(t, id, all, "--ttl", "1500ms")
+	}
+	last, next := map[string]workerEvent{}, map[string]int{}
+	count := map[string]int{}
+	for _, k := range keys {
+		owner := shard.Owner(k, all)
+		last[k], next[k] = g.awaitLeader(t, k, owner, 0)
+		next[k]++
+		count[owner]++
+	}
+	victim, other := "a", "b"
+	if count[victim] < count[other] {
+		victim, other = other, victim
+	}
+	t.Logf("keys per member: %v; freezing %s", count, victim)
+	g.check(t)
+
+	t0 := monoNow()
+	if err := g.procs[victim].Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var victimKeys []string
+	for _, k := range keys {
+		if last[k].ID != victim {
+			continue
+		}
+		victimKeys = append(victimKeys, k)
+		stop, i, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID })
+		if !ok {
+			t.Fatalf("key %s: the frozen %s's CMD was not stopped by its supervisor", k, victim)
+		}
+		ev, j := g.awaitLeader(t, k, other, i+1)
+		if ev.Mono <= stop.Mono || ev.Term <= last[k].Term {
+			t.Fatalf("key %s: %s's CMD (term %d) started at %d, %s's (term %d) stopped at %d", k, other, ev.Term, ev.Mono, victim, last[k].Term, stop.Mono)
+		}
+		t.Logf("key %s: frozen %s's CMD stopped %s after the SIGSTOP; %s took over %s after it",
+			k, victim, time.Duration(stop.Mono-t0), other, time.Duration(ev.Mono-t0))
+		last[k], next[k] = ev, j+1
+	}
+	g.check(t)
+
+	// Resumed, the victim is live again and owns its keys again.
+	t1 := monoNow()
+	if err := g.procs[victim].Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range victimKeys {
+		ev, j := g.awaitLeader(t, k, victim, next[k])
+		t.Logf("key %s back to %s %s after the SIGCONT", k, victim, time.Duration(ev.Mono-t1))
+		last[k], next[k] = ev, j+1
+	}
+	for _, id := range all {
+		if err := g.procs[id].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range all {
+		waitDone(t, g.procs[id].Done, wait, "member "+id)
+		if code := exitCode(g.procs[id].Cmd.ProcessState); code != exitOK {
+			t.Errorf("member %s exited %d after SIGTERM, want 0", id, code)
+		}
+	}
+	g.check(t)
+}
+
+// TestShardRestartsACommandThatExits: a CMD that exits by itself while its
+// key is led is run again, in a new term, as tenure run --restart does.
+func TestShardRestartsACommandThatExits(t *testing.T) {
+	keys := shard.Numbered(2)
+	g := newShardGroup(t, keys)
+	g.workerFlags = "--exit-after 100ms"
+	g.start(t, "a", []string{"a", "b"}, "--ttl", "1s")
+	for _, k := range keys {
+		first, i := g.awaitLeader(t, k, "a", 0)
+		stop, j, ok := g.logs[k].waitFor(i+1, wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == first.PID })
+		if !ok {
+			t.Fatalf("key %s: CMD did not exit", k)
+		}
+		again, _ := g.awaitLeader(t, k, "a", j+1)
+		if again.Term <= first.Term {
+			t.Errorf("key %s: CMD ran again in term %d after term %d", k, again.Term, first.Term)
+		}
+		t.Logf("key %s: CMD exited, ran again %s later, term %d -> %d", k, time.Duration(again.Mono-stop.Mono), first.Term, again.Term)
+	}
+	if err := g.procs["a"].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, g.procs["a"].Done, wait, "member a")
+	if code := exitCode(g.procs["a"].Cmd.ProcessState); code != exitOK {
+		t.Errorf("member a exited %d after SIGTERM, want 0", code)
+	}
+	g.check(t)
+}
+
+// TestShardKeysByName: with --keys, TENURE_KEY is the key's name (the
+// worker writes to the event log it names) and TENURE_TERM its term.
+func TestShardKeysByName(t *testing.T) {
+	keys := []string{"eu", "us", "asia"}
+	g := newShardGroup(t, keys)
+	g.start(t, "a", []string{"a"})
+	for _, k := range keys {
+		if ev, _ := g.awaitLeader(t, k, "a", 0); ev.Term == 0 {
+			t.Errorf("key %s: CMD saw no TENURE_TERM", k)
+		}
+	}
+	if err := g.procs["a"].Cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, g.procs["a"].Done, wait, "member a")
+	if code := exitCode(g.procs["a"].Cmd.ProcessState); code != exitOK {
+		t.Errorf("member a exited %d after SIGINT, want 0", code)
+	}
+	for _, k := range keys {
+		if _, _, ok := g.logs[k].waitFor(0, wait, func(e workerEvent) bool { return e.Kind == "stop" }); !ok {
+			t.Errorf("key %s: CMD did not stop before tenure exited", k)
+		}
+	}
+	g.check(t)
+}
