@@ -134,14 +134,10 @@ func (o *runOpts) validate(cmdline []string) error {
 	if err := checkKeyFlag(o.key); err != nil {
 		return err
 	}
-	o.idSet = o.id != ""
-	if !o.idSet {
-		o.id = defaultIdentity()
-	}
+	o.identify()
 	if err := tenure.CheckValue(o.advertise); err != nil {
 		return usageErrorf("--advertise: %v", err)
 	}
-	o.graceSet = o.grace != 0
 	switch {
 	case o.wait < 0:
 		return usageErrorf("--wait %s must not be negative", o.wait)
@@ -150,6 +146,23 @@ func (o *runOpts) validate(cmdline []string) error {
 	case o.try && o.wait > 0:
 		return usageErrorf("--try and --wait are both given; use one")
 	}
+	return o.checkCommand("run", "tenure run --key KEY -- CMD [ARGS...]", cmdline)
+}
+
+// identify sets the identity to the default (see defaultIdentity) if no
+// --id was given, and notes whether one was.
+func (o *runOpts) identify() {
+	o.idSet = o.id != ""
+	if !o.idSet {
+		o.id = defaultIdentity()
+	}
+}
+
+// checkCommand is the end of the validation of a command that runs CMD
+// (verb: run or shard, usage: its synopsis): the log format, the timing
+// flags, and CMD, which must be found on $PATH.
+func (o *runOpts) checkCommand(verb, usage string, cmdline []string) error {
+	o.graceSet = o.grace != 0
 	if _, err := newLogger(io.Discard, o.logFormat, slog.LevelInfo); err != nil {
 		return err
 	}
@@ -157,11 +170,11 @@ func (o *runOpts) validate(cmdline []string) error {
 		return err
 	}
 	if len(cmdline) == 0 || cmdline[0] == "" {
-		return usageErrorf("run: no command given (usage: tenure run --key KEY -- CMD [ARGS...])")
+		return usageErrorf("%s: no command given (usage: %s)", verb, usage)
 	}
 	path, err := exec.LookPath(cmdline[0])
 	if err != nil {
-		return usageErrorf("run: command %q not found: %v", cmdline[0], errors.Unwrap(err))
+		return usageErrorf("%s: command %q not found: %v", verb, cmdline[0], errors.Unwrap(err))
 	}
 	o.path, o.args = path, cmdline[1:]
 	return nil

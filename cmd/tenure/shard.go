@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -154,29 +152,11 @@ func (o *shardOpts) validate(cmdline []string) error {
 	if _, peer := peerMode(o.store.url); peer {
 		return usageErrorf("--store: a peer:// group leads one key; tenure shard needs a store of many keys")
 	}
-	o.idSet = o.id != ""
-	if !o.idSet {
-		o.id = defaultIdentity()
-	}
+	o.identify()
 	if err := o.checkNames(); err != nil {
 		return err
 	}
-	o.graceSet = o.grace != 0
-	if _, err := newLogger(io.Discard, o.logFormat, slog.LevelInfo); err != nil {
-		return err
-	}
-	if err := o.timing(); err != nil {
-		return err
-	}
-	if len(cmdline) == 0 || cmdline[0] == "" {
-		return usageErrorf("shard: no command given (usage: tenure shard --group G --members A,B --shards N -- CMD [ARGS...])")
-	}
-	path, err := exec.LookPath(cmdline[0])
-	if err != nil {
-		return usageErrorf("shard: command %q not found: %v", cmdline[0], errors.Unwrap(err))
-	}
-	o.path, o.args = path, cmdline[1:]
-	return nil
+	return o.checkCommand("shard", "tenure shard --group G --members A,B --shards N -- CMD [ARGS...]", cmdline)
 }
 
 // checkNames checks the identity against --members, the members as
