@@ -196,34 +196,10 @@ func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		logger = slog.New(slog.DiscardHandler)
 	}
 
-	// Catch signals before anything can be started, so none is lost. Any of
-	// them ends the member: every task's context is cancelled, which stops
-	// its CMD (see runner.await) before its key is released.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case s := <-sigs:
-			logger.Info("tenure: stopping every command and releasing every key", "signal", s.String(), "id", o.id)
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-
-	openCtx, cancelOpen := context.WithTimeout(ctx, o.ttl)
-	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
-	cancelOpen()
-	if err == nil {
-		if err = o.storeDefaults(store); err == nil {
-			err = o.checkNames() // the store may have named this member
-		}
-		if err != nil {
-			store.Close()
-		}
-	}
+	// Catch signals before anything can be started, so none is lost.
+	ctx, stop := stopOnSignal(ctx, logger, o.id)
+	defer stop()
+	store, err := o.open(ctx, logger)
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitOK // stopped by a signal before anything ran
@@ -267,6 +243,47 @@ func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitOK
 	}
 	return fail(stderr, err)
+}
+
+// stopOnSignal returns ctx cancelled by SIGINT, SIGTERM or SIGHUP, which
+// end the member: every task's context is cancelled, which stops its CMD
+// (see runner.await) before its key is released. stop releases the
+// signals and the context.
+func stopOnSignal(ctx context.Context, logger *slog.Logger, id string) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		select {
+		case s := <-sigs:
+			logger.Info("tenure: stopping every command and releasing every key", "signal", s.String(), "id", id)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
+}
+
+// open opens and probes the store within one TTL, applies its defaults
+// and checks the names again (the store may have named this member).
+func (o *shardOpts) open(ctx context.Context, logger *slog.Logger) (tenure.Store, error) {
+	openCtx, cancel := context.WithTimeout(ctx, o.ttl)
+	defer cancel()
+	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
+	if err != nil {
+		return nil, err
+	}
+	if err = o.storeDefaults(store); err == nil {
+		err = o.checkNames()
+	}
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
 }
 
 // perKeyStore is the store as the sharder sees it: without sessions, so

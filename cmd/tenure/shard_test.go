@@ -135,108 +135,145 @@ func TestShardSpreadsKeysAndMovesThemSafely(t *testing.T) {
 	for _, id := range all {
 		g.start(t, id, all)
 	}
+	h := leadAll(t, g, keys, all)
+	victim, killed, survivor := "a", "b", "c"
+	h.terminate(t, g, keys, victim, []string{killed, survivor})
+	h.kill(t, g, keys, killed, survivor)
 
-	// Every key is led by its owner among the three.
-	last := map[string]workerEvent{} // the current CMD of each key
-	next := map[string]int{}         // index after it in the key's log
-	count := map[string]int{}
+	// The survivor leads everything; SIGTERM stops every CMD, exit 0.
+	g.stopMember(t, survivor)
 	for _, k := range keys {
-		owner := shard.Owner(k, all)
-		ev, i := g.awaitLeader(t, k, owner, 0)
-		last[k], next[k] = ev, i+1
-		count[owner]++
+		if _, _, ok := h.stopOf(g, k); !ok {
+			t.Errorf("key %s: %s's CMD did not stop before it exited", k, survivor)
+		}
 	}
-	t.Logf("keys per member with a, b, c live: %v", count)
+	g.check(t)
+}
+
+// shardHistory follows, for each key, the CMD running now and the index
+// after its start in the key's log.
+type shardHistory struct {
+	last map[string]workerEvent
+	next map[string]int
+}
+
+// leadAll waits until every key is led by its owner among members, and
+// checks that the keys are spread over more than one member.
+func leadAll(t *testing.T, g *shardGroup, keys, members []string) *shardHistory {
+	h := &shardHistory{last: map[string]workerEvent{}, next: map[string]int{}}
+	for _, k := range keys {
+		ev, i := g.awaitLeader(t, k, shard.Owner(k, members), 0)
+		h.led(t, k, ev, i)
+	}
+	count := h.perMember()
+	t.Logf("keys per member with %v live: %v", members, count)
 	g.check(t) // the keys bounced while the members joined
 	if len(count) < 2 {
 		t.Fatalf("all keys on one member: %v", count)
 	}
+	return h
+}
 
-	// SIGTERM: the victim's CMDs stop, its keys go to their owners among
-	// the others, and it exits 0.
-	victim, killed, survivor := "a", "b", "c"
-	if count[victim] == 0 {
-		t.Fatalf("%s leads no key; the test needs it to lead some: %v", victim, count)
+// led records ev, found at index i of key's log, as key's current CMD,
+// checking that its term grew.
+func (h *shardHistory) led(t *testing.T, key string, ev workerEvent, i int) {
+	if prev, ok := h.last[key]; ok && ev.Term <= prev.Term {
+		t.Errorf("key %s: term %d after term %d", key, ev.Term, prev.Term)
 	}
-	victimKeys := map[string]bool{}
+	h.last[key], h.next[key] = ev, i+1
+}
+
+// perMember counts the keys each member leads.
+func (h *shardHistory) perMember() map[string]int {
+	count := map[string]int{}
+	for _, ev := range h.last {
+		count[ev.ID]++
+	}
+	return count
+}
+
+// stopOf waits for the stop of key's current CMD.
+func (h *shardHistory) stopOf(g *shardGroup, key string) (workerEvent, int, bool) {
+	pid := h.last[key].PID
+	return g.logs[key].waitFor(h.next[key], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == pid })
+}
+
+// terminate sends SIGTERM to victim: its CMDs stop, its keys go to their
+// owners among rest, each started after the old CMD stopped, it exits 0,
+// and no other key moves.
+func (h *shardHistory) terminate(t *testing.T, g *shardGroup, keys []string, victim string, rest []string) {
+	theirs := map[string]bool{}
 	for _, k := range keys {
-		victimKeys[k] = last[k].ID == victim
+		theirs[k] = h.last[k].ID == victim
+	}
+	if h.perMember()[victim] == 0 {
+		t.Fatalf("%s leads no key; the test needs it to lead some: %v", victim, h.perMember())
 	}
 	t0 := monoNow()
 	if err := g.procs[victim].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	rest := []string{killed, survivor}
 	moved := 0
 	for _, k := range keys {
-		if last[k].ID != victim {
+		if !theirs[k] {
 			continue
 		}
-		stop, i, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID })
+		stop, i, ok := h.stopOf(g, k)
 		if !ok {
 			t.Fatalf("key %s: %s's CMD did not stop", k, victim)
 		}
 		ev, j := g.awaitLeader(t, k, shard.Owner(k, rest), i+1)
-		if ev.Term <= last[k].Term {
-			t.Errorf("key %s: term %d after term %d", k, ev.Term, last[k].Term)
-		}
 		t.Logf("key %s moved %s -> %s: CMD stopped %s after the SIGTERM, next started %s after the stop",
 			k, victim, ev.ID, time.Duration(stop.Mono-t0), time.Duration(ev.Mono-stop.Mono))
-		last[k], next[k] = ev, j+1
+		h.led(t, k, ev, j)
 		moved++
 	}
-	waitDone(t, g.procs[victim].Done, wait, "member "+victim)
-	if code := exitCode(g.procs[victim].Cmd.ProcessState); code != exitOK {
-		t.Fatalf("member %s exited %d after SIGTERM, want 0", victim, code)
-	}
+	g.awaitExit(t, victim)
 	// Only the victim's keys moved: no other key's CMD stopped or started.
 	for _, k := range keys {
-		if n := g.logs[k].length(); !victimKeys[k] && n != next[k] {
-			t.Errorf("key %s, not %s's, moved: %d events after its CMD started", k, victim, n-next[k])
+		if n := g.logs[k].length(); !theirs[k] && n != h.next[k] {
+			t.Errorf("key %s, not %s's, moved: %d events after its CMD started", k, victim, n-h.next[k])
 		}
 	}
-	count = map[string]int{}
-	for _, k := range keys {
-		count[last[k].ID]++
-	}
-	t.Logf("after SIGTERM of %s: %d keys moved, keys per member %v", victim, moved, count)
+	t.Logf("after SIGTERM of %s: %d keys moved, keys per member %v", victim, moved, h.perMember())
 	g.check(t)
+}
 
-	// SIGKILL: the killed member's CMDs die with it, before the survivor's
-	// CMD for any of its keys starts (the worker's lock would say overlap).
+// kill sends SIGKILL to killed: its CMDs die with it, before survivor's
+// CMD for any of its keys starts (the worker's lock would say overlap).
+func (h *shardHistory) kill(t *testing.T, g *shardGroup, keys []string, killed, survivor string) {
 	t1 := monoNow()
 	if err := g.procs[killed].Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if last[k].ID != killed {
+		if h.last[k].ID != killed {
 			continue
 		}
-		ev, j := g.awaitLeader(t, k, survivor, next[k])
-		if ev.Term <= last[k].Term {
-			t.Errorf("key %s: term %d after term %d", k, ev.Term, last[k].Term)
-		}
-		if alive(last[k].PID) {
-			t.Errorf("key %s: %s's CMD (pid %d) still runs after %s took the key", k, killed, last[k].PID, survivor)
+		old := h.last[k]
+		ev, j := g.awaitLeader(t, k, survivor, h.next[k])
+		if alive(old.PID) {
+			t.Errorf("key %s: %s's CMD (pid %d) still runs after %s took the key", k, killed, old.PID, survivor)
 		}
 		t.Logf("key %s taken over by %s %s after the SIGKILL of %s", k, survivor, time.Duration(ev.Mono-t1), killed)
-		last[k], next[k] = ev, j+1
+		h.led(t, k, ev, j)
 	}
+}
 
-	// The survivor leads everything; SIGTERM stops every CMD, exit 0.
-	if err := g.procs[survivor].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+// stopMember sends SIGTERM to member id and waits for its exit, code 0.
+func (g *shardGroup) stopMember(t *testing.T, id string) {
+	if err := g.procs[id].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitDone(t, g.procs[survivor].Done, wait, "member "+survivor)
-	if code := exitCode(g.procs[survivor].Cmd.ProcessState); code != exitOK {
-		t.Fatalf("member %s exited %d after SIGTERM, want 0", survivor, code)
+	g.awaitExit(t, id)
+}
+
+// awaitExit waits for member id to exit and checks it exited 0.
+func (g *shardGroup) awaitExit(t *testing.T, id string) {
+	waitDone(t, g.procs[id].Done, wait, "member "+id)
+	if code := exitCode(g.procs[id].Cmd.ProcessState); code != exitOK {
+		t.Fatalf("member %s exited %d after SIGTERM, want 0", id, code)
 	}
-	for _, k := range keys {
-		if _, _, ok := g.logs[k].waitFor(next[k], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == last[k].PID }); !ok {
-			t.Errorf("key %s: %s's CMD did not stop before it exited", k, survivor)
-		}
-	}
-	g.check(t)
 }
 
 // TestShardBadInput: each bad command line gives exit 2, one line
