@@ -24,11 +24,60 @@ import (
 //
 //	go test -fuzz=FuzzCorruptFiles ./store/local
 func FuzzCorruptFiles(f *testing.F) {
+	seedCorruptFiles(f)
+	ctx := context.Background()
+	f.Add([]byte{}, false)
+	f.Add([]byte("tenure\x00L\x00\x01\x00\x00\x00\x02{}\x00\x00\x00\x00"), true)
+
+	f.Fuzz(func(t *testing.T, data []byte, terms bool) {
+		dir := t.TempDir()
+		s := open(t, dir)
+		var last tenure.Lease
+		for range 2 {
+			last = grantAndRelease(t, s, "k")
+		}
+		path := filepath.Join(dir, "k-k.state")
+		if terms {
+			path = filepath.Join(dir, ".terms", "k-k.term")
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		local.ForgetSeen(dir)
+		s2 := open(t, dir)
+		unchanged := func(call string, err error) {
+			t.Helper()
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%s: error spans lines: %q", call, err)
+			}
+			if b, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(b, data) {
+				t.Fatalf("%s failed (%v) but changed %s", call, err, path)
+			}
+		}
+		if _, err := s2.Get(ctx, "k"); err != nil {
+			unchanged("Get", err)
+		}
+		l, err := s2.Acquire(ctx, "k", "beta", time.Minute)
+		if err != nil {
+			unchanged("Acquire", err)
+			return
+		}
+		if l.Term <= last.Term {
+			t.Fatalf("Acquire over a damaged %s granted term %d, not above the last term %d", path, l.Term, last.Term)
+		}
+	})
+}
+
+// seedCorruptFiles adds FuzzCorruptFiles's seeds: the record and .terms
+// record of a held grant (whole, truncated, with a lower term), then those
+// of a grant made in a session, which name it.
+func seedCorruptFiles(f *testing.F) {
 	seedDir := f.TempDir()
 	s, err := local.Open(seedDir)
 	if err != nil {
 		f.Fatal(err)
 	}
+	defer s.Close()
 	ctx := context.Background()
 	for range 2 {
 		l, err := s.Acquire(ctx, "k", "alpha", time.Minute)
@@ -71,45 +120,4 @@ func FuzzCorruptFiles(f *testing.F) {
 		f.Add(b, false)
 		f.Add(b, true)
 	}
-	s.Close()
-	f.Add([]byte{}, false)
-	f.Add([]byte("tenure\x00L\x00\x01\x00\x00\x00\x02{}\x00\x00\x00\x00"), true)
-
-	f.Fuzz(func(t *testing.T, data []byte, terms bool) {
-		dir := t.TempDir()
-		s := open(t, dir)
-		var last tenure.Lease
-		for range 2 {
-			last = grantAndRelease(t, s, "k")
-		}
-		path := filepath.Join(dir, "k-k.state")
-		if terms {
-			path = filepath.Join(dir, ".terms", "k-k.term")
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		local.ForgetSeen(dir)
-		s2 := open(t, dir)
-		unchanged := func(call string, err error) {
-			t.Helper()
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("%s: error spans lines: %q", call, err)
-			}
-			if b, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(b, data) {
-				t.Fatalf("%s failed (%v) but changed %s", call, err, path)
-			}
-		}
-		if _, err := s2.Get(ctx, "k"); err != nil {
-			unchanged("Get", err)
-		}
-		l, err := s2.Acquire(ctx, "k", "beta", time.Minute)
-		if err != nil {
-			unchanged("Acquire", err)
-			return
-		}
-		if l.Term <= last.Term {
-			t.Fatalf("Acquire over a damaged %s granted term %d, not above the last term %d", path, l.Term, last.Term)
-		}
-	})
 }
