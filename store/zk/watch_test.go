@@ -34,65 +34,76 @@ func TestWatchEachKindOfChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last tenure.Record
-	terms := map[string]uint64{} // each holder holds once, at one term
-	expect := func(step, holder string) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case r, ok := <-ch:
-				if !ok {
-					t.Fatalf("%s: the watch ended", step)
-				}
-				if r.Term < last.Term {
-					t.Fatalf("%s: term went from %d to %d", step, last.Term, r.Term)
-				}
-				last = r
-				if r.Holder != "" {
-					if term, ok := terms[r.Holder]; ok && term != r.Term {
-						t.Fatalf("%s: %q delivered at term %d, and before at term %d: a record mixes two states of the key node", step, r.Holder, r.Term, term)
-					}
-					terms[r.Holder] = r.Term
-				}
-				if r.Holder == holder {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("%s: no record held by %q delivered (last %+v)", step, holder, last)
-			}
-		}
-	}
-	expect("initial", "")
+	expect := (&watchSteps{ch: ch, terms: map[string]uint64{}}).expect
+	expect(t, "initial", "")
 	a, err := st.Acquire(ctx, key, "alpha", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect("grant", "alpha")
+	expect(t, "grant", "alpha")
 	tm.OverwriteGrant(t, key, "mallory")
-	expect("overwritten from outside", "mallory")
+	expect(t, "overwritten from outside", "mallory")
 	tm.DeleteGrant(t, key)
-	expect("lease node deleted from outside", "")
+	expect(t, "lease node deleted from outside", "")
 	_ = st.Release(ctx, a) // superseded: its session ends
 	b, err := st.Acquire(ctx, key, "beta", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect("grant again", "beta")
+	expect(t, "grant again", "beta")
 	if err := st.Release(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	expect("release", "")
+	expect(t, "release", "")
 	c, err := st.Acquire(ctx, key, "gamma", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect("grant after a release", "gamma")
+	expect(t, "grant after a release", "gamma")
 	tm.DeleteAll(t, key)
-	expect("key node deleted", "")
+	expect(t, "key node deleted", "")
 	_ = st.Release(ctx, c)
 	if _, err := st.Acquire(ctx, key, "delta", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	expect("key node created again", "delta")
+	expect(t, "key node created again", "delta")
+}
+
+// watchSteps reads a watch's records step by step, checking on the way
+// that terms never go back and that each holder is delivered at one term
+// only (a record never mixes two states of the key node).
+type watchSteps struct {
+	ch    <-chan tenure.Record
+	last  tenure.Record
+	terms map[string]uint64
+}
+
+// expect reads records until one held by holder ("" for free) comes, for
+// at most 10 s.
+func (w *watchSteps) expect(t *testing.T, step, holder string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case r, ok := <-w.ch:
+			if !ok {
+				t.Fatalf("%s: the watch ended", step)
+			}
+			if r.Term < w.last.Term {
+				t.Fatalf("%s: term went from %d to %d", step, w.last.Term, r.Term)
+			}
+			w.last = r
+			if r.Holder != "" {
+				if term, ok := w.terms[r.Holder]; ok && term != r.Term {
+					t.Fatalf("%s: %q delivered at term %d, and before at term %d: a record mixes two states of the key node", step, r.Holder, r.Term, term)
+				}
+				w.terms[r.Holder] = r.Term
+			}
+			if r.Holder == holder {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s: no record held by %q delivered (last %+v)", step, holder, w.last)
+		}
+	}
 }
