@@ -42,7 +42,9 @@ const (
 //     signal n).
 //
 // End of file before the first message ends it at once: CMD never runs
-// without a deadline.
+// without a deadline. Nor does it if the deadline timers (timerfds, see
+// deadlineTimer) cannot be armed: the supervisor then exits
+// exitCannotExec, saying why.
 func superviseCmd(args []string, stderr io.Writer) int {
 	// One P: the supervisor only waits (for messages, signals, its CMD and
 	// the deadline), never computes, and with one P an idle wake-up has no
