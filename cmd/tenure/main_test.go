@@ -83,7 +83,14 @@ func startTenure(t testing.TB, stdout, stderr *bytes.Buffer, args ...string) (cm
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done = make(chan struct{})
+	return cmd, reapAtEnd(t, cmd)
+}
+
+// reapAtEnd waits for the started cmd in the background and returns a
+// channel closed once it exited; when the test ends, cmd is resumed (if
+// stopped), killed and waited for.
+func reapAtEnd(t testing.TB, cmd *exec.Cmd) chan struct{} {
+	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		close(done)
@@ -93,7 +100,7 @@ func startTenure(t testing.TB, stdout, stderr *bytes.Buffer, args ...string) (cm
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	return cmd, done
+	return done
 }
 
 // startPiped starts cmd with its standard output piped to the reader it
@@ -184,16 +191,7 @@ func startTenureWith(t testing.TB, args ...string) (*pipedCmd, chan struct{}) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	return &pipedCmd{cmd: cmd, stdout: r}, done
+	return &pipedCmd{cmd: cmd, stdout: r}, reapAtEnd(t, cmd)
 }
 
 // afterWait fires after wait.

@@ -244,16 +244,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	self, err := os.Executable()
+	env, err := o.runnerEnv(stdout, stderr)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("cannot find the tenure executable to supervise CMD: %w", err))
+		return fail(stderr, err)
 	}
-	// The logger and the supervisor's output copier may share a writer.
-	stdout, stderr = lockWriter(stdout), lockWriter(stderr)
-	logger, _ := newLogger(stderr, o.logFormat, slog.LevelInfo) // checked by validate
-	if o.quiet {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger, stderr := env.logger, env.stderr
 
 	// Catch signals before anything can be started, so none is lost.
 	sigs := make(chan os.Signal, 4)
@@ -276,7 +271,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer store.Close()
 
-	r := newRunner(o, self, store, logger, stdout, stderr)
+	r := newRunner(o, env, store)
 	ctx, limit := limitCampaign(ctx, o)
 	onEvent := limit.onEvent(r.onEvent)
 	var view *viewServer
@@ -345,8 +340,33 @@ type runner struct {
 	handed  *tenure.StepDown   // the hand-over this leader asked for (--handover), if any
 }
 
-func newRunner(o runOpts, self string, store tenure.Store, logger *slog.Logger, stdout, stderr io.Writer) *runner {
-	return &runner{opts: o, self: self, store: store, logger: logger, stdout: stdout, stderr: stderr,
+// runnerEnv is what every runner of one tenure process shares: the
+// tenure executable its supervisors run, the logger and the output, each
+// writer locked, as the logger and the supervisors' output copiers share
+// them.
+type runnerEnv struct {
+	self           string
+	logger         *slog.Logger
+	stdout, stderr io.Writer
+}
+
+// runnerEnv finds the tenure executable and makes the logger (--quiet,
+// --log-format, already checked by validate) on stdout and stderr.
+func (o *runOpts) runnerEnv(stdout, stderr io.Writer) (runnerEnv, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return runnerEnv{}, fmt.Errorf("cannot find the tenure executable to supervise CMD: %w", err)
+	}
+	env := runnerEnv{self: self, stdout: lockWriter(stdout), stderr: lockWriter(stderr)}
+	env.logger, _ = newLogger(env.stderr, o.logFormat, slog.LevelInfo)
+	if o.quiet {
+		env.logger = slog.New(slog.DiscardHandler)
+	}
+	return env, nil
+}
+
+func newRunner(o runOpts, env runnerEnv, store tenure.Store) *runner {
+	return &runner{opts: o, self: env.self, store: store, logger: env.logger, stdout: env.stdout, stderr: env.stderr,
 		standby: make(chan *supervisor, 1)}
 }
 

@@ -186,15 +186,11 @@ func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if done {
 		return code
 	}
-	self, err := os.Executable()
+	env, err := o.runnerEnv(stdout, stderr)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("cannot find the tenure executable to supervise CMD: %w", err))
+		return fail(stderr, err)
 	}
-	stdout, stderr = lockWriter(stdout), lockWriter(stderr)
-	logger, _ := newLogger(stderr, o.logFormat, slog.LevelInfo) // checked by validate
-	if o.quiet {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger, stderr := env.logger, env.stderr
 
 	// Catch signals before anything can be started, so none is lost.
 	ctx, stop := stopOnSignal(ctx, logger, o.id)
@@ -217,7 +213,7 @@ func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, k := range o.keys {
 		ro := o.runOpts
 		ro.key = k
-		runners[k] = newRunner(ro, self, store, logger, stdout, stderr)
+		runners[k] = newRunner(ro, env, store)
 		runners[k].moves = true
 	}
 	sh, err := shard.New(shard.Config{

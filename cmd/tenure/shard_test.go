@@ -81,16 +81,7 @@ func (g *shardGroup) start(t *testing.T, id string, members []string, extra ...s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	g.procs[id] = &candidate{ID: id, Cmd: cmd, Done: done}
+	g.procs[id] = &candidate{ID: id, Cmd: cmd, Done: reapAtEnd(t, cmd)}
 	g.stderr[id] = stderr
 }
 
