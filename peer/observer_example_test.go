@@ -25,8 +25,8 @@ func ExampleObserver() {
 	secret := filepath.Join(dir, "peer.secret")
 	os.WriteFile(secret, []byte("an-example-secret-of-at-least-32-bytes\n"), 0o600)
 	var peers []string
-	for id := 1; id <= 3; id++ {
-		peers = append(peers, fmt.Sprintf("%d=%s", id, freeAddr()))
+	for id, addr := range freeAddrs(3) {
+		peers = append(peers, fmt.Sprintf("%d=%s", id+1, addr))
 	}
 	common := "peers=" + strings.Join(peers, ",") + "&algorithm=lowest&secret-file=" + secret
 	ctx := context.Background()
@@ -67,12 +67,18 @@ func ExampleObserver() {
 	// the observer may campaign: false
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+// freeAddrs returns n distinct loopback addresses that were free a moment
+// ago: every listener stays open until all n are chosen, so the kernel
+// cannot offer one port twice.
+func freeAddrs(n int) []string {
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // BenchmarkHTTPIdle measures what --http costs a leading `tenure run`
@@ -38,7 +40,7 @@ func BenchmarkHTTPIdle(b *testing.B) {
 		window = d
 	}
 	for i := 0; i < b.N; i++ {
-		addr := freeAddr(b)
+		addr := testserver.FreeAddr(b)
 		plain := startIdleLeader(b, "file://"+b.TempDir(), "plain", "")
 		plain2 := startIdleLeader(b, "file://"+b.TempDir(), "plain2", "")
 		web := startIdleLeader(b, "file://"+b.TempDir(), "web", addr)

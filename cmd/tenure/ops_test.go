@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // holdKey starts a `tenure run` that leads key on store with a long
@@ -103,7 +105,7 @@ func TestLogFormatJSON(t *testing.T) {
 // readiness, and Prometheus metrics, as a client would ask them.
 func TestHTTPView(t *testing.T) {
 	store := "file://" + t.TempDir()
-	leaderAddr, watchAddr := freeAddr(t), freeAddr(t)
+	leaderAddr, watchAddr := testserver.FreeAddr(t), testserver.FreeAddr(t)
 	holdKey(t, store, "web", "--http", leaderAddr)
 	var wout bytes.Buffer
 	var werr bytes.Buffer
@@ -158,15 +160,6 @@ func TestHTTPAddressInUse(t *testing.T) {
 	if r.code != exitRuntime || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "--http") {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want 1, CMD not run, an error naming --http", r.code, r.stdout, r.stderr)
 	}
-}
-
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func get(t *testing.T, url string) (int, string) {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 )
@@ -67,7 +68,11 @@ func LookPath(t testing.TB, name, install string, extra ...string) string {
 	return ""
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that no earlier call in this process returned. The kernel may hand the
+// same ephemeral port to two listen-and-close probes in a row, so without
+// that memory a group of members could be given one address twice.
+// It is safe for concurrent use.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	port, err := freePort()
@@ -77,14 +82,43 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
+// handedOut holds every port [freePort] has returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
 // freePort is [FreePort] for callers without a testing.TB.
 func freePort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 64 {
+		port, err := probePort()
+		if err != nil {
+			return 0, err
+		}
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("testserver: no free port: the kernel kept offering ports already handed out")
+}
+
+// probePort asks the kernel for a free loopback port and closes it again.
+func probePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("testserver: no free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreeAddr is [FreePort] as a "127.0.0.1:PORT" address.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 }
 
 // WaitTCP waits until addr accepts TCP connections, or fails t after timeout.
