@@ -284,8 +284,11 @@ func TestTCPIdleAndKeepalive(t *testing.T) {
 	g, gk := wireGroup(t, 2)
 	const idle = 200 * time.Millisecond
 	tr1 := wireListen(t, g, 1, func(c *Config) { c.IdleTimeout = idle })
-	c, _ := wireDial(t, g.Addr(1), gk, 2, 1)
+	// The server's idle clock starts at its last read, which cannot come
+	// before the dial starts (taking start after the dial returned could
+	// be late, and made the test fail in CI at 199.4 ms).
 	start := time.Now()
+	c, _ := wireDial(t, g.Addr(1), gk, 2, 1)
 	waitClosed(t, c)
 	if d := time.Since(start); d < idle {
 		t.Fatalf("closed after %s, before the idle timeout %s", d, idle)
