@@ -54,7 +54,8 @@ type Node struct {
 	key   string // the one key served: Config.Key or the first used
 	grant grant  // the last grant of key
 
-	fsm valueFSM // the values published with grants
+	fsm  valueFSM       // the values published with grants
+	logs hraft.LogStore // raft's log, read for the term of its last entry (see leaderNow)
 
 	sd       stepDown                   // the last step-down request taken (stepdown.go); guarded by mu
 	ctlWatch map[chan struct{}]struct{} // wakes of the control key's watches; guarded by mu
@@ -136,8 +137,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	if n.layer != nil {
-		r := n.raft
-		n.layer.setStatus(func() statusReply { return nodeStatus(r, &n.fsm, cfg.priority()) })
+		n.layer.setStatus(n.status)
 		n.layer.setStepDown(n.answerStepDown)
 	}
 	if elected != nil {
@@ -431,11 +431,11 @@ func (n *Node) Get(ctx context.Context, key string) (tenure.Record, error) {
 }
 
 func (n *Node) record(key string) tenure.Record {
-	_, id := n.raft.LeaderWithID()
-	if string(id) == n.cfg.ID && n.cfg.priority() == tenure.NeverLead {
+	id, term := leaderNow(n.raft)
+	if id == n.cfg.ID && n.cfg.priority() == tenure.NeverLead {
 		id = "" // it hands leadership away and never grants
 	}
-	r := tenure.Record{Key: key, Holder: string(id), Term: n.raft.CurrentTerm()}
+	r := tenure.Record{Key: key, Holder: id, Term: term}
 	if r.Holder != "" {
 		r.Value = n.fsm.published(r.Term)
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer/transport"
 )
@@ -107,14 +106,15 @@ func (l *tlsLayer) setStatus(f func() statusReply) { l.status.Store(&f) }
 // them; until then they are refused. f must not block.
 func (l *tlsLayer) setStepDown(f func(stepDownReq) statusReply) { l.stepDown.Store(&f) }
 
-// nodeStatus is a raft member's statusReply, with the value published in
-// its current term as fsm has applied it and the member's priority; it
-// does not block on the network.
-func nodeStatus(r *hraft.Raft, fsm *valueFSM, priority int) statusReply {
-	_, id := r.LeaderWithID()
-	s := statusReply{Leader: string(id), Term: r.CurrentTerm(), State: r.State().String(), Priority: &priority}
+// status is this member's statusReply (see [Node.leaderNow]), with the
+// value published in its current term as its FSM has applied it and the
+// member's priority; it does not block on the network.
+func (n *Node) status() statusReply {
+	id, term := leaderNow(n.raft)
+	priority := n.cfg.priority()
+	s := statusReply{Leader: id, Term: term, State: n.raft.State().String(), Priority: &priority}
 	if s.Leader != "" {
-		s.Value = fsm.published(s.Term)
+		s.Value = n.fsm.published(s.Term)
 	}
 	return s
 }

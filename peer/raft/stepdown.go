@@ -117,7 +117,7 @@ func (n *Node) takeStepDown(term uint64, to string, window time.Duration, issuer
 // answerStepDown is the status protocol's step-down handler.
 func (n *Node) answerStepDown(req stepDownReq) statusReply {
 	err := n.takeStepDown(req.Term, req.To, time.Duration(req.WindowMS)*time.Millisecond, "tenure-step-down")
-	s := nodeStatus(n.raft, &n.fsm, n.cfg.priority())
+	s := n.status()
 	if err != nil {
 		s.Refused = err.Error()
 		n.cfg.Logger.Info("step-down request refused", "id", n.cfg.ID, "term", req.Term, "to", req.To, "why", err)
