@@ -79,7 +79,11 @@ type Rates struct {
 
 // Plan configures a [Faults].
 type Plan struct {
-	// Seed seeds the per-call decisions.
+	// Seed seeds the per-call decisions. Each operation draws from a
+	// stream of its own, so calls of different operations made at the
+	// same instant get the same decisions whichever arrives first (a
+	// simulation replayed under another goroutine schedule stays the
+	// same: an elector's background Release and its next Acquire race).
 	Seed uint64
 	// Clock measures delays. Default [tenure.SystemClock].
 	Clock tenure.Clock
@@ -111,7 +115,8 @@ type Faults struct {
 	onFault func(Op, string)
 
 	mu        sync.Mutex
-	rng       *rand.Rand
+	seed      uint64
+	rngs      map[Op]*rand.Rand // per operation; see Plan.Seed
 	rates     Rates
 	partition PartitionMode
 	paused    bool
@@ -127,7 +132,8 @@ func New(p Plan) *Faults {
 	return &Faults{
 		clock:   p.Clock,
 		onFault: p.OnFault,
-		rng:     rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
+		seed:    p.Seed,
+		rngs:    map[Op]*rand.Rand{},
 		rates:   p.Rates,
 		changed: make(chan struct{}),
 		counts:  map[string]int{},
@@ -201,14 +207,20 @@ type decision struct {
 	latency                 time.Duration
 }
 
-// decide draws the decisions of one call: always seven draws, whatever the
-// rates, so the stream stays aligned with the sequence of calls.
+// decide draws the decisions of one call from op's stream: always seven
+// draws, whatever the rates, so the stream stays aligned with the
+// sequence of op's calls.
 func (f *Faults) decide(op Op) decision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	rng := f.rngs[op]
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(f.seed, f.seed^0x9e3779b97f4a7c15^uint64(op)<<32))
+		f.rngs[op] = rng
+	}
 	var u [7]float64
 	for i := range u {
-		u[i] = f.rng.Float64()
+		u[i] = rng.Float64()
 	}
 	r := f.rates
 	if r.Ops != 0 && r.Ops&op == 0 {

@@ -352,3 +352,44 @@ func TestLatencySpreadsCallsReleasedTogether(t *testing.T) {
 		}
 	})
 }
+
+// TestDecisionsDoNotDependOnTheOrderOfOperations: with one seed, the n-th
+// Get and the n-th Renew get the same faults whether the Gets or the
+// Renews come first (a simulation's replay must not depend on which of two
+// goroutines reaches the store first at one virtual instant).
+func TestDecisionsDoNotDependOnTheOrderOfOperations(t *testing.T) {
+	run := func(getsFirst bool) (gets, renews []bool) {
+		f := faultstore.New(faultstore.Plan{Seed: 7, Rates: faultstore.Rates{FailBefore: 0.5}})
+		s := faultstore.Wrap(memory.New(nil), f)
+		ctx := context.Background()
+		l := tenure.Lease{Key: "k", Identity: "a", Term: 1, TTL: ttl}
+		doGets := func() {
+			for range 16 {
+				_, err := s.Get(ctx, "k")
+				gets = append(gets, errors.Is(err, faultstore.ErrInjected))
+			}
+		}
+		doRenews := func() {
+			for range 16 {
+				err := s.Renew(ctx, l)
+				renews = append(renews, errors.Is(err, faultstore.ErrInjected))
+			}
+		}
+		if getsFirst {
+			doGets()
+			doRenews()
+		} else {
+			doRenews()
+			doGets()
+		}
+		return gets, renews
+	}
+	g1, r1 := run(true)
+	g2, r2 := run(false)
+	if !slices.Equal(g1, g2) || !slices.Equal(r1, r2) {
+		t.Fatalf("faults depend on the order of operations:\nGets   %v\n  then %v\nRenews %v\n  then %v", g1, g2, r1, r2)
+	}
+	if !slices.Contains(g1, true) || !slices.Contains(g1, false) {
+		t.Fatalf("Gets all drew the same fault at rate 0.5: %v", g1)
+	}
+}
