@@ -349,7 +349,10 @@ func TestShardFrozenMember(t *testing.T) {
 	all := []string{"a", "b"}
 	g := newShardGroup(t, keys)
 	for _, id := range all {
-		g.start(t, id, all, "--ttl", "1500ms")
+		// A grace long enough for the worker to record its stop on a
+		// loaded machine: with 250 ms (the default at a 1.5 s TTL), CI
+		// once saw a CMD killed before it wrote that it stopped.
+		g.start(t, id, all, "--ttl", "3s", "--grace", "800ms")
 	}
 	last, next := map[string]workerEvent{}, map[string]int{}
 	count := map[string]int{}

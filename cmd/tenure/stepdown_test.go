@@ -43,7 +43,7 @@ func otherThan(id string, ids ...string) string {
 // exit); each `tenure step-down --to ID` makes ID's CMD the next to start,
 // after the old one stopped.
 func TestStepDownHandsOverToTheNamedCandidate(t *testing.T) {
-	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet"}, nil)
+	c := testCluster(t, "job", []string{"--ttl", "5s", "--quiet"}, nil)
 	ids := []string{"a", "b", "c"}
 	leader, i := startCandidates(t, c, ids...)
 	if r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--to", leader.ID); r.code != exitOK || !strings.Contains(r.stdout, "already leads") {
