@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,36 +23,14 @@ import (
 // One server for the whole package run: tests isolate themselves by key
 // and, where it matters, by table. Tests do not run in parallel, since the
 // conformance suite restarts the server.
-var (
-	srv    *testserver.PostgresServer
-	srvErr error
-)
+var shared = testserver.SharedPostgres()
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tenure-pg-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv, srvErr = testserver.StartPostgres(dir)
-	code := m.Run()
-	if srv != nil {
-		_ = srv.Stop()
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // server returns the shared server, or skips (fails in CI) without one.
 func server(t testing.TB) *testserver.PostgresServer {
 	t.Helper()
-	if errors.Is(srvErr, testserver.ErrPostgresMissing) {
-		testserver.Missing(t, "PostgreSQL", testserver.PostgresInstall)
-	}
-	if srvErr != nil {
-		t.Fatalf("starting PostgreSQL: %v", srvErr)
-	}
-	return srv
+	return shared.Get(t)
 }
 
 func ctxFor(t testing.TB) context.Context {

@@ -3,8 +3,6 @@ package zk_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,39 +18,18 @@ import (
 // One ZooKeeper server for the whole package: a JVM takes seconds to
 // start. Tests that stop or restart it do not run in parallel, and every
 // test uses keys of its own.
-var (
-	shared    *testserver.ZKServer
-	sharedErr error
-)
+var shared = testserver.SharedZooKeeper()
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tenure-zk-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared, sharedErr = testserver.StartZooKeeper(dir)
-	code := m.Run()
-	if shared != nil {
-		_ = shared.Stop()
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // server returns the shared server, running.
 func server(t testing.TB) *testserver.ZKServer {
 	t.Helper()
-	if errors.Is(sharedErr, testserver.ErrZooKeeperMissing) {
-		testserver.Missing(t, "ZooKeeper", testserver.ZooKeeperInstall)
-	}
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	if err := shared.Start(); err != nil {
+	srv := shared.Get(t)
+	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return shared
+	return srv
 }
 
 func opener(srv *testserver.ZKServer, path string) func(t testing.TB) tenure.Store {
