@@ -38,6 +38,20 @@ func SecretHidden(t *testing.T, st tenure.Store, secret, name string) {
 	}
 }
 
+// SecretHiddenURL opens rawURL, a URL whose credentials the server
+// refuses, with [tenure.Open] (so the store's package must be imported, for
+// its URL scheme), which must succeed since it is to connect nothing, then
+// checks the store with [SecretHidden] and closes it.
+func SecretHiddenURL(t *testing.T, rawURL, secret, name string) {
+	t.Helper()
+	st, err := tenure.Open(t.Context(), rawURL)
+	if err != nil {
+		t.Fatalf("Open connects nothing, yet failed: %v", err)
+	}
+	defer st.Close()
+	SecretHidden(t, st, secret, name)
+}
+
 // SecretMark is the secret the fuzzers plant in store URLs: no error,
 // log or output may ever contain it.
 const SecretMark = "s3cr3tMARK"

@@ -42,7 +42,13 @@ func ctxFor(t testing.TB) context.Context {
 // openTable opens a store on table, closed at the end of the test.
 func openTable(t testing.TB, table string) *postgres.Store {
 	t.Helper()
-	st, err := postgres.Open(ctxFor(t), server(t).URL()+"&"+postgres.TableParam+"="+table)
+	return open(t, server(t).URL()+"&"+postgres.TableParam+"="+table)
+}
+
+// open opens a store on rawURL, closed at the end of the test.
+func open(t testing.TB, rawURL string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(ctxFor(t), rawURL)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -183,12 +189,7 @@ func TestNoPasswordInErrors(t *testing.T) {
 	s := server(t)
 	const pw = "Sup3r-s3cret-pw"
 	wrong := fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", s.User, pw, s.Port)
-	st, err := tenure.Open(ctxFor(t), wrong)
-	if err != nil {
-		t.Fatalf("Open connects nothing, yet failed: %v", err)
-	}
-	defer st.Close()
-	storetest.SecretHidden(t, st, pw, "tenure/postgres")
+	storetest.SecretHiddenURL(t, wrong, pw, "tenure/postgres")
 }
 
 // With the server down, calls fail with an error naming the server, and a
@@ -197,23 +198,13 @@ func TestNoPasswordInErrors(t *testing.T) {
 func TestServerDown(t *testing.T) {
 	const pw = "Sup3r-s3cret-pw"
 	port := testserver.FreePort(t)
-	down := fmt.Sprintf("postgres://tenure:%s@127.0.0.1:%d/postgres?sslmode=disable", pw, port)
-	st, err := postgres.Open(ctxFor(t), down)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := open(t, fmt.Sprintf("postgres://tenure:%s@127.0.0.1:%d/postgres?sslmode=disable", pw, port))
 	storetest.Unreachable(t, st, fmt.Sprint(port), pw)
 
-	hole := fmt.Sprintf("postgres://tenure:%s@%s/postgres?sslmode=disable", pw, storetest.Unresponsive(t))
-	st2, err := postgres.Open(ctxFor(t), hole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	hole := open(t, fmt.Sprintf("postgres://tenure:%s@%s/postgres?sslmode=disable", pw, storetest.Unresponsive(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err = st2.Get(ctx, "k")
+	_, err := hole.Get(ctx, "k")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Get against a server that never answers: %v, want context.DeadlineExceeded", err)
 	}

@@ -215,12 +215,7 @@ func TestBadURLs(t *testing.T) {
 func TestNoPasswordInErrors(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	const pw = "Sup3r-s3cret-pw"
-	st, err := tenure.Open(ctxFor(t), fmt.Sprintf("redis://:%s@%s/0", pw, srv.Addr))
-	if err != nil {
-		t.Fatalf("Open connects nothing, yet failed: %v", err)
-	}
-	defer st.Close()
-	storetest.SecretHidden(t, st, pw, "tenure/redis")
+	storetest.SecretHiddenURL(t, fmt.Sprintf("redis://:%s@%s/0", pw, srv.Addr), pw, "tenure/redis")
 }
 
 // With the server down, calls and Watch fail with an error naming the
