@@ -194,6 +194,25 @@ func FuzzOpen(f *testing.F, example string, schemes []string, open func(raw stri
 	})
 }
 
+// HeldFailsHiding checks, on st opened with credentials (secrets among
+// them), that a held key's refusal quotes none of secrets: it acquires the
+// key "k", acquires it again as another identity, which must fail without
+// quoting any of secrets, then releases the first grant.
+func HeldFailsHiding(t testing.TB, st tenure.Store, secrets ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire with credentials: %v", err)
+	}
+	_, err = st.Acquire(ctx, "k", "beta", time.Second)
+	FailsHiding(t, "Acquire of a held key", err, secrets...)
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // FailsHiding checks that err, the error of what (say "Open with a wrong
 // password"), is not nil and contains none of secrets.
 func FailsHiding(t testing.TB, what string, err error, secrets ...string) {

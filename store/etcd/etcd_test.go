@@ -243,15 +243,7 @@ func TestCredentialsNeverInErrors(t *testing.T) {
 		t.Fatalf("Open with the right password: %v", err)
 	}
 	defer st.Close()
-	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
-	if err != nil {
-		t.Fatalf("Acquire with auth: %v", err)
-	}
-	_, err = st.Acquire(ctx, "k", "beta", time.Second)
-	storetest.FailsHiding(t, "Acquire of a held key", err, good, bad)
-	if err := st.Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
+	storetest.HeldFailsHiding(t, st, good, bad)
 	// A client without credentials is refused by etcd, without leaking ours.
 	anon, err := tenure.Open(ctx, "etcd://"+srv.Endpoint+"/auth")
 	if err != nil {
