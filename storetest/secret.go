@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -148,16 +149,11 @@ func clean(s, keep string) string {
 	}, s)
 }
 
+// validScheme reports whether url.Parse takes s as a URL's scheme: a
+// letter, then letters, digits, + - and '.'.
 func validScheme(s string) bool {
-	for i, c := range []byte(s) {
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
+	u, err := url.Parse(s + "://h")
+	return err == nil && strings.EqualFold(u.Scheme, s)
 }
 
 // NoSecret fails t if any of texts contains [SecretMark]; what names the
