@@ -65,13 +65,7 @@ func randomName(prefix string) string {
 func TestConformance(t *testing.T) {
 	s := server(t)
 	storetest.Run(t, storetest.Options{
-		Open: func(t testing.TB) tenure.Store {
-			st, err := tenure.Open(ctxFor(t), s.URL()+"&tenure_table=conformance")
-			if err != nil {
-				t.Fatalf("tenure.Open: %v", err)
-			}
-			return st
-		},
+		Open: storetest.OpenURL(s.URL() + "&tenure_table=conformance"),
 		Restart: func(t testing.TB) {
 			if err := s.Restart(); err != nil {
 				t.Fatalf("restarting PostgreSQL: %v", err)
@@ -87,19 +81,9 @@ func TestConformance(t *testing.T) {
 func TestConformanceSimpleProtocol(t *testing.T) {
 	s := server(t)
 	storetest.Run(t, storetest.Options{
-		Open: func(t testing.TB) tenure.Store {
-			return openURL(t, s.URL()+"&tenure_table=simple&default_query_exec_mode=simple_protocol")
-		},
+		Open:     storetest.OpenURL(s.URL() + "&tenure_table=simple&default_query_exec_mode=simple_protocol"),
 		Sessions: true,
 	})
-}
-
-func openURL(t testing.TB, u string) tenure.Store {
-	st, err := tenure.Open(ctxFor(t), u)
-	if err != nil {
-		t.Fatalf("tenure.Open: %v", err)
-	}
-	return st
 }
 
 func TestSchemes(t *testing.T) {

@@ -57,13 +57,7 @@ func randomKey() string {
 func TestConformance(t *testing.T) {
 	srv := testserver.Redis(t, true)
 	storetest.Run(t, storetest.Options{
-		Open: func(t testing.TB) tenure.Store {
-			st, err := tenure.Open(ctxFor(t), srv.URL(0))
-			if err != nil {
-				t.Fatalf("tenure.Open: %v", err)
-			}
-			return st
-		},
+		Open: storetest.OpenURL(srv.URL(0)),
 		Restart: func(t testing.TB) {
 			if err := srv.Restart(); err != nil {
 				t.Fatalf("restarting redis-server: %v", err)
