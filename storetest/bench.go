@@ -92,12 +92,32 @@ func sorted(d []time.Duration) []time.Duration {
 func OpenURL(rawURL string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(t.Context(), rawURL)
-		if err != nil {
-			t.Fatalf("tenure.Open: %v", err)
-		}
-		return st
+		return openURL(t, rawURL)
 	}
+}
+
+// OpenClosing opens rawURL with [tenure.Open] (so the store's package must
+// be imported, for its URL scheme), fails t if that fails, and closes the
+// store when t's test ends; the test may close it before, as later calls
+// of Close do nothing but return an error, ignored here.
+func OpenClosing(t testing.TB, rawURL string) tenure.Store {
+	t.Helper()
+	st := openURL(t, rawURL)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// openURL opens rawURL with [tenure.Open], allowing it 30 s (to connect,
+// for the stores that do), and fails t if that fails.
+func openURL(t testing.TB, rawURL string) tenure.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := tenure.Open(ctx, rawURL)
+	if err != nil {
+		t.Fatalf("tenure.Open(%s): %v", tenure.Redact(rawURL), err)
+	}
+	return st
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -44,18 +44,6 @@ func randomName(t testing.TB) string {
 	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + hex.EncodeToString(b[:])
 }
 
-func openURL(t testing.TB, raw string) tenure.Store {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := tenure.Open(ctx, raw)
-	if err != nil {
-		t.Fatalf("Open(%s): %v", tenure.Redact(raw), err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
-}
-
 func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -77,7 +65,7 @@ func TestAzurite(t *testing.T) {
 			raw := storeURL(srv, "conformance", prefix)
 			storetest.Run(t, storetest.Options{
 				Tamper:    tamperOn(t, srv, "conformance", prefix),
-				Open:      func(t testing.TB) tenure.Store { return openURL(t, raw) },
+				Open:      func(t testing.TB) tenure.Store { return storetest.OpenClosing(t, raw) },
 				TTL:       ttl,
 				MaxTTL:    azblob.MaxTTL,
 				Tolerance: time.Second,
@@ -108,7 +96,7 @@ func TestAzurite(t *testing.T) {
 }
 
 func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
-	st := openURL(t, storeURL(srv, "ttl", randomName(t)))
+	st := storetest.OpenClosing(t, storeURL(srv, "ttl", randomName(t)))
 	ctx := ctxFor(t, 30*time.Second)
 	for _, d := range []time.Duration{time.Second, 14 * time.Second, 61 * time.Second, 15500 * time.Millisecond} {
 		_, err := st.Acquire(ctx, "k", "a", d)
@@ -139,7 +127,7 @@ func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
 // testBlobNames uses keys that would be unsafe as raw blob names: they must
 // map to distinct blobs and round-trip through the metadata.
 func testBlobNames(t *testing.T, srv *testserver.AzuriteServer) {
-	st := openURL(t, storeURL(srv, randomName(t)[:20]+"x", "")) // a new container: created on demand
+	st := storetest.OpenClosing(t, storeURL(srv, randomName(t)[:20]+"x", "")) // a new container: created on demand
 	ctx := ctxFor(t, 60*time.Second)
 	keys := []string{"a/b", "a~2Fb", "a%2Fb", ".", "..", "a/../b", "a.", "x y", "ünïcødé", "A", "a", "~", "a\\b", "?#&="}
 	leases := map[string]tenure.Lease{}
@@ -169,8 +157,8 @@ func testBlobNames(t *testing.T, srv *testserver.AzuriteServer) {
 
 func testPrefixes(t *testing.T, srv *testserver.AzuriteServer) {
 	name := randomName(t)
-	a := openURL(t, storeURL(srv, "prefixes", name+"/one"))
-	b := openURL(t, storeURL(srv, "prefixes", name+"/two"))
+	a := storetest.OpenClosing(t, storeURL(srv, "prefixes", name+"/one"))
+	b := storetest.OpenClosing(t, storeURL(srv, "prefixes", name+"/two"))
 	ctx := ctxFor(t, 30*time.Second)
 	la, err := a.Acquire(ctx, "k", "a", ttl)
 	if err != nil {
@@ -359,7 +347,7 @@ func testExampleCoordinator(t *testing.T, srv *testserver.AzuriteServer) {
 // since. The store does not revive it: the grant is over, and the key can
 // be taken by another candidate with a higher term.
 func testExpiredNotRevived(t *testing.T, srv *testserver.AzuriteServer) {
-	a := openURL(t, storeURL(srv, "expired", randomName(t)))
+	a := storetest.OpenClosing(t, storeURL(srv, "expired", randomName(t)))
 	ctx := ctxFor(t, 60*time.Second)
 	l, err := a.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {

@@ -23,12 +23,7 @@ import (
 func openOn(srv *etcdtest.Server, prefix string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(context.Background(), "etcd://"+srv.Endpoint+prefix)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
-		return st
+		return storetest.OpenClosing(t, "etcd://"+srv.Endpoint+prefix)
 	}
 }
 

@@ -55,12 +55,7 @@ func (e *env) url(prefix, kubeconfig string) string {
 func (e *env) openOn(prefix string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(context.Background(), e.url(prefix, e.admin))
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		return st
+		return storetest.OpenClosing(t, e.url(prefix, e.admin))
 	}
 }
 

@@ -35,12 +35,7 @@ func server(t testing.TB) *testserver.ZKServer {
 func opener(srv *testserver.ZKServer, path string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(context.Background(), "zk://"+srv.Addr+path)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
-		return st
+		return storetest.OpenClosing(t, "zk://"+srv.Addr+path)
 	}
 }
 
