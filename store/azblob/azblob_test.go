@@ -44,12 +44,6 @@ func randomName(t testing.TB) string {
 	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + hex.EncodeToString(b[:])
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // TestAzurite runs everything that needs the service against one Azurite
 // server: the parallel group first, then the tests that stop or restart
 // the server, one at a time.
@@ -97,7 +91,7 @@ func TestAzurite(t *testing.T) {
 
 func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
 	st := storetest.OpenClosing(t, storeURL(srv, "ttl", randomName(t)))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	for _, d := range []time.Duration{time.Second, 14 * time.Second, 61 * time.Second, 15500 * time.Millisecond} {
 		_, err := st.Acquire(ctx, "k", "a", d)
 		if !errors.Is(err, tenure.ErrInvalid) {
@@ -128,7 +122,7 @@ func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
 // map to distinct blobs and round-trip through the metadata.
 func testBlobNames(t *testing.T, srv *testserver.AzuriteServer) {
 	st := storetest.OpenClosing(t, storeURL(srv, randomName(t)[:20]+"x", "")) // a new container: created on demand
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := storetest.Context(t, 60*time.Second)
 	keys := []string{"a/b", "a~2Fb", "a%2Fb", ".", "..", "a/../b", "a.", "x y", "ünïcødé", "A", "a", "~", "a\\b", "?#&="}
 	leases := map[string]tenure.Lease{}
 	for i, k := range keys {
@@ -159,7 +153,7 @@ func testPrefixes(t *testing.T, srv *testserver.AzuriteServer) {
 	name := randomName(t)
 	a := storetest.OpenClosing(t, storeURL(srv, "prefixes", name+"/one"))
 	b := storetest.OpenClosing(t, storeURL(srv, "prefixes", name+"/two"))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	la, err := a.Acquire(ctx, "k", "a", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +208,7 @@ func testCredentials(t *testing.T, srv *testserver.AzuriteServer) {
 		if shown := tenure.Redact(raw); strings.Contains(shown, url.QueryEscape(wrongKey)) || strings.Contains(shown, url.QueryEscape(testserver.AzuriteKey)) {
 			t.Errorf("%s: Redact shows the key: %s", name, shown)
 		}
-		ctx := ctxFor(t, 20*time.Second)
+		ctx := storetest.Context(t, 20*time.Second)
 		st, err := tenure.Open(ctx, raw)
 		if err != nil {
 			check("Open", err)
@@ -242,7 +236,7 @@ func testCredentials(t *testing.T, srv *testserver.AzuriteServer) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := ctxFor(t, 10*time.Second)
+		ctx := storetest.Context(t, 10*time.Second)
 		_, err = st.Acquire(ctx, "k", "a", ttl)
 		if err == nil {
 			t.Fatalf("%s: Acquire with a forged SAS succeeded", name)
@@ -348,7 +342,7 @@ func testExampleCoordinator(t *testing.T, srv *testserver.AzuriteServer) {
 // be taken by another candidate with a higher term.
 func testExpiredNotRevived(t *testing.T, srv *testserver.AzuriteServer) {
 	a := storetest.OpenClosing(t, storeURL(srv, "expired", randomName(t)))
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := storetest.Context(t, 60*time.Second)
 	l, err := a.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 	prefix := randomName(t)
 	st := storetest.OpenClosing(t, storeURL(srv, "reset", prefix))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	l, err := st.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 // still the holder's.
 func testRecoversAfterRestart(t *testing.T, srv *testserver.AzuriteServer) {
 	st := storetest.OpenClosing(t, storeURL(srv, "restart", randomName(t)))
-	l, err := st.Acquire(ctxFor(t, 30*time.Second), "k", "alpha", azblob.MaxTTL)
+	l, err := st.Acquire(storetest.Context(t, 30*time.Second), "k", "alpha", azblob.MaxTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +96,14 @@ func testRecoversAfterRestart(t *testing.T, srv *testserver.AzuriteServer) {
 	if took > 3*time.Second {
 		t.Errorf("Get with the server down took %s despite a 2s context", took)
 	}
-	if err := st.Renew(ctxFor(t, 2*time.Second), l); err == nil || errors.Is(err, tenure.ErrLost) {
+	if err := st.Renew(storetest.Context(t, 2*time.Second), l); err == nil || errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("Renew with the server down: got %v, want a connection error (not ErrLost: the lease may be fine)", err)
 	}
 	srv.Start(t)
 	// Azurite forgets live leases when it restarts (Azure itself keeps
 	// them), so the holder's renewal may find its lease gone: that must be
 	// ErrLost, not an error about the connection.
-	ctx = ctxFor(t, 10*time.Second)
+	ctx = storetest.Context(t, 10*time.Second)
 	renewErr := st.Renew(ctx, l)
 	if renewErr != nil && !errors.Is(renewErr, tenure.ErrLost) {
 		t.Fatalf("Renew once the server is back: %v", renewErr)

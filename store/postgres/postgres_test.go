@@ -33,11 +33,8 @@ func server(t testing.TB) *testserver.PostgresServer {
 	return shared.Get(t)
 }
 
-func ctxFor(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor bounds a test's call by 30 s.
+func ctxFor(t testing.TB) context.Context { return storetest.Context(t, 30*time.Second) }
 
 // openTable opens a store on table, closed at the end of the test.
 func openTable(t testing.TB, table string) *postgres.Store {

@@ -18,11 +18,8 @@ import (
 	"github.com/tenurehq/tenure/storetest"
 )
 
-func ctxFor(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor bounds a test's call by 30 s.
+func ctxFor(t testing.TB) context.Context { return storetest.Context(t, 30*time.Second) }
 
 // open opens a store on rawURL, closed at the end of the test.
 func open(t testing.TB, rawURL string) *redis.Store {

@@ -64,11 +64,8 @@ func BenchmarkFailover(b *testing.B) {
 	})
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT bounds a test's calls by d; see [storetest.Context].
+func ctxT(t *testing.T, d time.Duration) context.Context { return storetest.Context(t, d) }
 
 func open(t *testing.T, rawURL string) *zk.Store {
 	t.Helper()
