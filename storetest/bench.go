@@ -92,30 +92,31 @@ func sorted(d []time.Duration) []time.Duration {
 func OpenURL(rawURL string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		return openURL(t, rawURL)
+		return openWith(t, tenure.Open, rawURL)
 	}
 }
 
-// OpenClosing opens rawURL with [tenure.Open] (so the store's package must
-// be imported, for its URL scheme), fails t if that fails, and closes the
-// store when t's test ends; the test may close it before, as later calls
-// of Close do nothing but return an error, ignored here.
-func OpenClosing(t testing.TB, rawURL string) tenure.Store {
+// OpenClosing opens rawURL with open, which is [tenure.Open] (the store's
+// package then must be imported, for its URL scheme) or a store package's
+// own Open, for its type; it fails t if that fails, and closes the store
+// when t's test ends. The test may close it before, as later calls of
+// Close do nothing but return an error, ignored here.
+func OpenClosing[S tenure.Store](t testing.TB, open func(context.Context, string) (S, error), rawURL string) S {
 	t.Helper()
-	st := openURL(t, rawURL)
+	st := openWith(t, open, rawURL)
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
 
-// openURL opens rawURL with [tenure.Open], allowing it 30 s (to connect,
-// for the stores that do), and fails t if that fails.
-func openURL(t testing.TB, rawURL string) tenure.Store {
+// openWith opens rawURL with open, allowing it 30 s (to connect, for the
+// stores that do), and fails t if that fails.
+func openWith[S tenure.Store](t testing.TB, open func(context.Context, string) (S, error), rawURL string) S {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := tenure.Open(ctx, rawURL)
+	st, err := open(ctx, rawURL)
 	if err != nil {
-		t.Fatalf("tenure.Open(%s): %v", tenure.Redact(rawURL), err)
+		t.Fatalf("opening %s: %v", tenure.Redact(rawURL), err)
 	}
 	return st
 }

@@ -59,7 +59,7 @@ func TestAzurite(t *testing.T) {
 			raw := storeURL(srv, "conformance", prefix)
 			storetest.Run(t, storetest.Options{
 				Tamper:    tamperOn(t, srv, "conformance", prefix),
-				Open:      func(t testing.TB) tenure.Store { return storetest.OpenClosing(t, raw) },
+				Open:      func(t testing.TB) tenure.Store { return storetest.OpenClosing(t, tenure.Open, raw) },
 				TTL:       ttl,
 				MaxTTL:    azblob.MaxTTL,
 				Tolerance: time.Second,
@@ -90,7 +90,7 @@ func TestAzurite(t *testing.T) {
 }
 
 func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
-	st := storetest.OpenClosing(t, storeURL(srv, "ttl", randomName(t)))
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "ttl", randomName(t)))
 	ctx := storetest.Context(t, 30*time.Second)
 	for _, d := range []time.Duration{time.Second, 14 * time.Second, 61 * time.Second, 15500 * time.Millisecond} {
 		_, err := st.Acquire(ctx, "k", "a", d)
@@ -121,7 +121,7 @@ func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
 // testBlobNames uses keys that would be unsafe as raw blob names: they must
 // map to distinct blobs and round-trip through the metadata.
 func testBlobNames(t *testing.T, srv *testserver.AzuriteServer) {
-	st := storetest.OpenClosing(t, storeURL(srv, randomName(t)[:20]+"x", "")) // a new container: created on demand
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, randomName(t)[:20]+"x", "")) // a new container: created on demand
 	ctx := storetest.Context(t, 60*time.Second)
 	keys := []string{"a/b", "a~2Fb", "a%2Fb", ".", "..", "a/../b", "a.", "x y", "ünïcødé", "A", "a", "~", "a\\b", "?#&="}
 	leases := map[string]tenure.Lease{}
@@ -151,8 +151,8 @@ func testBlobNames(t *testing.T, srv *testserver.AzuriteServer) {
 
 func testPrefixes(t *testing.T, srv *testserver.AzuriteServer) {
 	name := randomName(t)
-	a := storetest.OpenClosing(t, storeURL(srv, "prefixes", name+"/one"))
-	b := storetest.OpenClosing(t, storeURL(srv, "prefixes", name+"/two"))
+	a := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "prefixes", name+"/one"))
+	b := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "prefixes", name+"/two"))
 	ctx := storetest.Context(t, 30*time.Second)
 	la, err := a.Acquire(ctx, "k", "a", ttl)
 	if err != nil {
@@ -341,7 +341,7 @@ func testExampleCoordinator(t *testing.T, srv *testserver.AzuriteServer) {
 // since. The store does not revive it: the grant is over, and the key can
 // be taken by another candidate with a higher term.
 func testExpiredNotRevived(t *testing.T, srv *testserver.AzuriteServer) {
-	a := storetest.OpenClosing(t, storeURL(srv, "expired", randomName(t)))
+	a := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "expired", randomName(t)))
 	ctx := storetest.Context(t, 60*time.Second)
 	l, err := a.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // must refuse to grant the key rather than start terms again from 1.
 func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 	prefix := randomName(t)
-	st := storetest.OpenClosing(t, storeURL(srv, "reset", prefix))
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "reset", prefix))
 	ctx := storetest.Context(t, 30*time.Second)
 	l, err := st.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {
@@ -65,7 +65,7 @@ func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 	if _, err := b.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	fresh := storetest.OpenClosing(t, storeURL(srv, "reset", prefix))
+	fresh := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "reset", prefix))
 	if l3, err := fresh.Acquire(ctx, "k", "gamma", ttl); err != nil || l3.Term != 1 {
 		t.Fatalf("Acquire by a store that never saw the key, after the blob was deleted = %+v, %v; want term 1", l3, err)
 	}
@@ -76,7 +76,7 @@ func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 // without reopening the store, and the lease held across the outage is
 // still the holder's.
 func testRecoversAfterRestart(t *testing.T, srv *testserver.AzuriteServer) {
-	st := storetest.OpenClosing(t, storeURL(srv, "restart", randomName(t)))
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "restart", randomName(t)))
 	l, err := st.Acquire(storetest.Context(t, 30*time.Second), "k", "alpha", azblob.MaxTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestServerDown(t *testing.T) {
 	port := testserver.FreePort(t)
 	raw := fmt.Sprintf("azblob://%s:%s@down/p?endpoint=%s", testserver.AzuriteAccount, url.QueryEscape(testserver.AzuriteKey),
 		url.QueryEscape(fmt.Sprintf("http://127.0.0.1:%d/%s", port, testserver.AzuriteAccount)))
-	st := storetest.OpenClosing(t, raw)
+	st := storetest.OpenClosing(t, tenure.Open, raw)
 	for name, call := range map[string]func(context.Context) error{
 		"Get":     func(ctx context.Context) error { _, err := st.Get(ctx, "k"); return err },
 		"Acquire": func(ctx context.Context) error { _, err := st.Acquire(ctx, "k", "a", ttl); return err },

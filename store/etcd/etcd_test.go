@@ -23,7 +23,7 @@ import (
 func openOn(srv *etcdtest.Server, prefix string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		return storetest.OpenClosing(t, "etcd://"+srv.Endpoint+prefix)
+		return storetest.OpenClosing(t, tenure.Open, "etcd://"+srv.Endpoint+prefix)
 	}
 }
 
@@ -71,12 +71,7 @@ func BenchmarkFailover(b *testing.B) {
 // test.
 func openStore(t testing.TB, srv *etcdtest.Server, prefix string) *etcd.Store {
 	t.Helper()
-	st, err := etcd.Open(storetest.Context(t, 10*time.Second), "etcd://"+srv.Endpoint+prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
-	return st
+	return storetest.OpenClosing(t, etcd.Open, "etcd://"+srv.Endpoint+prefix)
 }
 
 // rawClient is a plain etcd client, to look at what the store wrote.

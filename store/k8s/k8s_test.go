@@ -55,7 +55,7 @@ func (e *env) url(prefix, kubeconfig string) string {
 func (e *env) openOn(prefix string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		return storetest.OpenClosing(t, e.url(prefix, e.admin))
+		return storetest.OpenClosing(t, tenure.Open, e.url(prefix, e.admin))
 	}
 }
 

@@ -45,12 +45,7 @@ func openTable(t testing.TB, table string) *postgres.Store {
 // open opens a store on rawURL, closed at the end of the test.
 func open(t testing.TB, rawURL string) *postgres.Store {
 	t.Helper()
-	st, err := postgres.Open(ctxFor(t), rawURL)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return storetest.OpenClosing(t, postgres.Open, rawURL)
 }
 
 func randomName(prefix string) string {

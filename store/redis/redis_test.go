@@ -24,12 +24,7 @@ func ctxFor(t testing.TB) context.Context { return storetest.Context(t, 30*time.
 // open opens a store on rawURL, closed at the end of the test.
 func open(t testing.TB, rawURL string) *redis.Store {
 	t.Helper()
-	st, err := redis.Open(ctxFor(t), rawURL)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return storetest.OpenClosing(t, redis.Open, rawURL)
 }
 
 // client is a plain go-redis client on srv, for looking behind the store.

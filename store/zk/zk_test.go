@@ -35,7 +35,7 @@ func server(t testing.TB) *testserver.ZKServer {
 func opener(srv *testserver.ZKServer, path string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		return storetest.OpenClosing(t, "zk://"+srv.Addr+path)
+		return storetest.OpenClosing(t, tenure.Open, "zk://"+srv.Addr+path)
 	}
 }
 
@@ -69,12 +69,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context { return storetest.Cont
 
 func open(t *testing.T, rawURL string) *zk.Store {
 	t.Helper()
-	st, err := zk.Open(context.Background(), rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return storetest.OpenClosing(t, zk.Open, rawURL)
 }
 
 // rawConn is a plain ZooKeeper client, to look at what the store wrote.
