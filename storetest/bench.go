@@ -92,12 +92,33 @@ func sorted(d []time.Duration) []time.Duration {
 func OpenURL(rawURL string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(t.Context(), rawURL)
-		if err != nil {
-			t.Fatalf("tenure.Open: %v", err)
-		}
-		return st
+		return openWith(t, tenure.Open, rawURL)
 	}
+}
+
+// OpenClosing opens rawURL with open, which is [tenure.Open] (the store's
+// package then must be imported, for its URL scheme) or a store package's
+// own Open, for its type; it fails t if that fails, and closes the store
+// when t's test ends. The test may close it before, as later calls of
+// Close do nothing but return an error, ignored here.
+func OpenClosing[S tenure.Store](t testing.TB, open func(context.Context, string) (S, error), rawURL string) S {
+	t.Helper()
+	st := openWith(t, open, rawURL)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// openWith opens rawURL with open, allowing it 30 s (to connect, for the
+// stores that do), and fails t if that fails.
+func openWith[S tenure.Store](t testing.TB, open func(context.Context, string) (S, error), rawURL string) S {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := open(ctx, rawURL)
+	if err != nil {
+		t.Fatalf("opening %s: %v", tenure.Redact(rawURL), err)
+	}
+	return st
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

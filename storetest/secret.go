@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,20 @@ func SecretHidden(t *testing.T, st tenure.Store, secret, name string) {
 			t.Errorf("%s: the error does not say which store failed (want %q and the redacted URL): %v", call, name, err)
 		}
 	}
+}
+
+// SecretHiddenURL opens rawURL, a URL whose credentials the server
+// refuses, with [tenure.Open] (so the store's package must be imported, for
+// its URL scheme), which must succeed since it is to connect nothing, then
+// checks the store with [SecretHidden] and closes it.
+func SecretHiddenURL(t *testing.T, rawURL, secret, name string) {
+	t.Helper()
+	st, err := tenure.Open(t.Context(), rawURL)
+	if err != nil {
+		t.Fatalf("Open connects nothing, yet failed: %v", err)
+	}
+	defer st.Close()
+	SecretHidden(t, st, secret, name)
 }
 
 // SecretMark is the secret the fuzzers plant in store URLs: no error,
@@ -134,16 +149,11 @@ func clean(s, keep string) string {
 	}, s)
 }
 
+// validScheme reports whether url.Parse takes s as a URL's scheme: a
+// letter, then letters, digits, + - and '.'.
 func validScheme(s string) bool {
-	for i, c := range []byte(s) {
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
+	u, err := url.Parse(s + "://h")
+	return err == nil && strings.EqualFold(u.Scheme, s)
 }
 
 // NoSecret fails t if any of texts contains [SecretMark]; what names the
@@ -178,6 +188,25 @@ func FuzzOpen(f *testing.F, example string, schemes []string, open func(raw stri
 		}
 		NoSecret(t, in, texts...)
 	})
+}
+
+// HeldFailsHiding checks, on st opened with credentials (secrets among
+// them), that a held key's refusal quotes none of secrets: it acquires the
+// key "k", acquires it again as another identity, which must fail without
+// quoting any of secrets, then releases the first grant.
+func HeldFailsHiding(t testing.TB, st tenure.Store, secrets ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire with credentials: %v", err)
+	}
+	_, err = st.Acquire(ctx, "k", "beta", time.Second)
+	FailsHiding(t, "Acquire of a held key", err, secrets...)
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // FailsHiding checks that err, the error of what (say "Open with a wrong

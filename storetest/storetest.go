@@ -129,6 +129,14 @@ func (s *suite) open(t *testing.T) tenure.Store {
 	return st
 }
 
+// Context returns a context that is done after d, or when t's test has
+// ended (it is cancelled in t.Cleanup): a bound on a test's store calls.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // Key returns a key unique to this test run, safe on every store.
 func Key(t testing.TB) string {
 	var b [6]byte

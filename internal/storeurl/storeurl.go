@@ -66,3 +66,20 @@ func Hosts(u *url.URL, scheme, what string) (hosts []string, p string, err error
 	}
 	return hosts, path.Clean("/" + u.Path), nil
 }
+
+// Param removes the store's own query parameter name from q and returns
+// its value; ok is false when q has none. The parameter must appear once
+// with a value valid accepts, or the error, wrapping [tenure.ErrInvalid],
+// quotes the values given, the URL as redacted, and want, what a valid
+// value is ("want true or false").
+func Param(q url.Values, name, redacted, want string, valid func(string) bool) (value string, ok bool, err error) {
+	v, ok := q[name]
+	if !ok {
+		return "", false, nil
+	}
+	if len(v) != 1 || !valid(v[0]) {
+		return "", false, fmt.Errorf("%w: %s=%q in %q: %s", tenure.ErrInvalid, name, strings.Join(v, ","), redacted, want)
+	}
+	q.Del(name)
+	return v[0], true, nil
+}

@@ -68,3 +68,21 @@ func TestRefusedAndScrub(t *testing.T) {
 		t.Error("Scrub changed an error with nothing to hide")
 	}
 }
+
+func TestParam(t *testing.T) {
+	yes := func(v string) bool { return v == "yes" }
+	q := url.Values{"p": {"yes"}, "other": {"1"}}
+	if v, ok, err := Param(q, "p", "redis://h", "want yes", yes); v != "yes" || !ok || err != nil || q.Has("p") || !q.Has("other") {
+		t.Errorf("Param = %q, %v, %v, leaving %v; want yes, removed from the query", v, ok, err, q)
+	}
+	if v, ok, err := Param(q, "p", "redis://h", "want yes", yes); v != "" || ok || err != nil {
+		t.Errorf("Param of an absent parameter = %q, %v, %v", v, ok, err)
+	}
+	for _, vals := range [][]string{{"no"}, {"yes", "yes"}, {""}} {
+		_, ok, err := Param(url.Values{"p": vals}, "p", "redis://:xxxxx@h", "want yes", yes)
+		want := `p="` + strings.Join(vals, ",") + `" in "redis://:xxxxx@h": want yes`
+		if ok || !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Param of %q = %v, %v; want ErrInvalid saying %s", vals, ok, err, want)
+		}
+	}
+}

@@ -41,12 +41,7 @@ func Missing(t testing.TB, what, install string) {
 // install; any other error fails t.
 func started[S interface{ Stop() error }](t testing.TB, s S, err, missing error, what, install string) S {
 	t.Helper()
-	if errors.Is(err, missing) {
-		Missing(t, what, install)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkStart(t, err, missing, what, install)
 	t.Cleanup(func() { _ = s.Stop() })
 	return s
 }

@@ -44,24 +44,6 @@ func randomName(t testing.TB) string {
 	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + hex.EncodeToString(b[:])
 }
 
-func openURL(t testing.TB, raw string) tenure.Store {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := tenure.Open(ctx, raw)
-	if err != nil {
-		t.Fatalf("Open(%s): %v", tenure.Redact(raw), err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
-}
-
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // TestAzurite runs everything that needs the service against one Azurite
 // server: the parallel group first, then the tests that stop or restart
 // the server, one at a time.
@@ -77,7 +59,7 @@ func TestAzurite(t *testing.T) {
 			raw := storeURL(srv, "conformance", prefix)
 			storetest.Run(t, storetest.Options{
 				Tamper:    tamperOn(t, srv, "conformance", prefix),
-				Open:      func(t testing.TB) tenure.Store { return openURL(t, raw) },
+				Open:      func(t testing.TB) tenure.Store { return storetest.OpenClosing(t, tenure.Open, raw) },
 				TTL:       ttl,
 				MaxTTL:    azblob.MaxTTL,
 				Tolerance: time.Second,
@@ -108,8 +90,8 @@ func TestAzurite(t *testing.T) {
 }
 
 func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
-	st := openURL(t, storeURL(srv, "ttl", randomName(t)))
-	ctx := ctxFor(t, 30*time.Second)
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "ttl", randomName(t)))
+	ctx := storetest.Context(t, 30*time.Second)
 	for _, d := range []time.Duration{time.Second, 14 * time.Second, 61 * time.Second, 15500 * time.Millisecond} {
 		_, err := st.Acquire(ctx, "k", "a", d)
 		if !errors.Is(err, tenure.ErrInvalid) {
@@ -139,8 +121,8 @@ func testTTLRange(t *testing.T, srv *testserver.AzuriteServer) {
 // testBlobNames uses keys that would be unsafe as raw blob names: they must
 // map to distinct blobs and round-trip through the metadata.
 func testBlobNames(t *testing.T, srv *testserver.AzuriteServer) {
-	st := openURL(t, storeURL(srv, randomName(t)[:20]+"x", "")) // a new container: created on demand
-	ctx := ctxFor(t, 60*time.Second)
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, randomName(t)[:20]+"x", "")) // a new container: created on demand
+	ctx := storetest.Context(t, 60*time.Second)
 	keys := []string{"a/b", "a~2Fb", "a%2Fb", ".", "..", "a/../b", "a.", "x y", "ünïcødé", "A", "a", "~", "a\\b", "?#&="}
 	leases := map[string]tenure.Lease{}
 	for i, k := range keys {
@@ -169,9 +151,9 @@ func testBlobNames(t *testing.T, srv *testserver.AzuriteServer) {
 
 func testPrefixes(t *testing.T, srv *testserver.AzuriteServer) {
 	name := randomName(t)
-	a := openURL(t, storeURL(srv, "prefixes", name+"/one"))
-	b := openURL(t, storeURL(srv, "prefixes", name+"/two"))
-	ctx := ctxFor(t, 30*time.Second)
+	a := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "prefixes", name+"/one"))
+	b := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "prefixes", name+"/two"))
+	ctx := storetest.Context(t, 30*time.Second)
 	la, err := a.Acquire(ctx, "k", "a", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +208,7 @@ func testCredentials(t *testing.T, srv *testserver.AzuriteServer) {
 		if shown := tenure.Redact(raw); strings.Contains(shown, url.QueryEscape(wrongKey)) || strings.Contains(shown, url.QueryEscape(testserver.AzuriteKey)) {
 			t.Errorf("%s: Redact shows the key: %s", name, shown)
 		}
-		ctx := ctxFor(t, 20*time.Second)
+		ctx := storetest.Context(t, 20*time.Second)
 		st, err := tenure.Open(ctx, raw)
 		if err != nil {
 			check("Open", err)
@@ -254,7 +236,7 @@ func testCredentials(t *testing.T, srv *testserver.AzuriteServer) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := ctxFor(t, 10*time.Second)
+		ctx := storetest.Context(t, 10*time.Second)
 		_, err = st.Acquire(ctx, "k", "a", ttl)
 		if err == nil {
 			t.Fatalf("%s: Acquire with a forged SAS succeeded", name)
@@ -359,8 +341,8 @@ func testExampleCoordinator(t *testing.T, srv *testserver.AzuriteServer) {
 // since. The store does not revive it: the grant is over, and the key can
 // be taken by another candidate with a higher term.
 func testExpiredNotRevived(t *testing.T, srv *testserver.AzuriteServer) {
-	a := openURL(t, storeURL(srv, "expired", randomName(t)))
-	ctx := ctxFor(t, 60*time.Second)
+	a := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "expired", randomName(t)))
+	ctx := storetest.Context(t, 60*time.Second)
 	l, err := a.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func BenchmarkFailover(b *testing.B) {
 	srv := testserver.Azurite(b)
 	raw := storeURL(srv, "bench", randomName(b))
 	storetest.BenchFailover(b, storetest.BenchOptions{
-		Open:   func(t testing.TB) tenure.Store { return openURL(t, raw) },
+		Open:   func(t testing.TB) tenure.Store { return storetest.OpenClosing(t, tenure.Open, raw) },
 		TTL:    ttl,
 		Trials: 20,
 	})
@@ -34,7 +34,7 @@ func BenchmarkFailover(b *testing.B) {
 // Acquire plus up to one watch poll interval).
 func BenchmarkOps(b *testing.B) {
 	srv := testserver.Azurite(b)
-	st := openURL(b, storeURL(srv, "bench", randomName(b)))
+	st := storetest.OpenClosing(b, tenure.Open, storeURL(srv, "bench", randomName(b)))
 	ctx := b.Context()
 	const n = 200
 	var get, acquire, renew, release []time.Duration

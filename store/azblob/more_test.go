@@ -13,14 +13,15 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/azblob"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // testTermsNeverReset damages a key's term in the blob metadata: the store
 // must refuse to grant the key rather than start terms again from 1.
 func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 	prefix := randomName(t)
-	st := openURL(t, storeURL(srv, "reset", prefix))
-	ctx := ctxFor(t, 30*time.Second)
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "reset", prefix))
+	ctx := storetest.Context(t, 30*time.Second)
 	l, err := st.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 	if _, err := b.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	fresh := openURL(t, storeURL(srv, "reset", prefix))
+	fresh := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "reset", prefix))
 	if l3, err := fresh.Acquire(ctx, "k", "gamma", ttl); err != nil || l3.Term != 1 {
 		t.Fatalf("Acquire by a store that never saw the key, after the blob was deleted = %+v, %v; want term 1", l3, err)
 	}
@@ -75,8 +76,8 @@ func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 // without reopening the store, and the lease held across the outage is
 // still the holder's.
 func testRecoversAfterRestart(t *testing.T, srv *testserver.AzuriteServer) {
-	st := openURL(t, storeURL(srv, "restart", randomName(t)))
-	l, err := st.Acquire(ctxFor(t, 30*time.Second), "k", "alpha", azblob.MaxTTL)
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "restart", randomName(t)))
+	l, err := st.Acquire(storetest.Context(t, 30*time.Second), "k", "alpha", azblob.MaxTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +96,14 @@ func testRecoversAfterRestart(t *testing.T, srv *testserver.AzuriteServer) {
 	if took > 3*time.Second {
 		t.Errorf("Get with the server down took %s despite a 2s context", took)
 	}
-	if err := st.Renew(ctxFor(t, 2*time.Second), l); err == nil || errors.Is(err, tenure.ErrLost) {
+	if err := st.Renew(storetest.Context(t, 2*time.Second), l); err == nil || errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("Renew with the server down: got %v, want a connection error (not ErrLost: the lease may be fine)", err)
 	}
 	srv.Start(t)
 	// Azurite forgets live leases when it restarts (Azure itself keeps
 	// them), so the holder's renewal may find its lease gone: that must be
 	// ErrLost, not an error about the connection.
-	ctx = ctxFor(t, 10*time.Second)
+	ctx = storetest.Context(t, 10*time.Second)
 	renewErr := st.Renew(ctx, l)
 	if renewErr != nil && !errors.Is(renewErr, tenure.ErrLost) {
 		t.Fatalf("Renew once the server is back: %v", renewErr)
@@ -133,7 +134,7 @@ func TestServerDown(t *testing.T) {
 	port := testserver.FreePort(t)
 	raw := fmt.Sprintf("azblob://%s:%s@down/p?endpoint=%s", testserver.AzuriteAccount, url.QueryEscape(testserver.AzuriteKey),
 		url.QueryEscape(fmt.Sprintf("http://127.0.0.1:%d/%s", port, testserver.AzuriteAccount)))
-	st := openURL(t, raw)
+	st := storetest.OpenClosing(t, tenure.Open, raw)
 	for name, call := range map[string]func(context.Context) error{
 		"Get":     func(ctx context.Context) error { _, err := st.Get(ctx, "k"); return err },
 		"Acquire": func(ctx context.Context) error { _, err := st.Acquire(ctx, "k", "a", ttl); return err },

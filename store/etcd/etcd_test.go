@@ -23,12 +23,7 @@ import (
 func openOn(srv *etcdtest.Server, prefix string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(context.Background(), "etcd://"+srv.Endpoint+prefix)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
-		return st
+		return storetest.OpenClosing(t, tenure.Open, "etcd://"+srv.Endpoint+prefix)
 	}
 }
 
@@ -72,22 +67,11 @@ func BenchmarkFailover(b *testing.B) {
 	storetest.BenchFailover(b, storetest.BenchOptions{Open: openOn(etcdtest.Start(b), "/bench")})
 }
 
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // openStore opens a store on srv under prefix, closed at the end of the
 // test.
 func openStore(t testing.TB, srv *etcdtest.Server, prefix string) *etcd.Store {
 	t.Helper()
-	st, err := etcd.Open(ctxT(t, 10*time.Second), "etcd://"+srv.Endpoint+prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
-	return st
+	return storetest.OpenClosing(t, etcd.Open, "etcd://"+srv.Endpoint+prefix)
 }
 
 // rawClient is a plain etcd client, to look at what the store wrote.
@@ -108,7 +92,7 @@ func TestGrantIsEtcdLease(t *testing.T) {
 	srv := etcdtest.Start(t)
 	st := openStore(t, srv, "/mapping")
 	raw := rawClient(t, srv)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := storetest.Context(t, 20*time.Second)
 
 	l, err := st.Acquire(ctx, "jobs/nightly", "alpha", 1500*time.Millisecond)
 	if err != nil {
@@ -158,7 +142,7 @@ func TestGrantIsEtcdLease(t *testing.T) {
 func TestServerDownAndBack(t *testing.T) {
 	srv := etcdtest.Start(t)
 	st := openStore(t, srv, "/down")
-	ctx := ctxT(t, 60*time.Second)
+	ctx := storetest.Context(t, 60*time.Second)
 	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +200,7 @@ func TestCredentialsNeverInErrors(t *testing.T) {
 	srv := etcdtest.Start(t)
 	const good, bad = "g00d-Secret-pw", "wr0ng-Secret-pw"
 	raw := rawClient(t, srv)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	for _, step := range []func() error{
 		func() error { _, err := raw.UserAdd(ctx, "root", good); return err },
 		func() error { _, err := raw.UserGrantRole(ctx, "root", "root"); return err },
@@ -243,15 +227,7 @@ func TestCredentialsNeverInErrors(t *testing.T) {
 		t.Fatalf("Open with the right password: %v", err)
 	}
 	defer st.Close()
-	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
-	if err != nil {
-		t.Fatalf("Acquire with auth: %v", err)
-	}
-	_, err = st.Acquire(ctx, "k", "beta", time.Second)
-	storetest.FailsHiding(t, "Acquire of a held key", err, good, bad)
-	if err := st.Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
+	storetest.HeldFailsHiding(t, st, good, bad)
 	// A client without credentials is refused by etcd, without leaking ours.
 	anon, err := tenure.Open(ctx, "etcd://"+srv.Endpoint+"/auth")
 	if err != nil {
@@ -283,7 +259,7 @@ func TestBadURLs(t *testing.T) {
 func TestCloseEndsWatch(t *testing.T) {
 	srv := etcdtest.Start(t)
 	st := openStore(t, srv, "/close")
-	ch, err := st.Watch(ctxT(t, 30*time.Second), "k")
+	ch, err := st.Watch(storetest.Context(t, 30*time.Second), "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +280,7 @@ func TestCloseEndsWatch(t *testing.T) {
 func TestForeignValueLooksHeld(t *testing.T) {
 	srv := etcdtest.Start(t)
 	raw := rawClient(t, srv)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := storetest.Context(t, 10*time.Second)
 	if _, err := raw.Put(ctx, "/foreign/holder/k", "not json"); err != nil {
 		t.Fatal(err)
 	}

@@ -55,25 +55,14 @@ func (e *env) url(prefix, kubeconfig string) string {
 func (e *env) openOn(prefix string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(context.Background(), e.url(prefix, e.admin))
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		return st
+		return storetest.OpenClosing(t, tenure.Open, e.url(prefix, e.admin))
 	}
-}
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // leaseNamed reads the Lease for key with the admin client.
 func (e *env) lease(t testing.TB, name string) *coordinationv1.Lease {
 	t.Helper()
-	l, err := e.raw.CoordinationV1().Leases("default").Get(ctxT(t, 10*time.Second), name, metav1.GetOptions{})
+	l, err := e.raw.CoordinationV1().Leases("default").Get(storetest.Context(t, 10*time.Second), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get Lease %s: %v", name, err)
 	}
@@ -91,7 +80,7 @@ func (e *env) tamper(prefix string) *storetest.Tamper {
 		t.Helper()
 		l := e.lease(t, names.LeaseName(key))
 		change(l)
-		if _, err := e.raw.CoordinationV1().Leases("default").Update(ctxT(t, 10*time.Second), l, metav1.UpdateOptions{}); err != nil {
+		if _, err := e.raw.CoordinationV1().Leases("default").Update(storetest.Context(t, 10*time.Second), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("tamper: %v", err)
 		}
 	}
@@ -103,7 +92,7 @@ func (e *env) tamper(prefix string) *storetest.Tamper {
 			edit(t, key, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = &id })
 		},
 		DeleteAll: func(t testing.TB, key string) {
-			err := e.raw.CoordinationV1().Leases("default").Delete(ctxT(t, 10*time.Second), names.LeaseName(key), metav1.DeleteOptions{})
+			err := e.raw.CoordinationV1().Leases("default").Delete(storetest.Context(t, 10*time.Second), names.LeaseName(key), metav1.DeleteOptions{})
 			if err != nil {
 				t.Fatalf("tamper: delete: %v", err)
 			}
@@ -143,7 +132,7 @@ func outage(t *testing.T, e *env) {
 	if err := e.srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	if err := st.Renew(ctx, l); err != nil {
 		t.Fatalf("Renew once the API server is back: %v", err)
 	}
@@ -156,7 +145,7 @@ func outage(t *testing.T, e *env) {
 // through client-go's own LeaseLock.
 func clientGoReadsTheRecord(t *testing.T, e *env) {
 	st := e.openOn("")(t)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta: metav1.ObjectMeta{Namespace: "default", Name: "shared-lock"},
 		Client:    e.raw.CoordinationV1(),
@@ -202,7 +191,7 @@ func clientGoReadsTheRecord(t *testing.T, e *env) {
 // and later gives it up; tenure's next term is above every grant counted.
 func termsSurviveClientGoGrants(t *testing.T, e *env) {
 	st := e.openOn("")(t)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	l, err := st.Acquire(ctx, "mixed-terms", "tenure-a", time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +241,7 @@ func termsSurviveClientGoGrants(t *testing.T, e *env) {
 // without it the errors say Forbidden and never quote the token.
 func rbacRole(t *testing.T, e *env) {
 	user := e.srv.Kubeconfig(t, e.srv.UserToken)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := storetest.Context(t, 30*time.Second)
 	st, err := tenure.Open(ctx, e.url("rbac.", user))
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -81,15 +80,15 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	redacted := tenure.Redact(rawURL)
 	q := u.Query()
-	table := DefaultTable
-	if t, ok := q[TableParam]; ok {
-		if len(t) != 1 || !tableName.MatchString(t[0]) {
-			return nil, fmt.Errorf("%w: %s=%q in %q: want one lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)",
-				tenure.ErrInvalid, TableParam, strings.Join(t, ","), redacted)
-		}
-		table = t[0]
-		q.Del(TableParam)
+	table, ok, err := storeurl.Param(q, TableParam, redacted,
+		"want one lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)", tableName.MatchString)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		u.RawQuery = q.Encode()
+	} else {
+		table = DefaultTable
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {

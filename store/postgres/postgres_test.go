@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -24,53 +23,29 @@ import (
 // One server for the whole package run: tests isolate themselves by key
 // and, where it matters, by table. Tests do not run in parallel, since the
 // conformance suite restarts the server.
-var (
-	srv    *testserver.PostgresServer
-	srvErr error
-)
+var shared = testserver.SharedPostgres()
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tenure-pg-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv, srvErr = testserver.StartPostgres(dir)
-	code := m.Run()
-	if srv != nil {
-		_ = srv.Stop()
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // server returns the shared server, or skips (fails in CI) without one.
 func server(t testing.TB) *testserver.PostgresServer {
 	t.Helper()
-	if errors.Is(srvErr, testserver.ErrPostgresMissing) {
-		testserver.Missing(t, "PostgreSQL", testserver.PostgresInstall)
-	}
-	if srvErr != nil {
-		t.Fatalf("starting PostgreSQL: %v", srvErr)
-	}
-	return srv
+	return shared.Get(t)
 }
 
-func ctxFor(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor bounds a test's call by 30 s.
+func ctxFor(t testing.TB) context.Context { return storetest.Context(t, 30*time.Second) }
 
 // openTable opens a store on table, closed at the end of the test.
 func openTable(t testing.TB, table string) *postgres.Store {
 	t.Helper()
-	st, err := postgres.Open(ctxFor(t), server(t).URL()+"&"+postgres.TableParam+"="+table)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return open(t, server(t).URL()+"&"+postgres.TableParam+"="+table)
+}
+
+// open opens a store on rawURL, closed at the end of the test.
+func open(t testing.TB, rawURL string) *postgres.Store {
+	t.Helper()
+	return storetest.OpenClosing(t, postgres.Open, rawURL)
 }
 
 func randomName(prefix string) string {
@@ -82,13 +57,7 @@ func randomName(prefix string) string {
 func TestConformance(t *testing.T) {
 	s := server(t)
 	storetest.Run(t, storetest.Options{
-		Open: func(t testing.TB) tenure.Store {
-			st, err := tenure.Open(ctxFor(t), s.URL()+"&tenure_table=conformance")
-			if err != nil {
-				t.Fatalf("tenure.Open: %v", err)
-			}
-			return st
-		},
+		Open: storetest.OpenURL(s.URL() + "&tenure_table=conformance"),
 		Restart: func(t testing.TB) {
 			if err := s.Restart(); err != nil {
 				t.Fatalf("restarting PostgreSQL: %v", err)
@@ -104,19 +73,9 @@ func TestConformance(t *testing.T) {
 func TestConformanceSimpleProtocol(t *testing.T) {
 	s := server(t)
 	storetest.Run(t, storetest.Options{
-		Open: func(t testing.TB) tenure.Store {
-			return openURL(t, s.URL()+"&tenure_table=simple&default_query_exec_mode=simple_protocol")
-		},
+		Open:     storetest.OpenURL(s.URL() + "&tenure_table=simple&default_query_exec_mode=simple_protocol"),
 		Sessions: true,
 	})
-}
-
-func openURL(t testing.TB, u string) tenure.Store {
-	st, err := tenure.Open(ctxFor(t), u)
-	if err != nil {
-		t.Fatalf("tenure.Open: %v", err)
-	}
-	return st
 }
 
 func TestSchemes(t *testing.T) {
@@ -206,12 +165,7 @@ func TestNoPasswordInErrors(t *testing.T) {
 	s := server(t)
 	const pw = "Sup3r-s3cret-pw"
 	wrong := fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", s.User, pw, s.Port)
-	st, err := tenure.Open(ctxFor(t), wrong)
-	if err != nil {
-		t.Fatalf("Open connects nothing, yet failed: %v", err)
-	}
-	defer st.Close()
-	storetest.SecretHidden(t, st, pw, "tenure/postgres")
+	storetest.SecretHiddenURL(t, wrong, pw, "tenure/postgres")
 }
 
 // With the server down, calls fail with an error naming the server, and a
@@ -220,23 +174,13 @@ func TestNoPasswordInErrors(t *testing.T) {
 func TestServerDown(t *testing.T) {
 	const pw = "Sup3r-s3cret-pw"
 	port := testserver.FreePort(t)
-	down := fmt.Sprintf("postgres://tenure:%s@127.0.0.1:%d/postgres?sslmode=disable", pw, port)
-	st, err := postgres.Open(ctxFor(t), down)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := open(t, fmt.Sprintf("postgres://tenure:%s@127.0.0.1:%d/postgres?sslmode=disable", pw, port))
 	storetest.Unreachable(t, st, fmt.Sprint(port), pw)
 
-	hole := fmt.Sprintf("postgres://tenure:%s@%s/postgres?sslmode=disable", pw, storetest.Unresponsive(t))
-	st2, err := postgres.Open(ctxFor(t), hole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	hole := open(t, fmt.Sprintf("postgres://tenure:%s@%s/postgres?sslmode=disable", pw, storetest.Unresponsive(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err = st2.Get(ctx, "k")
+	_, err := hole.Get(ctx, "k")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Get against a server that never answers: %v, want context.DeadlineExceeded", err)
 	}

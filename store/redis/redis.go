@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -100,32 +99,28 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	redacted := tenure.Redact(rawURL)
 	q := u.Query()
 	s := &Store{prefix: DefaultPrefix, keyspace: true, redacted: redacted, secret: secret, done: make(chan struct{})}
-	if v, ok := q[PrefixParam]; ok {
-		if len(v) != 1 || !prefixPattern.MatchString(v[0]) {
-			return nil, fmt.Errorf("%w: %s=%q in %q: want 1 to 64 of A-Z a-z 0-9 _ . : -",
-				tenure.ErrInvalid, PrefixParam, strings.Join(v, ","), redacted)
-		}
-		s.prefix = v[0]
-		q.Del(PrefixParam)
+	prefix, ok, err := storeurl.Param(q, PrefixParam, redacted,
+		"want 1 to 64 of A-Z a-z 0-9 _ . : -", prefixPattern.MatchString)
+	if err != nil {
+		return nil, err
 	}
-	if v, ok := q[KeyspaceParam]; ok {
-		switch strings.Join(v, ",") {
-		case "true", "1":
-		case "false", "0":
-			s.keyspace = false
-		default:
-			return nil, fmt.Errorf("%w: %s=%q in %q: want true or false",
-				tenure.ErrInvalid, KeyspaceParam, strings.Join(v, ","), redacted)
-		}
-		q.Del(KeyspaceParam)
+	if ok {
+		s.prefix = prefix
 	}
-	if v, ok := q[EvictionCheckParam]; ok {
-		if strings.Join(v, ",") != "skip" {
-			return nil, fmt.Errorf("%w: %s=%q in %q: the only value is skip",
-				tenure.ErrInvalid, EvictionCheckParam, strings.Join(v, ","), redacted)
-		}
-		s.evictionSkip = true
-		q.Del(EvictionCheckParam)
+	keyspace, ok, err := storeurl.Param(q, KeyspaceParam, redacted, "want true or false", func(v string) bool {
+		return v == "true" || v == "1" || v == "false" || v == "0"
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		s.keyspace = keyspace == "true" || keyspace == "1"
+	}
+	_, s.evictionSkip, err = storeurl.Param(q, EvictionCheckParam, redacted, "the only value is skip", func(v string) bool {
+		return v == "skip"
+	})
+	if err != nil {
+		return nil, err
 	}
 	retries := q.Has("max_retries")
 	u.RawQuery = q.Encode()

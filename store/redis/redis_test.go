@@ -18,21 +18,13 @@ import (
 	"github.com/tenurehq/tenure/storetest"
 )
 
-func ctxFor(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor bounds a test's call by 30 s.
+func ctxFor(t testing.TB) context.Context { return storetest.Context(t, 30*time.Second) }
 
 // open opens a store on rawURL, closed at the end of the test.
 func open(t testing.TB, rawURL string) *redis.Store {
 	t.Helper()
-	st, err := redis.Open(ctxFor(t), rawURL)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return storetest.OpenClosing(t, redis.Open, rawURL)
 }
 
 // client is a plain go-redis client on srv, for looking behind the store.
@@ -57,13 +49,7 @@ func randomKey() string {
 func TestConformance(t *testing.T) {
 	srv := testserver.Redis(t, true)
 	storetest.Run(t, storetest.Options{
-		Open: func(t testing.TB) tenure.Store {
-			st, err := tenure.Open(ctxFor(t), srv.URL(0))
-			if err != nil {
-				t.Fatalf("tenure.Open: %v", err)
-			}
-			return st
-		},
+		Open: storetest.OpenURL(srv.URL(0)),
 		Restart: func(t testing.TB) {
 			if err := srv.Restart(); err != nil {
 				t.Fatalf("restarting redis-server: %v", err)
@@ -215,12 +201,7 @@ func TestBadURLs(t *testing.T) {
 func TestNoPasswordInErrors(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	const pw = "Sup3r-s3cret-pw"
-	st, err := tenure.Open(ctxFor(t), fmt.Sprintf("redis://:%s@%s/0", pw, srv.Addr))
-	if err != nil {
-		t.Fatalf("Open connects nothing, yet failed: %v", err)
-	}
-	defer st.Close()
-	storetest.SecretHidden(t, st, pw, "tenure/redis")
+	storetest.SecretHiddenURL(t, fmt.Sprintf("redis://:%s@%s/0", pw, srv.Addr), pw, "tenure/redis")
 }
 
 // With the server down, calls and Watch fail with an error naming the

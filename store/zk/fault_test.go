@@ -140,18 +140,10 @@ func TestCredentialsNeverInErrors(t *testing.T) {
 	const good, bad = "g00d-Secret-pw", "wr0ng-Secret-pw"
 	ctx := ctxT(t, 30*time.Second)
 	owner := open(t, fmt.Sprintf("zk://alice:%s@%s/auth", good, srv.Addr))
-	l, err := owner.Acquire(ctx, "k", "alpha", 5*time.Second)
-	if err != nil {
-		t.Fatalf("Acquire with credentials: %v", err)
-	}
-	_, err = owner.Acquire(ctx, "k", "beta", time.Second)
-	storetest.FailsHiding(t, "Acquire of a held key", err, good, bad)
-	if err := owner.Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
+	storetest.HeldFailsHiding(t, owner, good, bad)
 
 	intruder := open(t, fmt.Sprintf("zk://alice:%s@%s/auth", bad, srv.Addr))
-	_, err = intruder.Acquire(ctx, "k", "mallory", time.Second)
+	_, err := intruder.Acquire(ctx, "k", "mallory", time.Second)
 	storetest.FailsHiding(t, "Acquire with a wrong password", err, good, bad)
 	if !strings.Contains(err.Error(), "not authenticated") {
 		t.Errorf("Acquire with a wrong password: %v, want ZooKeeper's NoAuth", err)

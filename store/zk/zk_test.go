@@ -3,8 +3,6 @@ package zk_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,50 +18,24 @@ import (
 // One ZooKeeper server for the whole package: a JVM takes seconds to
 // start. Tests that stop or restart it do not run in parallel, and every
 // test uses keys of its own.
-var (
-	shared    *testserver.ZKServer
-	sharedErr error
-)
+var shared = testserver.SharedZooKeeper()
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tenure-zk-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared, sharedErr = testserver.StartZooKeeper(dir)
-	code := m.Run()
-	if shared != nil {
-		_ = shared.Stop()
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // server returns the shared server, running.
 func server(t testing.TB) *testserver.ZKServer {
 	t.Helper()
-	if errors.Is(sharedErr, testserver.ErrZooKeeperMissing) {
-		testserver.Missing(t, "ZooKeeper", testserver.ZooKeeperInstall)
-	}
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	if err := shared.Start(); err != nil {
+	srv := shared.Get(t)
+	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return shared
+	return srv
 }
 
 func opener(srv *testserver.ZKServer, path string) func(t testing.TB) tenure.Store {
 	return func(t testing.TB) tenure.Store {
 		t.Helper()
-		st, err := tenure.Open(context.Background(), "zk://"+srv.Addr+path)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { _ = st.Close() }) // Close is idempotent
-		return st
+		return storetest.OpenClosing(t, tenure.Open, "zk://"+srv.Addr+path)
 	}
 }
 
@@ -92,20 +64,12 @@ func BenchmarkFailover(b *testing.B) {
 	})
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT bounds a test's calls by d; see [storetest.Context].
+func ctxT(t *testing.T, d time.Duration) context.Context { return storetest.Context(t, d) }
 
 func open(t *testing.T, rawURL string) *zk.Store {
 	t.Helper()
-	st, err := zk.Open(context.Background(), rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return storetest.OpenClosing(t, zk.Open, rawURL)
 }
 
 // rawConn is a plain ZooKeeper client, to look at what the store wrote.

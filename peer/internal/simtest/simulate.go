@@ -39,9 +39,19 @@ func Bound(n int, heartbeat, timeout time.Duration) time.Duration {
 }
 
 // RunSimulations runs the fault simulation for many seeds, each in its own
-// synctest bubble: TENURE_PEER_SEED=N replays one seed (TENURE_PEER_LOG=1
-// adds the nodes' and electors' logs), TENURE_PEER_SEEDS=K sets how many
-// (default 3000, 1500 under the race detector, 100 with -short).
+// synctest bubble. Each seed is a scenario over memnet in virtual time,
+// every member running a real tenure.Elector: crashes and recoveries (of
+// any member, of the coordinator, of the member with precedence),
+// partitions in half of the seeds, loss, duplication, delay and tasks that
+// return (resignations). It fails if, in a seed without partitions, two
+// members' leader tasks are ever live at the same instant or terms do not
+// grow; if, once faults stop, the live members do not agree on one
+// coordinator (the one expect names, if any) within [Bound]; if an epoch
+// goes back on any member; or if an epoch is issued twice (so two
+// coordinators during a partition differ). TENURE_PEER_SEED=N replays one
+// seed (TENURE_PEER_LOG=1 adds the nodes' and electors' logs),
+// TENURE_PEER_SEEDS=K sets how many (default 3000, 1500 under the race
+// detector, 100 with -short).
 func RunSimulations(t *testing.T, alg, pkg string, expect Expect) {
 	seeds, err := seedList(3000, 100)
 	if err != nil {
