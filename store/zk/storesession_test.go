@@ -248,11 +248,14 @@ func TestSessionBatchGrantsUnwatched(t *testing.T) {
 			t.Fatalf("Acquire of %s by another session before the holder was told: %v, want held by beta", k, err)
 		}
 	}
+	// Taken before the KeepAlive that reports the grants: the session TTL
+	// they are kept for runs from inside it, so a time taken after it
+	// returned could make a full TTL look short.
+	reported := time.Now()
 	gone := keepAlive(t, ss)
 	if len(gone) != 2 || gone[0] != leases[gone[0].Key] || gone[1] != leases[gone[1].Key] || gone[0].Key == gone[1].Key {
 		t.Fatalf("KeepAlive reported gone %+v, want both unwatched grants %+v", gone, leases)
 	}
-	reported := time.Now()
 	for _, k := range keys { // held on until the holder can have stopped
 		var held *tenure.HeldError
 		if _, err := other.Acquire(ctx, k, "gamma", ""); !errors.As(err, &held) && time.Since(reported) < 4*time.Second {
