@@ -255,17 +255,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	openCtx, cancelOpen := context.WithTimeout(ctx, o.ttl)
-	// The peer packages log through the CLI's logger (so --quiet silences them).
-	// The key is probed, so an unreadable or corrupt state fails now, once,
-	// instead of making the elector retry for ever.
-	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
-	cancelOpen()
-	if err == nil {
-		if err = o.storeDefaults(store); err != nil {
-			store.Close()
-		}
-	}
+	store, err := o.openStore(ctx, logger)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -338,6 +328,25 @@ type runner struct {
 	sig     syscall.Signal     // the first signal tenure received; 0 if none
 	cancel  context.CancelFunc // ends campaigning
 	handed  *tenure.StepDown   // the hand-over this leader asked for (--handover), if any
+}
+
+// openStore opens the store within one TTL, probing o.key, and applies
+// its defaults (see storeDefaults). The peer packages log through logger
+// (so --quiet silences them). The key is probed so that an unreadable or
+// corrupt state fails now, once, instead of making the elector retry for
+// ever.
+func (o *runOpts) openStore(ctx context.Context, logger *slog.Logger) (tenure.Store, error) {
+	openCtx, cancel := context.WithTimeout(ctx, o.ttl)
+	defer cancel()
+	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.storeDefaults(store); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
 }
 
 // runnerEnv is what every runner of one tenure process shares: the

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
-	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/shard"
 )
 
@@ -263,19 +262,14 @@ func stopOnSignal(ctx context.Context, logger *slog.Logger, id string) (_ contex
 	}
 }
 
-// open opens and probes the store within one TTL, applies its defaults
-// and checks the names again (the store may have named this member).
+// open opens the store as tenure run does (see runOpts.openStore) and
+// checks the names again (the store may have named this member).
 func (o *shardOpts) open(ctx context.Context, logger *slog.Logger) (tenure.Store, error) {
-	openCtx, cancel := context.WithTimeout(ctx, o.ttl)
-	defer cancel()
-	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
+	store, err := o.openStore(ctx, logger)
 	if err != nil {
 		return nil, err
 	}
-	if err = o.storeDefaults(store); err == nil {
-		err = o.checkNames()
-	}
-	if err != nil {
+	if err := o.checkNames(); err != nil {
 		store.Close()
 		return nil, err
 	}
