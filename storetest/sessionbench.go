@@ -19,7 +19,18 @@ import (
 // what an idle session leading many keys costs.
 func LeadAll(b testing.TB, sess *tenure.Session, identity string, keys []string, limit time.Duration) (elected time.Duration, stop func()) {
 	b.Helper()
-	quiet := slog.New(slog.DiscardHandler)
+	return LeadEach(b, tenure.Config{Session: sess, Identity: identity}, keys, limit)
+}
+
+// LeadEach is LeadAll for electors configured as base, each on one of keys
+// (with a quiet logger if base has none): base with a Store and a TTL
+// instead of a Session gives the electors that each renew their own key,
+// which the session benchmarks compare with.
+func LeadEach(b testing.TB, base tenure.Config, keys []string, limit time.Duration) (elected time.Duration, stop func()) {
+	b.Helper()
+	if base.Logger == nil {
+		base.Logger = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	stop = func() {
@@ -29,7 +40,9 @@ func LeadAll(b testing.TB, sess *tenure.Session, identity string, keys []string,
 	led := make(chan struct{}, len(keys))
 	start := time.Now()
 	for _, key := range keys {
-		e, err := tenure.New(tenure.Config{Session: sess, Key: key, Identity: identity, Logger: quiet})
+		cfg := base
+		cfg.Key = key
+		e, err := tenure.New(cfg)
 		if err != nil {
 			stop()
 			b.Fatal(err)
