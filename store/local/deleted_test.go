@@ -110,10 +110,8 @@ func mustGetRecord(t *testing.T, s *local.Store, key string) tenure.Record {
 // is not above one it has seen.
 func TestEverythingDeletedTermsStillGrow(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := open(t, dir)
 	const key = "wiped"
-	last := grantAndReleaseThrice(t, s, key)
+	dir, _, last := withHistory(t, key, 3)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -275,15 +273,11 @@ func waitStarted(t *testing.T, ch <-chan string, within time.Duration) string {
 // noticed.
 func TestRecordOverwrittenFromOutside(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	const key, ttl = "restored", time.Minute
-	s := open(t, dir)
-	grantAndRelease(t, s, key)
+	dir, _, _ := withHistory(t, key, 1)
 	backup := readFile(t, keyFile(dir, key, ".state"))
 	c, term := acquiringChild(t, dir, key, ttl)
-	if err := os.WriteFile(keyFile(dir, key, ".state"), backup, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, keyFile(dir, key, ".state"), backup)
 	local.ForgetSeen(dir) // as another process would: only the files speak
 	l := acquire(t, open(t, dir), key, "beta", time.Second)
 	if l.Term <= term || l.Wait < ttl {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/local"
 )
 
@@ -30,19 +29,12 @@ func FuzzCorruptFiles(f *testing.F) {
 	f.Add([]byte("tenure\x00L\x00\x01\x00\x00\x00\x02{}\x00\x00\x00\x00"), true)
 
 	f.Fuzz(func(t *testing.T, data []byte, terms bool) {
-		dir := t.TempDir()
-		s := open(t, dir)
-		var last tenure.Lease
-		for range 2 {
-			last = grantAndRelease(t, s, "k")
-		}
+		dir, _, last := withHistory(t, "k", 2)
 		path := filepath.Join(dir, "k-k.state")
 		if terms {
 			path = filepath.Join(dir, ".terms", "k-k.term")
 		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, data)
 		local.ForgetSeen(dir)
 		s2 := open(t, dir)
 		unchanged := func(call string, err error) {

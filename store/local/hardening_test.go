@@ -354,10 +354,8 @@ func getWithin(t *testing.T, s *local.Store, key string, d time.Duration) error 
 // at once: reads are of regular files only, and bounded.
 func TestRecordNotARegularFile(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := open(t, dir)
 	const key = "weird"
-	grantAndRelease(t, s, key)
+	dir, s, _ := withHistory(t, key, 1)
 	path := keyFile(dir, key, ".state")
 	good := readFile(t, path)
 	replace := func(make func() error) {

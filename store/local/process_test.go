@@ -408,9 +408,7 @@ func processesExcludeEachOther(t *testing.T, sessions bool) {
 	const procs, rounds = 4, 25
 	dir := t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "log")
-	if err := os.WriteFile(logPath, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, logPath, nil)
 	env := []string{"HELPER_DIR=" + dir, "HELPER_KEY=contended", "HELPER_LOG=" + logPath, "HELPER_ROUNDS=" + strconv.Itoa(rounds)}
 	if sessions {
 		env = append(env, "HELPER_SESSION=1")

@@ -292,9 +292,7 @@ func fileEvents(t *testing.T, dir string, fn func()) []inotifyEvent {
 	fn()
 	// A file created after fn marks the end of its events.
 	marker := filepath.Join(dir, "marker")
-	if err := os.WriteFile(marker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, marker, nil)
 	var evs []inotifyEvent
 	buf := make([]byte, 64<<10)
 	for {

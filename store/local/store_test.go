@@ -50,6 +50,14 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
+// writeFile writes data to the file at path (mode 0600), or fails the test.
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // copyTestBinary copies the running test binary into dir, where a process
 // of another user (nobody) may run it, and returns its path.
 func copyTestBinary(t *testing.T, dir string) string {
@@ -102,13 +110,18 @@ func watch(t *testing.T, s *local.Store, key string) <-chan tenure.Record {
 	return ch
 }
 
-// grantAndReleaseThrice grants and releases key three times and returns
-// the last grant.
-func grantAndReleaseThrice(t *testing.T, s *local.Store, key string) tenure.Lease {
+// withHistory opens a store on a new directory, grants and releases key
+// there n times (n ≥ 1), and returns the directory, the store and the last
+// grant.
+func withHistory(t *testing.T, key string, n int) (string, *local.Store, tenure.Lease) {
 	t.Helper()
-	grantAndRelease(t, s, key)
-	grantAndRelease(t, s, key)
-	return grantAndRelease(t, s, key)
+	dir := t.TempDir()
+	s := open(t, dir)
+	var last tenure.Lease
+	for range n {
+		last = grantAndRelease(t, s, key)
+	}
+	return dir, s, last
 }
 
 // openTempDir returns a new directory in the system's temporary directory
@@ -142,10 +155,8 @@ func acquireNext(t *testing.T, s *local.Store, key string, prev uint64, how stri
 // never a key that restarts at term 1.
 func TestCorruptStateIsAnError(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := open(t, dir)
 	const key = "precious"
-	last := grantAndReleaseThrice(t, s, key)
+	dir, s, last := withHistory(t, key, 3)
 	path := statePath(t, dir)
 	good := readFile(t, path)
 	flipped := append([]byte(nil), good...)
@@ -157,9 +168,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 		"garbage":     []byte("not a state file at all, but long enough to have a header"),
 		"new version": append([]byte("tenure\x00L\x00\x09"), good[10:]...),
 	} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, data)
 		_, aerr := s.Acquire(context.Background(), key, "beta", time.Minute)
 		_, gerr := s.Get(context.Background(), key)
 		for call, err := range map[string]error{"Acquire": aerr, "Get": gerr} {
@@ -169,9 +178,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 		}
 	}
 	// Restoring the record restores the key, with terms still growing.
-	if err := os.WriteFile(path, good, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, good)
 	acquireNext(t, s, key, last.Term, "after repair")
 }
 
@@ -179,13 +186,9 @@ func TestCorruptStateIsAnError(t *testing.T) {
 // which changes nothing.
 func TestLeftoverTempFileIsHarmless(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := open(t, dir)
 	const key = "crashy"
-	l := grantAndRelease(t, s, key)
-	if err := os.WriteFile(statePath(t, dir)+".tmp", []byte("half a rec"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, s, l := withHistory(t, key, 1)
+	writeFile(t, statePath(t, dir)+".tmp", []byte("half a rec"))
 	if r, err := s.Get(context.Background(), key); err != nil || r.Term != l.Term || r.Held() {
 		t.Fatalf("Get with a leftover temp file = %+v, %v", r, err)
 	}
@@ -196,14 +199,10 @@ func TestLeftoverTempFileIsHarmless(t *testing.T) {
 // crashed before writing its record, does not block the key.
 func TestStaleHolderFileIsReplaced(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := open(t, dir)
 	const key = "stale"
-	l := grantAndRelease(t, s, key)
+	dir, s, l := withHistory(t, key, 1)
 	next := strings.TrimSuffix(statePath(t, dir), ".state") + ".holder." + strconv.FormatUint(l.Term+1, 10)
-	if err := os.WriteFile(next, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, next, nil)
 	acquireNext(t, s, key, l.Term, "over a stale holder file")
 }
 
@@ -340,9 +339,7 @@ func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	file := filepath.Join(base, "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, nil)
 	openFails(t, file)
 	openFails(t, filepath.Join(file, "sub"))
 }
