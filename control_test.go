@@ -314,12 +314,19 @@ func TestLeaderYieldsToAHigherPriorityAfterTheDelay(t *testing.T) {
 		if d := next.start.Sub(joined); next.id != "high" || d < delay || d > delay+2*ttl {
 			t.Fatalf("%s took over %s after high joined; want high after %s, within two TTLs of it", next.id, d, delay)
 		}
-		time.Sleep(10 * ttl)
-		synctest.Wait()
-		if r, _ := store.Get(context.Background(), "job"); r.Holder != "high" {
-			t.Fatalf("after the hand-over %q leads, want high to keep leading", r.Holder)
-		}
+		keepsLeading(t, store, "high", "high")
 	})
+}
+
+// keepsLeading fails t unless id, called who in the failure, still holds
+// "job" ten TTLs on: the candidate a hand-over went to keeps leading.
+func keepsLeading(t *testing.T, store tenure.Store, id, who string) {
+	t.Helper()
+	time.Sleep(10 * ttl)
+	synctest.Wait()
+	if r, _ := store.Get(context.Background(), "job"); r.Holder != id {
+		t.Fatalf("after the hand-over %q leads, want %s to keep leading", r.Holder, who)
+	}
 }
 
 // TestControlIsAdvisory: when the control key and the candidate slots

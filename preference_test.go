@@ -49,11 +49,7 @@ func TestLeaderHandsOverToThePreferredHolderAfterTheDelay(t *testing.T) {
 		if d := next.start.Sub(set); next.id != "b" || d < delay || d > delay+3*ttl {
 			t.Fatalf("%s took over %s after the preference was set; want b after %s, within three TTLs of it", next.id, d, delay)
 		}
-		time.Sleep(10 * ttl)
-		synctest.Wait()
-		if r, _ := store.Get(context.Background(), "job"); r.Holder != "b" {
-			t.Fatalf("after the hand-over %q leads, want the preferred b to keep leading", r.Holder)
-		}
+		keepsLeading(t, store, "b", "the preferred b")
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.max > 1 {

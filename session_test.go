@@ -108,6 +108,15 @@ func newSession(t *testing.T, st tenure.Store) *tenure.Session {
 	return s
 }
 
+// sessionElector returns p1's elector on key in session s (no store or
+// TTL of its own).
+func sessionElector(t *testing.T, s *tenure.Session, key string) *tenure.Elector {
+	t.Helper()
+	cfg := config(nil, "p1")
+	cfg.Store, cfg.TTL, cfg.Session, cfg.Key = nil, 0, s, key
+	return newElector(t, cfg)
+}
+
 // fleet is n electors on keys k0..k(n-1), all in session s, running.
 type fleet struct {
 	electors []*tenure.Elector
@@ -115,17 +124,18 @@ type fleet struct {
 	book     *book
 }
 
-func startFleet(t *testing.T, s *tenure.Session, n int) *fleet {
+// startFleet opens a session on st and starts a fleet of n electors in it.
+func startFleet(t *testing.T, st tenure.Store, n int) (*tenure.Session, *fleet) {
 	t.Helper()
+	s := newSession(t, st)
 	f := &fleet{book: &book{began: make(chan *term, n*4), ended: make(chan *term, n*4)}}
 	for i := range n {
-		cfg := config(nil, "p1")
-		cfg.Store, cfg.TTL, cfg.Session, cfg.Key = nil, 0, s, fmt.Sprintf("k%d", i)
-		e := newElector(t, cfg)
+		key := fmt.Sprintf("k%d", i)
+		e := sessionElector(t, s, key)
 		f.electors = append(f.electors, e)
-		f.runs = append(f.runs, start(e, f.book.task(cfg.Key, nil)))
+		f.runs = append(f.runs, start(e, f.book.task(key, nil)))
 	}
-	return f
+	return s, f
 }
 
 func (f *fleet) leading() (n int) {
@@ -154,9 +164,8 @@ func (f *fleet) stop(t *testing.T, s *tenure.Session) {
 func TestSessionLeadsManyKeysWithOneKeepAlivePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &counted{Store: memory.New(nil)}
-		s := newSession(t, st)
 		const n = 200
-		f := startFleet(t, s, n)
+		s, f := startFleet(t, st, n)
 		synctest.Wait()
 		if got := f.leading(); got != n {
 			t.Fatalf("%d of %d electors lead", got, n)
@@ -194,9 +203,8 @@ func TestSessionLeadsManyKeysWithOneKeepAlivePerInterval(t *testing.T) {
 func TestSessionPartitionCancelsEveryTaskByTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &counted{Store: memory.New(nil)}
-		s := newSession(t, st)
 		const n = 20
-		f := startFleet(t, s, n)
+		s, f := startFleet(t, st, n)
 		for range n {
 			<-f.book.began
 		}
@@ -242,8 +250,7 @@ func TestSessionPartitionCancelsEveryTaskByTheDeadline(t *testing.T) {
 func TestSessionGrantEndedFromOutsideEndsOnlyItsTerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New(nil)
-		s := newSession(t, mem)
-		f := startFleet(t, s, 10)
+		s, f := startFleet(t, mem, 10)
 		synctest.Wait()
 		var k3 tenure.Lease
 		for range 10 {
@@ -278,8 +285,7 @@ func TestSessionGrantEndedFromOutsideEndsOnlyItsTerm(t *testing.T) {
 func TestSessionCloseEndsEveryRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New(nil)
-		s := newSession(t, mem)
-		f := startFleet(t, s, 5)
+		s, f := startFleet(t, mem, 5)
 		synctest.Wait()
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -325,8 +331,7 @@ func TestSessionConfigErrors(t *testing.T) {
 func TestSessionKeepAliveInFlightDoesNotCoverAGrantMadeMeanwhile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &counted{Store: memory.New(nil)}
-		s := newSession(t, st)
-		first := startFleet(t, s, 1) // k0: opens the session
+		s, first := startFleet(t, st, 1) // k0: opens the session
 		<-first.book.began
 		gate := make(chan struct{})
 		st.gate.Store(&gate)
@@ -334,9 +339,7 @@ func TestSessionKeepAliveInFlightDoesNotCoverAGrantMadeMeanwhile(t *testing.T) {
 		for st.keepAlives.Load() == kas {
 			time.Sleep(10 * time.Millisecond) // until a keep-alive is in flight
 		}
-		cfg := config(nil, "p1")
-		cfg.Store, cfg.TTL, cfg.Session, cfg.Key = nil, 0, s, "late"
-		e := newElector(t, cfg)
+		e := sessionElector(t, s, "late")
 		b := newBook()
 		r := start(e, b.task("late", nil))
 		<-b.began
@@ -369,8 +372,7 @@ func TestSessionKeepAliveInFlightDoesNotCoverAGrantMadeMeanwhile(t *testing.T) {
 func TestSessionGivingBackSparesAGrantInUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New(nil)
-		s := newSession(t, mem)
-		f := startFleet(t, s, 1)
+		s, f := startFleet(t, mem, 1)
 		tm := <-f.book.began
 		s.SettleForTest("k0", "p1", "")
 		synctest.Wait()
