@@ -92,20 +92,10 @@ func TestSessionBadTTLAndClosedStore(t *testing.T) {
 // taking a grant away from outside is reported by the next keep-alive, and
 // that the session can take the key again afterwards.
 func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
-	srv := server(t)
-	tm := tamperOn(t, srv, "/sesstamper")
-	st := open(t, "zk://"+srv.Addr+"/sesstamper")
+	tm, st := tamperedStore(t, "/sesstamper")
 	ss := openSess(t, st, 5*time.Second)
 	ctx := ctxT(t, 30*time.Second)
-	keys := []string{"deleted", "overwritten", "all-deleted", "kept"}
-	leases := map[string]tenure.Lease{}
-	for _, k := range keys {
-		l, err := ss.Acquire(ctx, k, "alpha", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		leases[k] = l
-	}
+	leases := acquireAll(ctx, t, ss, "deleted", "overwritten", "all-deleted", "kept")
 	tm.DeleteGrant(t, "deleted")
 	tm.OverwriteGrant(t, "overwritten", "mallory")
 	tm.DeleteAll(t, "all-deleted")
@@ -133,6 +123,38 @@ func TestSessionOverwrittenOrDeletedFromOutside(t *testing.T) {
 
 // goneKeys returns the keys of gone, the leases a KeepAlive reported gone,
 // checking that each is the very grant leases has for its key.
+// acquireAll acquires keys in ss as alpha and returns the grants by key.
+func acquireAll(ctx context.Context, t *testing.T, ss tenure.StoreSession, keys ...string) map[string]tenure.Lease {
+	t.Helper()
+	leases := map[string]tenure.Lease{}
+	for _, k := range keys {
+		l, err := ss.Acquire(ctx, k, "alpha", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[k] = l
+	}
+	return leases
+}
+
+// acquireBatch acquires keys in one AcquireBatch of ss as identity and
+// returns the grants by key.
+func acquireBatch(ctx context.Context, t *testing.T, ss tenure.StoreSession, identity string, keys []string) map[string]tenure.Lease {
+	t.Helper()
+	var reqs []tenure.AcquireRequest
+	for _, k := range keys {
+		reqs = append(reqs, tenure.AcquireRequest{Key: k, Identity: identity})
+	}
+	leases := map[string]tenure.Lease{}
+	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs) {
+		if r.Err != nil {
+			t.Fatalf("AcquireBatch %s: %v", keys[i], r.Err)
+		}
+		leases[keys[i]] = r.Lease
+	}
+	return leases
+}
+
 func goneKeys(t *testing.T, gone []tenure.Lease, leases map[string]tenure.Lease) map[string]bool {
 	t.Helper()
 	got := map[string]bool{}
@@ -151,11 +173,7 @@ func goneKeys(t *testing.T, gone []tenure.Lease, leases map[string]tenure.Lease)
 func grantedBefore(ctx context.Context, t *testing.T, st *zk.Store, keys []string) {
 	t.Helper()
 	first := openSess(t, st, 5*time.Second)
-	for _, k := range keys {
-		if _, err := first.Acquire(ctx, k, "alpha", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
+	acquireAll(ctx, t, first, keys...)
 	if err := first.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +184,7 @@ func grantedBefore(ctx context.Context, t *testing.T, st *zk.Store, keys []strin
 // outside in between, are reported gone by the next keep-alive, which
 // waits for those watches; the grant left alone is not.
 func TestSessionBatchTakenBeforeWatched(t *testing.T) {
-	srv := server(t)
-	tm := tamperOn(t, srv, "/sessbatchwatch")
-	st := open(t, "zk://"+srv.Addr+"/sessbatchwatch")
+	tm, st := tamperedStore(t, "/sessbatchwatch")
 	ctx := ctxT(t, 30*time.Second)
 	keys := []string{"deleted", "overwritten", "kept"}
 	grantedBefore(ctx, t, st, keys)
@@ -186,17 +202,7 @@ func TestSessionBatchTakenBeforeWatched(t *testing.T) {
 		})
 	})
 	defer restore()
-	var reqs []tenure.AcquireRequest
-	for _, k := range keys {
-		reqs = append(reqs, tenure.AcquireRequest{Key: k, Identity: "alpha"})
-	}
-	leases := map[string]tenure.Lease{}
-	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs) {
-		if r.Err != nil {
-			t.Fatalf("AcquireBatch %s: %v", keys[i], r.Err)
-		}
-		leases[keys[i]] = r.Lease
-	}
+	leases := acquireBatch(ctx, t, ss, "alpha", keys)
 	select {
 	case <-tampered:
 	case <-ctx.Done():
@@ -232,14 +238,7 @@ func TestSessionBatchGrantsUnwatched(t *testing.T) {
 		})
 	})
 	defer restore()
-	reqs := []tenure.AcquireRequest{{Key: "a", Identity: "beta"}, {Key: "b", Identity: "beta"}}
-	leases := map[string]tenure.Lease{}
-	for i, r := range ss.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs) {
-		if r.Err != nil {
-			t.Fatalf("AcquireBatch %s: %v", keys[i], r.Err)
-		}
-		leases[keys[i]] = r.Lease
-	}
+	leases := acquireBatch(ctx, t, ss, "beta", keys)
 	<-failed
 	other := openSess(t, st, 5*time.Second)
 	for _, k := range keys {
@@ -298,14 +297,7 @@ func TestSessionBatchStaleWatchedNode(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	keys := []string{"held", "rewritten"}
 	first := openSess(t, st, 5*time.Second)
-	leases := map[string]tenure.Lease{}
-	for _, k := range keys {
-		l, err := first.Acquire(ctx, k, "alpha", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		leases[k] = l
-	}
+	leases := acquireAll(ctx, t, first, keys...)
 	if err := first.Release(ctx, leases["rewritten"]); err != nil {
 		t.Fatal(err)
 	}
@@ -344,9 +336,7 @@ func TestSessionBatchStaleWatchedNode(t *testing.T) {
 // that the new grant waits for the old one's window, and that the old
 // grant is still reported gone.
 func TestSessionRetakesOwnDeletedGrant(t *testing.T) {
-	srv := server(t)
-	tm := tamperOn(t, srv, "/sessretake")
-	st := open(t, "zk://"+srv.Addr+"/sessretake")
+	tm, st := tamperedStore(t, "/sessretake")
 	ss := openSess(t, st, 3*time.Second)
 	ctx := ctxT(t, 30*time.Second)
 	old, err := ss.Acquire(ctx, "k", "alpha", "")
@@ -574,9 +564,7 @@ func TestSessionGoneWhileDisconnected(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector reports a race inside go-zookeeper/zk when a connection with many watches comes back; .ci/run runs this test without -race")
 	}
-	srv := server(t)
-	tm := tamperOn(t, srv, "/sessdisc")
-	st := open(t, "zk://"+srv.Addr+"/sessdisc")
+	tm, st := tamperedStore(t, "/sessdisc")
 	ss := openSess(t, st, 10*time.Second)
 	ctx := ctxT(t, 30*time.Second)
 	var leases []tenure.Lease

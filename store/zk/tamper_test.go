@@ -11,6 +11,15 @@ import (
 	"github.com/tenurehq/tenure/storetest"
 )
 
+// tamperedStore opens a store under root on the shared server, and a
+// tamperOn for the same root.
+func tamperedStore(t *testing.T, root string) (*storetest.Tamper, *zk.Store) {
+	t.Helper()
+	srv := server(t)
+	tm := tamperOn(t, srv, root)
+	return tm, open(t, "zk://"+srv.Addr+root)
+}
+
 // tamperOn changes the store's nodes under root with a plain ZooKeeper
 // client, as an operator in zkCli would.
 func tamperOn(t *testing.T, srv *testserver.ZKServer, root string) *storetest.Tamper {

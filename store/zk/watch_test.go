@@ -15,10 +15,7 @@ import (
 // never go back, and no record mixes the key node's data before a change
 // with its stat after it.
 func TestWatchEachKindOfChange(t *testing.T) {
-	srv := server(t)
-	root := "/watchkinds"
-	tm := tamperOn(t, srv, root)
-	st := open(t, "zk://"+srv.Addr+root)
+	tm, st := tamperedStore(t, "/watchkinds")
 	ctx := ctxT(t, 60*time.Second)
 	const key = "k"
 	// The key node exists before the watch: its watches are the child
