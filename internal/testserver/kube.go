@@ -7,7 +7,6 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/token"
 )
 
 // KubeVersion is the kube-apiserver release the tests run against.
@@ -98,8 +99,8 @@ func Kube(t testing.TB) *KubeServer {
 		dir:        dir,
 		etcdURL:    etcdURL,
 		port:       FreePort(t),
-		AdminToken: randomToken(),
-		UserToken:  randomToken(),
+		AdminToken: token.Hex(16),
+		UserToken:  token.Hex(16),
 	}
 	s.Host = "https://127.0.0.1:" + strconv.Itoa(s.port)
 	s.CAFile = filepath.Join(dir, "certs", "apiserver.crt")
@@ -111,12 +112,6 @@ func Kube(t testing.TB) *KubeServer {
 	}
 	t.Cleanup(func() { _ = s.Stop() })
 	return s
-}
-
-func randomToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // startEtcd runs the etcd binary on two free loopback ports in dir/etcd

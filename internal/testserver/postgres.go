@@ -1,8 +1,6 @@
 package testserver
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/token"
 )
 
 // PostgresInstall is the command that installs the PostgreSQL server.
@@ -74,11 +74,9 @@ func StartPostgres(dir string) (*PostgresServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pw [12]byte
-	_, _ = rand.Read(pw[:])
 	s := &PostgresServer{
 		User:     "tenure",
-		Password: "pw-" + hex.EncodeToString(pw[:]),
+		Password: "pw-" + token.Hex(12),
 		bin:      bin,
 		data:     filepath.Join(dir, "data"),
 		sock:     filepath.Join(dir, "sock"),

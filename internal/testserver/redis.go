@@ -1,8 +1,6 @@
 package testserver
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/token"
 )
 
 // RedisInstall is the command that installs the Redis server.
@@ -46,10 +46,8 @@ func (s *RedisServer) URL(db int) string {
 func Redis(t testing.TB, persistent bool, extra ...string) *RedisServer {
 	t.Helper()
 	bin := LookPath(t, "redis-server", RedisInstall, "/usr/bin", "/usr/local/bin")
-	var pw [12]byte
-	_, _ = rand.Read(pw[:])
 	s := &RedisServer{
-		Password:   "pw-" + hex.EncodeToString(pw[:]),
+		Password:   "pw-" + token.Hex(12),
 		Persistent: persistent,
 		bin:        bin,
 		dir:        t.TempDir(),

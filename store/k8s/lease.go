@@ -2,8 +2,6 @@ package k8s
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/token"
 )
 
 // attempts bounds how often a call re-reads a Lease after a write lost a
@@ -35,11 +34,8 @@ func durationSeconds(ttl time.Duration) int32 {
 	return int32(min(s+1, math.MaxInt32))
 }
 
-func newToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// newToken returns a new grant or session token: 12 random bytes, hex-encoded.
+func newToken() string { return token.Hex(12) }
 
 func annotate(l *coordinationv1.Lease, g grant) {
 	b, _ := json.Marshal(g)

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/token"
 )
 
 // queries holds the store's SQL, with the table name filled in.
@@ -230,11 +229,8 @@ func retry(ctx context.Context, fn func() error) error {
 	return err
 }
 
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// newToken returns a new grant or session token: 16 random bytes, hex-encoded.
+func newToken() string { return token.Hex(16) }
 
 // Acquire implements [tenure.Store]. It is one INSERT ... ON CONFLICT DO
 // UPDATE statement, atomic on the server; when the key is held it reads

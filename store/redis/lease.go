@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/token"
 )
 
 // Each key K is stored under three Redis keys, all with the hash tag {K} so
@@ -178,11 +177,8 @@ return {'', redis.call('GET', KEYS[2]) or '0'}
 `)
 )
 
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// newToken returns a new grant or session token: 16 random bytes, hex-encoded.
+func newToken() string { return token.Hex(16) }
 
 // Acquire implements [tenure.Store] with one script: if the lease key does
 // not exist (never granted, released, or expired on the server) it INCRs
