@@ -135,31 +135,30 @@ func (d *dialGate) dial(network, address string, timeout time.Duration) (net.Con
 
 // cutAll closes the session's connections without closing the session and
 // makes every later dial fail.
-func (d *dialGate) cutAll() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.cut = true
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = nil
-}
+func (d *dialGate) cutAll() { d.shut(&d.cut) }
 
 // pause closes the session's connections and makes dials fail until the
 // returned func is called: a network outage that the session survives.
 func (d *dialGate) pause() (resume func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.paused = true
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = nil
+	d.shut(&d.paused)
 	return func() {
 		d.mu.Lock()
 		d.paused = false
 		d.mu.Unlock()
 	}
+}
+
+// shut sets *flag, d.cut or d.paused, so that dials fail, and closes the
+// session's connections, all under d.mu: no dial slips in between. It
+// blocks only for d.mu and the closes.
+func (d *dialGate) shut(flag *bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	*flag = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
 }
 
 // takeSpare returns the spare session if it suits ttl and is connected,
