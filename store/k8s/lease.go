@@ -34,7 +34,7 @@ func durationSeconds(ttl time.Duration) int32 {
 	return int32(min(s+1, math.MaxInt32))
 }
 
-// newToken returns a new grant or session token: 12 random bytes, hex-encoded.
+// newToken returns a new grant token: 12 random bytes, hex-encoded.
 func newToken() string { return token.Hex(12) }
 
 func annotate(l *coordinationv1.Lease, g grant) {
