@@ -4,8 +4,6 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/ctxerr"
+	"github.com/tenurehq/tenure/internal/token"
 )
 
 // begin checks the handle and ctx before a call.
@@ -270,7 +269,7 @@ func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	next.Token, err = newToken()
+	next.Token = newToken()
 	// The record first, then .terms, and only .terms fsynced: .terms
 	// alone carries the term high-water mark across a power loss (the next
 	// term is one above the highest of both, so a record that lost its
@@ -279,9 +278,7 @@ func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
 	// its holder (the first grant of a key has no record before it), and
 	// a crash between the two writes loses at most a term that was never
 	// handed out: Acquire returns only after .terms is on disk.
-	if err == nil {
-		err = writeState(s.d, s.t, kf.state, next, false)
-	}
+	err = writeState(s.d, s.t, kf.state, next, false)
 	if err == nil {
 		err = writeState(s.t, s.t, kf.term, next, true)
 	}
@@ -297,13 +294,8 @@ func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
 	return next.Token, nil
 }
 
-func newToken() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("local: random token: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
+// newToken returns a new grant or session token: 16 random bytes, hex-encoded.
+func newToken() string { return token.Hex(16) }
 
 // current checks that l is the live grant recorded in st at now; it
 // returns an error matching ErrLost if not.

@@ -77,10 +77,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	if err != nil {
 		return nil, err
 	}
-	id, err := newToken()
-	if err != nil {
-		return nil, err
-	}
+	id := newToken()
 	f, err := sd.openRaw(id, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL)
 	if err != nil {
 		return nil, fmt.Errorf("local: create session file: %w", err)
@@ -217,10 +214,7 @@ func (ss *session) acquire(ctx context.Context, key, identity, value string, dur
 		if err != nil {
 			return tenure.Lease{}, err
 		}
-		token, err := newToken()
-		if err != nil {
-			return tenure.Lease{}, err
-		}
+		token := newToken()
 		next := state{
 			Key: key, Holder: identity, Term: term, TTL: int64(ss.ttl),
 			Expires: expires, BootID: s.bootID, Token: token, Value: value, Session: ss.id,
