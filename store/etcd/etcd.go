@@ -89,7 +89,7 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	c, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("etcd: connect to %s: %w", strings.Join(endpoints, ","), scrub(err, cfg.Password))
+		return nil, fmt.Errorf("etcd: connect to %s: %w", strings.Join(endpoints, ","), storeurl.Scrub(cfg.Password, err))
 	}
 	bg, stop := context.WithCancel(context.Background())
 	return &Store{c: c, prefix: prefix, endpoints: strings.Join(endpoints, ","), bg: bg, stopBg: stop}, nil
@@ -147,15 +147,6 @@ func (s *Store) fail(ctx context.Context, op, key string, err error) error {
 		return fmt.Errorf("etcd: %s at %s: %w (%v)", op, s.endpoints, cerr, err)
 	}
 	return fmt.Errorf("etcd: %s at %s: %w", op, s.endpoints, err)
-}
-
-// scrub removes a password from an error message, in case a library
-// quoted it. The returned error keeps err's chain when nothing is removed.
-func scrub(err error, password string) error {
-	if password == "" || !strings.Contains(err.Error(), password) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), password, "xxxxx"))
 }
 
 // unknownHolder names the holder of a key whose value tenure cannot read.

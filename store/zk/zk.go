@@ -117,7 +117,7 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 		zk.WithLogger(logger{secret: s.secret}), zk.WithEventCallback(s.controlEvent),
 		zk.WithDialer(cappedDialer(handshakeLimit(controlSessionTimeout), netDial)))
 	if err != nil {
-		return nil, fmt.Errorf("zk: connect to %s: %w", s.where, s.scrub(err))
+		return nil, fmt.Errorf("zk: connect to %s: %w", s.where, storeurl.Scrub(s.secret, err))
 	}
 	s.ctl = ctl
 	if s.auth == nil {
@@ -280,20 +280,11 @@ func (s *Store) fail(ctx context.Context, op, key string, err error) error {
 	if s.isClosed() {
 		return tenure.ErrClosed
 	}
-	err = s.scrub(err)
+	err = storeurl.Scrub(s.secret, err)
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("zk: %s %q at %s: %w (%v)", op, key, s.where, cerr, err)
 	}
 	return fmt.Errorf("zk: %s %q at %s: %w", op, key, s.where, err)
-}
-
-// scrub removes the password from an error message, in case a library
-// quoted it; otherwise it returns err unchanged.
-func (s *Store) scrub(err error) error {
-	if s.secret == "" || !strings.Contains(err.Error(), s.secret) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), s.secret, "xxxxx"))
 }
 
 // call runs f, a blocking request of the ZooKeeper client (which takes no
