@@ -54,8 +54,7 @@ type Node struct {
 	key   string // the one key served: Config.Key or the first used
 	grant grant  // the last grant of key
 
-	fsm  valueFSM       // the values published with grants
-	logs hraft.LogStore // raft's log, read for the term of its last entry (see leaderNow)
+	fsm valueFSM // the values published with grants
 
 	sd       stepDown                   // the last step-down request taken (stepdown.go); guarded by mu
 	ctlWatch map[chan struct{}]struct{} // wakes of the control key's watches; guarded by mu

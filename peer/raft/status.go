@@ -106,9 +106,9 @@ func (l *tlsLayer) setStatus(f func() statusReply) { l.status.Store(&f) }
 // them; until then they are refused. f must not block.
 func (l *tlsLayer) setStepDown(f func(stepDownReq) statusReply) { l.stepDown.Store(&f) }
 
-// status is this member's statusReply (see [Node.leaderNow]), with the
-// value published in its current term as its FSM has applied it and the
-// member's priority; it does not block on the network.
+// status is this member's statusReply: the leader and term as leaderNow
+// reads them, the value published in that term as its FSM has applied it,
+// and the member's priority. It does not block on the network.
 func (n *Node) status() statusReply {
 	id, term := leaderNow(n.raft)
 	priority := n.cfg.priority()
