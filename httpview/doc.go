@@ -64,10 +64,19 @@
 // Nothing here blocks the elector: OnEvent takes a short lock and hands
 // events to /events clients without waiting; a client more than a few
 // events behind is disconnected and, being an EventSource, reconnects and
-// gets the current view. Disconnected clients are forgotten at once.
+// gets the current view. Disconnected clients are forgotten at once, and
+// a stream whose client stops reading ends when a write has waited 10 s.
 // Responses never contain a store's address or credentials: an
 // observer's failed health check says only that the key could not be
 // read.
+//
+// The handler has no authentication, and bounds neither the connections
+// nor the open /events streams: that is the server's job. A candidate
+// serving it in its own process should bound them, as `tenure run --http`
+// does (at most 64 connections through golang.org/x/net/netutil's
+// LimitListener, header and idle timeouts on its [http.Server]): a flood
+// of connections that takes the process's file descriptors makes its
+// next renewal fail, and it steps down.
 //
 // # Alerting
 //

@@ -15,6 +15,12 @@ const clientBuffer = 16
 // proxies do not close it.
 const keepAlive = 30 * time.Second
 
+// writeTimeout bounds each write of an /events stream: a client that
+// stops reading (its socket buffers full) is dropped after it, rather than
+// holding a goroutine and a connection for as long as the server runs.
+// A variable for tests.
+var writeTimeout = 10 * time.Second
+
 // client is one /events stream. Its channel is closed when the publisher
 // drops it for falling behind.
 type client struct{ ch chan []byte }
@@ -67,12 +73,16 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	send := func(data []byte) bool {
-		if _, err := fmt.Fprintf(w, "event: leader\ndata: %s\n\n", data); err != nil {
+	// write writes one message within writeTimeout, where the
+	// ResponseWriter supports deadlines (http.Server's does).
+	write := func(format string, args ...any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
 			return false
 		}
 		return rc.Flush() == nil
 	}
+	send := func(data []byte) bool { return write("event: leader\ndata: %s\n\n", data) }
 	if !send(data) {
 		return
 	}
@@ -87,7 +97,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if !write(": keep-alive\n\n") {
 				return
 			}
 		}

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -154,4 +158,55 @@ func TestRunEndsStreams(t *testing.T) {
 		}
 		<-s.done // the handler returned although the client is still there
 	})
+}
+
+// TestEventsDropsAClientThatStopsReading: an /events stream whose client
+// stops reading ends once a write has waited writeTimeout. Without the
+// write deadline, its handler stayed blocked in the write, holding a
+// goroutine and the connection, for as long as the server ran.
+func TestEventsDropsAClientThatStopsReading(t *testing.T) {
+	old := writeTimeout
+	writeTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { writeTimeout = old })
+	h, err := New(Options{Key: "k", Store: memory.New(nil).Handle()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{}) // the handler returned: its connection went idle or closed
+	var once sync.Once
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateIdle || s == http.StateClosed {
+			once.Do(func() { close(ended) })
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := fmt.Fprint(conn, "GET /events HTTP/1.1\r\nHost: view\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for h.clientCount() == 0 { // the stream is open once it subscribed
+		runtime.Gosched()
+	}
+	// Leadership changes, each with a value of 256 KiB, until the stream
+	// has fallen behind and was dropped: more than the sockets' buffers
+	// hold is then written or queued for it, so its writer is blocked.
+	value := strings.Repeat("v", 256<<10)
+	for term := uint64(1); h.clientCount() > 0; term++ {
+		if term > 1e5 {
+			t.Fatal("the stream never fell behind")
+		}
+		h.Observe(tenure.Record{Key: "k", Holder: fmt.Sprint("c", term%2), Term: term, TTL: time.Second, Value: value})
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream of a client that stopped reading was still being written 10s after it was dropped")
+	}
 }
