@@ -148,6 +148,67 @@ func TestHTTPView(t *testing.T) {
 	}
 }
 
+// TestHTTPFloodKeepsTheLeader: connections to --http that never send a
+// request (a broken dashboard, a port scanner, a hostile neighbour) must
+// not take the file descriptors the leader needs to renew. tenure runs
+// under a limit of 100 descriptors while 300 such connections are held
+// open: it must go on renewing the same term, and the view must answer
+// once they close. Before --http bounded its connections, the renewals
+// failed with "too many open files" and the leader stepped down within a
+// TTL.
+func TestHTTPFloodKeepsTheLeader(t *testing.T) {
+	store, addr := "file://"+t.TempDir(), testserver.FreeAddr(t)
+	cmd := exec.Command("sh", "-c", `ulimit -n 100 && exec "$@"`, "sh", tenureBin, "run", "--store", store, "--key", "flood",
+		"--id", "holder", "--ttl", "1s", "--quiet", "--http", addr, "--", "sh", "-c", "echo leading; exec sleep 60")
+	if line, err := bufio.NewReader(startPiped(t, cmd, syscall.SIGTERM)).ReadString('\n'); err != nil || line != "leading\n" {
+		t.Fatalf("the holder did not start leading: %q, %v", line, err)
+	}
+	var view struct {
+		Name string `json:"name"`
+		Term uint64 `json:"term"`
+	}
+	getJSON(t, "http://"+addr+"/", &view)
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	for range 300 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(flood)+1, err)
+		}
+		flood = append(flood, c)
+	}
+	opened := time.Now()
+	// TTL 1s: a renewal every 333 ms. Wait for those of the next second.
+	waitFor(t, func() bool {
+		var st struct {
+			Held   bool      `json:"held"`
+			Holder string    `json:"holder"`
+			Term   uint64    `json:"term"`
+			Renew  time.Time `json:"renew_time"`
+		}
+		r := runTenure(t, "status", "--store", store, "--key", "flood", "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("tenure status --json: %v: %q %s", err, r.stdout, r.stderr)
+		}
+		if !st.Held || st.Holder != "holder" || st.Term != view.Term {
+			t.Fatalf("leadership moved while 300 connections were held open: %+v, was term %d", st, view.Term)
+		}
+		return st.Renew.After(opened.Add(time.Second))
+	})
+	for _, c := range flood {
+		c.Close()
+	}
+	flood = nil
+	getJSON(t, "http://"+addr+"/", &view)
+	if view.Name != "holder" {
+		t.Fatalf("after the flood, the view says %q leads", view.Name)
+	}
+}
+
 // TestHTTPAddressInUse: a --http address that cannot be bound fails the
 // command before it campaigns, in one line.
 func TestHTTPAddressInUse(t *testing.T) {

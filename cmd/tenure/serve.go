@@ -12,10 +12,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/httpview"
 	"github.com/tenurehq/tenure/promtenure"
+)
+
+// Limits of the --http server. It runs inside the candidate's own
+// process, and anyone who can reach ADDR can open connections to it: a
+// broken dashboard, a port scanner, a hostile neighbour. Without a bound,
+// a flood of idle connections takes every file descriptor the process
+// may have, and the leader's next renewal, which opens a file (the local
+// store) or a connection (the others), fails: the leader steps down. So
+// the server holds at most viewMaxConns connections (more wait in the
+// kernel's accept queue until one closes), drops a keep-alive connection
+// idle for viewIdleTimeout, and a request whose headers take longer than
+// viewHeaderTimeout or exceed viewMaxHeaderBytes. An /events stream that
+// stops reading is dropped by package httpview's write deadline.
+const (
+	viewMaxConns       = 64
+	viewHeaderTimeout  = 10 * time.Second
+	viewIdleTimeout    = 2 * time.Minute
+	viewMaxHeaderBytes = 64 << 10
 )
 
 // httpFlagUsage is the usage of --http, shared by run and watch.
@@ -54,8 +73,9 @@ func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*vi
 		ln.Close()
 		return nil, err
 	}
-	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: ln,
-		srv: &http.Server{Handler: view, ReadHeaderTimeout: 10 * time.Second}}, nil
+	srv := &http.Server{Handler: view, ReadHeaderTimeout: viewHeaderTimeout, IdleTimeout: viewIdleTimeout,
+		MaxHeaderBytes: viewMaxHeaderBytes}
+	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: netutil.LimitListener(ln, viewMaxConns), srv: srv}, nil
 }
 
 // onEvent feeds an elector's events to the view and the metrics, then to
