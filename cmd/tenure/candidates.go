@@ -70,7 +70,7 @@ func printCandidates(w io.Writer, o keyCmdOpts, cs []candidateJSON) {
 		if c.Preferred {
 			note += ", preferred"
 		}
-		fmt.Fprintf(w, "  %s priority %d, since %s%s\n", c.ID, c.Priority, c.Since, note)
+		fmt.Fprintf(w, "  %s priority %d, since %s%s\n", shown(c.ID), c.Priority, c.Since, note)
 	}
 }
 

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
@@ -66,6 +70,19 @@ func toJSON(r tenure.Record) recordJSON {
 		TTLMs: r.TTL.Milliseconds(), RemainingMs: r.Remaining.Milliseconds(), Value: r.Value}
 }
 
+// shown returns s as a terminal can safely show it: s itself if it is
+// valid UTF-8 of printable characters and spaces, else s quoted with Go
+// escapes. Identities come from the store, where anyone with its own
+// client can write any bytes, and an escape sequence printed raw would
+// drive the operator's terminal (rewrite the screen or the title, set
+// the clipboard). tenure itself grants no such identity ([tenure.CheckAcquire]).
+func shown(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 // describe renders a record for people.
 func describe(r tenure.Record) string {
 	if !r.Held() {
@@ -74,7 +91,7 @@ func describe(r tenure.Record) string {
 		}
 		return fmt.Sprintf("%s: no leader (last term %d)", r.Key, r.Term)
 	}
-	s := fmt.Sprintf("%s: %s leads, term %d, ttl %s, %s left", r.Key, r.Holder, r.Term,
+	s := fmt.Sprintf("%s: %s leads, term %d, ttl %s, %s left", r.Key, shown(r.Holder), r.Term,
 		r.TTL, r.Remaining.Round(time.Millisecond))
 	if r.Value != "" {
 		s += fmt.Sprintf(", value %q", r.Value)

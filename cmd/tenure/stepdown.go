@@ -150,7 +150,7 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer store.Close()
 	if rec, err := store.Get(openCtx, o.key); err == nil && o.to != "" && rec.Holder == o.to {
-		fmt.Fprintf(stdout, "%s: %s already leads, term %d; nothing to do\n", o.key, rec.Holder, rec.Term)
+		fmt.Fprintf(stdout, "%s: %s already leads, term %d; nothing to do\n", o.key, shown(rec.Holder), rec.Term)
 		return exitOK
 	}
 	if err := checkTarget(openCtx, store, o, stderr); err != nil {
@@ -218,7 +218,7 @@ func awaitHandover(ctx context.Context, store tenure.Store, o stepDownOpts, sd t
 	if o.to != "" && rec.Holder != o.to {
 		note = fmt.Sprintf(" (%s did not take over within the window)", o.to)
 	}
-	fmt.Fprintf(stdout, "%s: %s leads, term %d, %s after the request%s\n", o.key, rec.Holder, rec.Term,
+	fmt.Fprintf(stdout, "%s: %s leads, term %d, %s after the request%s\n", o.key, shown(rec.Holder), rec.Term,
 		time.Since(began).Round(time.Millisecond), note)
 	return exitOK
 }
