@@ -42,7 +42,7 @@
 //     event named "leader" per leadership change (a new term with a
 //     holder, or the key becoming free), and one when this process's own
 //     elector is elected or steps down (is_self changes), each with the
-//     JSON view as data.
+//     JSON view as data. 503 while [Options.MaxStreams] streams are open.
 //   - /candidates: the candidates registered for the key by electors with
 //     [tenure.Config.Control] (as `tenure status --candidates` lists them),
 //     best first: {"key", "candidates": [{"id", "priority", "since",
@@ -70,13 +70,15 @@
 // observer's failed health check says only that the key could not be
 // read.
 //
-// The handler has no authentication, and bounds neither the connections
-// nor the open /events streams: that is the server's job. A candidate
-// serving it in its own process should bound them, as `tenure run --http`
-// does (at most 64 connections through golang.org/x/net/netutil's
+// The handler has no authentication. It bounds the /events streams
+// ([Options.MaxStreams]), which hold their connections, but not the
+// connections themselves: that is the server's job. A candidate serving
+// it in its own process should bound them, as `tenure run --http` does
+// (at most 128 connections through golang.org/x/net/netutil's
 // LimitListener, header and idle timeouts on its [http.Server]): a flood
 // of connections that takes the process's file descriptors makes its
-// next renewal fail, and it steps down.
+// next renewal fail, and it steps down. With fewer streams allowed than
+// connections, streams cannot take the connections probes need.
 //
 // # Alerting
 //

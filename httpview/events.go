@@ -39,10 +39,14 @@ func (h *Handler) broadcastLocked(data []byte) {
 }
 
 // subscribe registers a client and returns it with the current view, so
-// no change falls between the two.
+// no change falls between the two, or returns nil if MaxStreams clients
+// are registered.
 func (h *Handler) subscribe() (*client, []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.clients) >= h.opts.MaxStreams {
+		return nil, nil
+	}
 	c := &client{ch: make(chan []byte, clientBuffer)}
 	h.clients[c] = struct{}{}
 	data, _ := json.Marshal(h.leaderLocked())
@@ -64,10 +68,16 @@ func (h *Handler) clientCount() int {
 
 // serveEvents streams Server-Sent Events: the current view at once, then
 // one "leader" event per leadership change, each with the JSON view as
-// data. It returns when the client goes away or falls behind.
+// data. It returns when the client goes away or falls behind. With
+// MaxStreams streams open, it answers 503.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	c, data := h.subscribe()
+	if c == nil {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("too many /events streams (%d) are open", h.opts.MaxStreams), http.StatusServiceUnavailable)
+		return
+	}
 	defer h.unsubscribe(c)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -208,5 +209,47 @@ func TestEventsDropsAClientThatStopsReading(t *testing.T) {
 	case <-ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream of a client that stopped reading was still being written 10s after it was dropped")
+	}
+}
+
+// TestEventsBoundsTheStreams: with MaxStreams streams open, one more
+// /events request is answered 503 with Retry-After, and a stream that
+// closes frees its place.
+func TestEventsBoundsTheStreams(t *testing.T) {
+	h, err := New(Options{Key: "k", Store: memory.New(nil).Handle(), MaxStreams: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	open := func() *http.Response {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	a, b := open(), open()
+	defer b.Body.Close()
+	if a.StatusCode != 200 || b.StatusCode != 200 {
+		t.Fatalf("the first two streams: %d and %d, want 200", a.StatusCode, b.StatusCode)
+	}
+	c := open()
+	c.Body.Close()
+	if c.StatusCode != http.StatusServiceUnavailable || c.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third stream: %d, Retry-After %q; want 503 with Retry-After", c.StatusCode, c.Header.Get("Retry-After"))
+	}
+	a.Body.Close()
+	for h.clientCount() > 1 { // the server sees the close when its next write fails or the request context ends
+		runtime.Gosched()
+	}
+	d := open()
+	defer d.Body.Close()
+	if d.StatusCode != 200 {
+		t.Fatalf("a stream after one closed: %d, want 200", d.StatusCode)
+	}
+	if _, err := New(Options{Key: "k", Store: memory.New(nil).Handle(), MaxStreams: -1}); !errors.Is(err, tenure.ErrInvalid) {
+		t.Fatalf("MaxStreams -1: %v, want ErrInvalid", err)
 	}
 }

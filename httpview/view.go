@@ -34,6 +34,12 @@ type Options struct {
 	// History is how many leadership changes the view keeps for the
 	// timeline; default 100.
 	History int
+	// MaxStreams bounds the /events streams open at once; one more is
+	// answered 503 with Retry-After. A stream holds its connection for as
+	// long as the client reads, so without a bound streams could take
+	// every connection the server allows and starve the probes and
+	// scrapes. Default [DefaultMaxStreams].
+	MaxStreams int
 	// Clock is the time source of the observer and of the times shown;
 	// default the clock of Options.Elector, else [tenure.SystemClock].
 	Clock tenure.Clock
@@ -307,8 +313,12 @@ func (h *Handler) ownsNewer(r tenure.Record) bool {
 	return st.Leading && st.Term >= r.Term
 }
 
+// DefaultMaxStreams is the default of [Options.MaxStreams].
+const DefaultMaxStreams = 32
+
 // New returns a handler for opts. It returns an error wrapping
-// [tenure.ErrInvalid] if Key is invalid or Store is nil. It does not
+// [tenure.ErrInvalid] if Key is invalid, Store is nil or MaxStreams is
+// negative. It does not
 // contact the store; call [Handler.Run] to follow it.
 func New(opts Options) (*Handler, error) {
 	if err := tenure.CheckKey(opts.Key); err != nil {
@@ -319,6 +329,12 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.History <= 0 {
 		opts.History = 100
+	}
+	if opts.MaxStreams < 0 {
+		return nil, fmt.Errorf("%w: httpview: Options.MaxStreams (%d) must not be negative", tenure.ErrInvalid, opts.MaxStreams)
+	}
+	if opts.MaxStreams == 0 {
+		opts.MaxStreams = DefaultMaxStreams
 	}
 	h := &Handler{opts: opts, clock: opts.Clock, logger: opts.Logger, clients: map[*client]struct{}{}}
 	h.st.candidates = map[string]bool{}

@@ -151,14 +151,14 @@ func TestHTTPView(t *testing.T) {
 // TestHTTPFloodKeepsTheLeader: connections to --http that never send a
 // request (a broken dashboard, a port scanner, a hostile neighbour) must
 // not take the file descriptors the leader needs to renew. tenure runs
-// under a limit of 100 descriptors while 300 such connections are held
+// under a limit of 200 descriptors while 300 such connections are held
 // open: it must go on renewing the same term, and the view must answer
 // once they close. Before --http bounded its connections, the renewals
 // failed with "too many open files" and the leader stepped down within a
 // TTL.
 func TestHTTPFloodKeepsTheLeader(t *testing.T) {
 	store, addr := "file://"+t.TempDir(), testserver.FreeAddr(t)
-	cmd := exec.Command("sh", "-c", `ulimit -n 100 && exec "$@"`, "sh", tenureBin, "run", "--store", store, "--key", "flood",
+	cmd := exec.Command("sh", "-c", `ulimit -n 200 && exec "$@"`, "sh", tenureBin, "run", "--store", store, "--key", "flood",
 		"--id", "holder", "--ttl", "1s", "--quiet", "--http", addr, "--", "sh", "-c", "echo leading; exec sleep 60")
 	if line, err := bufio.NewReader(startPiped(t, cmd, syscall.SIGTERM)).ReadString('\n'); err != nil || line != "leading\n" {
 		t.Fatalf("the holder did not start leading: %q, %v", line, err)

@@ -28,10 +28,12 @@ import (
 // the server holds at most viewMaxConns connections (more wait in the
 // kernel's accept queue until one closes), drops a keep-alive connection
 // idle for viewIdleTimeout, and a request whose headers take longer than
-// viewHeaderTimeout or exceed viewMaxHeaderBytes. An /events stream that
-// stops reading is dropped by package httpview's write deadline.
+// viewHeaderTimeout or exceed viewMaxHeaderBytes. Of those connections,
+// /events streams, which last, may hold httpview.DefaultMaxStreams; the
+// rest stay for probes and scrapes. An /events stream that stops reading
+// is dropped by package httpview's write deadline.
 const (
-	viewMaxConns       = 64
+	viewMaxConns       = 128
 	viewHeaderTimeout  = 10 * time.Second
 	viewIdleTimeout    = 2 * time.Minute
 	viewMaxHeaderBytes = 64 << 10
