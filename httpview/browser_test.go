@@ -3,6 +3,7 @@ package httpview
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -144,5 +145,43 @@ func TestPageInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatalf("screenshot: %v", err)
 		}
+	}
+}
+
+// TestPageWaitsForAFreeStream: a page whose /events request is refused
+// (503: MaxStreams streams open) says it is disconnected, and goes live
+// once a stream closes, without a reload. An EventSource does not retry
+// after such an answer by itself; the page does, 10 s later.
+func TestPageWaitsForAFreeStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	store := memory.New(nil)
+	a := startReal(t, store.Handle(), "a")
+	<-a.started
+	view := mustNew(t, Options{Key: key, Store: store.Handle(), MaxStreams: 1, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = view.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(view)
+	t.Cleanup(srv.Close)
+	held, err := http.Get(srv.URL + "/events") // takes the one stream
+	if err != nil || held.StatusCode != 200 {
+		t.Fatalf("the first stream: %v, %v", held, err)
+	}
+	bctx := browser(t, 60*time.Second)
+	status := `document.getElementById("status").textContent`
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Poll[chromedp.Void](status+`.startsWith("disconnected")`),
+	); err != nil {
+		t.Fatalf("the page refused a stream never said so: %v", err)
+	}
+	held.Body.Close()
+	if err := chromedp.Do(bctx,
+		chromedp.Poll[chromedp.Void](status+` === "live" && document.getElementById("leader").textContent === "a"`),
+	); err != nil {
+		t.Fatalf("the page did not go live once a stream was free: %v", err)
 	}
 }
