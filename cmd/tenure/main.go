@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
 )
@@ -112,6 +115,27 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// printable returns s with every rune that is not printable, and every
+// byte that is not valid UTF-8, replaced by its Go escape (\x1b, \a, \xff),
+// so that text from a store cannot drive the terminal it is printed to.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r != ' ' && !unicode.IsPrint(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
 func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
@@ -119,10 +143,12 @@ func usageErrorf(format string, args ...any) error {
 // fail prints err as the single line "tenure: <what was wrong>" and returns
 // its exit code: exitUsage for command-line and argument errors (including
 // errors wrapping tenure.ErrInvalid and tenure.ErrUnknownScheme),
-// exitRuntime otherwise.
+// exitRuntime otherwise. Control characters and invalid UTF-8 in err (a
+// record rewritten with the store's own client can put any bytes there)
+// are printed escaped, never raw.
 func fail(stderr io.Writer, err error) int {
 	msg := strings.TrimPrefix(err.Error(), "tenure: ")
-	msg = strings.Join(strings.Fields(msg), " ") // one line, whatever the error held
+	msg = printable(strings.Join(strings.Fields(msg), " ")) // one line, whatever the error held
 	fmt.Fprintf(stderr, "tenure: %s\n", msg)
 	var ue *usageError
 	if errors.As(err, &ue) || errors.Is(err, tenure.ErrInvalid) || errors.Is(err, tenure.ErrUnknownScheme) {

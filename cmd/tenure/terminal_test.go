@@ -45,3 +45,32 @@ func TestHolderEscapesReachNoTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorEscapesReachNoTerminal: a record rewritten with the store's own
+// client so that it no longer decodes (its term is text holding terminal
+// escape sequences) makes `tenure status` fail with one line on stderr
+// that shows the bytes quoted, not raw, and a non-zero exit.
+func TestErrorEscapesReachNoTerminal(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	store := srv.URL(0)
+	holdKey(t, store, "esc", "--ttl", "30s")
+	opts, err := redis.ParseURL(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := rdb.HSet(context.Background(), "tenure:{esc}:lease", "term", "1\x1b]0;pwned\a\x1b[2J").Err(); err != nil {
+		t.Fatal(err)
+	}
+	status := runTenure(t, "status", "--store", store, "--key", "esc")
+	if status.code == 0 {
+		t.Fatalf("tenure status on a corrupt record exited 0: %q", status.stdout)
+	}
+	if strings.ContainsAny(status.stderr, "\x1b\a") || strings.Count(status.stderr, "\n") != 1 {
+		t.Fatalf("tenure status printed the escape sequences raw or on several lines: %q", status.stderr)
+	}
+	if strings.Contains(status.stderr, srv.Password) {
+		t.Fatalf("tenure status error quotes the password: %q", status.stderr)
+	}
+}
