@@ -71,6 +71,10 @@
 //     record is gone too, the grant waits the TTL of the last grant the
 //     Store saw. A process that never saw the key cannot know: terms it
 //     hands out after such a deletion may repeat old ones.
+//   - Terms stop at 2^53-1, the largest integer the server's Lua scripts
+//     count exactly: a counter or term written past it from outside makes
+//     Acquire fail with an error rather than grant a term that repeats or
+//     goes back.
 //
 // # Sessions
 //

@@ -61,13 +61,22 @@ local function held(lease, session)
 end
 `
 
+// maxTermLua is the highest term the acquire script grants: 2^53-1, the
+// largest integer Redis's Lua (whose numbers are doubles) holds exactly.
+// Past it term+1 rounds, and the script would grant a term not above one
+// already handed out or seen; a counter or term written that high from
+// outside makes Acquire fail instead.
+const maxTermLua = "9007199254740991"
+
 var (
 	// KEYS: lease, term, last, and the session's key for a session grant.
 	// ARGV: identity, token, ttl_ms, ttl_ns, channel, floor (the highest
 	// term the handle saw), seen_ttl_ms (the TTL of that grant), value.
 	// Returns {1,
 	// term, wait_ms, repaired} when granted, {0, holder, term, ttl_ns,
-	// pttl, value} when held, {2} when the session ended.
+	// pttl, value} when held, {2} when the session ended, {3} when the
+	// counter, the last grant's term or floor is not a whole number below
+	// maxTerm (written by something else).
 	//
 	// wait_ms is what is left of the last grant's renew window if it ended
 	// neither by release nor by expiry (its lease key deleted or evicted,
@@ -78,6 +87,7 @@ var (
 	// below a term already handed out (deleted or evicted) and was moved
 	// past it.
 	acquireScript = goredis.NewScript(leaseLua + `
+local maxTerm = ` + maxTermLua + `
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
 if cur[1] then
 	local left = held(KEYS[1], cur[5])
@@ -96,7 +106,12 @@ local wait = 0
 local last = redis.call('HMGET', KEYS[3], 'term', 'exp_ms', 'released', 'session')
 local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
 if last[1] then
-	floor = math.max(floor, tonumber(last[1]))
+	floor = math.max(floor, tonumber(last[1]) or maxTerm)
+end
+if not counter or counter >= maxTerm or floor >= maxTerm then
+	return {3}
+end
+if last[1] then
 	local exp = tonumber(last[2])
 	if last[4] and last[4] ~= '' then
 		exp = tonumber(redis.call('GET', last[4] .. ':exp') or '0')
@@ -275,6 +290,8 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 			Wait: seen.WaitSince(a.sent, time.Duration(waitMS)*time.Millisecond), Value: a.c.Value}, nil
 	case code == 2:
 		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, a.key)
+	case code == 3:
+		return tenure.Lease{}, fmt.Errorf("tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1, past which Redis scripts do not count exactly (was it written by something else?)", a.key, s.redacted)
 	}
 	r, err := s.record(a.key, res[1:])
 	if err != nil {

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +120,60 @@ func TestTermsNeverGoBackAfterEviction(t *testing.T) {
 	if st.TermRepairs() == 0 {
 		t.Fatal("TermRepairs = 0 after a repair")
 	}
+}
+
+// A term written with redis-cli beyond 2^53 (where the server's Lua
+// scripts, which count in doubles, stop counting exactly) must never make
+// the store grant a term not above one a handle saw, or the same term
+// twice: it refuses to grant with an error instead.
+func TestTermsBeyondExactLuaIntegers(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	const big = "9007199254740993" // 2^53+1
+	t.Run("HolderTerm", func(t *testing.T) {
+		a, b := open(t, srv.URL(0)), open(t, srv.URL(0))
+		key := randomKey()
+		if _, err := a.Acquire(ctxFor(t), key, "alpha", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		lease := redis.DefaultPrefix + ":{" + key + "}:lease"
+		if err := c.HSet(ctxFor(t), lease, "term", big).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.Acquire(ctxFor(t), key, "beta", time.Second)
+		var held *tenure.HeldError
+		if !errors.As(err, &held) || strconv.FormatUint(held.Record.Term, 10) != big {
+			t.Fatalf("Acquire of the tampered grant: %v, want held at term %s", err, big)
+		}
+		if err := c.Del(ctxFor(t), lease).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := b.Acquire(ctxFor(t), key, "beta", time.Second); err == nil && l.Term <= held.Record.Term {
+			t.Fatalf("after seeing term %d the handle granted term %d", held.Record.Term, l.Term)
+		}
+	})
+	t.Run("Counter", func(t *testing.T) {
+		st := open(t, srv.URL(0))
+		key := randomKey()
+		if err := c.Set(ctxFor(t), redis.DefaultPrefix+":{"+key+"}:term", big, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var last uint64
+		for range 4 {
+			l, err := st.Acquire(ctxFor(t), key, "alpha", time.Second)
+			if err != nil {
+				if strings.Contains(err.Error(), "2^53") {
+					return // refused, naming the limit
+				}
+				t.Fatalf("Acquire: %v, want a grant or a refusal naming the limit 2^53", err)
+			}
+			if l.Term <= last {
+				t.Fatalf("granted term %d after term %d", l.Term, last)
+			}
+			last = l.Term
+			if err := st.Release(ctxFor(t), l); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
