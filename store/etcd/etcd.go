@@ -182,9 +182,13 @@ func encodeLast(g grant) string {
 	return string(b)
 }
 
-// lastTerm is the term of the last grant recorded by term key kv.
+// lastTerm is the term of the last grant recorded by term key kv. A term
+// is the revision of the grant's Acquire, which precedes the write that
+// recorded it: a recorded term above kv's ModRevision was written by
+// something else and is not believed, lest a Record show a term that the
+// next grant, a revision, cannot exceed.
 func lastTerm(kv *mvccpb.KeyValue) uint64 {
-	if g := decode(kv.Value); g.Term > 0 {
+	if g := decode(kv.Value); g.Term > 0 && g.Term <= kv.ModRevision {
 		return uint64(g.Term)
 	}
 	return uint64(kv.ModRevision)

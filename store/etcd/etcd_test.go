@@ -311,3 +311,36 @@ func TestBatchOnASmallTxnLimit(t *testing.T) {
 		}
 	}
 }
+
+// A term key rewritten with etcdctl to record a term above any revision
+// (here 9e18) must not show the key at that term: the handle would then
+// grant a term, an etcd revision, below the one it had just shown. Every
+// term tenure records is the revision of an earlier write, so one above
+// the term key's own ModRevision is not believed.
+func TestForgedLastTermNotBelieved(t *testing.T) {
+	srv := etcdtest.Start(t)
+	raw := rawClient(t, srv)
+	ctx := storetest.Context(t, 10*time.Second)
+	st := openStore(t, srv, "/forged")
+	l, err := st.Acquire(ctx, "k", "alpha", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Put(ctx, "/forged/term/k", `{"holder":"alpha","ttl_ns":1000000000,"term":9000000000000000000,"released":true}`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := st.Acquire(ctx, "k", "alpha", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Term <= r.Term || l2.Term <= l.Term {
+		t.Fatalf("Get showed the key free at term %d, then Acquire granted term %d", r.Term, l2.Term)
+	}
+}
