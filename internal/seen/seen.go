@@ -5,6 +5,7 @@
 package seen
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -93,4 +94,19 @@ func (t *Terms) Record(r tenure.Record) tenure.Record {
 		r.Term = max(r.Term, t.Highest(r.Key).Term)
 	}
 	return r
+}
+
+// Next returns the term after the highest of terms, and false when that
+// highest is the largest uint64: a term written there from outside, past
+// which no greater term exists. A store must then refuse to grant rather
+// than hand out the wrapped term 0.
+func Next(terms ...uint64) (uint64, bool) {
+	var hi uint64
+	for _, t := range terms {
+		hi = max(hi, t)
+	}
+	if hi == math.MaxUint64 {
+		return 0, false
+	}
+	return hi + 1, true
 }

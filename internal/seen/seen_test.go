@@ -1,6 +1,7 @@
 package seen
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -38,5 +39,17 @@ func TestWaitSinceCoversTheTimeBeforeTheJudgement(t *testing.T) {
 	}
 	if w := WaitSince(sent, 0); w != 0 {
 		t.Fatalf("WaitSince with no window = %s, want 0", w)
+	}
+}
+
+func TestNextNeverWraps(t *testing.T) {
+	if n, ok := Next(3, 7, 5); n != 8 || !ok {
+		t.Fatalf("Next(3, 7, 5) = %d, %v; want 8, true", n, ok)
+	}
+	if n, ok := Next(); n != 1 || !ok {
+		t.Fatalf("Next() = %d, %v; want 1, true", n, ok)
+	}
+	if n, ok := Next(1, math.MaxUint64); ok {
+		t.Fatalf("Next(1, MaxUint64) = %d, true; want false", n)
 	}
 }

@@ -85,6 +85,7 @@ func TestAzurite(t *testing.T) {
 		parallel("ExampleCoordinatorHandoff", testExampleCoordinator)
 		parallel("ExpiredLeaseIsNotRevived", testExpiredNotRevived)
 		parallel("TermsNeverReset", testTermsNeverReset)
+		parallel("TermAtMaximum", testTermAtMaximum)
 	})
 	t.Run("RecoversAfterRestart", func(t *testing.T) { testRecoversAfterRestart(t, srv) })
 }

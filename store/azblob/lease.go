@@ -79,6 +79,10 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 			s.seen.Observe(key, r.Term, r.TTL)
 			return tenure.Lease{}, &tenure.HeldError{Record: r}
 		}
+		term, ok := seen.Next(st.term, floor.Term)
+		if !ok {
+			return tenure.Lease{}, fmt.Errorf("azblob: blob %q in %s: term %d is the largest there is, no greater term can be granted (was the metadata written by something else?)", name, s.endpoint, max(st.term, floor.Term))
+		}
 		id := uuid.NewString()
 		lc, err := lease.NewBlobClient(b, &lease.BlobClientOptions{LeaseID: &id})
 		if err != nil {
@@ -95,7 +99,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		if err != nil {
 			return tenure.Lease{}, s.wrap("acquire lease on", name, err)
 		}
-		l := tenure.Lease{Key: key, Identity: identity, Term: max(st.term, floor.Term) + 1, TTL: ttl, Token: id, Value: c.Value}
+		l := tenure.Lease{Key: key, Identity: identity, Term: term, TTL: ttl, Token: id, Value: c.Value}
 		switch {
 		case st.broken && st.holder != "":
 			// Broken from outside before its holder released it: the

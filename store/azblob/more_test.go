@@ -172,3 +172,38 @@ func TestServerDown(t *testing.T) {
 		t.Fatal("watch did not close with the server down")
 	}
 }
+
+// testTermAtMaximum sets a released key's term in the blob metadata to the
+// largest uint64, as the Azure SDK lets anyone with the account key: the
+// next grant's term would wrap to 0, below every term handed out, so the
+// store must refuse to grant instead.
+func testTermAtMaximum(t *testing.T, srv *testserver.AzuriteServer) {
+	prefix := randomName(t)
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "maxterm", prefix))
+	ctx := storetest.Context(t, 30*time.Second)
+	l, err := st.Acquire(ctx, "k", "alpha", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := sdk.NewSharedKeyCredential(testserver.AzuriteAccount, testserver.AzuriteKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := sdk.NewClientWithSharedKeyCredential(srv.Endpoint, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := client.ServiceClient().NewContainerClient("maxterm").NewBlobClient(prefix + "/k")
+	maxTerm := "18446744073709551615"
+	if _, err := b.SetMetadata(ctx, map[string]*string{"tenureterm": &maxTerm}, nil); err != nil {
+		t.Fatalf("set the metadata (is the blob name still PREFIX/KEY?): %v", err)
+	}
+	if l2, err := st.Acquire(ctx, "k", "beta", ttl); err == nil {
+		t.Fatalf("Acquire after term %s granted term %d", maxTerm, l2.Term)
+	} else if errors.Is(err, tenure.ErrHeld) || !strings.Contains(err.Error(), maxTerm) {
+		t.Fatalf("Acquire after term %s: %v, want an error naming the term", maxTerm, err)
+	}
+}
