@@ -126,7 +126,11 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 func (s *Store) create(ctx context.Context, key, name string, c tenure.Claim, sent time.Time) (tenure.Lease, error) {
 	identity, ttl := c.Identity, c.TTL
 	prev := s.seen.Highest(key)
-	g := grant{Key: key, Term: prev.Term + 1, Holder: identity, TTL: int64(ttl), Token: newToken(), Value: c.Value}
+	term, err := s.nextTerm(key, prev.Term)
+	if err != nil {
+		return tenure.Lease{}, err
+	}
+	g := grant{Key: key, Term: term, Holder: identity, TTL: int64(ttl), Token: newToken(), Value: c.Value}
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace}}
 	spec(l, identity, ttl, 0, time.Now())
 	annotate(l, g)
@@ -146,9 +150,13 @@ func (s *Store) create(ctx context.Context, key, name string, c tenure.Claim, se
 // take writes a grant to identity over cur, the free Lease read as v.
 func (s *Store) take(ctx context.Context, key string, c tenure.Claim, cur *coordinationv1.Lease, v view, sent time.Time) (tenure.Lease, error) {
 	identity, ttl := c.Identity, c.TTL
+	term, err := s.nextTerm(key, v.term, s.seen.Highest(key).Term)
+	if err != nil {
+		return tenure.Lease{}, err
+	}
 	g := grant{
 		Key:         key,
-		Term:        max(v.term, s.seen.Highest(key).Term) + 1,
+		Term:        term,
 		Transitions: v.trans + 1,
 		Holder:      identity,
 		TTL:         int64(ttl),
@@ -175,6 +183,18 @@ func (s *Store) take(ctx context.Context, key string, c tenure.Claim, cur *coord
 		wait = seen.WaitSince(sent, time.Duration(v.g.TTL))
 	}
 	return s.lease(key, g, wait), nil
+}
+
+// nextTerm is the term after the highest of terms, or an error when that
+// is the largest uint64 (written from outside): no greater term exists,
+// and the wrapped term 0 would go back.
+func (s *Store) nextTerm(key string, terms ...uint64) (uint64, error) {
+	term, ok := seen.Next(terms...)
+	if !ok {
+		return 0, fmt.Errorf("k8s: key %q (Lease %s, %s): term %d is the largest there is, no greater term can be granted (was the %s annotation written by something else?)",
+			key, s.LeaseName(key), s.where, uint64(math.MaxUint64), GrantAnnotation)
+	}
+	return term, nil
 }
 
 func (s *Store) lease(key string, g grant, wait time.Duration) tenure.Lease {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -129,7 +130,9 @@ func read(key string, l *coordinationv1.Lease) (v view, ok bool) {
 	}
 	v.term = v.g.Term
 	if v.trans > v.g.Transitions {
-		v.term += uint64(v.trans - v.g.Transitions)
+		// Saturating: a term written near the largest uint64 from outside
+		// must not wrap to a small one (Acquire then refuses to grant).
+		v.term += min(uint64(int64(v.trans)-int64(v.g.Transitions)), math.MaxUint64-v.term)
 	}
 	sameGrant := v.trans == v.g.Transitions
 	v.own = sameGrant && v.holder != "" && v.holder == v.g.Holder

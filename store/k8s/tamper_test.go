@@ -1,0 +1,75 @@
+package k8s_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/k8s"
+	"github.com/tenurehq/tenure/storetest"
+)
+
+// termsAtMaximum: a released key's term in the grant annotation is set
+// with kubectl to the largest uint64, or just below it with the Lease's
+// leaseTransitions raised so that the term tenure derives passes it. The
+// next grant's term would wrap to a small one, below every term handed
+// out, so the store must refuse to grant instead.
+func termsAtMaximum(t *testing.T, e *env) {
+	for _, tc := range []struct {
+		name  string
+		term  uint64
+		trans int32 // added to leaseTransitions
+	}{
+		{"Annotation", math.MaxUint64, 0},
+		{"Transitions", math.MaxUint64 - 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := storetest.Context(t, 30*time.Second)
+			st := storetest.OpenClosing(t, k8s.Open, e.url("maxterm.", e.admin))
+			key := strings.ToLower(tc.name)
+			l, err := st.Acquire(ctx, key, "alpha", time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Release(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			lease := e.lease(t, st.LeaseName(key))
+			var g map[string]any
+			if err := json.Unmarshal([]byte(lease.Annotations[k8s.GrantAnnotation]), &g); err != nil {
+				t.Fatal(err)
+			}
+			g["term"] = json.Number(strconv.FormatUint(tc.term, 10))
+			b, err := json.Marshal(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease.Annotations[k8s.GrantAnnotation] = string(b)
+			lease.Spec.LeaseTransitions = ptr(*lease.Spec.LeaseTransitions + tc.trans)
+			if _, err := e.raw.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r, err := st.Get(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Term < tc.term {
+				t.Fatalf("Get after the annotation's term was set to %d shows term %d", tc.term, r.Term)
+			}
+			if l2, err := st.Acquire(ctx, key, "beta", time.Second); err == nil {
+				t.Fatalf("Acquire after term %d granted term %d", r.Term, l2.Term)
+			} else if errors.Is(err, tenure.ErrHeld) || !strings.Contains(err.Error(), "largest") {
+				t.Fatalf("Acquire after term %d: %v, want an error saying no greater term exists", r.Term, err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
