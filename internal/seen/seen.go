@@ -64,12 +64,22 @@ func Margin(d time.Duration) time.Duration { return d/50 + 20*time.Millisecond }
 // Wait is the [tenure.Lease] Wait of a grant that follows one that ended
 // without its holder's release or expiry, when that holder's renew window
 // still open is at most remaining (the previous grant's TTL when the store
-// cannot know better), judged at the moment the Acquire was sent.
+// cannot know better), judged at the moment the Acquire was sent. It
+// saturates at the largest Duration rather than overflow: a window read
+// from a record written from outside can be anything.
 func Wait(remaining time.Duration) time.Duration {
 	if remaining <= 0 {
 		return 0
 	}
-	return remaining + Margin(remaining)
+	return addSat(remaining, Margin(remaining))
+}
+
+// addSat is a+b for non-negative a and b, at most the largest Duration.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // WaitSince is [Wait] for a window judged by the store somewhere between
@@ -81,7 +91,7 @@ func WaitSince(sent time.Time, window time.Duration) time.Duration {
 	if window <= 0 {
 		return 0
 	}
-	return Wait(window + time.Since(sent))
+	return Wait(addSat(window, max(time.Since(sent), 0)))
 }
 
 // Record observes r and returns it with, if the key is free, the highest

@@ -53,3 +53,17 @@ func TestNextNeverWraps(t *testing.T) {
 		t.Fatalf("Next(1, MaxUint64) = %d, true; want false", n)
 	}
 }
+
+// A window read from a record written from outside can be anything, up to
+// the largest Duration: the Wait covering it must not overflow to zero.
+func TestWaitSaturates(t *testing.T) {
+	sent := time.Now().Add(-time.Second)
+	for _, window := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Millisecond, math.MaxInt64 / 50 * 49} {
+		if w := WaitSince(sent, window); w < window {
+			t.Errorf("WaitSince(a second ago, %d) = %s, below the window", window, w)
+		}
+		if w := Wait(window); w < window {
+			t.Errorf("Wait(%d) = %s, below the window", window, w)
+		}
+	}
+}
