@@ -309,7 +309,7 @@ func (s *Store) grantOrHeld(ctx context.Context, key string, grant func() (l ten
 func grantWait(sent time.Time, floor seen.Grant, waitUS int64) time.Duration {
 	switch {
 	case waitUS > 0: // the last grant vanished before it expired
-		return seen.WaitSince(sent, time.Duration(waitUS)*time.Microsecond)
+		return seen.WaitSince(sent, micros(waitUS))
 	case waitUS < 0 && floor.Term > 0: // its row is gone: assume the worst
 		return seen.WaitSince(sent, floor.TTL)
 	}
@@ -387,9 +387,19 @@ func (s *Store) get(ctx context.Context, key string) (tenure.Record, error) {
 	}
 	r.Term = uint64(term)
 	if remainingUS > 0 {
-		r.Holder, r.TTL, r.Remaining, r.Value = holder, time.Duration(ttl), time.Duration(remainingUS)*time.Microsecond, value
+		r.Holder, r.TTL, r.Remaining, r.Value = holder, time.Duration(ttl), micros(remainingUS), value
 	}
 	return r, nil
+}
+
+// micros is us microseconds, at most the largest Duration: an expires_at
+// set from outside far in the future (PostgreSQL takes the year 200000)
+// is more than a Duration holds, and must not overflow to a negative one.
+func micros(us int64) time.Duration {
+	if us > math.MaxInt64/int64(time.Microsecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // termFloor is the highest term this handle saw granted for key, which a

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,5 +39,44 @@ func tamperOn(srv *testserver.PostgresServer, table string) *storetest.Tamper {
 		DeleteAll: func(tb testing.TB, key string) {
 			exec(tb, `DELETE FROM `+t+` WHERE key = $1`, key)
 		},
+	}
+}
+
+// A grant whose expires_at is set with psql to a date in the year 200000
+// (PostgreSQL accepts it) has more microseconds left than a Duration
+// holds: Get must show it held with a positive Remaining, not one
+// overflowed to minus 190 years, and the grant after it vanished must
+// wait out at least the old grant's TTL rather than start at once.
+func TestFarExpiryDoesNotOverflow(t *testing.T) {
+	srv := server(t)
+	table := randomName("farexpiry")
+	st := openTable(t, table)
+	l, err := st.Acquire(ctxFor(t), "k", "alpha", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctxFor(t), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET `+sql+` WHERE key = 'k'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`expires_at = '200000-01-01'`)
+	r, err := st.Get(ctxFor(t), "k")
+	if err != nil || r.Holder != "alpha" || r.Remaining < 100*365*24*time.Hour {
+		t.Fatalf("Get of a grant expiring in the year 200000 = %+v, %v; want held by alpha with a Remaining of at least a century", r, err)
+	}
+	exec(`holder = '', token = ''`) // deleted from outside, its window still open
+	l2, err := st.Acquire(ctxFor(t), "k", "beta", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Term <= l.Term || l2.Wait < l.TTL {
+		t.Fatalf("Acquire after the far grant vanished = term %d, Wait %s; want a term above %d and a Wait covering the old TTL %s", l2.Term, l2.Wait, l.Term, l.TTL)
 	}
 }
