@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -280,7 +281,7 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 		waitMS, ok2 := res[2].(int64)
 		repaired, _ := res[3].(int64)
 		if !ok || !ok2 || term <= 0 {
-			return tenure.Lease{}, fmt.Errorf("tenure/redis: acquire on %s: unexpected reply %v", s.redacted, res)
+			return tenure.Lease{}, fmt.Errorf("tenure/redis: acquire on %s: unexpected reply %s", s.redacted, replyString(res))
 		}
 		if repaired == 1 {
 			s.repairs.Add(1)
@@ -359,7 +360,7 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 // record decodes {holder, term, ttl_ns, pttl, value} or {"", term}.
 func (s *Store) record(key string, v []any) (tenure.Record, error) {
 	bad := func() (tenure.Record, error) {
-		return tenure.Record{}, fmt.Errorf("tenure/redis: unexpected record %v for key %q on %s (was it written by something else?)", v, key, s.redacted)
+		return tenure.Record{}, fmt.Errorf("tenure/redis: unexpected record %s for key %q on %s (was it written by something else?)", replyString(v), key, s.redacted)
 	}
 	r := tenure.Record{Key: key}
 	if len(v) < 2 {
@@ -393,4 +394,25 @@ func (s *Store) record(key string, v []any) (tenure.Record, error) {
 		r.Remaining = time.Duration(pttl) * time.Millisecond
 	}
 	return r, nil
+}
+
+// replyString renders a script's reply for an error: strings quoted (any
+// bytes can be written into the hash from outside) and cut to 64 bytes,
+// so the error stays one short line.
+func replyString(v []any) string {
+	const max = 64
+	parts := make([]string, len(v))
+	for i, x := range v {
+		str, ok := x.(string)
+		if !ok {
+			parts[i] = fmt.Sprint(x)
+			continue
+		}
+		if len(str) > max {
+			parts[i] = fmt.Sprintf("%q... (%d bytes)", str[:max], len(str))
+		} else {
+			parts[i] = strconv.Quote(str)
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -177,3 +177,27 @@ func TestTermsBeyondExactLuaIntegers(t *testing.T) {
 		}
 	})
 }
+
+// A lease hash rewritten with redis-cli so that it no longer decodes (a
+// term that is not a number, beside a holder of several MiB) gives an
+// error of one short line, without the raw bytes or the password.
+func TestUndecodableRecordError(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	key := randomKey()
+	if _, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	lease := redis.DefaultPrefix + ":{" + key + "}:lease"
+	huge := strings.Repeat("h", 4<<20)
+	if err := client(t, srv).HSet(ctxFor(t), lease, "term", "1\n\x1b[2J", "holder", huge).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.Get(ctxFor(t), key)
+	if err == nil {
+		t.Fatal("Get of an undecodable record succeeded")
+	}
+	if msg := err.Error(); len(msg) > 1024 || strings.ContainsAny(msg, "\n\x1b") || strings.Contains(msg, srv.Password) {
+		t.Fatalf("Get's error is %d bytes, spans lines, holds raw escapes or the password: %.300q", len(msg), msg)
+	}
+}
