@@ -97,8 +97,10 @@ func WaitSince(sent time.Time, window time.Duration) time.Duration {
 // Record observes r and returns it with, if the key is free, the highest
 // term seen as its term: a key whose data was deleted reads as free at the
 // last term this handle knows of, so a holder watching it sees its grant
-// gone ([tenure.Superseded]) rather than older news.
+// gone ([tenure.Superseded]) rather than older news. A negative TTL or
+// Remaining, which only a record written from outside carries, reads as 0.
 func (t *Terms) Record(r tenure.Record) tenure.Record {
+	r.TTL, r.Remaining = max(r.TTL, 0), max(r.Remaining, 0)
 	t.Observe(r.Key, r.Term, r.TTL)
 	if !r.Held() {
 		r.Term = max(r.Term, t.Highest(r.Key).Term)

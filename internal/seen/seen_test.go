@@ -67,3 +67,14 @@ func TestWaitSaturates(t *testing.T) {
 		}
 	}
 }
+
+// A record written from outside can carry a negative TTL (ZooKeeper
+// ttl_ns -5, Redis ttl_ns -1000): Record reports no negative TTL or
+// Remaining, which tenure.Record defines as durations.
+func TestRecordHasNoNegativeDurations(t *testing.T) {
+	var s Terms
+	r := s.Record(tenure.Record{Key: "k", Holder: "x", Term: 3, TTL: -5, Remaining: -5})
+	if r.TTL < 0 || r.Remaining < 0 || r.Holder != "x" || r.Term != 3 {
+		t.Fatalf("Record of a held grant with TTL -5ns = %+v, want it held at term 3 without negative durations", r)
+	}
+}

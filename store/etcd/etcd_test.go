@@ -344,3 +344,25 @@ func TestForgedLastTermNotBelieved(t *testing.T) {
 		t.Fatalf("Get showed the key free at term %d, then Acquire granted term %d", r.Term, l2.Term)
 	}
 }
+
+// A holder key rewritten with etcdctl to a TTL of 2^63-1 ns: the holder's
+// record, as Acquire reports it, must not show an overflowed, negative
+// Remaining.
+func TestHugeTTLDoesNotOverflow(t *testing.T) {
+	srv := etcdtest.Start(t)
+	raw := rawClient(t, srv)
+	ctx := storetest.Context(t, 10*time.Second)
+	if _, err := raw.Put(ctx, "/hugettl/holder/k", `{"holder":"mallory","ttl_ns":9223372036854775807}`); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t, srv, "/hugettl")
+	_, err := st.Acquire(ctx, "k", "alpha", time.Second)
+	var held *tenure.HeldError
+	if !errors.As(err, &held) || held.Record.Holder != "mallory" || held.Record.Remaining < 0 {
+		t.Fatalf("Acquire of a key held with TTL 2^63-1 ns: %v, want held by mallory with a Remaining not below 0", err)
+	}
+	r, err := st.Get(ctx, "k")
+	if err != nil || r.Holder != "mallory" || r.Remaining < 0 || r.TTL < 0 {
+		t.Fatalf("Get = %+v, %v; want held by mallory without negative durations", r, err)
+	}
+}

@@ -195,6 +195,9 @@ func heldRecord(key string, holder, term *mvccpb.KeyValue) tenure.Record {
 		r.Holder = unknownHolder
 	}
 	r.Remaining = time.Duration(ttlSeconds(r.TTL)) * time.Second
+	if r.TTL < 0 || r.Remaining < r.TTL { // a TTL written from outside: negative, or too long to round up
+		r.TTL, r.Remaining = max(r.TTL, 0), max(r.TTL, 0)
+	}
 	return r
 }
 
