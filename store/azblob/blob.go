@@ -2,6 +2,7 @@ package azblob
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -145,7 +146,7 @@ func stateOf(p blob.GetPropertiesResponse) (state, error) {
 	}
 	if v := metaGet(p.Metadata, metaTTL); v != "" {
 		secs, err := strconv.Atoi(v)
-		if err != nil || secs < 0 {
+		if err != nil || secs < 0 || secs > math.MaxInt64/int(time.Second) {
 			return state{}, fmt.Errorf("azblob: blob metadata %s=%q is not a TTL", metaTTL, v)
 		}
 		st.ttl = time.Duration(secs) * time.Second

@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tenurehq/tenure"
 )
@@ -161,5 +164,22 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := s.Watch(t.Context(), "k"); !errors.Is(err, tenure.ErrClosed) {
 		t.Fatalf("Watch after Close: %v", err)
+	}
+}
+
+// A tenurettl set with the Azure SDK to more seconds than a Duration
+// holds is refused like any unreadable TTL, not read as an overflowed
+// (negative or tiny) one, which would shorten the Wait after a broken
+// lease.
+func TestStateOfRefusesOverflowingTTL(t *testing.T) {
+	for _, v := range []string{"9223372037", "99999999999", "-1"} {
+		_, err := stateOf(blob.GetPropertiesResponse{Metadata: map[string]*string{metaTTL: &v}})
+		if err == nil {
+			t.Errorf("stateOf with %s=%s: no error", metaTTL, v)
+		}
+	}
+	ok := "60"
+	if st, err := stateOf(blob.GetPropertiesResponse{Metadata: map[string]*string{metaTTL: &ok}}); err != nil || st.ttl != time.Minute {
+		t.Errorf("stateOf with %s=60 = %+v, %v", metaTTL, st, err)
 	}
 }
