@@ -76,11 +76,23 @@ func toJSON(r tenure.Record) recordJSON {
 // client can write any bytes, and an escape sequence printed raw would
 // drive the operator's terminal (rewrite the screen or the title, set
 // the clipboard). tenure itself grants no such identity ([tenure.CheckAcquire]).
+// One longer than [tenure.MaxIdentityLen] is cut there, with its size.
 func shown(s string) string {
+	s, more := cut(s, tenure.MaxIdentityLen)
 	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }) {
-		return strconv.Quote(s)
+		s = strconv.Quote(s)
 	}
-	return s
+	return s + more
+}
+
+// cut returns s's first max bytes and, if s is longer, a note of its
+// size to follow them: a string written into the store from outside can
+// be megabytes long, which no operator reads.
+func cut(s string, max int) (string, string) {
+	if len(s) <= max {
+		return s, ""
+	}
+	return s[:max], fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // describe renders a record for people.
@@ -94,7 +106,8 @@ func describe(r tenure.Record) string {
 	s := fmt.Sprintf("%s: %s leads, term %d, ttl %s, %s left", r.Key, shown(r.Holder), r.Term,
 		r.TTL, r.Remaining.Round(time.Millisecond))
 	if r.Value != "" {
-		s += fmt.Sprintf(", value %q", r.Value)
+		v, more := cut(r.Value, tenure.MaxValueLen)
+		s += fmt.Sprintf(", value %q%s", v, more)
 	}
 	return s
 }

@@ -74,3 +74,26 @@ func TestErrorEscapesReachNoTerminal(t *testing.T) {
 		t.Fatalf("tenure status error quotes the password: %q", status.stderr)
 	}
 }
+
+// TestHugeHolderIsCut: a holder and a value of 4 MiB each, written with
+// redis-cli HSET, are shown by `tenure status` cut to a readable length
+// with their size, not printed whole.
+func TestHugeHolderIsCut(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	store := srv.URL(0)
+	holdKey(t, store, "huge", "--ttl", "30s")
+	opts, err := redis.ParseURL(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	huge := strings.Repeat("h", 4<<20)
+	if err := rdb.HSet(context.Background(), "tenure:{huge}:lease", "holder", huge, "value", huge).Err(); err != nil {
+		t.Fatal(err)
+	}
+	status := runTenure(t, "status", "--store", store, "--key", "huge")
+	if status.code != 0 || len(status.stdout) > 4096 || strings.Count(status.stdout, "(4194304 bytes)") != 2 {
+		t.Fatalf("tenure status of a 4 MiB holder and value: exit %d, %d bytes: %.300q", status.code, len(status.stdout), status.stdout)
+	}
+}
