@@ -71,11 +71,11 @@ func Wait(remaining time.Duration) time.Duration {
 	if remaining <= 0 {
 		return 0
 	}
-	return addSat(remaining, Margin(remaining))
+	return AddSat(remaining, Margin(remaining))
 }
 
-// addSat is a+b for non-negative a and b, at most the largest Duration.
-func addSat(a, b time.Duration) time.Duration {
+// AddSat is a+b for non-negative a and b, at most the largest Duration.
+func AddSat(a, b time.Duration) time.Duration {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64
 	}
@@ -91,7 +91,7 @@ func WaitSince(sent time.Time, window time.Duration) time.Duration {
 	if window <= 0 {
 		return 0
 	}
-	return Wait(addSat(window, max(time.Since(sent), 0)))
+	return Wait(AddSat(window, max(time.Since(sent), 0)))
 }
 
 // Record observes r and returns it with, if the key is free, the highest

@@ -186,13 +186,17 @@ func (o *observations) forget(name string) {
 // has passed on this handle's clock.
 func record(key string, v view, unchanged time.Duration) tenure.Record {
 	r := tenure.Record{Key: key, Term: v.term}
-	if v.holder == "" || unchanged >= v.dur+seen.Margin(v.dur) {
+	// Saturating, and never negative: the TTL of tenure's own grant comes
+	// from the annotation, which anyone can edit.
+	dur := max(v.dur, 0)
+	window := seen.AddSat(dur, seen.Margin(dur))
+	if v.holder == "" || unchanged >= window {
 		return r
 	}
-	r.Holder, r.TTL = v.holder, v.ttl
+	r.Holder, r.TTL = v.holder, max(v.ttl, 0)
 	if v.own {
 		r.Value = v.g.Value
 	}
-	r.Remaining = min(v.dur+seen.Margin(v.dur)-unchanged, v.ttl)
+	r.Remaining = min(window-unchanged, r.TTL)
 	return r
 }
