@@ -146,17 +146,20 @@ return {1, term, wait, repaired}
 `)
 
 	// KEYS: lease, last. ARGV: identity, term, token. Returns 1 if renewed.
-	// A session grant is renewed by its session only.
+	// A session grant is renewed by its session only. A ttl_ms that is not
+	// a positive whole number (written from outside) is no renewal: PEXPIRE
+	// with 0 or less would delete the grant it was renewing.
 	renewScript = goredis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'ttl_ms', 'session')
-if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not cur[4] or cur[5] then
+local ttl = tonumber(cur[4])
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not ttl or ttl < 1 or ttl ~= math.floor(ttl) or cur[5] then
 	return 0
 end
-redis.call('PEXPIRE', KEYS[1], cur[4])
+redis.call('PEXPIRE', KEYS[1], ttl)
 if redis.call('HGET', KEYS[2], 'term') == ARGV[2] then
 	local t = redis.call('TIME')
 	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-	redis.call('HSET', KEYS[2], 'exp_ms', now + tonumber(cur[4]))
+	redis.call('HSET', KEYS[2], 'exp_ms', now + ttl)
 end
 return 1
 `)
@@ -303,7 +306,9 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 }
 
 // Renew implements [tenure.Store]: the script checks holder, term and the
-// grant's random token, then PEXPIREs the lease key by its TTL.
+// grant's random token, then PEXPIREs the lease key by its TTL. A lease
+// hash whose ttl_ms is not a positive whole number (written from outside)
+// is not renewed (ErrLost): PEXPIRE by 0 or less would delete the grant.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	return s.onGrant(ctx, "renew", renewScript, l)
 }

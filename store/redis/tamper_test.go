@@ -201,3 +201,26 @@ func TestUndecodableRecordError(t *testing.T) {
 		t.Fatalf("Get's error is %d bytes, spans lines, holds raw escapes or the password: %.300q", len(msg), msg)
 	}
 }
+
+// A grant whose ttl_ms is rewritten with redis-cli to -1: PEXPIRE with a
+// negative time deletes the key, so a Renew that used it would delete the
+// grant it was renewing and report success. Renew must not succeed on it.
+func TestRenewWithForgedTTL(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	for _, ttl := range []string{"-1", "0", "0.5", "abc"} {
+		st := open(t, srv.URL(0))
+		key := randomKey()
+		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.HSet(ctxFor(t), redis.DefaultPrefix+":{"+key+"}:lease", "ttl_ms", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Renew(ctxFor(t), l); err == nil {
+			r, _ := st.Get(ctxFor(t), key)
+			t.Errorf("ttl_ms %s: Renew succeeded; the key then reads %+v", ttl, r)
+		}
+	}
+}
