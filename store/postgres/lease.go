@@ -108,7 +108,8 @@ func newQueries(table string) queries {
 SELECT term, (SELECT count(*) FROM notified), coalesce((SELECT wait_us FROM prev), -1) FROM granted`,
 		renew: `UPDATE ` + t + `
 SET expires_at = now() + (ttl_ns / 1000) * interval '1 microsecond'
-WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()`,
+WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()
+	AND ttl_ns >= 1000`,
 		release: `WITH released AS (
 	UPDATE ` + t + ` SET holder = '', token = '', ttl_ns = 0, expires_at = NULL, value = ''
 	WHERE key = $1 AND holder = $2 AND term = $3 AND token = $4 AND holder <> '' AND expires_at > now()
@@ -317,7 +318,9 @@ func grantWait(sent time.Time, floor seen.Grant, waitUS int64) time.Duration {
 }
 
 // Renew implements [tenure.Store]: it moves the grant's expiry to the
-// server's now plus its TTL, if l is still the key's live grant.
+// server's now plus its TTL, if l is still the key's live grant. A row
+// whose ttl_ns was set below 1µs from outside is not renewed (ErrLost):
+// its expiry would move into the past, ending the grant.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	return s.onGrant(ctx, "renew", l, func() (int64, error) {
 		tag, err := s.pool.Exec(ctx, s.q.renew, l.Key, l.Identity, int64(l.Term), l.Token)

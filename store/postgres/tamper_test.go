@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,5 +79,33 @@ func TestFarExpiryDoesNotOverflow(t *testing.T) {
 	}
 	if l2.Term <= l.Term || l2.Wait < l.TTL {
 		t.Fatalf("Acquire after the far grant vanished = term %d, Wait %s; want a term above %d and a Wait covering the old TTL %s", l2.Term, l2.Wait, l.Term, l.TTL)
+	}
+}
+
+// A grant whose ttl_ns is set with psql to 0 or less: a Renew that used it
+// would move expires_at into the past, ending the grant it was renewing,
+// and report success. Renew must not succeed on it.
+func TestRenewWithForgedTTL(t *testing.T) {
+	srv := server(t)
+	table := randomName("forgedttl")
+	st := openTable(t, table)
+	conn, err := pgx.Connect(ctxFor(t), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for i, ttl := range []int64{-1000000000, 0} {
+		key := fmt.Sprint("k", i)
+		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET ttl_ns = $2 WHERE key = $1`, key, ttl); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Renew(ctxFor(t), l); err == nil {
+			r, _ := st.Get(ctxFor(t), key)
+			t.Errorf("ttl_ns %d: Renew succeeded; the key then reads %+v", ttl, r)
+		}
 	}
 }
