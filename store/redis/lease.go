@@ -362,6 +362,10 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	return s.seen.Record(r), nil
 }
 
+// unknownHolder names the holder of a live lease hash whose holder field
+// is empty (cleared from outside): it still blocks Acquire.
+const unknownHolder = "(unknown)"
+
 // record decodes {holder, term, ttl_ns, pttl, value} or {"", term}.
 func (s *Store) record(key string, v []any) (tenure.Record, error) {
 	bad := func() (tenure.Record, error) {
@@ -378,11 +382,14 @@ func (s *Store) record(key string, v []any) (tenure.Record, error) {
 		return bad()
 	}
 	r.Term = term
-	if holder == "" {
+	if len(v) == 2 && holder == "" {
 		return r, nil
 	}
 	if len(v) != 5 {
 		return bad()
+	}
+	if holder == "" {
+		holder = unknownHolder // held, but the holder was cleared from outside
 	}
 	value, ok := v[4].(string)
 	if !ok {

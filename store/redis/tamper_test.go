@@ -224,3 +224,28 @@ func TestRenewWithForgedTTL(t *testing.T) {
 		}
 	}
 }
+
+// A lease hash whose holder is set to "" with redis-cli still blocks
+// Acquire; Get and Acquire's refusal must both show the key held, by
+// "(unknown)" as on etcd and ZooKeeper, not Get free and Acquire held
+// by "".
+func TestEmptyHolderReadsHeld(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	key := randomKey()
+	if _, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := client(t, srv).HSet(ctxFor(t), redis.DefaultPrefix+":{"+key+"}:lease", "holder", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Get(ctxFor(t), key)
+	if err != nil || r.Holder != "(unknown)" {
+		t.Errorf("Get = %+v, %v; want held by (unknown)", r, err)
+	}
+	_, err = st.Acquire(ctxFor(t), key, "beta", time.Second)
+	var held *tenure.HeldError
+	if !errors.As(err, &held) || held.Record.Holder != "(unknown)" {
+		t.Errorf("Acquire: %v, want held by (unknown)", err)
+	}
+}
