@@ -12,6 +12,9 @@ import (
 // TestBadInput: every bad command line or unusable store gives one line on
 // stderr, "tenure: ...", the documented exit code, and consumes no term.
 func TestBadInput(t *testing.T) {
+	// A case that wrongly falls back to the default local store must not
+	// write to the user's.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	dir := t.TempDir()
 	store := "file://" + dir
 	notDir := filepath.Join(t.TempDir(), "plain-file")
@@ -62,6 +65,12 @@ func TestBadInput(t *testing.T) {
 		{"status without key", []string{"status", "--store", store}, exitUsage, "--key is required"},
 		{"status extra argument", []string{"status", "--store", store, "--key", "job", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{"watch bad flag", []string{"watch", "--json=maybe", "--key", "job"}, exitUsage, "invalid boolean value"},
+		// "--store $URL" with $URL unset: the local store would make every
+		// machine a leader.
+		{"empty --store", []string{"run", "--store", "", "--key", "job", "--", "true"}, exitUsage, "--store is given but empty"},
+		{"blank --store", []string{"status", "--store", " ", "--key", "job"}, exitUsage, "--store is given but empty"},
+		{"empty --store-file", []string{"run", "--store-file", "", "--key", "job", "--", "true"}, exitUsage, "--store-file is given but empty"},
+		{"empty --store-file, status", []string{"status", "--store-file=", "--key", "job"}, exitUsage, "--store-file is given but empty"},
 		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
 	}
 	for _, tc := range cases {

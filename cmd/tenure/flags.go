@@ -60,10 +60,13 @@ const maxStoreFile = 64 << 10
 
 // storeFlags are --store and --store-file, shared by the subcommands that
 // use a store.
-type storeFlags struct{ url, file string }
+type storeFlags struct {
+	url, file string
+	fs        *flag.FlagSet // to tell a flag given empty from one not given
+}
 
 func addStoreFlags(fs *flag.FlagSet) *storeFlags {
-	sf := &storeFlags{}
+	sf := &storeFlags{fs: fs}
 	fs.StringVar(&sf.url, "store", "", "store `URL`, such as file:///var/lib/tenure (default: --store-file, else $"+envStore+", else the local store's default directory). A URL with a password belongs in --store-file or $"+envStore+": every user can read a command line with ps")
 	fs.StringVar(&sf.file, "store-file", "", "read the store URL from `PATH`, a file only its owner can read (chmod 600)")
 	return sf
@@ -77,10 +80,20 @@ type storeSource struct {
 
 // resolve returns the store URL: --store, else the contents of
 // --store-file, else $TENURE_STORE, else "" (the default local store).
-// Giving both --store and --store-file is a usage error. Errors never quote
-// the URL.
+// Giving both --store and --store-file is a usage error, and so is giving
+// either one empty ("--store $URL" with $URL unset): falling back to the
+// default local store there would elect a leader on every machine. Errors
+// never quote the URL.
 func (sf *storeFlags) resolve(getenv func(string) string) (storeSource, error) {
+	var empty error
+	sf.fs.Visit(func(f *flag.Flag) {
+		if (f.Name == "store" || f.Name == "store-file") && strings.TrimSpace(f.Value.String()) == "" && empty == nil {
+			empty = usageErrorf("--%s is given but empty; leave it out to use $"+envStore+" or the local store", f.Name)
+		}
+	})
 	switch {
+	case empty != nil:
+		return storeSource{}, empty
 	case sf.url != "" && sf.file != "":
 		return storeSource{}, usageErrorf("--store and --store-file are both given; use one")
 	case sf.url != "":
