@@ -74,28 +74,61 @@ func TestBadInput(t *testing.T) {
 		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := runInProcess(tc.args, &stdout, &stderr)
-			line := stderr.String()
-			if code != tc.code {
-				t.Errorf("exit code %d, want %d (stderr %q)", code, tc.code, line)
-			}
-			if !strings.HasPrefix(line, "tenure: ") || strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") {
-				t.Errorf("stderr %q: want exactly one line starting with \"tenure: \"", line)
-			}
-			if !strings.Contains(line, tc.want) {
-				t.Errorf("stderr %q does not say %q", line, tc.want)
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout %q, want nothing", stdout.String())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkRefused(t, tc.args, tc.code, tc.want) })
 	}
 	// None of it campaigned: the key was never granted.
 	var stdout, stderr bytes.Buffer
 	if code := runInProcess([]string{"status", "--store", store, "--key", "job"}, &stdout, &stderr); code != exitFree || !strings.Contains(stdout.String(), "never granted") {
 		t.Fatalf("after the bad inputs: status %d %q %q; want a never-granted key", code, stdout.String(), stderr.String())
+	}
+}
+
+// checkRefused runs args in process and fails t unless the command exits
+// with code, prints nothing on stdout, and prints on stderr exactly one
+// line, "tenure: ...", that says want.
+func checkRefused(t *testing.T, args []string, code int, want string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	got := runInProcess(args, &stdout, &stderr)
+	line := stderr.String()
+	if got != code {
+		t.Errorf("exit code %d, want %d (stderr %q)", got, code, line)
+	}
+	if !strings.HasPrefix(line, "tenure: ") || strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") {
+		t.Errorf("stderr %q: want exactly one line starting with \"tenure: \"", line)
+	}
+	if !strings.Contains(line, want) {
+		t.Errorf("stderr %q does not say %q", line, want)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
+	}
+}
+
+// TestBadEnvNamed: a bad value from the environment is refused naming the
+// variable it came from, not a flag the operator never gave.
+func TestBadEnvNamed(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	store := "file://" + t.TempDir()
+	run := []string{"run", "--store", store, "--key", "job", "--", "true"}
+	cases := []struct {
+		name, env, value string
+		args             []string
+		want             string
+	}{
+		{"POD_NAME", "POD_NAME", "web\n0", run, "tenure: $POD_NAME (the default --id): "},
+		{"POD_NAME too long", "POD_NAME", strings.Repeat("p", 300), run, "tenure: $POD_NAME (the default --id): "},
+		{"TENURE_ID", envID, "a\x1b[2Jb", run, "tenure: $TENURE_ID: "},
+		{"TENURE_ADVERTISE", envAdvertise, "10.0.0.1\n", run, "tenure: $TENURE_ADVERTISE: "},
+		{"TENURE_KEY, run", envKey, "job\n", []string{"run", "--store", store, "--", "true"}, "tenure: $TENURE_KEY: "},
+		{"TENURE_KEY, status", envKey, strings.Repeat("k", 300), []string{"status", "--store", store}, "tenure: $TENURE_KEY: "},
+		{"TENURE_KEY, step-down", envKey, "a\tb", []string{"step-down", "--store", store}, "tenure: $TENURE_KEY: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			checkRefused(t, tc.args, exitUsage, tc.want)
+		})
 	}
 }
 

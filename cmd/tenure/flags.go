@@ -47,12 +47,18 @@ const (
 	envAdvertise = "TENURE_ADVERTISE" // tenure run --advertise
 )
 
-// orEnv returns flag, or, if it is empty, the environment variable name.
-func orEnv(flag, name string) string {
+// orEnvFrom returns flag, or, if it is empty, the environment variable
+// name, and where the value came from, for messages: flagName, or "$"+name
+// when the variable supplied it. An operator who never gave the flag must
+// be told which variable is wrong.
+func orEnvFrom(flag, flagName, name string) (value, from string) {
 	if flag != "" {
-		return flag
+		return flag, flagName
 	}
-	return os.Getenv(name)
+	if v := os.Getenv(name); v != "" {
+		return v, "$" + name
+	}
+	return "", flagName
 }
 
 // maxStoreFile bounds what --store-file reads: a URL, not a file's worth.
@@ -192,13 +198,13 @@ func openStore(ctx context.Context, src storeSource) (tenure.Store, error) {
 	return s, nil
 }
 
-// checkKeyFlag validates the --key flag.
-func checkKeyFlag(key string) error {
+// checkKeyFlag validates the key, which came from (--key or $TENURE_KEY).
+func checkKeyFlag(key, from string) error {
 	if key == "" {
 		return usageErrorf("--key is required (or $" + envKey + ")")
 	}
 	if err := tenure.CheckKey(key); err != nil {
-		return fmt.Errorf("--key: %w", err)
+		return fmt.Errorf("%s: %w", from, err)
 	}
 	return nil
 }
@@ -277,10 +283,11 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	if code, done := parseFlags(fs, args, help, stdout, stderr); done {
 		return o, code, true
 	}
-	o.key = orEnv(o.key, envKey)
+	var keyFrom string
+	o.key, keyFrom = orEnvFrom(o.key, "--key", envKey)
 	err := noArgs(fs)
 	if err == nil {
-		err = checkKeyFlag(o.key)
+		err = checkKeyFlag(o.key, keyFrom)
 	}
 	if err == nil {
 		o.store, err = sf.resolve(os.Getenv)

@@ -54,14 +54,15 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	if code, done := parseFlags(fs, args, preferHelp, stdout, stderr); done {
 		return o, code, true
 	}
-	o.key = orEnv(o.key, envKey)
+	var keyFrom string
+	o.key, keyFrom = orEnvFrom(o.key, "--key", envKey)
 	var err error
 	switch {
 	case fs.NArg() != 1:
 		err = usageErrorf("tenure prefer takes one argument, the preferred candidate's ID (got %d)", fs.NArg())
 	default:
 		o.holder = fs.Arg(0)
-		err = checkKeyFlag(o.key)
+		err = checkKeyFlag(o.key, keyFrom)
 	}
 	if err == nil && len(o.key) > tenure.MaxControlledKeyLen {
 		err = usageErrorf("--key is %d bytes; a preference needs at most %d (room for the suffixes)", len(o.key), tenure.MaxControlledKeyLen)

@@ -86,9 +86,12 @@ type runOpts struct {
 	// Which of --id, --ttl and --grace were given; the others take the
 	// store's defaults (tenure.Defaulter) or ours.
 	idSet, ttlSet, graceSet bool
-	opened                  tenure.Store // the store, once open, for its TTL range
-	path                    string       // CMD resolved in PATH
-	args                    []string     // CMD's arguments
+	// Where --key, --id and --advertise came from, for messages: the
+	// flag, its variable ($TENURE_ID...) or, for the identity, $POD_NAME.
+	keyFrom, idFrom, advertiseFrom string
+	opened                         tenure.Store // the store, once open, for its TTL range
+	path                           string       // CMD resolved in PATH
+	args                           []string     // CMD's arguments
 }
 
 // parseRun parses and validates everything about a `tenure run` command
@@ -111,8 +114,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	if code, done := parseFlags(fs, args, runHelp, stdout, stderr); done {
 		return o, code, true
 	}
-	o.key, o.id = orEnv(o.key, envKey), orEnv(o.id, envID)
-	o.advertise = orEnv(o.advertise, envAdvertise)
+	o.key, o.keyFrom = orEnvFrom(o.key, "--key", envKey)
+	o.id, o.idFrom = orEnvFrom(o.id, "--id", envID)
+	o.advertise, o.advertiseFrom = orEnvFrom(o.advertise, "--advertise", envAdvertise)
 	var err error
 	if o.store, err = sf.resolve(os.Getenv); err != nil {
 		return o, fail(stderr, err), true
@@ -131,12 +135,12 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 }
 
 func (o *runOpts) validate(cmdline []string) error {
-	if err := checkKeyFlag(o.key); err != nil {
+	if err := checkKeyFlag(o.key, o.keyFrom); err != nil {
 		return err
 	}
 	o.identify()
 	if err := tenure.CheckValue(o.advertise); err != nil {
-		return usageErrorf("--advertise: %v", err)
+		return usageErrorf("%s: %v", o.advertiseFrom, err)
 	}
 	switch {
 	case o.wait < 0:
@@ -154,7 +158,7 @@ func (o *runOpts) validate(cmdline []string) error {
 func (o *runOpts) identify() {
 	o.idSet = o.id != ""
 	if !o.idSet {
-		o.id = defaultIdentity()
+		o.id, o.idFrom = defaultIdentity()
 	}
 }
 
@@ -182,15 +186,16 @@ func (o *runOpts) checkCommand(verb, usage string, cmdline []string) error {
 
 // defaultIdentity is the identity of a candidate given none: $POD_NAME
 // (a pod's name is unique and stable for its life), else hostname-pid.
-func defaultIdentity() string {
+// from says which, for messages.
+func defaultIdentity() (id, from string) {
 	if pod := os.Getenv("POD_NAME"); pod != "" {
-		return pod
+		return pod, "$POD_NAME (the default --id)"
 	}
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	return host + "-" + strconv.Itoa(os.Getpid())
+	return host + "-" + strconv.Itoa(os.Getpid()), "the hostname (the default --id)"
 }
 
 // timing checks the identity and TTL and takes the grace period from the
@@ -200,7 +205,7 @@ func (o *runOpts) timing() error {
 		return err
 	}
 	if err := tenure.CheckAcquire(o.key, o.id, o.ttl); err != nil {
-		return fmt.Errorf("--id: %w", err)
+		return fmt.Errorf("%s: %w", o.idFrom, err)
 	}
 	if o.grace < 0 {
 		return usageErrorf("--grace %s must not be negative", o.grace)
@@ -230,7 +235,7 @@ func (o *runOpts) storeDefaults(s tenure.Store) error {
 	}
 	id, ttl := d.Defaults()
 	if !o.idSet && id != "" {
-		o.id = id
+		o.id, o.idFrom = id, "the store's identity"
 	}
 	if !o.ttlSet && ttl > 0 {
 		o.ttl = ttl

@@ -85,7 +85,7 @@ func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int,
 	if code, done := parseFlags(fs, args, shardHelp, stdout, stderr); done {
 		return o, code, true
 	}
-	o.id = orEnv(o.id, envID)
+	o.id, o.idFrom = orEnvFrom(o.id, "--id", envID)
 	var err error
 	if o.store, err = sf.resolve(os.Getenv); err != nil {
 		return o, fail(stderr, err), true
@@ -163,7 +163,7 @@ func (o *shardOpts) validate(cmdline []string) error {
 // liveness key.
 func (o *shardOpts) checkNames() error {
 	if !slices.Contains(o.members, o.id) {
-		return usageErrorf("--id %q is not one of --members (%s)", o.id, strings.Join(o.members, ","))
+		return usageErrorf("%s %q is not one of --members (%s)", o.idFrom, o.id, strings.Join(o.members, ","))
 	}
 	for _, m := range o.members {
 		if err := tenure.CheckAcquire(o.group+"/members/"+m, m, time.Second); err != nil {

@@ -290,7 +290,7 @@ func TestShardBadInput(t *testing.T) {
 		{"empty member", line("--members", "a,,b", "--id", "a", "--shards", "4"), "", `--members "a,,b" has an empty item`},
 		{"member with a control character", line("--members", "a,b\tc", "--id", "a", "--shards", "4"), "", `--members: member "b\tc"`},
 		{"id not a member", line("--members", "a,b", "--id", "x", "--shards", "4"), "", `--id "x" is not one of --members (a,b)`},
-		{"TENURE_ID not a member", line("--members", "a,b", "--shards", "4"), "zed", `--id "zed" is not one of --members (a,b)`},
+		{"TENURE_ID not a member", line("--members", "a,b", "--shards", "4"), "zed", `$TENURE_ID "zed" is not one of --members (a,b)`},
 		{"no id, none in the environment", line("--members", "a,b", "--shards", "4"), "", "is not one of --members (a,b)"},
 		{"shards and keys", line("--members", "a", "--id", "a", "--shards", "4", "--keys", "x,y"), "", "--shards and --keys are both given; use one"},
 		{"neither shards nor keys", line("--members", "a", "--id", "a"), "", "one of --shards N or --keys LIST is required"},

@@ -62,10 +62,11 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	if code, done := parseFlags(fs, args, stepDownHelp, stdout, stderr); done {
 		return o, code, true
 	}
-	o.key = orEnv(o.key, envKey)
+	var keyFrom string
+	o.key, keyFrom = orEnvFrom(o.key, "--key", envKey)
 	err := noArgs(fs)
 	if err == nil {
-		err = checkKeyFlag(o.key)
+		err = checkKeyFlag(o.key, keyFrom)
 	}
 	if err == nil && len(o.key) > tenure.MaxControlledKeyLen {
 		err = usageErrorf("--key is %d bytes; step-down needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
