@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestBadInput: every bad command line or unusable store gives one line on
@@ -71,6 +72,9 @@ func TestBadInput(t *testing.T) {
 		{"blank --store", []string{"status", "--store", " ", "--key", "job"}, exitUsage, "--store is given but empty"},
 		{"empty --store-file", []string{"run", "--store-file", "", "--key", "job", "--", "true"}, exitUsage, "--store-file is given but empty"},
 		{"empty --store-file, status", []string{"status", "--store-file=", "--key", "job"}, exitUsage, "--store-file is given but empty"},
+		// Terminal escapes in a value that an error quotes.
+		{"escape in --store-file", []string{"status", "--store-file", "/nonexistent/\x1b]0;pwned\a", "--key", "job"}, exitUsage, `--store-file: open /nonexistent/\x1b]0;pwned\x07`},
+		{"escape in a flag's name", []string{"status", "--store", store, "--key", "job", "-\x1b[2J"}, exitUsage, `flag provided but not defined: -\x1b[2J`},
 		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
 	}
 	for _, tc := range cases {
@@ -99,6 +103,9 @@ func checkRefused(t *testing.T, args []string, code int, want string) {
 	}
 	if !strings.Contains(line, want) {
 		t.Errorf("stderr %q does not say %q", line, want)
+	}
+	if i := strings.IndexFunc(strings.TrimSuffix(line, "\n"), unicode.IsControl); i >= 0 {
+		t.Errorf("stderr %q holds a raw control character: it would reach the terminal", line)
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("stdout %q, want nothing", stdout.String())
