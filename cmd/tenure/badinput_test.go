@@ -75,6 +75,13 @@ func TestBadInput(t *testing.T) {
 		// Terminal escapes in a value that an error quotes.
 		{"escape in --store-file", []string{"status", "--store-file", "/nonexistent/\x1b]0;pwned\a", "--key", "job"}, exitUsage, `--store-file: open /nonexistent/\x1b]0;pwned\x07`},
 		{"escape in a flag's name", []string{"status", "--store", store, "--key", "job", "-\x1b[2J"}, exitUsage, `flag provided but not defined: -\x1b[2J`},
+		// --http that no machine can listen on: a bad command line, found
+		// before the store is opened.
+		{"--http port out of range", append(run, "--http", ":99999", "--", "true"), exitUsage, `--http ":99999": address 99999: invalid port`},
+		{"--http unclosed bracket", append(run, "--http", "[::1", "--", "true"), exitUsage, `--http "[::1": address [::1: missing ']' in address`},
+		{"--http without a port", []string{"watch", "--store", store, "--key", "job", "--http", "localhost"}, exitUsage, `--http "localhost": address localhost: missing port in address`},
+		{"--http with a newline", []string{"watch", "--store", "file://" + corrupt, "--key", "job", "--http", "a\nb:80x"}, exitUsage, `--http "a\nb:80x"`},
+		{"escape in --http", append(run, "--http", "\x1b[2J", "--", "true"), exitUsage, `--http "\x1b[2J"`},
 		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
 	}
 	for _, tc := range cases {

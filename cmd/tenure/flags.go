@@ -290,6 +290,9 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 		err = checkKeyFlag(o.key, keyFrom)
 	}
 	if err == nil {
+		err = checkHTTPAddr(o.httpAddr)
+	}
+	if err == nil {
 		o.store, err = sf.resolve(os.Getenv)
 	}
 	if err != nil {

@@ -142,6 +142,9 @@ func (o *runOpts) validate(cmdline []string) error {
 	if err := tenure.CheckValue(o.advertise); err != nil {
 		return usageErrorf("%s: %v", o.advertiseFrom, err)
 	}
+	if err := checkHTTPAddr(o.httpAddr); err != nil {
+		return err
+	}
 	switch {
 	case o.wait < 0:
 		return usageErrorf("--wait %s must not be negative", o.wait)

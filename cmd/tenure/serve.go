@@ -42,6 +42,25 @@ const (
 // httpFlagUsage is the usage of --http, shared by run and watch.
 const httpFlagUsage = "serve the leadership view on `ADDR` (such as :8080): GET / (JSON, or a live page in a browser), /healthz, /readyz, /events, /metrics"
 
+// checkHTTPAddr rejects an --http address that cannot be listened on
+// whatever the machine: not HOST:PORT or :PORT, or a port out of range or
+// unknown. It is a bad command line (exit 2), found before the store is
+// opened; a host that does not resolve or an address in use are found by
+// the listen, at run time.
+func checkHTTPAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return usageErrorf("--http %q: %v; want HOST:PORT or :PORT, such as :8080", addr, err)
+	}
+	return nil
+}
+
 // viewServer is --http: the key's leadership view (package httpview), with
 // Prometheus metrics (package promtenure) at /metrics, on one listener.
 type viewServer struct {
@@ -59,7 +78,7 @@ type viewServer struct {
 func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*viewServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", addr, err)
+		return nil, fmt.Errorf("--http %q: %w", addr, err)
 	}
 	metrics := promtenure.New(key)
 	reg := prometheus.NewRegistry()
