@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -82,6 +83,14 @@ func TestBadInput(t *testing.T) {
 		{"--http without a port", []string{"watch", "--store", store, "--key", "job", "--http", "localhost"}, exitUsage, `--http "localhost": address localhost: missing port in address`},
 		{"--http with a newline", []string{"watch", "--store", "file://" + corrupt, "--key", "job", "--http", "a\nb:80x"}, exitUsage, `--http "a\nb:80x"`},
 		{"escape in --http", append(run, "--http", "\x1b[2J", "--", "true"), exitUsage, `--http "\x1b[2J"`},
+		// A stray space names another lease: " job" would have a leader
+		// of its own beside "job"'s.
+		{"--key with a trailing space", []string{"run", "--store", store, "--key", "job ", "--", "true"}, exitUsage, `--key "job " begins or ends with white space: it would name another lease than "job"`},
+		{"--key only a space", []string{"status", "--store", store, "--key", " "}, exitUsage, `--key " " is only white space`},
+		{"--id with a leading tab", append(run, "--id", "\tweb-0", "--", "true"), exitUsage, `--id "\tweb-0" begins or ends with white space`},
+		{"--group with a space", []string{"shard", "--store", store, "--group", "g ", "--members", "a,b", "--id", "a", "--shards", "1", "--", "true"}, exitUsage, `--group "g " begins or ends with white space`},
+		{"step-down --to a space", []string{"step-down", "--store", store, "--key", "job", "--to", " "}, exitUsage, `--to " " is only white space`},
+		{"prefer a padded ID", []string{"prefer", "--store", store, "--key", "job", "web-0 "}, exitUsage, `ID "web-0 " begins or ends with white space`},
 		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
 	}
 	for _, tc := range cases {
@@ -99,8 +108,12 @@ func TestBadInput(t *testing.T) {
 // line, "tenure: ...", that says want.
 func checkRefused(t *testing.T, args []string, code int, want string) {
 	t.Helper()
+	// Bounded, so that a command wrongly accepted (prefer, shard: they
+	// run until stopped) fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
-	got := runInProcess(args, &stdout, &stderr)
+	got := run(ctx, args, &stdout, &stderr)
 	line := stderr.String()
 	if got != code {
 		t.Errorf("exit code %d, want %d (stderr %q)", got, code, line)
@@ -136,6 +149,8 @@ func TestBadEnvNamed(t *testing.T) {
 		{"TENURE_ADVERTISE", envAdvertise, "10.0.0.1\n", run, "tenure: $TENURE_ADVERTISE: "},
 		{"TENURE_KEY, run", envKey, "job\n", []string{"run", "--store", store, "--", "true"}, "tenure: $TENURE_KEY: "},
 		{"TENURE_KEY, status", envKey, strings.Repeat("k", 300), []string{"status", "--store", store}, "tenure: $TENURE_KEY: "},
+		{"POD_NAME blank", "POD_NAME", " ", run, `tenure: $POD_NAME (the default --id) " " is only white space`},
+		{"TENURE_KEY padded", envKey, "job\u00a0", []string{"status", "--store", store}, `tenure: $TENURE_KEY "job\u00a0" begins or ends with white space`},
 		{"TENURE_KEY, step-down", envKey, "a\tb", []string{"step-down", "--store", store}, "tenure: $TENURE_KEY: "},
 	}
 	for _, tc := range cases {

@@ -206,7 +206,23 @@ func checkKeyFlag(key, from string) error {
 	if err := tenure.CheckKey(key); err != nil {
 		return fmt.Errorf("%s: %w", from, err)
 	}
-	return nil
+	return checkTrimmed(from, key)
+}
+
+// checkTrimmed rejects a key, identity or group name s (from: where it came
+// from) that begins or ends with white space, or is nothing else. The
+// library takes " job" as a name of its own, another lease than "job": a
+// stray space in one machine's unit file or $TENURE_KEY would elect a
+// second leader, for what its operator thinks is the same job.
+func checkTrimmed(from, s string) error {
+	switch t := strings.TrimSpace(s); {
+	case t == s:
+		return nil
+	case t == "":
+		return usageErrorf("%s %q is only white space", from, s)
+	default:
+		return usageErrorf("%s %q begins or ends with white space: it would name another lease than %q", from, s, t)
+	}
 }
 
 // noArgs rejects positional arguments of a subcommand that takes none.

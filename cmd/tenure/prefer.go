@@ -73,6 +73,8 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	if err == nil {
 		if err = tenure.CheckAcquire(o.key, o.holder, o.ttl); err != nil {
 			err = fmt.Errorf("ID: %w", err)
+		} else {
+			err = checkTrimmed("ID", o.holder)
 		}
 	}
 	if err == nil && (o.delay < 0 || o.delay > tenure.MaxTTL) {

@@ -139,6 +139,9 @@ func (o *runOpts) validate(cmdline []string) error {
 		return err
 	}
 	o.identify()
+	if err := checkTrimmed(o.idFrom, o.id); err != nil {
+		return err
+	}
 	if err := tenure.CheckValue(o.advertise); err != nil {
 		return usageErrorf("%s: %v", o.advertiseFrom, err)
 	}

@@ -148,6 +148,9 @@ func (o *shardOpts) validate(cmdline []string) error {
 	if o.group == "" {
 		return usageErrorf("--group is required")
 	}
+	if err := checkTrimmed("--group", o.group); err != nil {
+		return err
+	}
 	if _, peer := peerMode(o.store.url); peer {
 		return usageErrorf("--store: a peer:// group leads one key; tenure shard needs a store of many keys")
 	}

@@ -77,6 +77,8 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	if err == nil && o.to != "" {
 		if err = tenure.CheckAcquire(o.key, o.to, time.Second); err != nil {
 			err = fmt.Errorf("--to: %w", err)
+		} else {
+			err = checkTrimmed("--to", o.to)
 		}
 	}
 	if err == nil {
