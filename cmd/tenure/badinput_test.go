@@ -91,6 +91,7 @@ func TestBadInput(t *testing.T) {
 		{"--group with a space", []string{"shard", "--store", store, "--group", "g ", "--members", "a,b", "--id", "a", "--shards", "1", "--", "true"}, exitUsage, `--group "g " begins or ends with white space`},
 		{"step-down --to a space", []string{"step-down", "--store", store, "--key", "job", "--to", " "}, exitUsage, `--to " " is only white space`},
 		{"prefer a padded ID", []string{"prefer", "--store", store, "--key", "job", "web-0 "}, exitUsage, `ID "web-0 " begins or ends with white space`},
+		{"step-down --to an unknown ID, nobody leads", []string{"step-down", "--store", store, "--key", "job", "--to", "web-9"}, exitFree, `nobody leads "job"; nothing to step down`},
 		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
 	}
 	for _, tc := range cases {

@@ -152,12 +152,18 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return fail(stderr, err)
 	}
 	defer store.Close()
-	if rec, err := store.Get(openCtx, o.key); err == nil && o.to != "" && rec.Holder == o.to {
+	rec, err := store.Get(openCtx, o.key)
+	if err == nil && o.to != "" && rec.Holder == o.to {
 		fmt.Fprintf(stdout, "%s: %s already leads, term %d; nothing to do\n", o.key, shown(rec.Holder), rec.Term)
 		return exitOK
 	}
-	if err := checkTarget(openCtx, store, o, stderr); err != nil {
+	free := err == nil && !rec.Held()
+	if err := checkTarget(openCtx, store, o, free, stderr); err != nil {
 		return fail(stderr, err)
+	}
+	if free {
+		fmt.Fprintf(stderr, "tenure: nobody leads %q; nothing to step down\n", o.key)
+		return exitFree
 	}
 	sd, err := tenure.RequestStepDown(openCtx, store, o.key, tenure.StepDownRequest{To: o.to, Window: o.window})
 	if errors.Is(err, tenure.ErrNoLeader) {
@@ -181,8 +187,9 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 // checkTarget refuses a --to candidate registered with priority 0, which
 // never leads, and warns about one not registered at all (the transfer
-// then falls back after the window unless it appears).
-func checkTarget(ctx context.Context, store tenure.Store, o stepDownOpts, stderr io.Writer) error {
+// then falls back after the window unless it appears) unless free, the
+// key is not held: the caller then says so in one line.
+func checkTarget(ctx context.Context, store tenure.Store, o stepDownOpts, free bool, stderr io.Writer) error {
 	if o.to == "" {
 		return nil
 	}
@@ -197,6 +204,9 @@ func checkTarget(ctx context.Context, store tenure.Store, o stepDownOpts, stderr
 		if c.Identity == o.to {
 			return nil
 		}
+	}
+	if free {
+		return nil // the caller says nobody leads, in one line: no warning on top
 	}
 	fmt.Fprintf(stderr, "tenure: warning: %s is not registered as a candidate of %q; unless it takes over within the window (%s), any candidate may after it\n",
 		o.to, o.key, o.window)
