@@ -178,7 +178,7 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		to = "any other candidate"
 	}
 	fmt.Fprintf(stdout, "%s: asked %s (term %d) to step down, handing over to %s (window %s)\n",
-		o.key, sd.Leader.Holder, sd.Leader.Term, to, o.window)
+		o.key, shown(sd.Leader.Holder), sd.Leader.Term, to, o.window)
 	if o.noWait {
 		return exitOK
 	}
@@ -222,7 +222,7 @@ func awaitHandover(ctx context.Context, store tenure.Store, o stepDownOpts, sd t
 	rec, err := tenure.AwaitSuccessor(wctx, store, o.key, sd.Leader.Term)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("nobody took over %q within the window (%s) and one TTL (%s); does %s run with leadership control (tenure run, or Config.Control)?",
-			o.key, o.window, sd.Leader.TTL, sd.Leader.Holder))
+			o.key, o.window, sd.Leader.TTL, shown(sd.Leader.Holder)))
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	_ = store.Release(rctx, sd.Grant) // the window's work is done; it may have expired already

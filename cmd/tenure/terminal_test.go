@@ -14,7 +14,8 @@ import (
 // client (redis-cli HSET) to hold terminal escape sequences is printed
 // quoted by `tenure status` and `tenure watch`, not raw: raw, the escape
 // sequences would drive the operator's terminal (here: set its title and
-// clear the screen). tenure itself grants no such identity.
+// clear the screen); so is it by `tenure step-down`, which names the leader
+// it asked. tenure itself grants no such identity.
 func TestHolderEscapesReachNoTerminal(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	store := srv.URL(0)
@@ -36,6 +37,13 @@ func TestHolderEscapesReachNoTerminal(t *testing.T) {
 	}
 	watched, _ := out.next()
 	out.interrupt()
+	stepDown := runTenure(t, "step-down", "--store", store, "--key", "esc", "--no-wait")
+	if stepDown.code != exitOK {
+		t.Errorf("step-down: exit %d, stderr %q", stepDown.code, stepDown.stderr)
+	}
+	if strings.ContainsAny(stepDown.stdout+stepDown.stderr, "\x1b\a") {
+		t.Errorf("tenure step-down printed the escape sequences raw: %q", stepDown.stdout)
+	}
 	for what, got := range map[string]string{"status": status.stdout, "watch": watched} {
 		if strings.ContainsAny(got, "\x1b\a") {
 			t.Errorf("tenure %s printed the escape sequences raw: %q", what, got)
