@@ -111,8 +111,13 @@ func (sf *storeFlags) resolve(getenv func(string) string) (storeSource, error) {
 		}
 		return storeSource{url: u, from: "--store-file " + sf.file}, nil
 	}
-	if u := strings.TrimSpace(getenv(envStore)); u != "" {
+	env := getenv(envStore)
+	if u := strings.TrimSpace(env); u != "" {
 		return storeSource{url: u, from: "$" + envStore}, nil
+	} else if env != "" {
+		// Set to white space only, as by an empty templated value: as
+		// with an empty flag, the local store would elect everywhere.
+		return storeSource{}, usageErrorf("$%s is set to only white space; set it to the store URL, or unset it to use the local store", envStore)
 	}
 	return storeSource{}, nil
 }
