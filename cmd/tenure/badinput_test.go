@@ -125,6 +125,9 @@ func checkRefused(t *testing.T, args []string, code int, want string) {
 	if !strings.Contains(line, want) {
 		t.Errorf("stderr %q does not say %q", line, want)
 	}
+	if n := strings.Count(line, "tenure: "); n > 1 {
+		t.Errorf("stderr %q says \"tenure: \" %d times; once, at the start, is enough", line, n)
+	}
 	if i := strings.IndexFunc(strings.TrimSuffix(line, "\n"), unicode.IsControl); i >= 0 {
 		t.Errorf("stderr %q holds a raw control character: it would reach the terminal", line)
 	}

@@ -203,13 +203,29 @@ func openStore(ctx context.Context, src storeSource) (tenure.Store, error) {
 	return s, nil
 }
 
+// about names what err is about: "NAME: err", without the "tenure: " that
+// the library's errors begin with (fail adds its own, once). err stays
+// wrapped, for errors.Is.
+func about(name string, err error) error { return &aboutError{name, err} }
+
+type aboutError struct {
+	name string
+	err  error
+}
+
+func (e *aboutError) Error() string {
+	return e.name + ": " + strings.TrimPrefix(e.err.Error(), "tenure: ")
+}
+
+func (e *aboutError) Unwrap() error { return e.err }
+
 // checkKeyFlag validates the key, which came from (--key or $TENURE_KEY).
 func checkKeyFlag(key, from string) error {
 	if key == "" {
 		return usageErrorf("--key is required (or $" + envKey + ")")
 	}
 	if err := tenure.CheckKey(key); err != nil {
-		return fmt.Errorf("%s: %w", from, err)
+		return about(from, err)
 	}
 	return checkTrimmed(from, key)
 }

@@ -72,7 +72,7 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	}
 	if err == nil {
 		if err = tenure.CheckAcquire(o.key, o.holder, o.ttl); err != nil {
-			err = fmt.Errorf("ID: %w", err)
+			err = about("ID", err)
 		} else {
 			err = checkTrimmed("ID", o.holder)
 		}

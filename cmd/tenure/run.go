@@ -143,7 +143,7 @@ func (o *runOpts) validate(cmdline []string) error {
 		return err
 	}
 	if err := tenure.CheckValue(o.advertise); err != nil {
-		return usageErrorf("%s: %v", o.advertiseFrom, err)
+		return about(o.advertiseFrom, err)
 	}
 	if err := checkHTTPAddr(o.httpAddr); err != nil {
 		return err
@@ -211,7 +211,7 @@ func (o *runOpts) timing() error {
 		return err
 	}
 	if err := tenure.CheckAcquire(o.key, o.id, o.ttl); err != nil {
-		return fmt.Errorf("%s: %w", o.idFrom, err)
+		return about(o.idFrom, err)
 	}
 	if o.grace < 0 {
 		return usageErrorf("--grace %s must not be negative", o.grace)

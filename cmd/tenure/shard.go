@@ -170,12 +170,12 @@ func (o *shardOpts) checkNames() error {
 	}
 	for _, m := range o.members {
 		if err := tenure.CheckAcquire(o.group+"/members/"+m, m, time.Second); err != nil {
-			return fmt.Errorf("--members: member %q: %w", m, err)
+			return about(fmt.Sprintf("--members: member %q", m), err)
 		}
 	}
 	for _, k := range o.keys {
 		if err := tenure.CheckKey(o.group + "/keys/" + k); err != nil {
-			return fmt.Errorf("--keys: key %q: %w", k, err)
+			return about(fmt.Sprintf("--keys: key %q", k), err)
 		}
 	}
 	o.key = o.group + "/members/" + o.id

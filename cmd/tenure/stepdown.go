@@ -76,7 +76,7 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	}
 	if err == nil && o.to != "" {
 		if err = tenure.CheckAcquire(o.key, o.to, time.Second); err != nil {
-			err = fmt.Errorf("--to: %w", err)
+			err = about("--to", err)
 		} else {
 			err = checkTrimmed("--to", o.to)
 		}
