@@ -74,7 +74,7 @@ func TestBadInput(t *testing.T) {
 		{"empty --store-file", []string{"run", "--store-file", "", "--key", "job", "--", "true"}, exitUsage, "--store-file is given but empty"},
 		{"empty --store-file, status", []string{"status", "--store-file=", "--key", "job"}, exitUsage, "--store-file is given but empty"},
 		// Terminal escapes in a value that an error quotes.
-		{"escape in --store-file", []string{"status", "--store-file", "/nonexistent/\x1b]0;pwned\a", "--key", "job"}, exitUsage, `--store-file: open /nonexistent/\x1b]0;pwned\x07`},
+		{"escape in --store-file", []string{"status", "--store-file", "/nonexistent/\x1b]0;pwned\a", "--key", "job"}, exitUsage, `--store-file: open /nonexistent/\x1b]0;pwned\a`},
 		{"escape in a flag's name", []string{"status", "--store", store, "--key", "job", "-\x1b[2J"}, exitUsage, `flag provided but not defined: -\x1b[2J`},
 		// --http that no machine can listen on: a bad command line, found
 		// before the store is opened.
