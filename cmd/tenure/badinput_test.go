@@ -47,6 +47,7 @@ func TestBadInput(t *testing.T) {
 		{"grace overflowing", append(run, "--ttl", "3s", "--grace", "2562047h", "--", "true"), exitUsage, "--grace 2562047h0m0s is too long for --ttl 3s"},
 		{"demo ttl 1ms", []string{"demo", "--ttl", "1ms"}, exitUsage, "--ttl 1ms is out of range"},
 		{"negative grace", append(run, "--grace", "-1s", "--", "true"), exitUsage, "--grace -1s must not be negative"},
+		{"negative exec timeout", []string{"watch", "--store", store, "--key", "job", "--exec", "true", "--exec-timeout", "-1s"}, exitUsage, "--exec-timeout -1s must not be negative"},
 		{"grace too long", append(run, "--ttl", "3s", "--grace", "1s", "--", "true"), exitUsage, "--grace 1s is too long for --ttl 3s"},
 		{"missing key", []string{"run", "--store", store, "--", "true"}, exitUsage, "--key is required"},
 		{"bad key", []string{"run", "--store", store, "--key", "a\x01b", "--", "true"}, exitUsage, "control character"},

@@ -297,7 +297,8 @@ type keyCmdOpts struct {
 	httpAddr  string // tenure watch --http
 	logFormat string // tenure watch --log-format
 
-	exec hookFlag // tenure watch --exec
+	exec        hookFlag      // tenure watch --exec
+	execTimeout time.Duration // tenure watch --exec-timeout
 	// tenure status --candidates (see candidates.go)
 	candidates bool
 }
@@ -316,6 +317,7 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 		fs.StringVar(&o.httpAddr, "http", "", httpFlagUsage)
 		fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
 		fs.Var(&o.exec, "exec", execFlagUsage)
+		fs.DurationVar(&o.execTimeout, "exec-timeout", defaultHookTimeout, execTimeoutUsage)
 	}
 	if code, done := parseFlags(fs, args, help, stdout, stderr); done {
 		return o, code, true
@@ -328,6 +330,9 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	}
 	if err == nil {
 		err = checkHTTPAddr(o.httpAddr)
+	}
+	if err == nil && o.execTimeout < 0 {
+		err = usageErrorf("--exec-timeout %s must not be negative (0: no limit)", o.execTimeout)
 	}
 	if err == nil {
 		o.store, err = sf.resolve(os.Getenv)

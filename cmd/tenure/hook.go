@@ -34,9 +34,18 @@ func (f *hookFlag) Set(s string) error {
 	return nil
 }
 
-// hookStopGrace is how long a hook still running when tenure watch stops
-// has, after SIGTERM to its process group, before it is killed.
+// hookStopGrace is how long a hook being stopped (tenure watch stops, or
+// the run outlived --exec-timeout) has, after SIGTERM to its process
+// group, before the group is killed.
 const hookStopGrace = 5 * time.Second
+
+// defaultHookTimeout is the default of --exec-timeout. Runs are one at a
+// time, so a run that hangs (a DNS API that never answers) would hold
+// back every later state for good; a hook that sets a virtual IP or a
+// record takes seconds.
+const defaultHookTimeout = time.Minute
+
+const execTimeoutUsage = "stop a run of --exec's CMD still going after `DUR` (SIGTERM to its process group, SIGKILL 5s later), so that the next state can run; 0: no limit"
 
 // hook runs a shell command on leadership changes for tenure watch --exec.
 // Runs are serialized: while one runs, changes only replace the pending
@@ -45,10 +54,11 @@ const hookStopGrace = 5 * time.Second
 // blocks, so a slow or hung hook never delays the watch's output. Create it
 // with [newHook]; safe for concurrent use.
 type hook struct {
-	cmd    string // given to /bin/sh -c; never logged: it may hold a token
-	key    string
-	out    io.Writer // the hook's stdout and stderr: tenure watch's stderr
-	logger *slog.Logger
+	cmd     string // given to /bin/sh -c; never logged: it may hold a token
+	key     string
+	timeout time.Duration // of one run; 0: none
+	out     io.Writer     // the hook's stdout and stderr: tenure watch's stderr
+	logger  *slog.Logger
 
 	mu      sync.Mutex
 	pending *tenure.Record // the newest state not yet run, nil if none
@@ -59,9 +69,10 @@ type hook struct {
 // newHook returns a hook running cmd for key, and starts its runner, which
 // stops when ctx is done: a run in progress then gets SIGTERM (its whole
 // process group), SIGKILL after hookStopGrace, and pending states are
-// dropped. Wait for it with [hook.wait].
-func newHook(ctx context.Context, cmd, key string, out io.Writer, logger *slog.Logger) *hook {
-	h := &hook{cmd: cmd, key: key, out: out, logger: logger,
+// dropped. A run still going after timeout (if not 0) is stopped the same
+// way, and the next pending state runs. Wait for it with [hook.wait].
+func newHook(ctx context.Context, cmd, key string, timeout time.Duration, out io.Writer, logger *slog.Logger) *hook {
+	h := &hook{cmd: cmd, key: key, timeout: timeout, out: out, logger: logger,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go h.run(ctx)
 	return h
@@ -104,9 +115,16 @@ func (h *hook) run(ctx context.Context) {
 
 // once runs the command for r and logs its failure: the exit status or
 // the reason it could not start, never the command line (it may hold a
-// secret).
+// secret). A run that outlives h.timeout, or ctx, is stopped: SIGTERM to
+// its process group, and after hookStopGrace SIGKILL to what is left of
+// the group.
 func (h *hook) once(ctx context.Context, r tenure.Record) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", h.cmd)
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if h.timeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, h.timeout)
+	}
+	defer cancel()
+	cmd := exec.CommandContext(rctx, "/bin/sh", "-c", h.cmd)
 	cmd.Env = append(os.Environ(),
 		"TENURE_KEY="+h.key,
 		"TENURE_LEADER="+r.Holder,
@@ -114,14 +132,24 @@ func (h *hook) once(ctx context.Context, r tenure.Record) {
 		"TENURE_VALUE="+r.Value)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = h.out, h.out
-	// Its own process group, so that stopping tenure watch stops whatever
-	// the shell started, too.
+	// Its own process group, so that stopping the run stops whatever the
+	// shell started, too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = hookStopGrace
 	began := time.Now()
 	err := cmd.Run()
-	if err == nil || ctx.Err() != nil {
+	if rctx.Err() != nil && cmd.Process != nil {
+		// Stopped: the shell is gone (killed after WaitDelay if need be);
+		// kill what it left in its group, which ignored SIGTERM.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return
+	case rctx.Err() != nil:
+		h.logger.Warn("tenure: --exec hook timed out; stopped it", "key", h.key, "leader", r.Holder, "term", r.Term,
+			"timeout", h.timeout)
 		return
 	}
 	var exit *exec.ExitError

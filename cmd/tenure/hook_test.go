@@ -61,8 +61,9 @@ type hookWatch struct {
 	stderr string // a file
 }
 
-// startHookWatch starts tenure watch --json --exec hookCmd on key.
-func startHookWatch(t *testing.T, store, key, hookCmd string) *hookWatch {
+// startHookWatch starts tenure watch --json --exec hookCmd on key, with
+// the extra flags.
+func startHookWatch(t *testing.T, store, key, hookCmd string, extra ...string) *hookWatch {
 	t.Helper()
 	w := &hookWatch{lines: make(chan recordJSON, 100), stderr: filepath.Join(t.TempDir(), "stderr")}
 	errf, err := os.Create(w.stderr)
@@ -70,7 +71,7 @@ func startHookWatch(t *testing.T, store, key, hookCmd string) *hookWatch {
 		t.Fatal(err)
 	}
 	defer errf.Close()
-	w.cmd = exec.Command(tenureBin, "watch", "--store", store, "--key", key, "--json", "--exec", hookCmd)
+	w.cmd = exec.Command(tenureBin, append([]string{"watch", "--store", store, "--key", key, "--json", "--exec", hookCmd}, extra...)...)
 	w.cmd.Stderr = errf
 	out := startPiped(t, w.cmd, syscall.SIGKILL)
 	go func() {
@@ -209,5 +210,38 @@ func TestWatchExecStopsTheRunningHook(t *testing.T) {
 	}
 	if err := w.cmd.Wait(); err != nil {
 		t.Fatalf("tenure watch: %v", err)
+	}
+}
+
+// TestWatchExecTimeout: a run that outlives --exec-timeout is stopped
+// (SIGTERM to its process group) and logged, and the state that changed
+// meanwhile runs next. Without the timeout, the hung run held back every
+// later state for as long as the watch ran.
+func TestWatchExecTimeout(t *testing.T) {
+	dir := t.TempDir()
+	store := "file://" + filepath.Join(dir, "store")
+	log := newFIFOLines(t, filepath.Join(dir, "log"))
+	// The run for "nobody leads" hangs, ignoring nothing; the others return.
+	hookCmd := fmt.Sprintf(`echo "start $TENURE_LEADER" > %[1]s; [ -n "$TENURE_LEADER" ] && exit 0; `+
+		`trap 'echo term > %[1]s; exit 1' TERM; while :; do sleep 0.05; done`, log.f.Name())
+	w := startHookWatch(t, store, "hk", hookCmd, "--exec-timeout", "1s")
+	w.expect(t, "")
+	if got := log.next(t, "the first run"); got != "start " {
+		t.Fatalf("first run: %q, want %q", got, "start ")
+	}
+	holdKey(t, store, "hk", "--id", "a")
+	w.expect(t, "a")
+	if got := log.next(t, "the hung run's SIGTERM"); got != "term" {
+		t.Fatalf("got %q, want the hung run to get SIGTERM", got)
+	}
+	if got := log.next(t, "the run for a"); got != "start a" {
+		t.Fatalf("got %q, want the run for the newer state", got)
+	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	if err := w.cmd.Wait(); err != nil {
+		t.Fatalf("tenure watch: %v", err)
+	}
+	if stderr, _ := os.ReadFile(w.stderr); !strings.Contains(string(stderr), "--exec hook timed out") {
+		t.Errorf("the timeout was not logged; stderr:\n%s", stderr)
 	}
 }

@@ -39,9 +39,11 @@ stderr. A slow or failing CMD never delays the watch: runs are one at a
 time, and changes seen while one runs are coalesced, so the next run gets
 only the newest state (the latest state wins; the ones between are
 skipped). A failing run is logged (its exit status, never the command
-line) and the watch goes on. On SIGINT or SIGTERM a run in progress gets
-SIGTERM (its process group), SIGKILL 5s later, and pending states are
-dropped.
+line) and the watch goes on. A run still going after --exec-timeout
+(default 1m; 0: no limit) is stopped, SIGTERM to its process group and
+SIGKILL 5s later, so that a hung CMD cannot hold back the states after it.
+On SIGINT or SIGTERM a run in progress is stopped the same way, and
+pending states are dropped.
 
 Flags:
 `
@@ -75,7 +77,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var hk *hook
 	if o.exec != "" {
 		hctx, stopHook := context.WithCancel(ctx)
-		hk = newHook(hctx, string(o.exec), o.key, stderr, logger)
+		hk = newHook(hctx, string(o.exec), o.key, o.execTimeout, stderr, logger)
 		defer hk.wait()
 		defer stopHook()
 	}
