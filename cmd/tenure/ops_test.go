@@ -253,3 +253,28 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestDefaultStoreIsSaid: a tenure run given no store says, in its log,
+// that it uses the local store, which elects among one host's processes
+// only; given one, it does not.
+func TestDefaultStoreIsSaid(t *testing.T) {
+	const said = "using the local store, which elects among this host's processes only"
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--store", "file://" + t.TempDir()}, false},
+	} {
+		cmd := exec.Command(tenureBin, append(append([]string{"run", "--key", "k"}, c.args...), "--", "true")...)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TENURE_STORE=")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %v: %s", c.args, err, stderr.String())
+		}
+		if got := strings.Contains(stderr.String(), said); got != c.want {
+			t.Errorf("%v: the log says %q: %v, want %v:\n%s", c.args, said, got, c.want, stderr.String())
+		}
+	}
+}

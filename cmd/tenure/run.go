@@ -357,6 +357,13 @@ func (o *runOpts) openStore(ctx context.Context, logger *slog.Logger) (tenure.St
 		store.Close()
 		return nil, err
 	}
+	if o.store.url == "" {
+		// The default, and what an unset variable in a deployment leaves:
+		// say so, for a fleet of machines would each elect its own leader.
+		u, _ := defaultStoreURL()
+		logger.Info("tenure: no --store, --store-file or $"+envStore+": using the local store, which elects among this host's processes only",
+			"key", o.key, "id", o.id, "store", u)
+	}
 	return store, nil
 }
 
