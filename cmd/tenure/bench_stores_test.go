@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +38,9 @@ var benchStores = []struct {
 //   - graceful: the leader's CMD exits → the next leader's CMD starts;
 //   - sigterm, the handoff a rolling deploy causes: SIGTERM of the leading
 //     `tenure run` → the next leader's CMD starts;
+//   - the same with a CMD written in C (testdata/cworker, built with cc if
+//     there is one), whose own start takes well under a millisecond where
+//     the lean worker's Go runtime takes several: what is left is tenure's;
 //
 // and beside them, on the same server, the library-level handoff: the
 // leading elector's Run cancelled → the next elector's task starts (three
@@ -57,15 +63,24 @@ func BenchmarkStoreHandoff(b *testing.B) {
 		tenureBin = bin
 		b.Cleanup(func() { tenureBin = old })
 	}
+	cw := cWorker(b)
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
 			url := st.url(b)
 			lib := libraryHandoff(b, url, trials)
 			graceful := measureGraceful(b, trials, url, []string{"--ttl", "10s"})
-			sigterm := measureSigterm(b, trials, url)
-			printStoreHandoff(st.name, lib, graceful.durations(), sigterm.durations())
+			sigterm := measureSigterm(b, trials, url, "")
+			var sigtermC handoffRun
+			if cw != "" {
+				sigtermC = measureKill(b, trials, syscall.SIGTERM, "sigterm, C CMD", url, cw)
+				b.ReportMetric(float64(pct(sigtermC.durations(), 50))/1e6, "sigterm-c-p50-ms")
+			}
+			printStoreHandoff(st.name, lib, graceful.durations(), sigterm.durations(), sigtermC.durations())
 			printBreakdown(st.name+" graceful", graceful.steps)
 			printBreakdown(st.name+" sigterm", sigterm.steps)
+			if cw != "" {
+				printBreakdown(st.name+" sigterm, C CMD", sigtermC.steps)
+			}
 			b.ReportMetric(float64(pct(lib, 50))/1e6, "library-p50-ms")
 			b.ReportMetric(float64(pct(graceful.durations(), 50))/1e6, "graceful-p50-ms")
 			b.ReportMetric(float64(pct(sigterm.durations(), 50))/1e6, "sigterm-p50-ms")
@@ -76,14 +91,19 @@ func BenchmarkStoreHandoff(b *testing.B) {
 }
 
 // printStoreHandoff prints one store's figures: p50 / p99 of each case
-// and, for the CLI's cases, their p50 minus the library's.
-func printStoreHandoff(store string, lib, graceful, sigterm []time.Duration) {
+// and, for the CLI's cases, their p50 minus the library's. sigtermC is
+// left out if empty (no C compiler).
+func printStoreHandoff(store string, lib, graceful, sigterm, sigtermC []time.Duration) {
 	fmt.Printf("\n  %-10s %-34s %-20s %s\n", store, "case", "p50 / p99", "p50 − library p50")
 	l50 := pct(lib, 50)
 	for _, c := range []struct {
 		name string
 		d    []time.Duration
-	}{{"library (Run cancelled → next task)", lib}, {"graceful (CMD exits → next CMD)", graceful}, {"sigterm (SIGTERM tenure → next CMD)", sigterm}} {
+	}{{"library (Run cancelled → next task)", lib}, {"graceful (CMD exits → next CMD)", graceful}, {"sigterm (SIGTERM tenure → next CMD)", sigterm},
+		{"sigterm, C CMD", sigtermC}} {
+		if len(c.d) == 0 {
+			continue
+		}
 		extra := ""
 		if c.name[0] != 'l' {
 			extra = ms(pct(c.d, 50) - l50)
@@ -148,4 +168,19 @@ func libraryHandoff(b *testing.B, url string, trials int) []time.Duration {
 		leader = next
 	}
 	return out
+}
+
+// cWorker builds testdata/cworker, the worker in C, with the C compiler
+// into a directory of b's, or returns "" if there is no compiler.
+func cWorker(b *testing.B) string {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		fmt.Println("  no C compiler (cc): the case with a C CMD is left out")
+		return ""
+	}
+	bin := filepath.Join(b.TempDir(), "cworker")
+	if out, err := exec.Command(cc, "-O2", "-Wall", "-o", bin, "testdata/cworker/cworker.c").CombinedOutput(); err != nil {
+		b.Fatalf("building testdata/cworker: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -42,7 +43,7 @@ const failoverTrials = 40
 func BenchmarkLocalFailover(b *testing.B) {
 	trials := max(failoverTrials, b.N)
 	graceful := measureGraceful(b, trials, "", []string{"--ttl", "1s"})
-	sigterm := measureSigterm(b, trials, "")
+	sigterm := measureSigterm(b, trials, "", "")
 	crash := measureCrash(b, trials)
 	fmt.Printf("\n  %-36s %8s %8s %8s %8s\n", fmt.Sprintf("local store, %d trials each", trials), "p50", "p99", "min", "max")
 	for _, m := range []struct {
@@ -71,14 +72,15 @@ type handoffRun struct {
 
 func (r handoffRun) durations() []time.Duration { return durations(r.handoffs) }
 
-// timelineCluster is a cluster of three candidates (flags runArgs, the lean
-// worker with workArgs as CMD) on the local store, or on storeURL if it is
-// not "", which record their steps in the returned timeline file.
-func timelineCluster(b *testing.B, storeURL string, runArgs, workArgs []string) (*cluster, string) {
+// timelineCluster is a cluster of three candidates (flags runArgs, worker,
+// or the lean worker if it is "", with workArgs as CMD) on the local store,
+// or on storeURL if it is not "", which record their steps in the returned
+// timeline file.
+func timelineCluster(b *testing.B, storeURL, worker string, runArgs, workArgs []string) (*cluster, string) {
 	timeline := filepath.Join(b.TempDir(), "timeline")
 	b.Setenv(envTimeline, timeline)
 	c := testCluster(b, "bench", append([]string{"--quiet", "--restart"}, runArgs...), workArgs)
-	c.worker = leanWorkerBin
+	c.worker = cmp.Or(worker, leanWorkerBin)
 	if storeURL != "" {
 		c.storeURL = storeURL
 	}
@@ -94,7 +96,7 @@ func timelineCluster(b *testing.B, storeURL string, runArgs, workArgs []string) 
 // itself after a while and its candidate (--restart) campaigns again. The
 // candidates use the local store, or storeURL if it is not "".
 func measureGraceful(b *testing.B, trials int, storeURL string, runArgs []string) handoffRun {
-	c, timeline := timelineCluster(b, storeURL, runArgs, []string{"--exit-after", "100ms"})
+	c, timeline := timelineCluster(b, storeURL, "", runArgs, []string{"--exit-after", "100ms"})
 	var hs []handoff
 	next := 0
 	for len(hs) < trials {
@@ -117,22 +119,24 @@ func measureGraceful(b *testing.B, trials int, storeURL string, runArgs []string
 // measureCrash kills the leading tenure with SIGKILL, then restarts it as a
 // candidate so that three always run.
 func measureCrash(b *testing.B, trials int) handoffRun {
-	return measureKill(b, trials, syscall.SIGKILL, "crash", "")
+	return measureKill(b, trials, syscall.SIGKILL, "crash", "", "")
 }
 
 // measureSigterm stops the leading tenure with SIGTERM, as a rolling deploy
 // does: tenure forwards it to CMD's group, waits for CMD, releases and
 // exits. It is then restarted as a candidate so that three always run. The
-// candidates use the local store, or storeURL if it is not "".
-func measureSigterm(b *testing.B, trials int, storeURL string) handoffRun {
-	return measureKill(b, trials, syscall.SIGTERM, "sigterm", storeURL)
+// candidates use the local store, or storeURL if it is not "", and run
+// worker as CMD (the lean worker if it is "").
+func measureSigterm(b *testing.B, trials int, storeURL, worker string) handoffRun {
+	return measureKill(b, trials, syscall.SIGTERM, "sigterm", storeURL, worker)
 }
 
 // measureKill sends sig to the leading tenure and measures until the next
 // leader's CMD starts, then restarts the victim as a candidate. The
-// candidates use the local store, or storeURL if it is not "".
-func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL string) handoffRun {
-	c, timeline := timelineCluster(b, storeURL, []string{"--ttl", "10s"}, nil)
+// candidates use the local store, or storeURL if it is not "", with worker
+// as CMD (the lean worker if it is "").
+func measureKill(b *testing.B, trials int, sig syscall.Signal, what, storeURL, worker string) handoffRun {
+	c, timeline := timelineCluster(b, storeURL, worker, []string{"--ttl", "10s"}, nil)
 	leader, i, ok := c.events.nextStart(0, wait)
 	if !ok {
 		b.Fatal("no leader")
