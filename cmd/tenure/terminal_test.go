@@ -10,6 +10,27 @@ import (
 	"github.com/tenurehq/tenure/internal/testserver"
 )
 
+// rewrittenOnRedis starts a Redis server, has a `tenure run` lead key on
+// it (TTL 30 s), then sets the fields of the key's lease hash (field,
+// value, ...) with the store's own client, as redis-cli HSET would. It
+// returns the server and the store URL.
+func rewrittenOnRedis(t *testing.T, key string, fields ...any) (*testserver.RedisServer, string) {
+	t.Helper()
+	srv := testserver.Redis(t, false)
+	store := srv.URL(0)
+	holdKey(t, store, key, "--ttl", "30s")
+	opts, err := redis.ParseURL(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	if err := rdb.HSet(context.Background(), "tenure:{"+key+"}:lease", fields...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return srv, store
+}
+
 // TestHolderEscapesReachNoTerminal: a holder rewritten with the store's own
 // client (redis-cli HSET) to hold terminal escape sequences is printed
 // quoted by `tenure status` and `tenure watch`, not raw: raw, the escape
@@ -17,19 +38,7 @@ import (
 // clear the screen); so is it by `tenure step-down`, which names the leader
 // it asked. tenure itself grants no such identity.
 func TestHolderEscapesReachNoTerminal(t *testing.T) {
-	srv := testserver.Redis(t, false)
-	store := srv.URL(0)
-	holdKey(t, store, "esc", "--ttl", "30s")
-	opts, err := redis.ParseURL(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
-	const evil = "evil\x1b]0;pwned\a\x1b[2J"
-	if err := rdb.HSet(context.Background(), "tenure:{esc}:lease", "holder", evil).Err(); err != nil {
-		t.Fatal(err)
-	}
+	_, store := rewrittenOnRedis(t, "esc", "holder", "evil\x1b]0;pwned\a\x1b[2J")
 	status := runTenure(t, "status", "--store", store, "--key", "esc")
 	out, err := newLineReader(t, "watch", "--store", store, "--key", "esc")
 	if err != nil {
@@ -59,18 +68,7 @@ func TestHolderEscapesReachNoTerminal(t *testing.T) {
 // escape sequences) makes `tenure status` fail with one line on stderr
 // that shows the bytes quoted, not raw, and a non-zero exit.
 func TestErrorEscapesReachNoTerminal(t *testing.T) {
-	srv := testserver.Redis(t, false)
-	store := srv.URL(0)
-	holdKey(t, store, "esc", "--ttl", "30s")
-	opts, err := redis.ParseURL(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
-	if err := rdb.HSet(context.Background(), "tenure:{esc}:lease", "term", "1\x1b]0;pwned\a\x1b[2J").Err(); err != nil {
-		t.Fatal(err)
-	}
+	srv, store := rewrittenOnRedis(t, "esc", "term", "1\x1b]0;pwned\a\x1b[2J")
 	status := runTenure(t, "status", "--store", store, "--key", "esc")
 	if status.code == 0 {
 		t.Fatalf("tenure status on a corrupt record exited 0: %q", status.stdout)
@@ -87,19 +85,8 @@ func TestErrorEscapesReachNoTerminal(t *testing.T) {
 // redis-cli HSET, are shown by `tenure status` cut to a readable length
 // with their size, not printed whole.
 func TestHugeHolderIsCut(t *testing.T) {
-	srv := testserver.Redis(t, false)
-	store := srv.URL(0)
-	holdKey(t, store, "huge", "--ttl", "30s")
-	opts, err := redis.ParseURL(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
 	huge := strings.Repeat("h", 4<<20)
-	if err := rdb.HSet(context.Background(), "tenure:{huge}:lease", "holder", huge, "value", huge).Err(); err != nil {
-		t.Fatal(err)
-	}
+	_, store := rewrittenOnRedis(t, "huge", "holder", huge, "value", huge)
 	status := runTenure(t, "status", "--store", store, "--key", "huge")
 	if status.code != 0 || len(status.stdout) > 4096 || strings.Count(status.stdout, "(4194304 bytes)") != 2 {
 		t.Fatalf("tenure status of a 4 MiB holder and value: exit %d, %d bytes: %.300q", status.code, len(status.stdout), status.stdout)

@@ -10,17 +10,21 @@ import (
 	"time"
 
 	sdk "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/azblob"
 	"github.com/tenurehq/tenure/storetest"
 )
 
-// testTermsNeverReset damages a key's term in the blob metadata: the store
-// must refuse to grant the key rather than start terms again from 1.
-func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
-	prefix := randomName(t)
-	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "reset", prefix))
+// releasedWithTerm has a store on container and prefix acquire and
+// release key "k", then sets the key's blob metadata tenureterm to term
+// with the Azure SDK, as anyone with the account key can. It returns the
+// store, the released lease, the blob (PREFIX/KEY) and a context for the
+// test.
+func releasedWithTerm(t *testing.T, srv *testserver.AzuriteServer, container, prefix, term string) (tenure.Store, tenure.Lease, *blob.Client, context.Context) {
+	t.Helper()
+	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, container, prefix))
 	ctx := storetest.Context(t, 30*time.Second)
 	l, err := st.Acquire(ctx, "k", "alpha", ttl)
 	if err != nil {
@@ -37,11 +41,18 @@ func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := client.ServiceClient().NewContainerClient("reset").NewBlobClient(prefix + "/k")
-	garbage := "not-a-number"
-	if _, err := b.SetMetadata(ctx, map[string]*string{"tenureterm": &garbage}, nil); err != nil {
-		t.Fatalf("damage the metadata (is the blob name still PREFIX/KEY?): %v", err)
+	b := client.ServiceClient().NewContainerClient(container).NewBlobClient(prefix + "/k")
+	if _, err := b.SetMetadata(ctx, map[string]*string{"tenureterm": &term}, nil); err != nil {
+		t.Fatalf("set the metadata (is the blob name still PREFIX/KEY?): %v", err)
 	}
+	return st, l, b, ctx
+}
+
+// testTermsNeverReset damages a key's term in the blob metadata: the store
+// must refuse to grant the key rather than start terms again from 1.
+func testTermsNeverReset(t *testing.T, srv *testserver.AzuriteServer) {
+	prefix := randomName(t)
+	st, l, b, ctx := releasedWithTerm(t, srv, "reset", prefix, "not-a-number")
 	if _, err := st.Acquire(ctx, "k", "beta", ttl); err == nil || errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("Acquire with a damaged term: got %v, want an error", err)
 	} else if !strings.Contains(err.Error(), "not-a-number") {
@@ -178,29 +189,8 @@ func TestServerDown(t *testing.T) {
 // next grant's term would wrap to 0, below every term handed out, so the
 // store must refuse to grant instead.
 func testTermAtMaximum(t *testing.T, srv *testserver.AzuriteServer) {
-	prefix := randomName(t)
-	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "maxterm", prefix))
-	ctx := storetest.Context(t, 30*time.Second)
-	l, err := st.Acquire(ctx, "k", "alpha", ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := sdk.NewSharedKeyCredential(testserver.AzuriteAccount, testserver.AzuriteKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := sdk.NewClientWithSharedKeyCredential(srv.Endpoint, cred, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := client.ServiceClient().NewContainerClient("maxterm").NewBlobClient(prefix + "/k")
-	maxTerm := "18446744073709551615"
-	if _, err := b.SetMetadata(ctx, map[string]*string{"tenureterm": &maxTerm}, nil); err != nil {
-		t.Fatalf("set the metadata (is the blob name still PREFIX/KEY?): %v", err)
-	}
+	const maxTerm = "18446744073709551615"
+	st, _, _, ctx := releasedWithTerm(t, srv, "maxterm", randomName(t), maxTerm)
 	if l2, err := st.Acquire(ctx, "k", "beta", ttl); err == nil {
 		t.Fatalf("Acquire after term %s granted term %d", maxTerm, l2.Term)
 	} else if errors.Is(err, tenure.ErrHeld) || !strings.Contains(err.Error(), maxTerm) {
