@@ -87,7 +87,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	sent := time.Now()
 	var last error
 	for attempt := range attempts {
-		cur, err := s.latest(ctx, name, attempt == 0)
+		cur, fromCache, err := s.latest(ctx, name, attempt == 0)
 		now := time.Now()
 		if apierrors.IsNotFound(err) {
 			s.obs.forget(name)
@@ -106,7 +106,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 			return tenure.Lease{}, s.foreign(key, v)
 		}
 		r := s.seen.Record(record(key, v, s.obs.since(name, v, now)))
-		if r.Held() && attempt == 0 && s.cached(name) == cur {
+		if r.Held() && fromCache {
 			continue // the version this handle knows may be old news: read
 		}
 		if r.Held() {
@@ -234,7 +234,7 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, change f
 	name := s.LeaseName(l.Key)
 	var last error
 	for attempt := range attempts {
-		cur, err := s.latest(ctx, name, attempt == 0)
+		cur, fromCache, err := s.latest(ctx, name, attempt == 0)
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: key %q term %d: Lease %s is gone (deleted from outside)", tenure.ErrLost, l.Key, l.Term, name)
 		}
@@ -242,7 +242,7 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, change f
 			return s.fail(ctx, op, l.Key, err)
 		}
 		v, ok := read(l.Key, cur)
-		if (!ok || !holds(v, l)) && attempt == 0 && s.cached(name) == cur {
+		if (!ok || !holds(v, l)) && fromCache {
 			s.last.Delete(name) // the cached version may be old news: read
 			continue
 		}
@@ -341,15 +341,26 @@ func (s *Store) read(ctx context.Context, name string) (*coordinationv1.Lease, e
 }
 
 // latest returns the latest version of the Lease this handle knows if
-// cached is set and it knows one, else reads it. Writes based on it are
-// conditional on its resourceVersion, so a stale version only costs a
-// 409 Conflict and a read.
-func (s *Store) latest(ctx context.Context, name string, cached bool) (*coordinationv1.Lease, error) {
+// cached is set and it knows one (fromCache then true), else reads it.
+// Writes based on it are conditional on its resourceVersion, so a stale
+// version only costs a 409 Conflict and a read. Whether the version came
+// from the cache is returned rather than found again by comparing with
+// the cache afterwards: a watch event stores another version there at
+// any moment, and a stale cached version then passed for a fresh read.
+func (s *Store) latest(ctx context.Context, name string, cached bool) (l *coordinationv1.Lease, fromCache bool, err error) {
 	if l := s.cached(name); cached && l != nil {
-		return l, nil
+		if f := afterCachedRead; f != nil {
+			f(s, name)
+		}
+		return l, true, nil
 	}
-	return s.read(ctx, name)
+	l, err = s.read(ctx, name)
+	return l, false, err
 }
+
+// afterCachedRead, if set (by tests), runs when latest returns a cached
+// version, as a watch event arriving just then would.
+var afterCachedRead func(s *Store, name string)
 
 func (s *Store) cached(name string) *coordinationv1.Lease {
 	if v, ok := s.last.Load(name); ok {
