@@ -115,17 +115,31 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// unprintable reports whether r must not reach a terminal raw: a control
+// character (an escape sequence's ESC, BEL...) or any other rune that is
+// neither printable nor a space.
+func unprintable(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }
+
+// terminalSafe reports whether s can be printed to a terminal as it is:
+// valid UTF-8 without unprintable runes.
+func terminalSafe(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unprintable)
+}
+
 // printable returns s with every rune that is not printable, and every
 // byte that is not valid UTF-8, replaced by its Go escape (\x1b, \a, \xff),
 // so that text from a store cannot drive the terminal it is printed to.
 func printable(s string) string {
+	if terminalSafe(s) {
+		return s
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r != ' ' && !unicode.IsPrint(r):
+		case unprintable(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:

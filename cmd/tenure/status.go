@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
@@ -79,7 +76,7 @@ func toJSON(r tenure.Record) recordJSON {
 // One longer than [tenure.MaxIdentityLen] is cut there, with its size.
 func shown(s string) string {
 	s, more := cut(s, tenure.MaxIdentityLen)
-	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }) {
+	if !terminalSafe(s) {
 		s = strconv.Quote(s)
 	}
 	return s + more
