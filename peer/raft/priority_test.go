@@ -15,9 +15,11 @@ import (
 
 // TestPriorityZeroNeverLeads: members 0 and 1 have priority 0 and member 2
 // is down, so raft can only elect 0 or 1: neither grants the key nor
-// reports itself holding it, and whichever raft elects hands leadership
-// away within a few heartbeat timeouts. Once member 2 starts, it becomes
-// and stays leader, and grants.
+// reports itself holding it, nor anyone in the term it leads, and whichever
+// raft elects hands leadership away within a few heartbeat timeouts. (A
+// member that raft left meanwhile may name the other priority-0 member as
+// holder, in the later term: a node knows no priority but its own.) Once
+// member 2 starts, it becomes and stays leader, and grants.
 func TestPriorityZeroNeverLeads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newPriorityCluster(t, 3, testHB, map[int]int{0: tenure.NeverLead, 1: tenure.NeverLead})
@@ -40,6 +42,14 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 				if d := time.Since(led[i]); d > 10*testHB {
 					t.Fatalf("member %d, of priority 0, has led raft for %s", i, d)
 				}
+				// The raft term member i leads in. Raft may move on to the
+				// other member of priority 0 before the calls below; that
+				// member's priority is not known to member i (a node knows
+				// only its own), so a record of a later term may name it.
+				id, term := leaderNow(n.Raft())
+				if id != c.ids[i] {
+					continue // already moved on
+				}
 				if l, err := n.Acquire(ctx, "k", c.ids[i], testHB); err == nil {
 					t.Fatalf("member %d, of priority 0, granted %+v", i, l)
 				} else if !errors.Is(err, ErrSteppingDown) && !errors.Is(err, tenure.ErrUnavailable) {
@@ -47,8 +57,8 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 					// State check and the Acquire.
 					t.Fatalf("member %d, of priority 0, refused with %v; want ErrSteppingDown (or ErrUnavailable once it handed over)", i, err)
 				}
-				if r, _ := n.Get(ctx, "k"); r.Held() {
-					t.Fatalf("member %d, of priority 0 and raft leader, reports the key held: %+v", i, r)
+				if r, _ := n.Get(ctx, "k"); r.Held() && (r.Holder == c.ids[i] || r.Term <= term) {
+					t.Fatalf("member %d, of priority 0 and raft leader in term %d, reports the key held: %+v", i, term, r)
 				}
 			}
 		}
