@@ -156,7 +156,8 @@ func TestBadEnvNamed(t *testing.T) {
 		{"TENURE_KEY, status", envKey, strings.Repeat("k", 300), []string{"status", "--store", store}, "tenure: $TENURE_KEY: "},
 		{"POD_NAME blank", "POD_NAME", " ", run, `tenure: $POD_NAME (the default --id) " " is only white space`},
 		{"TENURE_KEY padded", envKey, "job\u00a0", []string{"status", "--store", store}, `tenure: $TENURE_KEY "job\u00a0" begins or ends with white space`},
-		{"TENURE_STORE blank", envStore, " \n", []string{"run", "--key", "job", "--", "true"}, "tenure: $TENURE_STORE is set to only white space"},
+		{"TENURE_STORE blank", envStore, " \n", []string{"run", "--key", "job", "--", "true"}, "tenure: $TENURE_STORE is set but blank"},
+		{"TENURE_STORE empty", envStore, "", []string{"run", "--key", "job", "--", "true"}, "tenure: $TENURE_STORE is set but blank"},
 		{"TENURE_KEY, step-down", envKey, "a\tb", []string{"step-down", "--store", store}, "tenure: $TENURE_KEY: "},
 	}
 	for _, tc := range cases {

@@ -12,7 +12,8 @@
 // Every subcommand that uses a store takes --store URL, or --store-file PATH
 // (a file holding the URL, refused unless only its owner can read it), or
 // reads the URL from $TENURE_STORE, in that order of precedence; --store
-// and --store-file together are a usage error. A URL with a password
+// and --store-file together are a usage error, and so is either given
+// empty or $TENURE_STORE set but blank. A URL with a password
 // belongs in the file or the environment: a command line is visible to
 // every user in ps. Stores are built only through [tenure.Open], so any
 // store package linked in (a store_*.go file with a blank import) is

@@ -86,11 +86,14 @@ type storeSource struct {
 
 // resolve returns the store URL: --store, else the contents of
 // --store-file, else $TENURE_STORE, else "" (the default local store).
-// Giving both --store and --store-file is a usage error, and so is giving
-// either one empty ("--store $URL" with $URL unset): falling back to the
-// default local store there would elect a leader on every machine. Errors
-// never quote the URL.
-func (sf *storeFlags) resolve(getenv func(string) string) (storeSource, error) {
+// lookupEnv is [os.LookupEnv] outside tests. Giving both --store and
+// --store-file is a usage error, and so is giving either one empty
+// ("--store $URL" with $URL unset) or setting $TENURE_STORE to nothing or
+// white space (a template that rendered nothing): falling back to the
+// default local store there would elect a leader on every machine. Only
+// an unset $TENURE_STORE means the local store. Errors never quote the
+// URL.
+func (sf *storeFlags) resolve(lookupEnv func(string) (string, bool)) (storeSource, error) {
 	var empty error
 	sf.fs.Visit(func(f *flag.Flag) {
 		if (f.Name == "store" || f.Name == "store-file") && strings.TrimSpace(f.Value.String()) == "" && empty == nil {
@@ -111,13 +114,14 @@ func (sf *storeFlags) resolve(getenv func(string) string) (storeSource, error) {
 		}
 		return storeSource{url: u, from: "--store-file " + sf.file}, nil
 	}
-	env := getenv(envStore)
+	env, set := lookupEnv(envStore)
 	if u := strings.TrimSpace(env); u != "" {
 		return storeSource{url: u, from: "$" + envStore}, nil
-	} else if env != "" {
-		// Set to white space only, as by an empty templated value: as
-		// with an empty flag, the local store would elect everywhere.
-		return storeSource{}, usageErrorf("$%s is set to only white space; set it to the store URL, or unset it to use the local store", envStore)
+	} else if set {
+		// Set to nothing or white space, as by a templated value that
+		// rendered empty: as with an empty flag, the local store would
+		// elect everywhere.
+		return storeSource{}, usageErrorf("$%s is set but blank; set it to the store URL, or unset it to use the local store", envStore)
 	}
 	return storeSource{}, nil
 }
@@ -335,7 +339,7 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 		err = usageErrorf("--exec-timeout %s must not be negative (0: no limit)", o.execTimeout)
 	}
 	if err == nil {
-		o.store, err = sf.resolve(os.Getenv)
+		o.store, err = sf.resolve(os.LookupEnv)
 	}
 	if err != nil {
 		return o, fail(stderr, err), true

@@ -94,7 +94,7 @@ func FuzzCLIStoreSecret(f *testing.F) {
 // code, one line on failure.
 func FuzzCLIFlags(f *testing.F) {
 	f.Setenv("XDG_STATE_HOME", f.TempDir())
-	f.Setenv(envStore, "")
+	unsetEnv(f, envStore)
 	for _, seed := range []string{
 		"--key\x00job",
 		"--key\x00job\x00--ttl\x001ms\x00--\x00true",

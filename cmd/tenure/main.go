@@ -67,8 +67,9 @@ Run "tenure COMMAND -h" for a command's flags. Stores are named by URL:
   memory://NAME            in-process only, for testing
 Registered schemes: %s
 The URL comes from --store URL, else --store-file PATH (chmod 600), else
-$TENURE_STORE (--store or --store-file given empty is an error). Put a URL with a password in the file or the environment:
-every user can read a command line with ps.
+$TENURE_STORE, else the local store; --store or --store-file given empty, or
+$TENURE_STORE set but blank, is an error. Put a URL with a password in the file
+or the environment: every user can read a command line with ps.
 `
 
 // run is the whole program: it parses args, runs one subcommand and returns

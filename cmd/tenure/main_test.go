@@ -14,6 +14,25 @@ import (
 	"time"
 )
 
+// unsetEnv unsets the environment variable name until tb ends (an empty
+// value is not the same: $TENURE_STORE set but blank is refused).
+func unsetEnv(tb testing.TB, name string) {
+	tb.Setenv(name, "") // restores the old value at the end
+	os.Unsetenv(name)
+}
+
+// environWithout is this process's environment without the variable name,
+// for a child that must not inherit it.
+func environWithout(name string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, name+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // tenureBin is the tenure binary built once by TestMain; the tests run it
 // as real processes. leanWorkerBin is the demo worker alone
 // (testdata/leanworker), which the benchmarks run as CMD.

@@ -267,7 +267,7 @@ func TestDefaultStoreIsSaid(t *testing.T) {
 		{[]string{"--store", "file://" + t.TempDir()}, false},
 	} {
 		cmd := exec.Command(tenureBin, append(append([]string{"run", "--key", "k"}, c.args...), "--", "true")...)
-		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TENURE_STORE=")
+		cmd.Env = append(environWithout(envStore), "XDG_STATE_HOME="+t.TempDir())
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {

@@ -81,7 +81,7 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 		err = usageErrorf("--delay %s is out of range: want 0 to %s", o.delay, tenure.MaxTTL)
 	}
 	if err == nil {
-		o.store, err = sf.resolve(os.Getenv)
+		o.store, err = sf.resolve(os.LookupEnv)
 	}
 	if _, peer := peerMode(o.store.url); err == nil && peer {
 		err = usageErrorf("prefer is not supported in peer modes: they have no shared key to hold a preference; give the member --priority instead")

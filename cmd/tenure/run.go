@@ -118,7 +118,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	o.id, o.idFrom = orEnvFrom(o.id, "--id", envID)
 	o.advertise, o.advertiseFrom = orEnvFrom(o.advertise, "--advertise", envAdvertise)
 	var err error
-	if o.store, err = sf.resolve(os.Getenv); err != nil {
+	if o.store, err = sf.resolve(os.LookupEnv); err != nil {
 		return o, fail(stderr, err), true
 	}
 	prioritySet := false

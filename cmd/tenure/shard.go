@@ -87,7 +87,7 @@ func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int,
 	}
 	o.id, o.idFrom = orEnvFrom(o.id, "--id", envID)
 	var err error
-	if o.store, err = sf.resolve(os.Getenv); err != nil {
+	if o.store, err = sf.resolve(os.LookupEnv); err != nil {
 		return o, fail(stderr, err), true
 	}
 	shardsSet, keysSet := false, false

@@ -82,7 +82,7 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 		}
 	}
 	if err == nil {
-		o.store, err = sf.resolve(os.Getenv)
+		o.store, err = sf.resolve(os.LookupEnv)
 	}
 	if err == nil {
 		err = checkPeerStepDown(o.store)

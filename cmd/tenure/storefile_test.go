@@ -26,7 +26,7 @@ func writeStoreFile(t *testing.T, content string, mode os.FileMode) string {
 // every subcommand that takes --store, so a password need not be on the
 // command line, where ps shows it to every user.
 func TestStoreFileAndEnv(t *testing.T) {
-	t.Setenv(envStore, "")
+	unsetEnv(t, envStore)
 	dir := t.TempDir()
 	good := writeStoreFile(t, "file://"+dir+"\n", 0o600)
 	for _, tc := range []struct {
@@ -94,7 +94,7 @@ func TestStoreSourcePrecedence(t *testing.T) {
 // line of a regular file, is refused with one line naming the problem and
 // never its contents; the command does nothing.
 func TestStoreFileRefused(t *testing.T) {
-	t.Setenv(envStore, "")
+	unsetEnv(t, envStore)
 	const secret = "redis://:hunter2@127.0.0.1:1/0"
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

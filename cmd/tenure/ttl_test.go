@@ -26,7 +26,7 @@ func init() {
 // TestRunTTLStoreRange: once the store is open, --ttl is checked against
 // its own range, as a usage error naming it.
 func TestRunTTLStoreRange(t *testing.T) {
-	t.Setenv(envStore, "")
+	unsetEnv(t, envStore)
 	for _, tc := range []struct {
 		ttl  string
 		code int
