@@ -133,8 +133,10 @@ func (h *hook) once(ctx context.Context, r tenure.Record) {
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = h.out, h.out
 	// Its own process group, so that stopping the run stops whatever the
-	// shell started, too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// shell started, too. If tenure itself is killed, the shell is killed
+	// with it (Pdeathsig), so that a stale run cannot go on past the
+	// watch, and alongside the next watch's runs, once tenure is restarted.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = hookStopGrace
 	began := time.Now()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -243,5 +244,40 @@ func TestWatchExecTimeout(t *testing.T) {
 	}
 	if stderr, _ := os.ReadFile(w.stderr); !strings.Contains(string(stderr), "--exec hook timed out") {
 		t.Errorf("the timeout was not logged; stderr:\n%s", stderr)
+	}
+}
+
+// TestWatchExecHookDiesWithTenure: a running hook's shell is killed with
+// a SIGKILLed tenure watch (Pdeathsig), so a stale run cannot go on past
+// the watch, alongside the runs of the watch that replaces it. Before,
+// the shell ran on to the end of its script.
+func TestWatchExecHookDiesWithTenure(t *testing.T) {
+	dir := t.TempDir()
+	log := newFIFOLines(t, filepath.Join(dir, "log"))
+	w := startHookWatch(t, "file://"+filepath.Join(dir, "store"), "hk",
+		fmt.Sprintf(`echo $$ > %[1]s; while :; do sleep 0.05; done`, log.f.Name()))
+	w.expect(t, "")
+	pid, err := strconv.Atoi(log.next(t, "the hook's pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hook's shell is its process group's leader: clear the group up
+	// whatever happens.
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	_ = w.cmd.Process.Kill()
+	_ = w.cmd.Wait()
+	// A pidfd turns readable when its process exits.
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(wait/time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatalf("the hook's shell (pid %d) still runs %s after tenure watch was killed", pid, wait)
 	}
 }

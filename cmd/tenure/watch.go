@@ -43,7 +43,8 @@ line) and the watch goes on. A run still going after --exec-timeout
 (default 1m; 0: no limit) is stopped, SIGTERM to its process group and
 SIGKILL 5s later, so that a hung CMD cannot hold back the states after it.
 On SIGINT or SIGTERM a run in progress is stopped the same way, and
-pending states are dropped.
+pending states are dropped. If tenure is killed, the run's shell is
+killed with it (what the shell had started at that moment runs on).
 
 Flags:
 `
