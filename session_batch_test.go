@@ -2,7 +2,6 @@ package tenure_test
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -47,21 +46,12 @@ func (ss *batchSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireR
 	return ss.StoreSession.(tenure.BatchAcquirer).AcquireBatch(ctx, reqs)
 }
 
-func newBatchSession(t *testing.T, st tenure.Store) *tenure.Session {
-	t.Helper()
-	s, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: ttl, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // Campaigns that wait at the same time share store requests: the first
 // goes alone, the rest, gathered while it was under way, in one batch.
 func TestCampaignsAcquireInBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &batchSessions{Store: memory.New(nil)}
-		s := newBatchSession(t, st)
+		s := newSession(t, st)
 		const n = 40
 		ls := campaignAtOnce(t, s, n)
 		terms := map[string]uint64{}
@@ -76,9 +66,7 @@ func TestCampaignsAcquireInBatches(t *testing.T) {
 			t.Errorf("%d keys led with %d acquires in batches %v, want %d keys in at most 2 batches", len(terms), sum, sizes, n)
 		}
 		resignAll(ls)
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		mustClose(t, s)
 	})
 }
 
@@ -87,7 +75,7 @@ func TestCampaignsAcquireInBatches(t *testing.T) {
 func TestBatchHoldsOneRequestPerKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &batchSessions{Store: memory.New(nil)}
-		s := newBatchSession(t, st)
+		s := newSession(t, st)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		type res struct {
@@ -135,7 +123,7 @@ func TestBatchGivesBackTheGrantOfACampaignThatLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New(nil)
 		st := &batchSessions{Store: mem}
-		s := newBatchSession(t, st)
+		s := newSession(t, st)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		if l, err := s.Campaign(ctx, "k", "p1", ""); err == nil {

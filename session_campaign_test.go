@@ -119,9 +119,7 @@ func TestCampaignLeadsManyKeysWithoutAGoroutinePerKey(t *testing.T) {
 				t.Fatalf("k%d still held after Resign: %+v", i, rec)
 			}
 		}
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		mustClose(t, s)
 	})
 }
 
@@ -167,9 +165,7 @@ func TestCampaignPartitionCancelsByTheDeadlineAndKeepsKeysUntilResign(t *testing
 			t.Errorf("%d sessions opened, want 2", o)
 		}
 		resignAll(again)
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		mustClose(t, s)
 	})
 }
 
@@ -202,9 +198,7 @@ func TestCampaignGrantEndedFromOutsideEndsOnlyIt(t *testing.T) {
 			t.Fatalf("k3 again: %+v, %v; want a later term than %d", l, err, ls[3].Lease().Term)
 		}
 		resignAll(append(ls, l))
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		mustClose(t, s)
 	})
 }
 
@@ -247,9 +241,7 @@ func TestCampaignWaitsWhileHeldAndRespectsCtx(t *testing.T) {
 			t.Errorf("leadership %+v, want p1 above term %d", l.Lease(), other.Term)
 		}
 		l.Resign(context.Background())
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		mustClose(t, s)
 	})
 }
 
@@ -325,9 +317,7 @@ func TestCampaignBurstIsBoundedByMaxAcquires(t *testing.T) {
 			t.Errorf("at most %d Acquires under way at once, want MaxAcquires (3)", m)
 		}
 		resignAll(ls)
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		mustClose(t, s)
 	})
 	if _, err := tenure.NewSession(tenure.SessionConfig{Store: memory.New(nil), MaxAcquires: -1}); !errors.Is(err, tenure.ErrInvalid) {
 		t.Errorf("MaxAcquires -1: %v, want ErrInvalid", err)

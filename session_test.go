@@ -108,6 +108,14 @@ func newSession(t *testing.T, st tenure.Store) *tenure.Session {
 	return s
 }
 
+// mustClose closes s, failing the test if Close reports an error.
+func mustClose(t *testing.T, s *tenure.Session) {
+	t.Helper()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatalf("Session.Close: %v", err)
+	}
+}
+
 // sessionElector returns p1's elector on key in session s (no store or
 // TTL of its own).
 func sessionElector(t *testing.T, s *tenure.Session, key string) *tenure.Elector {
