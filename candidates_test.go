@@ -42,7 +42,7 @@ func TestIdleLeaderDoesNotReadCandidateSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &slotCounter{Store: memory.New(nil)}
 		b := newBook()
-		r := start(newElector(t, controlled(store, "a", 1)), b.task("a", nil))
+		r := startCandidate(t, store, b, "a", 1)
 		defer r.stop()
 		<-b.began
 		reads, renewals := store.reads.Load(), store.renewals.Load()
@@ -89,7 +89,7 @@ func TestFormerLeaderCountsCandidatesThatCameWhileItLed(t *testing.T) {
 		if first := <-b.began; first.id != "low" {
 			t.Fatalf("%s leads, want low", first.id)
 		}
-		high := start(newElector(t, controlled(store, "high", 5)), b.task("high", nil))
+		high := startCandidate(t, store, b, "high", 5)
 		defer high.stop()
 		time.Sleep(5*ttl + ttl/2) // high registers; low leads on, between two reads it skips
 		if r := el.RankForTest(1); r != 0 {

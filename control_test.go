@@ -21,13 +21,20 @@ func controlled(store tenure.Store, id string, p int) tenure.Config {
 	return cfg
 }
 
+// startCandidate starts id's elector on store with priority p, its terms
+// recorded in b by a task that waits for cancellation.
+func startCandidate(t *testing.T, store tenure.Store, b *book, id string, p int) *running {
+	t.Helper()
+	return start(newElector(t, controlled(store, id, p)), b.task(id, nil))
+}
+
 // startControlled starts an elector per id (priority 1) and waits for the
 // first term.
 func startControlled(t *testing.T, store tenure.Store, b *book, ids ...string) (map[string]*running, *term) {
 	t.Helper()
 	runs := map[string]*running{}
 	for _, id := range ids {
-		runs[id] = start(newElector(t, controlled(store, id, 1)), b.task(id, nil))
+		runs[id] = startCandidate(t, store, b, id, 1)
 	}
 	return runs, <-b.began
 }
@@ -181,7 +188,7 @@ func TestNeverLeadLeavesTheKeyFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
-		r := start(newElector(t, controlled(store, "observer", tenure.NeverLead)), b.task("observer", nil))
+		r := startCandidate(t, store, b, "observer", tenure.NeverLead)
 		time.Sleep(20 * ttl)
 		synctest.Wait()
 		rec, err := store.Get(context.Background(), "job")
@@ -208,10 +215,10 @@ func TestHighestPriorityWinsTheNextElection(t *testing.T) {
 			b := newBook()
 			runs := map[string]*running{}
 			ids := []string{"p1", "p2", "p3", "p4"}
-			runs[ids[0]] = start(newElector(t, controlled(store, ids[0], order[0])), b.task(ids[0], nil))
+			runs[ids[0]] = startCandidate(t, store, b, ids[0], order[0])
 			first := <-b.began
 			for i := 1; i < len(ids); i++ {
-				runs[ids[i]] = start(newElector(t, controlled(store, ids[i], order[i])), b.task(ids[i], nil))
+				runs[ids[i]] = startCandidate(t, store, b, ids[i], order[i])
 			}
 			time.Sleep(3 * ttl) // the others register and read each other
 			runs[first.id].stop()
@@ -308,7 +315,7 @@ func TestLeaderYieldsToAHigherPriorityAfterTheDelay(t *testing.T) {
 		}
 		time.Sleep(2 * ttl)
 		joined := time.Now()
-		high := start(newElector(t, controlled(store, "high", 5)), b.task("high", nil))
+		high := startCandidate(t, store, b, "high", 5)
 		defer high.stop()
 		next := <-b.began
 		if d := next.start.Sub(joined); next.id != "high" || d < delay || d > delay+2*ttl {
@@ -337,7 +344,7 @@ func TestControlIsAdvisory(t *testing.T) {
 		mem := memory.New(nil)
 		f := faultstore.New(faultstore.Plan{Rates: faultstore.Rates{Ops: faultstore.OpGet | faultstore.OpWatch, FailBefore: 1}})
 		b := newBook()
-		r := start(newElector(t, controlled(faultstore.Wrap(mem, f), "a", 1)), b.task("a", nil))
+		r := startCandidate(t, faultstore.Wrap(mem, f), b, "a", 1)
 		defer r.stop()
 		select {
 		case tm := <-b.began:
@@ -388,7 +395,7 @@ func TestAcquireThatCrossedAStepDownIsGivenBack(t *testing.T) {
 		}
 		store := &crossing{Store: mem, candidate: "b", old: old}
 		b := newBook()
-		run := start(newElector(t, controlled(store, "b", 1)), b.task("b", nil))
+		run := startCandidate(t, store, b, "b", 1)
 		defer stopAll(map[string]*running{"b": run})
 		asked := time.Now()
 		// b's first Acquire crosses the request: b read no request before

@@ -34,12 +34,12 @@ func TestLeaderHandsOverToThePreferredHolderAfterTheDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
-		a := start(newElector(t, controlled(store, "a", 5)), b.task("a", nil))
+		a := startCandidate(t, store, b, "a", 5)
 		defer a.stop()
 		if first := <-b.began; first.id != "a" {
 			t.Fatalf("%s leads, want a", first.id)
 		}
-		bee := start(newElector(t, controlled(store, "b", 1)), b.task("b", nil))
+		bee := startCandidate(t, store, b, "b", 1)
 		defer bee.stop()
 		time.Sleep(2 * ttl) // b is registered, and a leads on
 		const delay = 4 * ttl
@@ -65,10 +65,10 @@ func TestPreferenceOfAnAbsentOrNeverLeadingCandidateMovesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
-		a := start(newElector(t, controlled(store, "a", 1)), b.task("a", nil))
+		a := startCandidate(t, store, b, "a", 1)
 		defer a.stop()
 		first := <-b.began
-		standby := start(newElector(t, controlled(store, "standby", tenure.NeverLead)), b.task("standby", nil))
+		standby := startCandidate(t, store, b, "standby", tenure.NeverLead)
 		defer standby.stop()
 		for _, holder := range []string{"ghost", "standby"} {
 			stop := prefer(t, store, tenure.Preference{Holder: holder, Delay: ttl})
@@ -89,12 +89,12 @@ func TestPreferredHolderGoesFirstWhenTheKeyIsFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
-		a := start(newElector(t, controlled(store, "a", 1)), b.task("a", nil))
+		a := startCandidate(t, store, b, "a", 1)
 		<-b.began
 		defer prefer(t, store, tenure.Preference{Holder: "pref", Delay: time.Hour})()
-		high := start(newElector(t, controlled(store, "high", 5)), b.task("high", nil))
+		high := startCandidate(t, store, b, "high", 5)
 		defer high.stop()
-		pref := start(newElector(t, controlled(store, "pref", 1)), b.task("pref", nil))
+		pref := startCandidate(t, store, b, "pref", 1)
 		defer pref.stop()
 		time.Sleep(3 * ttl) // both registered and have read the preference
 		a.stop()
