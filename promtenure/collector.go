@@ -70,8 +70,13 @@ func New(key string) *Collector {
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, ConstLabels: k, Help: help})
 	}
-	byReason := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, ConstLabels: k, Help: help}, []string{"reason"})
+	// byReason's counters start with every reason present, at 0.
+	byReason := func(name, help string, reasons ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, ConstLabels: k, Help: help}, []string{"reason"})
+		for _, r := range reasons {
+			v.WithLabelValues(r)
+		}
+		return v
 	}
 	c.masterStatus = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "leader_election_master_status", ConstLabels: prometheus.Labels{"name": key},
@@ -86,7 +91,8 @@ func New(key string) *Collector {
 	c.attempts = counter("tenure_acquire_attempts_total",
 		"Acquire requests this process sent for key.")
 	c.acquireFailures = byReason("tenure_acquire_failures_total",
-		"Acquire requests for key that did not grant it, by reason (held, error).")
+		"Acquire requests for key that did not grant it, by reason (held, error).",
+		FailureHeld, FailureError)
 	c.renewLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "tenure_renew_latency_seconds", ConstLabels: k, Buckets: renewBuckets,
 		Help: "Round trip of successful lease renewals of key.",
@@ -94,17 +100,12 @@ func New(key string) *Collector {
 	c.renewFailures = counter("tenure_renew_failures_total",
 		"Renewals of key that failed with a transient error and were retried.")
 	c.lost = byReason("tenure_leadership_lost_total",
-		"Terms of this process on key that ended, by reason (lost, renew_deadline, stalled, task_returned, shutdown).")
+		"Terms of this process on key that ended, by reason (lost, renew_deadline, stalled, task_returned, shutdown).",
+		ReasonLost, ReasonRenewDeadline, ReasonStalled, ReasonTaskReturned, ReasonShutdown)
 	c.stalls = counter("tenure_task_stalls_total",
 		"Leader tasks of key that stopped reporting progress and lost leadership.")
 	c.overruns = counter("tenure_task_overruns_total",
 		"Leader tasks of key still running StopTimeout after their context was cancelled.")
-	for _, r := range []string{FailureHeld, FailureError} {
-		c.acquireFailures.WithLabelValues(r)
-	}
-	for _, r := range []string{ReasonLost, ReasonRenewDeadline, ReasonStalled, ReasonTaskReturned, ReasonShutdown} {
-		c.lost.WithLabelValues(r)
-	}
 	c.all = []prometheus.Collector{c.masterStatus, c.isLeader, c.term, c.transitions, c.attempts,
 		c.acquireFailures, c.renewLatency, c.renewFailures, c.lost, c.stalls, c.overruns}
 	return c
