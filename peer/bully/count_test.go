@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
 	"github.com/tenurehq/tenure/peer/wire"
 )
@@ -17,11 +16,7 @@ import (
 func TestMessagesBestCase(t *testing.T) {
 	simtest.EachSize(t, func(t *testing.T, n int) {
 		initiator := uint64(n - 1)
-		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
-			if cfg.ID != initiator {
-				cfg.Timeout = time.Hour // only the initiator notices the crash
-			}
-		}})
+		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: simtest.OnlyInitiator(initiator)})
 		old, leader, st, took, err := c.Failover(time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -43,11 +38,7 @@ func TestMessagesBestCase(t *testing.T) {
 // Answers at least, and fewer than n² messages.
 func TestMessagesWorstCase(t *testing.T) {
 	simtest.EachSize(t, func(t *testing.T, n int) {
-		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: func(cfg *peer.Config) {
-			if cfg.ID != 1 {
-				cfg.Timeout = time.Hour
-			}
-		}})
+		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: simtest.OnlyInitiator(1)})
 		_, leader, st, _, err := c.Failover(time.Hour)
 		if err != nil {
 			t.Fatal(err)

@@ -7,20 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurehq/tenure/peer"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
 	"github.com/tenurehq/tenure/peer/wire"
 )
-
-// onlyInitiator gives every member but id a timeout of an hour, so id alone
-// starts an election.
-func onlyInitiator(id uint64) func(*peer.Config) {
-	return func(cfg *peer.Config) {
-		if cfg.ID != id {
-			cfg.Timeout = time.Hour
-		}
-	}
-}
 
 // TestMessagesSingleInitiator checks Chang–Roberts exactly, on a fresh
 // ring of n live members: an election started by member i alone takes
@@ -32,7 +21,7 @@ func TestMessagesSingleInitiator(t *testing.T) {
 		for i := 1; i <= n; i++ {
 			t.Run(fmt.Sprintf("n=%d/i=%d", n, i), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
+					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: simtest.OnlyInitiator(uint64(i))})
 					leader, _, err := c.AwaitAgreement(time.Minute)
 					if err != nil {
 						t.Fatal(err)
@@ -63,7 +52,7 @@ func TestMessagesAfterCrash(t *testing.T) {
 		for _, i := range slices.Compact([]int{1, n / 2, n - 1}) {
 			t.Run(fmt.Sprintf("n=%d/i=%d", n, i), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: onlyInitiator(uint64(i))})
+					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: simtest.OnlyInitiator(uint64(i))})
 					_, leader, st, took, err := c.Failover(time.Hour)
 					if err != nil {
 						t.Fatal(err)

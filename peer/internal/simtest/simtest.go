@@ -378,6 +378,17 @@ func (c *Cluster) AwaitAgreement(bound time.Duration) (leader uint64, took time.
 	}
 }
 
+// OnlyInitiator is an [Options.Configure] that gives every member but id a
+// timeout of an hour, so that id alone notices a crash (or the missing
+// coordinator of a fresh group) and starts an election.
+func OnlyInitiator(id uint64) func(*peer.Config) {
+	return func(cfg *peer.Config) {
+		if cfg.ID != id {
+			cfg.Timeout = time.Hour
+		}
+	}
+}
+
 // ElectionTypes are the message types of elections proper (not heartbeats,
 // acks, rejections or resignations).
 var ElectionTypes = []wire.Type{wire.Election, wire.Answer, wire.Coordinator, wire.Elected}
