@@ -72,39 +72,41 @@ $TENURE_STORE set but blank, is an error. Put a URL with a password in the file
 or the environment: every user can read a command line with ps.
 `
 
+// subcommand is one tenure subcommand: it gets the arguments after its
+// name and returns the process exit code.
+type subcommand func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// subcommands are the subcommands run dispatches to by name, all but the
+// supervisor (superviseCmdName), which takes no context and no stdout.
+var subcommands = map[string]subcommand{
+	"run":         runCmd,
+	"shard":       shardCmd,
+	"status":      statusCmd,
+	"watch":       watchCmd,
+	"step-down":   stepDownCmd,
+	"prefer":      preferCmd,
+	"demo":        demoCmd,
+	workerCmdName: workerCmd,
+}
+
 // run is the whole program: it parses args, runs one subcommand and returns
 // the process exit code. Everything it prints goes to stdout and stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return fail(stderr, usageErrorf(`no command given; run "tenure help" for usage`))
 	}
-	var err error
-	switch name, rest := args[0], args[1:]; name {
-	case "run":
-		return runCmd(ctx, rest, stdout, stderr)
-	case "shard":
-		return shardCmd(ctx, rest, stdout, stderr)
-	case "status":
-		return statusCmd(ctx, rest, stdout, stderr)
-	case "watch":
-		return watchCmd(ctx, rest, stdout, stderr)
-	case "step-down":
-		return stepDownCmd(ctx, rest, stdout, stderr)
-	case "prefer":
-		return preferCmd(ctx, rest, stdout, stderr)
-	case "demo":
-		return demoCmd(ctx, rest, stdout, stderr)
+	name, rest := args[0], args[1:]
+	if cmd, ok := subcommands[name]; ok {
+		return cmd(ctx, rest, stdout, stderr)
+	}
+	switch name {
 	case superviseCmdName:
 		return superviseCmd(rest, stderr)
-	case workerCmdName:
-		return workerCmd(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		printUsage(stdout)
 		return exitOK
-	default:
-		err = usageErrorf("unknown command %q (want demo, run, shard, status, step-down, prefer or watch)", name)
 	}
-	return fail(stderr, err)
+	return fail(stderr, usageErrorf("unknown command %q (want demo, run, shard, status, step-down, prefer or watch)", name))
 }
 
 func printUsage(w io.Writer) {
