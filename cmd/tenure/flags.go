@@ -234,6 +234,28 @@ func checkKeyFlag(key, from string) error {
 	return checkTrimmed(from, key)
 }
 
+// checkKeyArgs takes *key from $TENURE_KEY when --key was not given,
+// then checks the command line of a subcommand that takes no positional
+// arguments (noArgs) and the key (checkKeyFlag), in that order.
+func checkKeyArgs(fs *flag.FlagSet, key *string) error {
+	var keyFrom string
+	*key, keyFrom = orEnvFrom(*key, "--key", envKey)
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	return checkKeyFlag(*key, keyFrom)
+}
+
+// checkControlledKey rejects a key longer than tenure.MaxControlledKeyLen,
+// which leaves no room for the suffix of the keys kept next to it. The
+// message names who needs the room and what the room is for.
+func checkControlledKey(key, who, room string) error {
+	if len(key) > tenure.MaxControlledKeyLen {
+		return usageErrorf("--key is %d bytes; %s needs at most %d (room for %s)", len(key), who, tenure.MaxControlledKeyLen, room)
+	}
+	return nil
+}
+
 // checkTrimmed rejects a key, identity or group name s (from: where it came
 // from) that begins or ends with white space, or is nothing else. The
 // library takes " job" as a name of its own, another lease than "job": a
@@ -326,12 +348,7 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	if code, done := parseFlags(fs, args, help, stdout, stderr); done {
 		return o, code, true
 	}
-	var keyFrom string
-	o.key, keyFrom = orEnvFrom(o.key, "--key", envKey)
-	err := noArgs(fs)
-	if err == nil {
-		err = checkKeyFlag(o.key, keyFrom)
-	}
+	err := checkKeyArgs(fs, &o.key)
 	if err == nil {
 		err = checkHTTPAddr(o.httpAddr)
 	}

@@ -47,8 +47,9 @@ func (o *runOpts) checkControl(given bool) error {
 		return usageErrorf("--priority 0 never campaigns; it cannot be combined with --try or --wait")
 	case o.yieldAfter < 0 || o.yieldAfter > tenure.MaxTTL:
 		return usageErrorf("--yield-after %s is out of range: want 0 to %s", o.yieldAfter, tenure.MaxTTL)
-	case len(o.key) > tenure.MaxControlledKeyLen:
-		return usageErrorf("--key is %d bytes; tenure run needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
+	}
+	if err := checkControlledKey(o.key, "tenure run", "the control key's suffix"); err != nil {
+		return err
 	}
 	return o.peerPriority(given)
 }

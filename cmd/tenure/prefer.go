@@ -64,8 +64,8 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 		o.holder = fs.Arg(0)
 		err = checkKeyFlag(o.key, keyFrom)
 	}
-	if err == nil && len(o.key) > tenure.MaxControlledKeyLen {
-		err = usageErrorf("--key is %d bytes; a preference needs at most %d (room for the suffixes)", len(o.key), tenure.MaxControlledKeyLen)
+	if err == nil {
+		err = checkControlledKey(o.key, "a preference", "the suffixes")
 	}
 	if err == nil && (o.ttl < tenure.MinTTL || o.ttl > tenure.MaxTTL) {
 		err = usageErrorf("--ttl %s is out of range: want %s to %s", o.ttl, tenure.MinTTL, tenure.MaxTTL)

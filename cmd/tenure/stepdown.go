@@ -62,14 +62,9 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	if code, done := parseFlags(fs, args, stepDownHelp, stdout, stderr); done {
 		return o, code, true
 	}
-	var keyFrom string
-	o.key, keyFrom = orEnvFrom(o.key, "--key", envKey)
-	err := noArgs(fs)
+	err := checkKeyArgs(fs, &o.key)
 	if err == nil {
-		err = checkKeyFlag(o.key, keyFrom)
-	}
-	if err == nil && len(o.key) > tenure.MaxControlledKeyLen {
-		err = usageErrorf("--key is %d bytes; step-down needs at most %d (room for the control key's suffix)", len(o.key), tenure.MaxControlledKeyLen)
+		err = checkControlledKey(o.key, "step-down", "the control key's suffix")
 	}
 	if err == nil && (o.window < tenure.MinTTL || o.window > tenure.MaxTTL) {
 		err = usageErrorf("--window %s is out of range: want %s to %s", o.window, tenure.MinTTL, tenure.MaxTTL)
