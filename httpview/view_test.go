@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/electortest"
 	"github.com/tenurehq/tenure/store/memory"
 )
 
@@ -24,8 +25,6 @@ type candidate struct {
 	e      *tenure.Elector
 	view   *Handler
 	resign chan struct{} // closing it makes the current task return
-	stop   context.CancelFunc
-	done   chan struct{}
 }
 
 // mustNew is [New], failing t on an error.
@@ -46,7 +45,7 @@ func newCandidate(t *testing.T, store tenure.Store, id string) *candidate {
 // newPublisher is newCandidate publishing value with its grants.
 func newPublisher(t *testing.T, store tenure.Store, id, value string) *candidate {
 	t.Helper()
-	c := &candidate{resign: make(chan struct{}), done: make(chan struct{})}
+	c := &candidate{resign: make(chan struct{})}
 	cfg := tenure.Config{
 		Store: store, Key: key, Identity: id, TTL: time.Second, Value: value,
 		Logger: slog.New(slog.DiscardHandler),
@@ -64,20 +63,8 @@ func newPublisher(t *testing.T, store tenure.Store, id, value string) *candidate
 		t.Fatal(err)
 	}
 	c.view = view
-	ctx, cancel := context.WithCancel(context.Background())
-	c.stop = cancel
+	ctx := electortest.Run(t, c.e, electortest.TaskUntil(c.resign))
 	go func() { _ = view.Run(ctx) }()
-	go func() {
-		defer close(c.done)
-		_ = c.e.Run(ctx, func(ctx context.Context) error {
-			select {
-			case <-ctx.Done():
-			case <-c.resign:
-			}
-			return nil
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-c.done })
 	return c
 }
 

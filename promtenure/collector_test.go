@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/electortest"
 	"github.com/tenurehq/tenure/store/memory"
 )
 
@@ -57,19 +58,7 @@ func newCandidate(t *testing.T, store tenure.Store, id string) *candidate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = e.Run(ctx, func(ctx context.Context) error {
-			select {
-			case <-ctx.Done():
-			case <-c.resign:
-			}
-			return nil
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	electortest.Run(t, e, electortest.TaskUntil(c.resign))
 	return c
 }
 

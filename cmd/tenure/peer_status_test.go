@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/electortest"
 )
 
 // peerGroup is a group of peer members run in the test process on
@@ -221,11 +222,5 @@ func campaignWithValue(t *testing.T, st tenure.Store, id string, elected chan<- 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = e.Run(ctx, func(ctx context.Context) error { <-ctx.Done(); return nil })
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	electortest.Run(t, e, electortest.TaskUntil(nil))
 }
