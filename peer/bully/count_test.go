@@ -17,10 +17,7 @@ func TestMessagesBestCase(t *testing.T) {
 	simtest.EachSize(t, func(t *testing.T, n int) {
 		initiator := uint64(n - 1)
 		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: simtest.OnlyInitiator(initiator)})
-		old, leader, st, took, err := c.Failover(time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
+		old, leader, st, took := c.MustFailover(t, time.Hour)
 		if old != uint64(n) || leader != initiator {
 			t.Fatalf("coordinator %d then %d; want %d then %d", old, leader, n, initiator)
 		}
@@ -39,10 +36,7 @@ func TestMessagesBestCase(t *testing.T) {
 func TestMessagesWorstCase(t *testing.T) {
 	simtest.EachSize(t, func(t *testing.T, n int) {
 		c := simtest.Start(t, simtest.Options{Algorithm: "bully", Size: n, Seed: 1, Configure: simtest.OnlyInitiator(1)})
-		_, leader, st, _, err := c.Failover(time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, leader, st, _ := c.MustFailover(t, time.Hour)
 		got := st.Total(simtest.ElectionTypes...)
 		low := uint64(n - 2)
 		if leader != uint64(n-1) || st.Sent[wire.Answer] < low || got >= uint64(n*n) {

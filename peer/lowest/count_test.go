@@ -15,10 +15,7 @@ import (
 func TestMessagesAfterCrash(t *testing.T) {
 	simtest.EachSize(t, func(t *testing.T, n int) {
 		c := simtest.Start(t, simtest.Options{Algorithm: "lowest", Size: n, Seed: 1})
-		old, leader, st, took, err := c.Failover(time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
+		old, leader, st, took := c.MustFailover(t, time.Minute)
 		if old != 1 || leader != 2 || st.Total(simtest.ElectionTypes...) != uint64(n-2) || st.Sent[wire.Coordinator] != uint64(n-2) {
 			t.Fatalf("coordinator %d then %d after %v; want 1 then 2 after n-2 = %d coordinator messages", old, leader, st.Sent, n-2)
 		}

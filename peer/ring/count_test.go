@@ -53,10 +53,7 @@ func TestMessagesAfterCrash(t *testing.T) {
 			t.Run(fmt.Sprintf("n=%d/i=%d", n, i), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					c := simtest.Start(t, simtest.Options{Algorithm: "ring", Size: n, Seed: 1, Configure: simtest.OnlyInitiator(uint64(i))})
-					_, leader, st, took, err := c.Failover(time.Hour)
-					if err != nil {
-						t.Fatal(err)
-					}
+					_, leader, st, took := c.MustFailover(t, time.Hour)
 					m, d := n-1, n-1-i
 					el, ed := st.DeliveredOf(wire.Election), st.DeliveredOf(wire.Elected)
 					failed := st.Failed[wire.Election] + st.Failed[wire.Elected]

@@ -407,6 +407,16 @@ func (c *Cluster) Failover(bound time.Duration) (old, leader uint64, stats memne
 	return old, leader, c.Net.Stats(), took, err
 }
 
+// MustFailover is Failover for a test: it fails t on an error.
+func (c *Cluster) MustFailover(t testing.TB, bound time.Duration) (old, leader uint64, stats memnet.Stats, took time.Duration) {
+	t.Helper()
+	old, leader, stats, took, err := c.Failover(bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old, leader, stats, took
+}
+
 // Start is New then StartAll for a test: it fails t if a member cannot
 // start, and closes the cluster when t ends (inside a synctest bubble, as
 // t's cleanups run there).
