@@ -28,14 +28,15 @@ func startCandidate(t *testing.T, store tenure.Store, b *book, id string, p int)
 	return start(newElector(t, controlled(store, id, p)), b.task(id, nil))
 }
 
-// startControlled starts an elector per id (priority 1) and waits for the
-// first term.
+// startControlled starts an elector per id (priority 1), stopped when the
+// test ends, and waits for the first term.
 func startControlled(t *testing.T, store tenure.Store, b *book, ids ...string) (map[string]*running, *term) {
 	t.Helper()
 	runs := map[string]*running{}
 	for _, id := range ids {
 		runs[id] = startCandidate(t, store, b, id, 1)
 	}
+	t.Cleanup(func() { stopAll(runs) })
 	return runs, <-b.began
 }
 
@@ -50,7 +51,6 @@ func TestStepDownHandsOverToTheNamedCandidate(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
 		runs, first := startControlled(t, store, b, "a", "b", "c")
-		defer stopAll(runs)
 		to := "c"
 		if first.id == "c" {
 			to = "b"
@@ -101,8 +101,7 @@ func TestStepDownToAnAbsentCandidateFallsBackAfterTheWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
-		runs, first := startControlled(t, store, b, "a", "b")
-		defer stopAll(runs)
+		_, first := startControlled(t, store, b, "a", "b")
 		const window = 4 * ttl
 		asked := time.Now()
 		if _, err := tenure.RequestStepDown(context.Background(), store, "job", tenure.StepDownRequest{To: "ghost", Window: window}); err != nil {
@@ -122,8 +121,7 @@ func TestStepDownWithoutTargetLetsAnotherLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
-		runs, first := startControlled(t, store, b, "a", "b")
-		defer stopAll(runs)
+		_, first := startControlled(t, store, b, "a", "b")
 		asked := time.Now()
 		if _, err := tenure.RequestStepDown(context.Background(), store, "job", tenure.StepDownRequest{Window: 4 * ttl}); err != nil {
 			t.Fatal(err)
@@ -274,8 +272,7 @@ func TestHeldBackCandidateTakesTheNextTransferAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New(nil)
 		b := newBook()
-		runs, first := startControlled(t, store, b, "a", "b", "c")
-		defer stopAll(runs)
+		_, first := startControlled(t, store, b, "a", "b", "c")
 		ids := []string{"a", "b", "c"}
 		leader := first.id
 		for round := range 4 {
