@@ -27,13 +27,32 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(corrupt, "k-job.state"), []byte("not a state file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	cases := append(badFlagCases(store, corrupt), badStoreCases(store, notDir, corrupt)...)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { checkRefused(t, tc.args, tc.code, tc.want) })
+	}
+	// None of it campaigned: the key was never granted.
+	var stdout, stderr bytes.Buffer
+	if code := runInProcess([]string{"status", "--store", store, "--key", "job"}, &stdout, &stderr); code != exitFree || !strings.Contains(stdout.String(), "never granted") {
+		t.Fatalf("after the bad inputs: status %d %q %q; want a never-granted key", code, stdout.String(), stderr.String())
+	}
+}
+
+// badInput is a command line that must be refused: its exit code, and
+// what its one line on stderr says.
+type badInput struct {
+	name string
+	args []string
+	code int
+	want string // in the stderr line
+}
+
+// badFlagCases are TestBadInput's bad flags, arguments and commands, on
+// the local store at store (corrupt: one whose state file is corrupt, for
+// a flag that must be refused before the store is read).
+func badFlagCases(store, corrupt string) []badInput {
 	run := []string{"run", "--store", store, "--key", "job"}
-	cases := []struct {
-		name string
-		args []string
-		code int
-		want string // in the stderr line
-	}{
+	return []badInput{
 		{"no command", nil, exitUsage, "no command given"},
 		{"unknown command", []string{"elect"}, exitUsage, `unknown command "elect"`},
 		{"unknown flag", append(run, "--bogus", "--", "true"), exitUsage, "flag provided but not defined: -bogus"},
@@ -55,27 +74,13 @@ func TestBadInput(t *testing.T) {
 		{"empty command", run, exitUsage, "no command given"},
 		{"empty command after --", append(run, "--"), exitUsage, "no command given"},
 		{"command not found", append(run, "--", "no-such-command-tenure-test"), exitUsage, `command "no-such-command-tenure-test" not found`},
-		{"unknown scheme", []string{"run", "--store", "nope://x", "--key", "job", "--", "true"}, exitUsage, `unknown store scheme "nope"`},
-		{"libpq keyword string", []string{"status", "--store", "host=db user=app password=hunter2 dbname=app", "--key", "job"}, exitUsage, "store URL is a keyword=value list, not a URL"},
-		{"no scheme", []string{"status", "--store", "db.example/x", "--key", "job"}, exitUsage, "store URL has no scheme"},
-		{"unparseable URL", []string{"status", "--store", "redis://:hunter2@cache:port", "--key", "job"}, exitUsage, "store URL cannot be parsed: invalid port"},
-		{"relative file URL", []string{"status", "--store", "file:relative", "--key", "job"}, exitUsage, "relative path"},
-		{"state dir is a file", []string{"run", "--store", "file://" + notDir, "--key", "job", "--", "true"}, exitRuntime, "not a directory"},
-		{"corrupt state", []string{"run", "--store", "file://" + corrupt, "--key", "job", "--", "true"}, exitRuntime, `cannot read key "job"`},
 		{"corrupt state, status", []string{"status", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
 		{"empty --exec", []string{"watch", "--store", store, "--key", "job", "--exec", " "}, exitUsage, `invalid value " " for flag -exec: it must be a command`},
 		{"corrupt state, watch", []string{"watch", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
 		{"status without key", []string{"status", "--store", store}, exitUsage, "--key is required"},
 		{"status extra argument", []string{"status", "--store", store, "--key", "job", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{"watch bad flag", []string{"watch", "--json=maybe", "--key", "job"}, exitUsage, "invalid boolean value"},
-		// "--store $URL" with $URL unset: the local store would make every
-		// machine a leader.
-		{"empty --store", []string{"run", "--store", "", "--key", "job", "--", "true"}, exitUsage, "--store is given but empty"},
-		{"blank --store", []string{"status", "--store", " ", "--key", "job"}, exitUsage, "--store is given but empty"},
-		{"empty --store-file", []string{"run", "--store-file", "", "--key", "job", "--", "true"}, exitUsage, "--store-file is given but empty"},
 		{"empty --store-file, status", []string{"status", "--store-file=", "--key", "job"}, exitUsage, "--store-file is given but empty"},
-		// Terminal escapes in a value that an error quotes.
-		{"escape in --store-file", []string{"status", "--store-file", "/nonexistent/\x1b]0;pwned\a", "--key", "job"}, exitUsage, `--store-file: open /nonexistent/\x1b]0;pwned\a`},
 		{"escape in a flag's name", []string{"status", "--store", store, "--key", "job", "-\x1b[2J"}, exitUsage, `flag provided but not defined: -\x1b[2J`},
 		// --http that no machine can listen on: a bad command line, found
 		// before the store is opened.
@@ -95,13 +100,26 @@ func TestBadInput(t *testing.T) {
 		{"step-down --to an unknown ID, nobody leads", []string{"step-down", "--store", store, "--key", "job", "--to", "web-9"}, exitFree, `nobody leads "job"; nothing to step down`},
 		{"demo bad candidates", []string{"demo", "--candidates", "1"}, exitUsage, "--candidates 1"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { checkRefused(t, tc.args, tc.code, tc.want) })
-	}
-	// None of it campaigned: the key was never granted.
-	var stdout, stderr bytes.Buffer
-	if code := runInProcess([]string{"status", "--store", store, "--key", "job"}, &stdout, &stderr); code != exitFree || !strings.Contains(stdout.String(), "never granted") {
-		t.Fatalf("after the bad inputs: status %d %q %q; want a never-granted key", code, stdout.String(), stderr.String())
+}
+
+// badStoreCases are TestBadInput's bad store URLs and unusable stores:
+// notDir is a plain file, corrupt a directory with a corrupt state file.
+func badStoreCases(store, notDir, corrupt string) []badInput {
+	return []badInput{
+		{"unknown scheme", []string{"run", "--store", "nope://x", "--key", "job", "--", "true"}, exitUsage, `unknown store scheme "nope"`},
+		{"libpq keyword string", []string{"status", "--store", "host=db user=app password=hunter2 dbname=app", "--key", "job"}, exitUsage, "store URL is a keyword=value list, not a URL"},
+		{"no scheme", []string{"status", "--store", "db.example/x", "--key", "job"}, exitUsage, "store URL has no scheme"},
+		{"unparseable URL", []string{"status", "--store", "redis://:hunter2@cache:port", "--key", "job"}, exitUsage, "store URL cannot be parsed: invalid port"},
+		{"relative file URL", []string{"status", "--store", "file:relative", "--key", "job"}, exitUsage, "relative path"},
+		{"state dir is a file", []string{"run", "--store", "file://" + notDir, "--key", "job", "--", "true"}, exitRuntime, "not a directory"},
+		{"corrupt state", []string{"run", "--store", "file://" + corrupt, "--key", "job", "--", "true"}, exitRuntime, `cannot read key "job"`},
+		// "--store $URL" with $URL unset: the local store would make every
+		// machine a leader.
+		{"empty --store", []string{"run", "--store", "", "--key", "job", "--", "true"}, exitUsage, "--store is given but empty"},
+		{"blank --store", []string{"status", "--store", " ", "--key", "job"}, exitUsage, "--store is given but empty"},
+		{"empty --store-file", []string{"run", "--store-file", "", "--key", "job", "--", "true"}, exitUsage, "--store-file is given but empty"},
+		// Terminal escapes in a value that an error quotes.
+		{"escape in --store-file", []string{"status", "--store-file", "/nonexistent/\x1b]0;pwned\a", "--key", "job"}, exitUsage, `--store-file: open /nonexistent/\x1b]0;pwned\a`},
 	}
 }
 
