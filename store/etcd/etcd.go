@@ -43,9 +43,7 @@ var (
 )
 
 func init() {
-	tenure.Register("etcd", func(ctx context.Context, u *url.URL) (tenure.Store, error) {
-		return open(ctx, u)
-	})
+	storeurl.Register(open, "etcd")
 }
 
 // Open returns a store on the etcd cluster named by rawURL,
@@ -54,11 +52,7 @@ func init() {
 // by ctx. A malformed URL gives an error matching [tenure.ErrInvalid]. No
 // error quotes the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := storeurl.Parse(rawURL, "etcd")
-	if err != nil {
-		return nil, err
-	}
-	return open(ctx, u)
+	return storeurl.Open(ctx, rawURL, "etcd", open)
 }
 
 func open(ctx context.Context, u *url.URL) (*Store, error) {

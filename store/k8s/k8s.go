@@ -16,6 +16,7 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // Store is a lease store on Kubernetes coordination.k8s.io/v1 Leases.
@@ -47,9 +48,7 @@ var (
 )
 
 func init() {
-	tenure.Register("k8s", func(ctx context.Context, u *url.URL) (tenure.Store, error) {
-		return open(ctx, u)
-	})
+	storeurl.Register(open, "k8s")
 }
 
 // Open returns a store on the Leases of the namespace rawURL names,
@@ -58,11 +57,7 @@ func init() {
 // contact the API server; the first call does. A malformed URL gives an
 // error matching [tenure.ErrInvalid]; no error quotes a credential.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: k8s URL %q cannot be parsed", tenure.ErrInvalid, tenure.Redact(rawURL))
-	}
-	return open(ctx, u)
+	return storeurl.Open(ctx, rawURL, "k8s", open)
 }
 
 func open(ctx context.Context, u *url.URL) (*Store, error) {

@@ -58,11 +58,9 @@ var (
 )
 
 func init() {
-	open := func(ctx context.Context, u *url.URL) (tenure.Store, error) {
+	storeurl.Register(func(ctx context.Context, u *url.URL) (*Store, error) {
 		return Open(ctx, u.String())
-	}
-	tenure.Register("postgres", open)
-	tenure.Register("postgresql", open)
+	}, "postgres", "postgresql")
 }
 
 // Open returns a store for the PostgreSQL database named by rawURL,

@@ -73,11 +73,9 @@ var (
 )
 
 func init() {
-	open := func(ctx context.Context, u *url.URL) (tenure.Store, error) {
+	storeurl.Register(func(ctx context.Context, u *url.URL) (*Store, error) {
 		return Open(ctx, u.String())
-	}
-	tenure.Register("redis", open)
-	tenure.Register("rediss", open)
+	}, "redis", "rediss")
 }
 
 // Open returns a store for the Redis server named by rawURL,

@@ -60,9 +60,7 @@ var (
 )
 
 func init() {
-	tenure.Register("zk", func(ctx context.Context, u *url.URL) (tenure.Store, error) {
-		return open(ctx, u)
-	})
+	storeurl.Register(open, "zk")
 }
 
 // Open returns a store on the ZooKeeper ensemble named by rawURL,
@@ -71,11 +69,7 @@ func init() {
 // their contexts). A malformed URL gives an error matching
 // [tenure.ErrInvalid]. No error quotes the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := storeurl.Parse(rawURL, "zk")
-	if err != nil {
-		return nil, err
-	}
-	return open(ctx, u)
+	return storeurl.Open(ctx, rawURL, "zk", open)
 }
 
 func open(ctx context.Context, u *url.URL) (*Store, error) {
