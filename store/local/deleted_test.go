@@ -56,8 +56,7 @@ func TestGrantDeletedFromOutside(t *testing.T) {
 	const key, ttl = "deleted", time.Minute
 	c, term := acquiringChild(t, dir, key, ttl)
 	s := open(t, dir)
-	ch := watch(t, s, key)
-	storetest.Await(t, ch, 5*time.Second, "the child's grant", func(r tenure.Record) bool { return r.Holder == "child" })
+	ch := watchHeld(t, s, key, "child")
 
 	removeKeyFiles(t, dir, key)
 	// A leader's watch ends leadership on its own term with no holder; the
@@ -161,8 +160,7 @@ func TestLivenessFileReplaced(t *testing.T) {
 	s := open(t, dir)
 	const key = "replaced"
 	l := acquire(t, s, key, "alpha", time.Minute)
-	ch := watch(t, s, key)
-	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	ch := watchHeld(t, s, key, "alpha")
 	holder := keyFile(dir, key, ".holder."+strconv.FormatUint(l.Term, 10))
 	if err := os.Remove(holder); err != nil {
 		t.Fatal(err)

@@ -308,8 +308,7 @@ func TestLeaseFilesOutliveHandle(t *testing.T) {
 	if got := c.line(); got != "holding" {
 		t.Fatalf("helper said %q", got)
 	}
-	ch := watch(t, b, key)
-	storetest.Await(t, ch, time.Second, "the held record", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	ch := watchHeld(t, b, key, "alpha")
 	a.Close() // closes the parent's descriptor; the child's keeps the lock
 	if _, err := b.Acquire(context.Background(), key, "beta", time.Minute); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("Acquire while the child holds the inherited file: %v, want ErrHeld", err)

@@ -70,19 +70,6 @@ func sessionKeys(prefix string, n int) []string {
 	return keys
 }
 
-// watchHeld watches key on s until it shows holder, and returns the watch.
-func watchHeld(t *testing.T, s *local.Store, key, holder string) <-chan tenure.Record {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ch, err := s.Watch(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.Await(t, ch, 5*time.Second, "the session's grant", func(r tenure.Record) bool { return r.Holder == holder })
-	return ch
-}
-
 // takeAll acquires every key through s, checking that each is free at
 // once (no Wait: its holder is known to be gone) at a term above terms[i].
 func takeAll(t *testing.T, s *local.Store, keys []string, terms []uint64) {

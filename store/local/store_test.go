@@ -110,6 +110,15 @@ func watch(t *testing.T, s *local.Store, key string) <-chan tenure.Record {
 	return ch
 }
 
+// watchHeld watches key on s until the test ends; it returns once the
+// watch shows holder.
+func watchHeld(t *testing.T, s *local.Store, key, holder string) <-chan tenure.Record {
+	t.Helper()
+	ch := watch(t, s, key)
+	storetest.Await(t, ch, 5*time.Second, "the grant to "+holder, func(r tenure.Record) bool { return r.Holder == holder })
+	return ch
+}
+
 // withHistory opens a store on a new directory, grants and releases key
 // there n times (n ≥ 1), and returns the directory, the store and the last
 // grant.
@@ -233,8 +242,7 @@ func TestCloseEndsGrants(t *testing.T) {
 	a, b := open(t, dir), open(t, dir)
 	const key = "closing"
 	l := acquire(t, a, key, "alpha", time.Minute)
-	ch := watch(t, b, key)
-	storetest.Await(t, ch, 5*time.Second, "the grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	ch := watchHeld(t, b, key, "alpha")
 	aw, err := a.Watch(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
