@@ -41,6 +41,17 @@ func tamperOn(srv *testserver.RedisServer, prefix string, db int) *storetest.Tam
 	}
 }
 
+// heldKey acquires a new key on st for alpha, for 10 s, and returns the
+// grant and the name of the key's lease hash (st has [redis.DefaultPrefix]).
+func heldKey(t *testing.T, st *redis.Store) (l tenure.Lease, lease string) {
+	t.Helper()
+	l, err := st.Acquire(ctxFor(t), randomKey(), "alpha", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, redis.DefaultPrefix + ":{" + l.Key + "}:lease"
+}
+
 // Issue 9 item 7: a server that may evict keys is refused, with the policy
 // and both fixes named in one line.
 func TestEvictingServerRefused(t *testing.T) {
@@ -132,11 +143,8 @@ func TestTermsBeyondExactLuaIntegers(t *testing.T) {
 	const big = "9007199254740993" // 2^53+1
 	t.Run("HolderTerm", func(t *testing.T) {
 		a, b := open(t, srv.URL(0)), open(t, srv.URL(0))
-		key := randomKey()
-		if _, err := a.Acquire(ctxFor(t), key, "alpha", 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		lease := redis.DefaultPrefix + ":{" + key + "}:lease"
+		l, lease := heldKey(t, a)
+		key := l.Key
 		if err := c.HSet(ctxFor(t), lease, "term", big).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -184,16 +192,12 @@ func TestTermsBeyondExactLuaIntegers(t *testing.T) {
 func TestUndecodableRecordError(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st := open(t, srv.URL(0))
-	key := randomKey()
-	if _, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	lease := redis.DefaultPrefix + ":{" + key + "}:lease"
+	l, lease := heldKey(t, st)
 	huge := strings.Repeat("h", 4<<20)
 	if err := client(t, srv).HSet(ctxFor(t), lease, "term", "1\n\x1b[2J", "holder", huge).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := st.Get(ctxFor(t), key)
+	_, err := st.Get(ctxFor(t), l.Key)
 	if err == nil {
 		t.Fatal("Get of an undecodable record succeeded")
 	}
@@ -210,16 +214,12 @@ func TestRenewWithForgedTTL(t *testing.T) {
 	c := client(t, srv)
 	for _, ttl := range []string{"-1", "0", "0.5", "abc"} {
 		st := open(t, srv.URL(0))
-		key := randomKey()
-		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.HSet(ctxFor(t), redis.DefaultPrefix+":{"+key+"}:lease", "ttl_ms", ttl).Err(); err != nil {
+		l, lease := heldKey(t, st)
+		if err := c.HSet(ctxFor(t), lease, "ttl_ms", ttl).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.Renew(ctxFor(t), l); err == nil {
-			r, _ := st.Get(ctxFor(t), key)
+			r, _ := st.Get(ctxFor(t), l.Key)
 			t.Errorf("ttl_ms %s: Renew succeeded; the key then reads %+v", ttl, r)
 		}
 	}
@@ -232,11 +232,9 @@ func TestRenewWithForgedTTL(t *testing.T) {
 func TestEmptyHolderReadsHeld(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st := open(t, srv.URL(0))
-	key := randomKey()
-	if _, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := client(t, srv).HSet(ctxFor(t), redis.DefaultPrefix+":{"+key+"}:lease", "holder", "").Err(); err != nil {
+	l, lease := heldKey(t, st)
+	key := l.Key
+	if err := client(t, srv).HSet(ctxFor(t), lease, "holder", "").Err(); err != nil {
 		t.Fatal(err)
 	}
 	r, err := st.Get(ctxFor(t), key)
