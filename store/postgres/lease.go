@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -135,21 +137,43 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 // concurrent CREATE TABLE IF NOT EXISTS can otherwise both try to create).
 const migrateLockClass = 0x7e6e // "tenure"
 
-// migrate creates the lease table once per store, on first use; it is
-// retried by later calls if it fails.
-func (s *Store) migrate(ctx context.Context) error {
-	if s.migrated.Load() {
-		return nil
+// migration is a schema change a store makes once, on first use: in one
+// transaction, under the advisory lock of migrateLockClass and the lease
+// table. A failed one is tried again by the next call that needs it.
+type migration struct {
+	mu   sync.Mutex
+	done atomic.Bool
+}
+
+// run runs change, unless it already succeeded on this store, and reports
+// whether it ran now; a call waits for a concurrent one to end. what names
+// the change in errors.
+func (m *migration) run(ctx context.Context, s *Store, what string, change func(pgx.Tx) error) (ran bool, err error) {
+	if m.done.Load() {
+		return false, nil
 	}
-	s.migrateMu.Lock()
-	defer s.migrateMu.Unlock()
-	if s.migrated.Load() {
-		return nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done.Load() {
+		return false, nil
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrateLockClass, s.table); err != nil {
 			return err
 		}
+		return change(tx)
+	})
+	if err != nil {
+		return false, s.fail(ctx, what, err)
+	}
+	m.done.Store(true)
+	return true, nil
+}
+
+// migrate creates the lease table once per store, on first use; it is
+// retried by later calls if it fails.
+func (s *Store) migrate(ctx context.Context) error {
+	ran, err := s.migrated.run(ctx, s, "creating table "+s.table, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.q.migrate); err != nil {
 			return err
 		}
@@ -165,12 +189,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		})
 		return nil
 	})
-	if err != nil {
-		return s.fail(ctx, "creating table "+s.table, err)
+	if ran {
+		s.prepareIdle(ctx)
 	}
-	s.migrated.Store(true)
-	s.prepareIdle(ctx)
-	return nil
+	return err
 }
 
 // prepareIdle readies the statements on the pool's idle connections, the
@@ -193,7 +215,7 @@ func (s *Store) prepareIdle(ctx context.Context) {
 // and loading the table's catalog entries. Before the table exists there
 // is nothing to prepare; a failure only means a later first use pays.
 func (s *Store) prepare(ctx context.Context, conn *pgx.Conn) error {
-	if !s.migrated.Load() {
+	if !s.migrated.done.Load() {
 		return nil
 	}
 	for _, sql := range []string{s.q.acquire, s.q.renew, s.q.release, s.q.get} {

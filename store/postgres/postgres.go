@@ -44,8 +44,7 @@ type Store struct {
 
 	sessions *sessionSchema // see session_sql.go
 
-	migrateMu sync.Mutex
-	migrated  atomic.Bool
+	migrated migration // the lease table
 
 	closed   atomic.Bool
 	closeMu  sync.Mutex

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -17,8 +15,7 @@ type sessionSchema struct {
 	table string // the sessions table's name, unquoted
 	q     sessionQueries
 
-	mu       sync.Mutex
-	migrated atomic.Bool
+	migrated migration
 
 	conns sessionConns // see session_conn.go
 }
@@ -159,23 +156,12 @@ END $tenure$`,
 	}
 }
 
-// migrateSessions creates what sessions need, once per store, under the
-// advisory lock of [Store.migrate]; it is retried by later calls if it
+// migrateSessions creates what sessions need, once per store, as a
+// [migration] beside [Store.migrate]'s; it is retried by later calls if it
 // fails. It needs the lease table's owner the first time.
 func (s *Store) migrateSessions(ctx context.Context) error {
 	sc := s.sessions
-	if sc.migrated.Load() {
-		return nil
-	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.migrated.Load() {
-		return nil
-	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrateLockClass, s.table); err != nil {
-			return err
-		}
+	_, err := sc.migrated.run(ctx, s, "creating the sessions of table "+s.table, func(tx pgx.Tx) error {
 		for _, sql := range sc.q.migrate {
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return err
@@ -183,9 +169,5 @@ func (s *Store) migrateSessions(ctx context.Context) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return s.fail(ctx, "creating the sessions of table "+s.table, err)
-	}
-	sc.migrated.Store(true)
-	return nil
+	return err
 }
