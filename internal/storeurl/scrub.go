@@ -1,20 +1,6 @@
 package storeurl
 
-import (
-	"fmt"
-	"net/url"
-	"strings"
-
-	"github.com/tenurehq/tenure"
-)
-
-// Refused returns err, a driver's refusal of u (rawURL, the store's own
-// parameters removed), as an error that wraps [tenure.ErrInvalid], names
-// the store and quotes neither URL unredacted nor password.
-func Refused(name, rawURL string, u *url.URL, password string, err error) error {
-	err = tenure.RedactError(tenure.RedactError(err, rawURL), u.String())
-	return Scrub(password, fmt.Errorf("%w: %s URL %q: %w", tenure.ErrInvalid, name, tenure.Redact(rawURL), err))
-}
+import "strings"
 
 // Scrub hides password in err's message, in case a driver quoted it. The
 // error it returns unwraps to err, so errors.Is still finds sentinels and

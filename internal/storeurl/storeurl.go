@@ -16,24 +16,59 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
+// A ServerURL is a server URL that [Server] checked. The store takes its
+// own query parameters out with [ServerURL.Param] and gives the driver
+// what is left, [ServerURL.Driver].
+type ServerURL struct {
+	Password string // "" without one
+	Redacted string // the URL, password hidden, for messages
+
+	name  string // the store, in errors
+	raw   string
+	u     *url.URL
+	query url.Values
+	took  bool // Param removed a parameter from query
+}
+
 // Server parses rawURL as scheme://[user:password@]host..., where scheme
-// is one of schemes; the first names the store in errors. It returns the
-// URL and its password ("" without one).
-func Server(rawURL string, schemes ...string) (u *url.URL, password string, err error) {
+// is one of schemes; the first names the store in errors.
+func Server(rawURL string, schemes ...string) (*ServerURL, error) {
 	name := schemes[0]
-	u, err = url.Parse(rawURL)
+	u, err := url.Parse(rawURL)
 	if err != nil || !slices.Contains(schemes, u.Scheme) {
-		return nil, "", fmt.Errorf("%w: %q is not a %s:// URL", tenure.ErrInvalid, tenure.Redact(rawURL), name)
+		return nil, fmt.Errorf("%w: %q is not a %s:// URL", tenure.ErrInvalid, tenure.Redact(rawURL), name)
 	}
 	if u.Opaque != "" {
 		// scheme:rest, not scheme://host: the driver would quietly use
 		// localhost, and rest may well be a credential.
-		return nil, "", fmt.Errorf("%w: the %s URL %q has no host part (want %s://HOST...)", tenure.ErrInvalid, name, tenure.Redact(rawURL), name)
+		return nil, fmt.Errorf("%w: the %s URL %q has no host part (want %s://HOST...)", tenure.ErrInvalid, name, tenure.Redact(rawURL), name)
 	}
+	s := &ServerURL{Redacted: tenure.Redact(rawURL), name: name, raw: rawURL, u: u, query: u.Query()}
 	if u.User != nil {
-		password, _ = u.User.Password()
+		s.Password, _ = u.User.Password()
 	}
-	return u, password, nil
+	return s, nil
+}
+
+// Has reports whether the URL's query, less what Param removed, has the
+// parameter name.
+func (s *ServerURL) Has(name string) bool { return s.query.Has(name) }
+
+// Driver returns the URL to hand the driver: the one Server parsed, less
+// the parameters Param removed (untouched if it removed none).
+func (s *ServerURL) Driver() string {
+	if s.took {
+		s.u.RawQuery = s.query.Encode()
+	}
+	return s.u.String()
+}
+
+// Refused returns err, the driver's refusal of [ServerURL.Driver], as an
+// error that wraps [tenure.ErrInvalid], names the store and quotes neither
+// URL unredacted nor the password.
+func (s *ServerURL) Refused(err error) error {
+	err = tenure.RedactError(tenure.RedactError(err, s.raw), s.Driver())
+	return Scrub(s.Password, fmt.Errorf("%w: %s URL %q: %w", tenure.ErrInvalid, s.name, s.Redacted, err))
 }
 
 // Parse parses rawURL for the store called scheme, which names it in the
@@ -67,19 +102,20 @@ func Hosts(u *url.URL, scheme, what string) (hosts []string, p string, err error
 	return hosts, path.Clean("/" + u.Path), nil
 }
 
-// Param removes the store's own query parameter name from q and returns
-// its value; ok is false when q has none. The parameter must appear once
-// with a value valid accepts, or the error, wrapping [tenure.ErrInvalid],
-// quotes the values given, the URL as redacted, and want, what a valid
-// value is ("want true or false").
-func Param(q url.Values, name, redacted, want string, valid func(string) bool) (value string, ok bool, err error) {
-	v, ok := q[name]
+// Param removes the store's own query parameter name from the URL and
+// returns its value; ok is false when the URL has none. The parameter
+// must appear once with a value valid accepts, or the error, wrapping
+// [tenure.ErrInvalid], quotes the values given, the URL as redacted, and
+// want, what a valid value is ("want true or false").
+func (s *ServerURL) Param(name, want string, valid func(string) bool) (value string, ok bool, err error) {
+	v, ok := s.query[name]
 	if !ok {
 		return "", false, nil
 	}
 	if len(v) != 1 || !valid(v[0]) {
-		return "", false, fmt.Errorf("%w: %s=%q in %q: %s", tenure.ErrInvalid, name, strings.Join(v, ","), redacted, want)
+		return "", false, fmt.Errorf("%w: %s=%q in %q: %s", tenure.ErrInvalid, name, strings.Join(v, ","), s.Redacted, want)
 	}
-	q.Del(name)
+	s.query.Del(name)
+	s.took = true
 	return v[0], true, nil
 }

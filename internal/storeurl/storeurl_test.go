@@ -11,15 +11,16 @@ import (
 )
 
 func TestServer(t *testing.T) {
-	u, pw, err := Server("rediss://:hunter2@cache:6379/1", "redis", "rediss")
-	if err != nil || u.Host != "cache:6379" || pw != "hunter2" {
-		t.Fatalf("Server = %v, %q, %v", u, pw, err)
+	raw := "rediss://:hunter2@cache:6379/1?a=1&b=2"
+	u, err := Server(raw, "redis", "rediss")
+	if err != nil || u.Password != "hunter2" || u.Redacted != "rediss://:xxxxx@cache:6379/1?a=1&b=2" || u.Driver() != raw {
+		t.Fatalf("Server = %+v, %v; want the password, the URL redacted, and the URL for the driver", u, err)
 	}
 	for raw, want := range map[string]string{
 		"http://:hunter2@cache:6379": `is not a redis:// URL`,
 		"redis:hunter2@cache":        `has no host part (want redis://HOST...)`,
 	} {
-		_, _, err := Server(raw, "redis", "rediss")
+		_, err := Server(raw, "redis", "rediss")
 		if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("Server(%q) = %v; want ErrInvalid saying %q without the password", raw, err, want)
 		}
@@ -53,13 +54,15 @@ func TestHosts(t *testing.T) {
 
 func TestRefusedAndScrub(t *testing.T) {
 	raw := "redis://:hunter2@cache:6379/0?tenure_prefix=p"
-	u, pw, err := Server(raw, "redis")
+	u, err := Server(raw, "redis")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.RawQuery = ""
-	cause := errors.New(`bad URL "` + u.String() + `" (password hunter2)`)
-	err = Refused("redis", raw, u, pw, cause)
+	if _, _, err := u.Param("tenure_prefix", "any", func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New(`bad URL "` + u.Driver() + `" (password hunter2)`)
+	err = u.Refused(cause)
 	if !errors.Is(err, tenure.ErrInvalid) || !errors.Is(err, cause) || strings.Contains(err.Error(), "hunter2") ||
 		!strings.Contains(err.Error(), "redis URL") {
 		t.Errorf("Refused = %v; want ErrInvalid wrapping the cause, naming the store, without the password", err)
@@ -71,17 +74,25 @@ func TestRefusedAndScrub(t *testing.T) {
 
 func TestParam(t *testing.T) {
 	yes := func(v string) bool { return v == "yes" }
-	q := url.Values{"p": {"yes"}, "other": {"1"}}
-	if v, ok, err := Param(q, "p", "redis://h", "want yes", yes); v != "yes" || !ok || err != nil || q.Has("p") || !q.Has("other") {
-		t.Errorf("Param = %q, %v, %v, leaving %v; want yes, removed from the query", v, ok, err, q)
+	u, err := Server("redis://h/0?other=1&p=yes", "redis")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if v, ok, err := Param(q, "p", "redis://h", "want yes", yes); v != "" || ok || err != nil {
+	if v, ok, err := u.Param("p", "want yes", yes); v != "yes" || !ok || err != nil || u.Has("p") || !u.Has("other") || u.Driver() != "redis://h/0?other=1" {
+		t.Errorf("Param = %q, %v, %v, leaving %s; want yes, removed from the query", v, ok, err, u.Driver())
+	}
+	if v, ok, err := u.Param("p", "want yes", yes); v != "" || ok || err != nil {
 		t.Errorf("Param of an absent parameter = %q, %v, %v", v, ok, err)
 	}
 	for _, vals := range [][]string{{"no"}, {"yes", "yes"}, {""}} {
-		_, ok, err := Param(url.Values{"p": vals}, "p", "redis://:xxxxx@h", "want yes", yes)
-		want := `p="` + strings.Join(vals, ",") + `" in "redis://:xxxxx@h": want yes`
-		if ok || !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) {
+		raw := "redis://:hunter2@h?" + url.Values{"p": vals}.Encode()
+		u, err := Server(raw, "redis")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok, err := u.Param("p", "want yes", yes)
+		want := `p="` + strings.Join(vals, ",") + `" in "` + tenure.Redact(raw) + `": want yes`
+		if ok || !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("Param of %q = %v, %v; want ErrInvalid saying %s", vals, ok, err, want)
 		}
 	}

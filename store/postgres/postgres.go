@@ -71,32 +71,28 @@ func init() {
 // The lease table is created by the first call that needs it. Errors wrap
 // [tenure.ErrInvalid] for a bad URL and never contain the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, secret, err := storeurl.Server(rawURL, "postgres", "postgresql")
+	u, err := storeurl.Server(rawURL, "postgres", "postgresql")
 	if err != nil {
 		return nil, err
 	}
-	redacted := tenure.Redact(rawURL)
-	q := u.Query()
-	table, ok, err := storeurl.Param(q, TableParam, redacted,
+	table, ok, err := u.Param(TableParam,
 		"want one lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)", tableName.MatchString)
 	if err != nil {
 		return nil, err
 	}
-	if ok {
-		u.RawQuery = q.Encode()
-	} else {
+	if !ok {
 		table = DefaultTable
 	}
-	cfg, err := pgxpool.ParseConfig(u.String())
+	cfg, err := pgxpool.ParseConfig(u.Driver())
 	if err != nil {
 		// pgx quotes the URL, hiding only its password.
-		return nil, storeurl.Refused("postgres", rawURL, u, secret, err)
+		return nil, u.Refused(err)
 	}
 	s := &Store{
 		table:    table,
 		channel:  table,
-		redacted: redacted,
-		secret:   secret,
+		redacted: u.Redacted,
+		secret:   u.Password,
 		q:        newQueries(table),
 		sessions: newSessionSchema(table),
 		done:     make(chan struct{}),
@@ -111,7 +107,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		cfg.ShouldPing = shouldPing
 	}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-		return nil, storeurl.Scrub(secret, fmt.Errorf("tenure/postgres: %s: %w", redacted, tenure.RedactError(err, rawURL)))
+		return nil, storeurl.Scrub(u.Password, fmt.Errorf("tenure/postgres: %s: %w", u.Redacted, tenure.RedactError(err, rawURL)))
 	}
 	return s, nil
 }

@@ -90,22 +90,19 @@ func init() {
 // elector retries with its own backoff). Errors wrap [tenure.ErrInvalid]
 // for a bad URL and never contain the password.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, secret, err := storeurl.Server(rawURL, "redis", "rediss")
+	u, err := storeurl.Server(rawURL, "redis", "rediss")
 	if err != nil {
 		return nil, err
 	}
-	redacted := tenure.Redact(rawURL)
-	q := u.Query()
-	s := &Store{prefix: DefaultPrefix, keyspace: true, redacted: redacted, secret: secret, done: make(chan struct{})}
-	prefix, ok, err := storeurl.Param(q, PrefixParam, redacted,
-		"want 1 to 64 of A-Z a-z 0-9 _ . : -", prefixPattern.MatchString)
+	s := &Store{prefix: DefaultPrefix, keyspace: true, redacted: u.Redacted, secret: u.Password, done: make(chan struct{})}
+	prefix, ok, err := u.Param(PrefixParam, "want 1 to 64 of A-Z a-z 0-9 _ . : -", prefixPattern.MatchString)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		s.prefix = prefix
 	}
-	keyspace, ok, err := storeurl.Param(q, KeyspaceParam, redacted, "want true or false", func(v string) bool {
+	keyspace, ok, err := u.Param(KeyspaceParam, "want true or false", func(v string) bool {
 		return v == "true" || v == "1" || v == "false" || v == "0"
 	})
 	if err != nil {
@@ -114,19 +111,17 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if ok {
 		s.keyspace = keyspace == "true" || keyspace == "1"
 	}
-	_, s.evictionSkip, err = storeurl.Param(q, EvictionCheckParam, redacted, "the only value is skip", func(v string) bool {
+	_, s.evictionSkip, err = u.Param(EvictionCheckParam, "the only value is skip", func(v string) bool {
 		return v == "skip"
 	})
 	if err != nil {
 		return nil, err
 	}
-	retries := q.Has("max_retries")
-	u.RawQuery = q.Encode()
-	opt, err := goredis.ParseURL(u.String())
+	opt, err := goredis.ParseURL(u.Driver())
 	if err != nil {
-		return nil, storeurl.Refused("redis", rawURL, u, secret, err)
+		return nil, u.Refused(err)
 	}
-	if !retries {
+	if !u.Has("max_retries") {
 		// The elector retries with its own backoff; go-redis would
 		// otherwise retry commands 3 times and dials 5 times.
 		opt.MaxRetries = -1
