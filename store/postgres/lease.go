@@ -276,11 +276,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	if err := s.begin(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	floor, err := s.termFloor(key)
-	if err != nil {
-		return tenure.Lease{}, err
-	}
-	return s.grantOrHeld(ctx, key, func() (tenure.Lease, bool, error) {
+	return s.grantOrHeld(ctx, key, func(floor seen.Grant) (tenure.Lease, bool, error) {
 		token := newToken()
 		var term, notified, waitUS int64
 		err := retry(ctx, func() error {
@@ -300,16 +296,21 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	})
 }
 
-// grantOrHeld runs grant, which tries once to grant key and reports held
-// when the key was held, and returns what it granted or failed with. A
-// grant that lapses between the refused statement and the read of the row
-// shows as free: grant is tried again, three times in all, rather than a
-// free key reported as held. A key still held is a [tenure.HeldError] with
-// the record read.
-func (s *Store) grantOrHeld(ctx context.Context, key string, grant func() (l tenure.Lease, held bool, err error)) (tenure.Lease, error) {
+// grantOrHeld runs grant, which tries once to grant key at a term above
+// floor, the [Store.termFloor] of key, and reports held when the key was
+// held, and returns what it granted or failed with. A grant that lapses
+// between the refused statement and the read of the row shows as free:
+// grant is tried again, three times in all, rather than a free key
+// reported as held. A key still held is a [tenure.HeldError] with the
+// record read.
+func (s *Store) grantOrHeld(ctx context.Context, key string, grant func(floor seen.Grant) (l tenure.Lease, held bool, err error)) (tenure.Lease, error) {
+	floor, err := s.termFloor(key)
+	if err != nil {
+		return tenure.Lease{}, err
+	}
 	var r tenure.Record
 	for range 3 {
-		l, held, err := grant()
+		l, held, err := grant(floor)
 		if !held {
 			return l, err
 		}

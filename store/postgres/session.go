@@ -124,11 +124,7 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	if err := ss.check(ctx); err != nil {
 		return tenure.Lease{}, err
 	}
-	floor, err := s.termFloor(key)
-	if err != nil {
-		return tenure.Lease{}, err
-	}
-	return s.grantOrHeld(ctx, key, func() (tenure.Lease, bool, error) {
+	return s.grantOrHeld(ctx, key, func(floor seen.Grant) (tenure.Lease, bool, error) {
 		token := ss.prefix + newToken()
 		var live bool
 		var term, notified, waitUS int64
