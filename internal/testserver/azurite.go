@@ -53,9 +53,6 @@ func (s *AzuriteServer) ConnectionString() string {
 // $TENURE_AZURITE_DIR/node_modules/.bin, then in the repository's
 // .cache/azurite/node_modules/.bin, where CI installs it.
 func azuriteBin() string {
-	if p, err := exec.LookPath("azurite-blob"); err == nil {
-		return p
-	}
 	var dirs []string
 	if d := os.Getenv("TENURE_AZURITE_DIR"); d != "" {
 		dirs = append(dirs, filepath.Join(d, "node_modules", ".bin"))
@@ -64,13 +61,7 @@ func azuriteBin() string {
 		root := filepath.Join(filepath.Dir(file), "..", "..")
 		dirs = append(dirs, filepath.Join(root, ".cache", "azurite", "node_modules", ".bin"))
 	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "azurite-blob")
-		if isExec(p) {
-			return p
-		}
-	}
-	return ""
+	return findExec("azurite-blob", dirs...)
 }
 
 // Azurite starts an Azurite blob service for t and stops it in t.Cleanup.

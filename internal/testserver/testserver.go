@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -50,16 +51,24 @@ func started[S interface{ Stop() error }](t testing.TB, s S, err, missing error,
 // Missing.
 func LookPath(t testing.TB, name, install string, extra ...string) string {
 	t.Helper()
+	if p := findExec(name, extra...); p != "" {
+		return p
+	}
+	Missing(t, name, install)
+	return ""
+}
+
+// findExec returns the executable name found in PATH, else in the first of
+// dirs that has it, or "" if none has.
+func findExec(name string, dirs ...string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	for _, dir := range extra {
-		p := dir + "/" + name
-		if isExec(p) {
+	for _, dir := range dirs {
+		if p := filepath.Join(dir, name); isExec(p) {
 			return p
 		}
 	}
-	Missing(t, name, install)
 	return ""
 }
 
