@@ -221,12 +221,7 @@ func (g *grant) event(ev zk.Event) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	established := false
-	select {
-	case <-g.ready:
-		established = true
-	default:
-	}
+	established := isClosed(g.ready)
 	switch ev.State {
 	case zk.StateHasSession:
 		if !established {
@@ -270,9 +265,13 @@ func (g *grant) start(sent time.Time) bool {
 }
 
 // hasEnded reports whether the grant has ended.
-func (g *grant) hasEnded() bool {
+func (g *grant) hasEnded() bool { return isClosed(g.ended) }
+
+// isClosed reports whether ch, a channel that is only ever closed, is
+// closed; it does not block.
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-g.ended:
+	case <-ch:
 		return true
 	default:
 		return false

@@ -137,12 +137,7 @@ func (ss *storeSession) markGoneLocked(sg *sessionGrant) {
 func (ss *storeSession) sessionEvent(ev zk.Event) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	established := false
-	select {
-	case <-ss.ready:
-		established = true
-	default:
-	}
+	established := isClosed(ss.ready)
 	switch ev.State {
 	case zk.StateHasSession:
 		if !established {
