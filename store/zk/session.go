@@ -294,12 +294,10 @@ func (g *grant) extend(sent time.Time) bool {
 func (g *grant) lost() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	select {
-	case <-g.ended:
-		return g.why
-	default:
+	if !isClosed(g.ended) {
 		return ""
 	}
+	return g.why
 }
 
 func (g *grant) end(wait bool) { g.endWhy("it was released", wait) }
@@ -310,11 +308,9 @@ func (g *grant) end(wait bool) { g.endWhy("it was released", wait) }
 // closes it in the background.
 func (g *grant) endWhy(why string, wait bool) {
 	g.mu.Lock()
-	select {
-	case <-g.ended:
+	if isClosed(g.ended) {
 		g.mu.Unlock()
 		return
-	default:
 	}
 	g.why = why
 	close(g.ended)

@@ -165,11 +165,9 @@ func (ss *storeSession) sessionEvent(ev zk.Event) {
 // once the client closed the session (about a second at most).
 func (ss *storeSession) end(why string, wait bool) {
 	ss.mu.Lock()
-	select {
-	case <-ss.ended:
+	if isClosed(ss.ended) {
 		ss.mu.Unlock()
 		return
-	default:
 	}
 	ss.why = why
 	close(ss.ended)
@@ -198,15 +196,13 @@ func (ss *storeSession) end(why string, wait bool) {
 func (ss *storeSession) lost() error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	select {
-	case <-ss.ended:
-		if ss.s.isClosed() {
-			return tenure.ErrClosed
-		}
-		return fmt.Errorf("%w: the ZooKeeper session ended: %s", tenure.ErrLost, ss.why)
-	default:
+	switch {
+	case !isClosed(ss.ended):
 		return nil
+	case ss.s.isClosed():
+		return tenure.ErrClosed
 	}
+	return fmt.Errorf("%w: the ZooKeeper session ended: %s", tenure.ErrLost, ss.why)
 }
 
 // usable is what every call checks first: the store is open, ctx is not
@@ -255,10 +251,8 @@ func (ss *storeSession) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	select {
-	case <-ss.ended:
+	if isClosed(ss.ended) {
 		return nil, fmt.Errorf("%w: the ZooKeeper session ended: %s", tenure.ErrLost, ss.why)
-	default:
 	}
 	if ss.conn.SessionID() != ss.id {
 		go ss.end("its ZooKeeper session expired", false)

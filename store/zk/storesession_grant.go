@@ -163,10 +163,8 @@ func (ss *storeSession) tryAcquire(ctx context.Context, key string, c tenure.Cla
 func (ss *storeSession) track(sg *sessionGrant) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	select {
-	case <-ss.ended:
+	if isClosed(ss.ended) {
 		return fmt.Errorf("%w: the ZooKeeper session ended: %s", tenure.ErrLost, ss.why)
-	default:
 	}
 	kp := ss.s.keyPath(sg.lease.Key)
 	if old := ss.grants[kp]; old != nil {
