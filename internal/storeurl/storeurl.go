@@ -3,6 +3,8 @@
 // password (PostgreSQL, Redis), and a list of host:port with a path and no
 // query (etcd, ZooKeeper). Errors wrap [tenure.ErrInvalid] and quote the
 // URL only redacted; [Scrub] hides a URL's password in a driver's errors.
+// [Register] and [Open] are how a store's opener is reached by scheme and
+// by its package's Open.
 package storeurl
 
 import (
