@@ -81,9 +81,10 @@ var (
 	//
 	// wait_ms is what is left of the last grant's renew window if it ended
 	// neither by release nor by expiry (its lease key deleted or evicted,
-	// or its session's key), or the handle's last seen TTL when the record
-	// of the last grant is gone although the counter or the handle says
-	// there was one. A session grant's window is its session's, kept in
+	// or its session's key), or the handle's last seen TTL (at least this
+	// grant's) when the record of the last grant is gone although the
+	// counter or the handle says there was one, or its expiry is not a
+	// number (cleared or overwritten from outside). A session grant's window is its session's, kept in
 	// the session's expiry key. repaired is 1 when the counter was at or
 	// below a term already handed out (deleted or evicted) and was moved
 	// past it.
@@ -117,7 +118,11 @@ if last[1] then
 	if last[4] and last[4] ~= '' then
 		exp = tonumber(redis.call('GET', last[4] .. ':exp') or '0')
 	end
-	if last[3] ~= '1' and exp > now then
+	if last[3] ~= '1' and not exp then
+		-- The expiry was cleared or overwritten from outside: the last
+		-- holder's window is unknown, so wait as for a lost record.
+		wait = math.max(tonumber(ARGV[7]), tonumber(ARGV[3]))
+	elseif last[3] ~= '1' and exp > now then
 		wait = exp - now
 	end
 elseif counter > 0 or floor > 0 then

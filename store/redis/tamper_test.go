@@ -247,3 +247,38 @@ func TestEmptyHolderReadsHeld(t *testing.T) {
 		t.Errorf("Acquire: %v, want held by (unknown)", err)
 	}
 }
+
+// A last-grant record whose expiry was cleared or overwritten with
+// redis-cli, after its grant's lease hash was deleted (so its holder may
+// still be running): the next Acquire grants with a wait of a whole TTL,
+// as for a lost record. It used to fail with the server's raw script
+// error ("attempt to compare nil with number").
+func TestForgedLastExpiry(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	c := client(t, srv)
+	for _, forged := range []string{"soon", "", "delete"} {
+		l, lease := heldKey(t, st)
+		last := redis.DefaultPrefix + ":{" + l.Key + "}:last"
+		var err error
+		if forged == "delete" {
+			err = c.HDel(ctxFor(t), last, "exp_ms").Err()
+		} else {
+			err = c.HSet(ctxFor(t), last, "exp_ms", forged).Err()
+		}
+		if err == nil {
+			err = c.Del(ctxFor(t), lease).Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		l2, err := st.Acquire(ctxFor(t), l.Key, "beta", 10*time.Second)
+		if err != nil {
+			t.Fatalf("exp_ms %q: Acquire: %v", forged, err)
+		}
+		if l2.Term <= l.Term || l2.Wait < 10*time.Second {
+			t.Errorf("exp_ms %q: granted term %d with Wait %v; want a term above %d and a wait of the whole TTL, 10s",
+				forged, l2.Term, l2.Wait, l.Term)
+		}
+	}
+}
