@@ -224,10 +224,18 @@ func TestSecretsNotPrinted(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"run", "-h"}, {"status", "-h"}, {"watch", "-h"}, {"demo", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"run", "-h"}, {"shard", "-h"}, {"status", "-h"}, {"watch", "-h"},
+		{"step-down", "-h"}, {"prefer", "-h"}, {"demo", "-h"}} {
 		var stdout, stderr bytes.Buffer
 		if code := runInProcess(args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "sage") || stderr.Len() != 0 {
 			t.Errorf("tenure %v: code %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+		// A flag's usage that states its default itself must not get the
+		// flag package's "(default ...)" too.
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("tenure %v: a flag states its default twice: %q", args, strings.TrimSpace(line))
+			}
 		}
 	}
 }

@@ -102,7 +102,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` to campaign for (required)")
 	fs.StringVar(&o.id, "id", "", "this candidate's identity (default: the store's, e.g. a peer's member ID, else $POD_NAME, else hostname-pid)")
 	fs.StringVar(&o.advertise, "advertise", "", "publish `VALUE` (e.g. this leader's address) with each grant, for status, watch and --http (at most 1024 bytes)")
-	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover, from 500ms to 24h or the store's narrower range (default: the store's if it has one, else 10s)")
+	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL: how long a frozen or cut-off leader can block failover, from 500ms to 24h or the store's narrower range; a store with a TTL of its own (azblob://, peer://) uses it unless --ttl is given")
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of CMD on loss of leadership (default min(2s, (ttl-renew deadline)/2))")
 	fs.BoolVar(&o.restart, "restart", false, "keep campaigning after CMD exits and run it again on the next win")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log")

@@ -78,7 +78,7 @@ func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int,
 	fs.StringVar(&o.id, "id", "", "this member's identity, one of --members (default: $TENURE_ID, else $POD_NAME, else hostname-pid)")
 	fs.IntVar(&shards, "shards", 0, "spread the `N` keys 0..N-1 (1 to 4096); or give --keys")
 	fs.StringVar(&keys, "keys", "", "spread the keys of `LIST`, comma-separated; or give --shards")
-	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL of the liveness and key leases: how long a frozen or cut-off member can hold its keys, from 500ms to 24h or the store's narrower range (default: the store's if it has one, else 10s)")
+	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL of the liveness and key leases: how long a frozen or cut-off member can hold its keys, from 500ms to 24h or the store's narrower range; a store with a TTL of its own (azblob://) uses it unless --ttl is given")
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of a key's CMD when the key moves away (default min(2s, (ttl-renew deadline)/2))")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
 	fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
