@@ -32,8 +32,8 @@
 // publishes values: a request is a grant of the key's [ControlKey].
 //
 // Stores live in their own packages under store/ (memory, local, etcd,
-// postgres, redis, azblob, zk) and register a URL scheme, so [Open] turns a
-// URL into a store. This package imports only the standard library.
+// postgres, redis, azblob, zk, k8s) and register a URL scheme, so [Open]
+// turns a URL into a store. This package imports only the standard library.
 //
 // # Guarantees
 //
