@@ -109,11 +109,35 @@ func preferCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, err)
 	}
 	defer store.Close()
-	fmt.Fprintf(stdout, "%s: preferring %s while this runs (Ctrl-C to clear)\n", o.key, o.holder)
+	// Say "preferring" only once this command's grant holds: while another
+	// preference holds, Prefer waits for it to end, and says so first.
+	obs := &tenure.Observer{Store: store, Key: tenure.PreferKey(o.key)}
+	if cur, ok, err := tenure.ReadPreference(ctx, store, o.key); err == nil && ok {
+		fmt.Fprintf(stdout, "%s: waiting for the preference for %s to end\n", o.key, shown(cur.Holder))
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	held, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		for rec := range obs.Changes(watchCtx) {
+			if rec.Holder == o.issuer {
+				fmt.Fprintf(stdout, "%s: preferring %s while this runs (Ctrl-C to clear)\n", o.key, o.holder)
+				close(held)
+				stopWatch()
+				return
+			}
+		}
+	}()
 	err = tenure.Prefer(ctx, store, o.key, o.issuer, o.ttl, tenure.Preference{Holder: o.holder, Delay: o.delay})
+	stopWatch()
+	<-watched
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fail(stderr, fmt.Errorf("prefer %s for %q: %w", o.holder, o.key, err))
 	}
-	fmt.Fprintf(stdout, "%s: preference for %s cleared\n", o.key, o.holder)
+	select {
+	case <-held:
+		fmt.Fprintf(stdout, "%s: preference for %s cleared\n", o.key, o.holder)
+	default:
+	}
 	return exitOK
 }

@@ -332,3 +332,32 @@ func TestPrefer(t *testing.T) {
 	c.stopAll(10 * time.Second)
 	requireNoOverlap(t, c)
 }
+
+// TestPreferWaitsAndSaysSo: a second tenure prefer waits for the first
+// preference to end, and says that it waits: it says it prefers its ID
+// only once its own preference holds.
+func TestPreferWaitsAndSaysSo(t *testing.T) {
+	store := "file://" + t.TempDir() + "/state"
+	start := func(id string) (*exec.Cmd, *syncbuf.Buffer, chan struct{}) {
+		out := new(syncbuf.Buffer)
+		cmd := exec.Command(tenureBin, "prefer", "--store", store, "--key", "job", "--ttl", "1s", id)
+		cmd.Stdout = out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, out, reapAtEnd(t, cmd)
+	}
+	first, out1, done1 := start("a")
+	waitFor(t, func() bool { return strings.Contains(out1.String(), "job: preferring a") })
+	_, out2, _ := start("b")
+	waitFor(t, func() bool { return strings.Contains(out2.String(), "waiting") })
+	time.Sleep(500 * time.Millisecond)
+	if said := out2.String(); strings.Contains(said, "preferring b") {
+		t.Fatalf("the second tenure prefer said %q while the first preference held", said)
+	}
+	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-done1
+	waitFor(t, func() bool { return strings.Contains(out2.String(), "job: preferring b") })
+}
