@@ -240,7 +240,7 @@ func isLoss(err error) bool {
 
 // isPermanent reports whether a store error will not go away by retrying.
 func isPermanent(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed)
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrTermsExhausted)
 }
 
 // requestContext bounds one store request by RequestTimeout and, if not

@@ -58,6 +58,16 @@ var (
 	// ErrRunning is returned by [Elector.Run] and [Elector.Do] when the
 	// elector is already running.
 	ErrRunning = errors.New("tenure: elector already running")
+
+	// ErrTermsExhausted is wrapped by a [Store.Acquire] error when no term
+	// greater than every term the key had can be granted: the key's term
+	// counter, or a term the store handle saw, is the largest the store
+	// can hold (2^64−1, or less where its counter is narrower) or cannot be
+	// read as one. Only a record written from outside the store's code gets
+	// there; granting a smaller term would break fencing, so the key stays
+	// unusable until an operator repairs its record. The elector does not
+	// retry it: [Elector.Run] and [Elector.Do] return it.
+	ErrTermsExhausted = errors.New("tenure: no greater term can be granted")
 )
 
 // HeldError is the error [Store.Acquire] returns when the key is held. It

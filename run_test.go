@@ -3,6 +3,7 @@ package tenure_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -110,5 +111,37 @@ func TestDoReportsTheTasksResult(t *testing.T) {
 				t.Fatalf("Do = %v, want ErrRenewDeadline and the task's boom", err)
 			}
 		})
+	})
+}
+
+// exhaustedStore is a store whose every Acquire fails as a store does once
+// the key's term is the largest it can hold.
+type exhaustedStore struct {
+	tenure.Store
+	acquires int
+}
+
+func (s *exhaustedStore) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	s.acquires++
+	return tenure.Lease{}, fmt.Errorf("%w: key %q: term 18446744073709551615 is the largest there is", tenure.ErrTermsExhausted, key)
+}
+
+// TestRunEndsWhenTermsAreExhausted: an Acquire that fails with
+// ErrTermsExhausted is not retried (only an operator can repair the key's
+// record): Run returns it at once, so `tenure run` exits saying why
+// instead of logging the same failure every few seconds for ever.
+func TestRunEndsWhenTermsAreExhausted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &exhaustedStore{Store: memory.New(nil)}
+		e := newElector(t, config(st, "a"))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // of the bubble's fake time
+		defer cancel()
+		err := e.Run(ctx, func(ctx context.Context) error {
+			t.Error("the task ran without a grant")
+			return nil
+		})
+		if !errors.Is(err, tenure.ErrTermsExhausted) || st.acquires != 1 {
+			t.Fatalf("Run = %v after %d acquires; want ErrTermsExhausted after one", err, st.acquires)
+		}
 	})
 }

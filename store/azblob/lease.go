@@ -81,7 +81,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		}
 		term, ok := seen.Next(st.term, floor.Term)
 		if !ok {
-			return tenure.Lease{}, fmt.Errorf("azblob: blob %q in %s: term %d is the largest there is, no greater term can be granted (was the metadata written by something else?)", name, s.endpoint, max(st.term, floor.Term))
+			return tenure.Lease{}, fmt.Errorf("%w: azblob: blob %q in %s: term %d is the largest there is (was the metadata written by something else?)", tenure.ErrTermsExhausted, name, s.endpoint, max(st.term, floor.Term))
 		}
 		id := uuid.NewString()
 		lc, err := lease.NewBlobClient(b, &lease.BlobClientOptions{LeaseID: &id})

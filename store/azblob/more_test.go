@@ -193,7 +193,7 @@ func testTermAtMaximum(t *testing.T, srv *testserver.AzuriteServer) {
 	st, _, _, ctx := releasedWithTerm(t, srv, "maxterm", randomName(t), maxTerm)
 	if l2, err := st.Acquire(ctx, "k", "beta", ttl); err == nil {
 		t.Fatalf("Acquire after term %s granted term %d", maxTerm, l2.Term)
-	} else if errors.Is(err, tenure.ErrHeld) || !strings.Contains(err.Error(), maxTerm) {
-		t.Fatalf("Acquire after term %s: %v, want an error naming the term", maxTerm, err)
+	} else if !errors.Is(err, tenure.ErrTermsExhausted) || !strings.Contains(err.Error(), maxTerm) {
+		t.Fatalf("Acquire after term %s: %v, want ErrTermsExhausted naming the term", maxTerm, err)
 	}
 }

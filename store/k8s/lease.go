@@ -191,8 +191,8 @@ func (s *Store) take(ctx context.Context, key string, c tenure.Claim, cur *coord
 func (s *Store) nextTerm(key string, terms ...uint64) (uint64, error) {
 	term, ok := seen.Next(terms...)
 	if !ok {
-		return 0, fmt.Errorf("k8s: key %q (Lease %s, %s): term %d is the largest there is, no greater term can be granted (was the %s annotation written by something else?)",
-			key, s.LeaseName(key), s.where, uint64(math.MaxUint64), GrantAnnotation)
+		return 0, fmt.Errorf("%w: k8s: key %q (Lease %s, %s): term %d is the largest there is (was the %s annotation written by something else?)",
+			tenure.ErrTermsExhausted, key, s.LeaseName(key), s.where, uint64(math.MaxUint64), GrantAnnotation)
 	}
 	return term, nil
 }

@@ -65,8 +65,8 @@ func termsAtMaximum(t *testing.T, e *env) {
 			}
 			if l2, err := st.Acquire(ctx, key, "beta", time.Second); err == nil {
 				t.Fatalf("Acquire after term %d granted term %d", r.Term, l2.Term)
-			} else if errors.Is(err, tenure.ErrHeld) || !strings.Contains(err.Error(), "largest") {
-				t.Fatalf("Acquire after term %d: %v, want an error saying no greater term exists", r.Term, err)
+			} else if !errors.Is(err, tenure.ErrTermsExhausted) || !strings.Contains(err.Error(), "largest") {
+				t.Fatalf("Acquire after term %d: %v, want ErrTermsExhausted saying no greater term exists", r.Term, err)
 			}
 		})
 	}

@@ -66,6 +66,22 @@ func OverwriteRecord(dir, key, identity string) error {
 	return os.WriteFile(name, encodeState(st), 0o600)
 }
 
+// SetRecordTerm rewrites key's record in dir in place with term, keeping
+// everything else, as a tool with write access to the directory could.
+func SetRecordTerm(dir, key string, term uint64) error {
+	name := filepath.Join(dir, baseName(key)+".state")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		return err
+	}
+	st.Term = term
+	return os.WriteFile(name, encodeState(st), 0o600)
+}
+
 // SessionID returns the id of ss, a session of a local store: the name of
 // its file in the state directory's .sessions.
 func SessionID(ss tenure.StoreSession) string { return ss.(*session).id }

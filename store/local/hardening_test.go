@@ -426,3 +426,32 @@ func TestURLSharedGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestTermsExhausted: a released key whose record was rewritten with the
+// largest term there is cannot be granted again (the next term would wrap
+// to 0, below every term handed out): Acquire fails with an error matching
+// tenure.ErrTermsExhausted, which the elector does not retry.
+func TestTermsExhausted(t *testing.T) {
+	dir := t.TempDir()
+	s, err := local.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, "k", "a", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.SetRecordTerm(dir, "k", 1<<64-1); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := s.Acquire(ctx, "k", "b", time.Second)
+	if err == nil {
+		t.Fatalf("Acquire after the largest term granted term %d", l2.Term)
+	}
+	wantOneLine(t, "Acquire after the largest term", err, tenure.ErrTermsExhausted, `"k"`)
+}

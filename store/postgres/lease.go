@@ -287,13 +287,29 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		case errors.Is(err, pgx.ErrNoRows):
 			return tenure.Lease{}, true, nil
 		case err != nil:
-			return tenure.Lease{}, false, s.fail(ctx, "acquire", err)
+			return tenure.Lease{}, false, s.acquireFailed(ctx, key, err)
 		}
 		l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token, Value: c.Value,
 			Wait: grantWait(sent, floor, waitUS)}
 		s.seen.Observe(key, l.Term, ttl)
 		return l, false, nil
 	})
+}
+
+// acquireFailed describes err, the failure of the acquire statement for
+// key. A row whose term was set to the largest bigint from outside makes
+// the statement fail with numeric_value_out_of_range, since the next term
+// does not fit: that is [tenure.ErrTermsExhausted], which the elector does
+// not retry, once a read of the row confirms the term.
+func (s *Store) acquireFailed(ctx context.Context, key string, err error) error {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "22003" {
+		if r, gerr := s.get(ctx, key); gerr == nil && r.Term >= math.MaxInt64 {
+			s.seen.Observe(key, r.Term, r.TTL)
+			return fmt.Errorf("%w: tenure/postgres: key %q: its term is %d, the largest the column holds (was the row written from outside?)",
+				tenure.ErrTermsExhausted, key, r.Term)
+		}
+	}
+	return s.fail(ctx, "acquire", err)
 }
 
 // grantOrHeld runs grant, which tries once to grant key at a term above
@@ -433,7 +449,7 @@ func micros(us int64) time.Duration {
 func (s *Store) termFloor(key string) (seen.Grant, error) {
 	floor := s.seen.Highest(key)
 	if floor.Term >= math.MaxInt64 {
-		return floor, fmt.Errorf("tenure/postgres: key %q: term %d seen, no greater term fits", key, floor.Term)
+		return floor, fmt.Errorf("%w: tenure/postgres: key %q: term %d seen, and no greater term fits the column (2^63-1 at most)", tenure.ErrTermsExhausted, key, floor.Term)
 	}
 	return floor, nil
 }

@@ -2,13 +2,17 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
+	"github.com/tenurehq/tenure/store/postgres"
 	"github.com/tenurehq/tenure/storetest"
 )
 
@@ -106,6 +110,52 @@ func TestRenewWithForgedTTL(t *testing.T) {
 		if err := st.Renew(ctxFor(t), l); err == nil {
 			r, _ := st.Get(ctxFor(t), key)
 			t.Errorf("ttl_ns %d: Renew succeeded; the key then reads %+v", ttl, r)
+		}
+	}
+}
+
+// A row whose term is set with psql to the largest bigint: no greater term
+// fits the column, so Acquire must fail with an error matching
+// tenure.ErrTermsExhausted (which the elector does not retry), whether the
+// row is released or held, and from a handle that never saw the term.
+func TestTermsExhausted(t *testing.T) {
+	srv := server(t)
+	table := randomName("maxterm")
+	st := openTable(t, table)
+	conn, err := pgx.Connect(ctxFor(t), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, held := range []bool{false, true} {
+		key := fmt.Sprint("k-", held)
+		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			if err := st.Release(ctxFor(t), l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET term = $2 WHERE key = $1`, key, int64(math.MaxInt64)); err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			// The holder gives the key up with psql, as for a stuck lock.
+			if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET holder = '', token = '' WHERE key = $1`, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fresh := openTable(t, table)
+		for _, s := range []*postgres.Store{fresh, fresh} { // the second time, the handle has seen the term
+			l2, err := s.Acquire(ctxFor(t), key, "beta", 10*time.Second)
+			if err == nil {
+				t.Fatalf("held %v: Acquire after term 2^63-1 granted term %d", held, l2.Term)
+			}
+			if !errors.Is(err, tenure.ErrTermsExhausted) {
+				t.Fatalf("held %v: Acquire after term 2^63-1: %v, want ErrTermsExhausted", held, err)
+			}
 		}
 	}
 }

@@ -300,7 +300,7 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 	case code == 2:
 		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, a.key)
 	case code == 3:
-		return tenure.Lease{}, fmt.Errorf("tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1, past which Redis scripts do not count exactly (was it written by something else?)", a.key, s.redacted)
+		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1, past which Redis scripts do not count exactly (was it written by something else?)", tenure.ErrTermsExhausted, a.key, s.redacted)
 	}
 	r, err := s.record(a.key, res[1:])
 	if err != nil {
