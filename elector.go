@@ -75,8 +75,9 @@ func (e *Elector) Config() Config { return e.cfg }
 // say) finishes its work still leading and stops Run.
 //
 // Run blocks until then and otherwise returns ctx's error, or a permanent
-// store error (one matching [ErrInvalid] or [ErrClosed]) met while
-// campaigning. It returns [ErrRunning] if the elector is already running.
+// store error (one matching [ErrInvalid], [ErrClosed] or
+// [ErrTermsExhausted]) met while campaigning. It returns [ErrRunning] if
+// the elector is already running.
 func (e *Elector) Run(ctx context.Context, task Task) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
@@ -161,8 +162,8 @@ func lastResult(taskErr error) (result error, last bool) {
 // removed.
 //
 // Do blocks until then. It returns ctx's error if ctx is done before the
-// elector is elected, a permanent store error (matching [ErrInvalid] or
-// [ErrClosed]) met while campaigning, and [ErrRunning] if the elector is
+// elector is elected, a permanent store error (matching [ErrInvalid],
+// [ErrClosed] or [ErrTermsExhausted]) met while campaigning, and [ErrRunning] if the elector is
 // already running.
 func (e *Elector) Do(ctx context.Context, task Task) error {
 	if !e.running.CompareAndSwap(false, true) {

@@ -38,8 +38,9 @@ type Leadership struct {
 // held by another, it waits as an [Elector] does: it watches the key from
 // the first refusal and tries again when the key is released or expires.
 // It blocks until it leads or ctx is done, then returns ctx's error; a
-// closed session returns an error matching [ErrClosed], and bad arguments
-// one wrapping [ErrInvalid]. Its ctx bounds the campaign only: the
+// closed session returns an error matching [ErrClosed], bad arguments one
+// wrapping [ErrInvalid], and a key whose terms are exhausted one matching
+// [ErrTermsExhausted]. Its ctx bounds the campaign only: the
 // leadership lasts until Resign, a loss, or the session's Close, whatever
 // ctx does after Campaign returned (its values are kept in the
 // leadership's context).

@@ -3,14 +3,18 @@ package shard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/syncbuf"
 	"github.com/tenurehq/tenure/shard"
 	"github.com/tenurehq/tenure/store/memory"
 )
@@ -107,6 +111,63 @@ func TestRunOnceAndReleaseOnReturn(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		if got := s.Leading(); len(got) != 3 {
 			t.Errorf("second Run leads %v, want all 3 keys", got)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// exhaustedKey is a store on which one key can no longer be granted, as
+// after its term was forged to the top of its range, until repaired.
+type exhaustedKey struct {
+	tenure.Store
+	key      string
+	repaired atomic.Bool
+}
+
+func (s *exhaustedKey) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
+	if key == s.key && !s.repaired.Load() {
+		return tenure.Lease{}, fmt.Errorf("%w: key %q", tenure.ErrTermsExhausted, key)
+	}
+	return s.Store.Acquire(ctx, key, identity, ttl)
+}
+
+// A key whose terms are exhausted is logged and left unled while the
+// member leads its other keys, and is tried again a TTL later, so that it
+// is led once an operator repaired its record. Before, its goroutine
+// ended without a word and the key stayed unled until the member
+// restarted.
+func TestExhaustedKeyIsLoggedAndTriedAgain(t *testing.T) {
+	simulation(t)
+	synctest.Test(t, func(t *testing.T) {
+		var logs syncbuf.Buffer
+		st := &exhaustedKey{Store: memory.New(nil), key: "g/keys/1"}
+		s, err := shard.New(shard.Config{Store: st, Group: "g", Identity: "a", Members: []string{"a"},
+			Keys: shard.Numbered(3), TTL: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Run(ctx, func(ctx context.Context, key string) error { <-ctx.Done(); return nil })
+		}()
+		time.Sleep(10 * time.Second) // ten TTLs of the bubble's fake time
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned %v with one key exhausted", err)
+		default:
+		}
+		if got := s.Leading(); !slices.Equal(got, []string{"0", "2"}) {
+			t.Errorf("Leading = %v, want the keys 0 and 2", got)
+		}
+		if !strings.Contains(logs.String(), "terms are exhausted") || !strings.Contains(logs.String(), "key=1") {
+			t.Errorf("the exhausted key was not logged:\n%s", logs.String())
+		}
+		st.repaired.Store(true)
+		time.Sleep(2 * time.Second)
+		if got := s.Leading(); !slices.Equal(got, []string{"0", "1", "2"}) {
+			t.Errorf("two TTLs after the key was repaired, Leading = %v, want every key", got)
 		}
 		cancel()
 		<-done

@@ -10,7 +10,9 @@ import (
 
 // runKey decides, for one key, whether this member leads it, and leads it
 // through a [tenure.Elector] while it should, until ctx is done (it then
-// returns nil) or an elector meets a permanent store error (returned).
+// returns nil) or an elector meets a permanent store error (returned),
+// except [tenure.ErrTermsExhausted], which parks this key alone: it is
+// logged and tried again a TTL later or when the live set changes.
 //
 // The rule, re-applied at every change of the live set:
 //   - not live itself: lead nothing;
@@ -57,11 +59,32 @@ func (s *Sharder) runKey(ctx context.Context, key string, sess *tenure.Session, 
 				"id", me, "owner", Owner(key, v.live), "rank", r, "unled_for", time.Duration(r)*s.cfg.Takeover)
 			err = s.lead(ctx, key, sess, task, func(ctx context.Context) { s.holdFallback(ctx, key, v) })
 		}
+		if errors.Is(err, tenure.ErrTermsExhausted) {
+			// One key's record was forged to the top of its term range:
+			// only an operator can repair it, and the elector does not
+			// retry it. Say so, and try again a TTL later or when the
+			// live set changes, the other keys going on meanwhile.
+			s.cfg.Logger.Error("shard: cannot lead a key whose terms are exhausted; its record must be repaired",
+				"group", s.cfg.Group, "key", key, "id", me, "err", err)
+			s.parkKey(ctx, v)
+			continue
+		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// parkKey waits a TTL, until the live set changes from v, or ctx is done.
+func (s *Sharder) parkKey(ctx context.Context, v *view) {
+	t := s.cfg.Clock.NewTimer(s.cfg.TTL)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-v.changed:
+	case <-t.C():
+	}
 }
 
 // lead campaigns for key (in sess, if not nil) and runs task whenever elected, until hold

@@ -51,7 +51,10 @@ func (s *Sharder) Config() Config { return s.cfg }
 // for them to return, releases every lease it holds and returns ctx's
 // error. It returns earlier with a permanent store error (one matching
 // [tenure.ErrInvalid] or [tenure.ErrClosed]), after stopping everything
-// the same way, and [tenure.ErrRunning] if Run is already active.
+// the same way, and [tenure.ErrRunning] if Run is already active. A key
+// whose terms are exhausted ([tenure.ErrTermsExhausted], its record forged
+// from outside) does not stop Run: it is logged and left unled, and tried
+// again a TTL later, while the other keys go on.
 //
 // Which keys it leads is described in the package documentation: the keys
 // it owns by [Owner] among the members it sees live, and, by the fallback
