@@ -287,7 +287,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		case errors.Is(err, pgx.ErrNoRows):
 			return tenure.Lease{}, true, nil
 		case err != nil:
-			return tenure.Lease{}, false, s.acquireFailed(ctx, key, err)
+			return tenure.Lease{}, false, s.acquireFailed(ctx, "acquire", key, err)
 		}
 		l := tenure.Lease{Key: key, Identity: identity, Term: uint64(term), TTL: ttl, Token: token, Value: c.Value,
 			Wait: grantWait(sent, floor, waitUS)}
@@ -296,20 +296,28 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	})
 }
 
-// acquireFailed describes err, the failure of the acquire statement for
-// key. A row whose term was set to the largest bigint from outside makes
-// the statement fail with numeric_value_out_of_range, since the next term
-// does not fit: that is [tenure.ErrTermsExhausted], which the elector does
-// not retry, once a read of the row confirms the term.
-func (s *Store) acquireFailed(ctx context.Context, key string, err error) error {
-	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "22003" {
+// acquireFailed describes err, the failure of op, an acquire statement for
+// key (a session's too). A row whose term was set to the largest bigint
+// from outside makes the statement fail with numeric_value_out_of_range,
+// since the next term does not fit: that is [tenure.ErrTermsExhausted],
+// which the elector does not retry, once a read of the row confirms the
+// term.
+func (s *Store) acquireFailed(ctx context.Context, op, key string, err error) error {
+	if outOfRange(err) {
 		if r, gerr := s.get(ctx, key); gerr == nil && r.Term >= math.MaxInt64 {
 			s.seen.Observe(key, r.Term, r.TTL)
-			return fmt.Errorf("%w: tenure/postgres: key %q: its term is %d, the largest the column holds (was the row written from outside?)",
+			return fmt.Errorf("%w: tenure/postgres: key %q: its term is %d, the largest the column holds (2^63-1; was the row written from outside?)",
 				tenure.ErrTermsExhausted, key, r.Term)
 		}
 	}
-	return s.fail(ctx, "acquire", err)
+	return s.fail(ctx, op, err)
+}
+
+// outOfRange reports whether err is PostgreSQL's numeric_value_out_of_range,
+// which an acquire statement fails with when a key's next term does not fit.
+func outOfRange(err error) bool {
+	pe, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pe.Code == "22003"
 }
 
 // grantOrHeld runs grant, which tries once to grant key at a term above

@@ -134,7 +134,7 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 		})
 		if err != nil {
 			ss.doubt(key, token)
-			return tenure.Lease{}, false, s.fail(ctx, "session acquire", err)
+			return tenure.Lease{}, false, s.acquireFailed(ctx, "session acquire", key, err)
 		}
 		return ss.outcome(acquired{req: tenure.AcquireRequest{Key: key, Identity: identity, Value: value}, token: token,
 			sent: sent, floor: floor, live: live, term: term, waitUS: waitUS})

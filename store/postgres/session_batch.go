@@ -18,7 +18,11 @@ var _ tenure.BatchAcquirer = (*session)(nil)
 // connection and run in one implicit transaction (one round trip, one
 // commit), in key order so that two batches over the same keys wait for
 // each other's row locks rather than deadlock. A held key's record is
-// read afterwards, as Acquire reads it.
+// read afterwards, as Acquire reads it. A batch that fails because a
+// key's next term does not fit the column (its term was set to the largest
+// bigint from outside) is rolled back as a whole; each of its requests is
+// then sent alone, as by Acquire, so that only that key fails, with an
+// error matching [tenure.ErrTermsExhausted].
 func (ss *session) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
 	res := make([]tenure.AcquireResult, len(reqs))
 	sent := time.Now()
@@ -43,7 +47,16 @@ func (ss *session) AcquireBatch(ctx context.Context, reqs []tenure.AcquireReques
 		todo = append(todo, a)
 	}
 	slices.SortFunc(todo, func(a, b acquired) int { return strings.Compare(a.req.Key, b.req.Key) })
-	if err := ss.sendBatch(ctx, todo); err != nil {
+	err := ss.sendBatch(ctx, todo)
+	if outOfRange(err) {
+		for _, a := range todo {
+			ss.doubt(a.req.Key, a.token) // rolled back, but as for any failed batch
+			l, err := ss.Acquire(ctx, a.req.Key, a.req.Identity, a.req.Value)
+			res[idx[a.req.Key]] = tenure.AcquireResult{Lease: l, Err: err}
+		}
+		return res
+	}
+	if err != nil {
 		err = ss.s.fail(ctx, "session acquire (batch)", err)
 		for _, a := range todo {
 			ss.doubt(a.req.Key, a.token)

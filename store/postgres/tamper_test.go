@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +156,61 @@ func TestTermsExhausted(t *testing.T) {
 			}
 			if !errors.Is(err, tenure.ErrTermsExhausted) {
 				t.Fatalf("held %v: Acquire after term 2^63-1: %v, want ErrTermsExhausted", held, err)
+			}
+		}
+	}
+}
+
+// TestSessionTermsExhausted: as TestTermsExhausted, through a session's
+// Acquire and AcquireBatch. The exhausted key alone fails, with an error
+// matching tenure.ErrTermsExhausted that names it; the other keys of the
+// batch are granted.
+func TestSessionTermsExhausted(t *testing.T) {
+	table := randomName("sess_maxterm")
+	st := openTable(t, table)
+	conn := sqlConn(t)
+	for _, held := range []bool{false, true} {
+		key := fmt.Sprint("k-", held)
+		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			if err := st.Release(ctxFor(t), l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET term = $2 WHERE key = $1`, key, int64(math.MaxInt64)); err != nil {
+			t.Fatal(err)
+		}
+		if held { // the holder gives the key up with psql, as for a stuck lock
+			if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET holder = '', token = '' WHERE key = $1`, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil || !errors.Is(err, tenure.ErrTermsExhausted) || !strings.Contains(err.Error(), fmt.Sprintf("%q", key)) ||
+				!strings.Contains(err.Error(), "2^63-1") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("held %v: %s after term 2^63-1: %v, want one line matching ErrTermsExhausted naming %q and 2^63-1", held, what, err, key)
+			}
+		}
+		for _, batch := range []bool{false, true} {
+			fresh := openTable(t, table) // has not seen the term
+			ss := storetest.OpenSession(t, fresh, 10*time.Second)
+			for range 2 { // the second time, the handle has seen the term
+				if !batch {
+					_, err := ss.Acquire(ctxFor(t), key, "beta", "")
+					check("session Acquire", err)
+					continue
+				}
+				other := randomName("other")
+				res := ss.(tenure.BatchAcquirer).AcquireBatch(ctxFor(t), []tenure.AcquireRequest{
+					{Key: other, Identity: "beta"}, {Key: key, Identity: "beta"}})
+				if res[0].Err != nil {
+					t.Fatalf("held %v: AcquireBatch: the other key: %v", held, res[0].Err)
+				}
+				check("AcquireBatch", res[1].Err)
 			}
 		}
 	}
