@@ -77,7 +77,8 @@ var (
 	// term, wait_ms, repaired} when granted, {0, holder, term, ttl_ns,
 	// pttl, value} when held, {2} when the session ended, {3} when the
 	// counter, the last grant's term or floor is not a whole number below
-	// maxTerm (written by something else).
+	// maxTerm, or the counter or the last grant's record is a Redis value
+	// of another type (written by something else).
 	//
 	// wait_ms is what is left of the last grant's renew window if it ended
 	// neither by release nor by expiry (its lease key deleted or evicted,
@@ -105,8 +106,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local floor = tonumber(ARGV[6])
 local wait = 0
-local last = redis.call('HMGET', KEYS[3], 'term', 'exp_ms', 'released', 'session')
-local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
+local last = redis.pcall('HMGET', KEYS[3], 'term', 'exp_ms', 'released', 'session')
+local counter = redis.pcall('GET', KEYS[2])
+if last.err or type(counter) == 'table' then
+	return {3} -- of another type (WRONGTYPE): no term can be read
+end
+counter = tonumber(counter or '0')
 if last[1] then
 	floor = math.max(floor, tonumber(last[1]) or maxTerm)
 end
@@ -300,7 +305,7 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 	case code == 2:
 		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, a.key)
 	case code == 3:
-		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1, past which Redis scripts do not count exactly (was it written by something else?)", tenure.ErrTermsExhausted, a.key, s.redacted)
+		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1 (or not of its Redis type), past which Redis scripts do not count exactly (was it written by something else?)", tenure.ErrTermsExhausted, a.key, s.redacted)
 	}
 	r, err := s.record(a.key, res[1:])
 	if err != nil {

@@ -282,3 +282,75 @@ func TestForgedLastExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionTermsExhausted: a key whose term counter or last grant's term
+// was set with redis-cli past 2^53-1, to something that is not a number,
+// or to a value of another type, is refused by a session's Acquire and
+// AcquireBatch with an error matching tenure.ErrTermsExhausted that names
+// the key and the limit; the other keys of the batch are granted.
+func TestSessionTermsExhausted(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	k := func(key, what string) string { return redis.DefaultPrefix + ":{" + key + "}:" + what }
+	forgeries := map[string]func(key string) error{
+		"CounterPast2^53":   func(key string) error { return c.Set(ctxFor(t), k(key, "term"), "9007199254740993", 0).Err() },
+		"CounterNotANumber": func(key string) error { return c.Set(ctxFor(t), k(key, "term"), "x", 0).Err() },
+		"CounterAHash": func(key string) error {
+			if err := c.Del(ctxFor(t), k(key, "term")).Err(); err != nil {
+				return err
+			}
+			return c.HSet(ctxFor(t), k(key, "term"), "term", "7").Err()
+		},
+		"LastTermPast2^53":   func(key string) error { return c.HSet(ctxFor(t), k(key, "last"), "term", "9007199254740993").Err() },
+		"LastTermNotANumber": func(key string) error { return c.HSet(ctxFor(t), k(key, "last"), "term", "x").Err() },
+		"LastAString":        func(key string) error { return c.Set(ctxFor(t), k(key, "last"), "9007199254740993", 0).Err() },
+	}
+	for name, forge := range forgeries {
+		t.Run(name, func(t *testing.T) {
+			for _, held := range []bool{false, true} {
+				key := randomKey()
+				st := open(t, srv.URL(0))
+				l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !held {
+					if err := st.Release(ctxFor(t), l); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := forge(key); err != nil {
+					t.Fatal(err)
+				}
+				if held { // the holder's grant is deleted with redis-cli, as for a stuck lock
+					if err := c.Del(ctxFor(t), k(key, "lease")).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				check := func(what string, err error) {
+					t.Helper()
+					if err == nil || !errors.Is(err, tenure.ErrTermsExhausted) || !strings.Contains(err.Error(), fmt.Sprintf("%q", key)) ||
+						!strings.Contains(err.Error(), "2^53") || strings.Contains(err.Error(), "\n") {
+						t.Fatalf("held %v: %s: %v, want one line matching ErrTermsExhausted naming %q and 2^53", held, what, err, key)
+					}
+				}
+				for _, batch := range []bool{false, true} {
+					ss := storetest.OpenSession(t, open(t, srv.URL(0)), 10*time.Second)
+					for range 2 {
+						if !batch {
+							_, err := ss.Acquire(ctxFor(t), key, "beta", "")
+							check("session Acquire", err)
+							continue
+						}
+						res := ss.(tenure.BatchAcquirer).AcquireBatch(ctxFor(t), []tenure.AcquireRequest{
+							{Key: randomKey(), Identity: "beta"}, {Key: key, Identity: "beta"}})
+						if res[0].Err != nil {
+							t.Fatalf("held %v: AcquireBatch: the other key: %v", held, res[0].Err)
+						}
+						check("AcquireBatch", res[1].Err)
+					}
+				}
+			}
+		})
+	}
+}
