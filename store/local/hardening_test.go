@@ -453,5 +453,61 @@ func TestTermsExhausted(t *testing.T) {
 	if err == nil {
 		t.Fatalf("Acquire after the largest term granted term %d", l2.Term)
 	}
-	wantOneLine(t, "Acquire after the largest term", err, tenure.ErrTermsExhausted, `"k"`)
+	wantOneLine(t, "Acquire after the largest term", err, tenure.ErrTermsExhausted, `"k"`, "2^64-1")
+}
+
+// TestSessionTermsExhausted: as TestTermsExhausted, through a session's
+// Acquire and AcquireBatch, for a released key and for one whose holder's
+// session ended; in a batch, the other key is granted.
+func TestSessionTermsExhausted(t *testing.T) {
+	dir := t.TempDir()
+	s, err := local.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, held := range []bool{false, true} {
+		key := fmt.Sprint("k-", held)
+		old, err := s.OpenSession(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := old.Acquire(ctx, key, "a", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			err = old.Close(ctx) // the holder's session ends with its grant
+		} else {
+			err = old.Release(ctx, l)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := local.SetRecordTerm(dir, key, 1<<64-1); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := s.OpenSession(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.Close(ctx)
+		for range 2 {
+			l2, err := ss.Acquire(ctx, key, "b", "")
+			if err == nil {
+				t.Fatalf("session Acquire after the largest term granted term %d", l2.Term)
+			}
+			wantOneLine(t, "session Acquire after the largest term", err, tenure.ErrTermsExhausted, fmt.Sprintf("%q", key), "2^64-1")
+			other := fmt.Sprint("other-", held)
+			res := ss.(tenure.BatchAcquirer).AcquireBatch(ctx, []tenure.AcquireRequest{{Key: other, Identity: "b"}, {Key: key, Identity: "b"}})
+			if res[0].Err != nil {
+				t.Fatalf("AcquireBatch: the other key: %v", res[0].Err)
+			}
+			if err := ss.Release(ctx, res[0].Lease); err != nil {
+				t.Fatal(err)
+			}
+			wantOneLine(t, "AcquireBatch after the largest term", res[1].Err, tenure.ErrTermsExhausted, fmt.Sprintf("%q", key), "2^64-1")
+		}
+	}
 }

@@ -242,7 +242,7 @@ func (s *Store) grantNext(ctx context.Context, key string, mine func(st state) (
 		}
 		last := s.see(key, max(st.Term, hw.Term))
 		if last == math.MaxUint64 {
-			return fmt.Errorf("%w: local: key %q has used up its terms", tenure.ErrTermsExhausted, key)
+			return fmt.Errorf("%w: local: key %q has used up its terms: its term is 2^64-1, the largest there is (was its record written from outside?)", tenure.ErrTermsExhausted, key)
 		}
 		lease, err = write(kf, last+1, wait, now)
 		fresh = err == nil
