@@ -163,8 +163,8 @@ func lastResult(taskErr error) (result error, last bool) {
 //
 // Do blocks until then. It returns ctx's error if ctx is done before the
 // elector is elected, a permanent store error (matching [ErrInvalid],
-// [ErrClosed] or [ErrTermsExhausted]) met while campaigning, and [ErrRunning] if the elector is
-// already running.
+// [ErrClosed] or [ErrTermsExhausted]) met while campaigning, and
+// [ErrRunning] if the elector is already running.
 func (e *Elector) Do(ctx context.Context, task Task) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning

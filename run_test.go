@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -143,5 +145,57 @@ func TestRunEndsWhenTermsAreExhausted(t *testing.T) {
 		if !errors.Is(err, tenure.ErrTermsExhausted) || st.acquires != 1 {
 			t.Fatalf("Run = %v after %d acquires; want ErrTermsExhausted after one", err, st.acquires)
 		}
+	})
+}
+
+// exhaustedSessions is a memory store whose sessions refuse key "x" as a
+// store does once the key's term is the largest it can hold.
+type exhaustedSessions struct {
+	*memory.Store
+	acquires atomic.Int64 // of "x"
+}
+
+func (s *exhaustedSessions) OpenSession(ctx context.Context, ttl time.Duration) (tenure.StoreSession, error) {
+	ss, err := s.Store.OpenSession(ctx, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &exhaustedSession{StoreSession: ss, s: s}, nil
+}
+
+type exhaustedSession struct {
+	tenure.StoreSession
+	s *exhaustedSessions
+}
+
+func (ss *exhaustedSession) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
+	if key == "x" {
+		ss.s.acquires.Add(1)
+		return tenure.Lease{}, fmt.Errorf("%w: key %q: term 18446744073709551615 is the largest there is", tenure.ErrTermsExhausted, key)
+	}
+	return ss.StoreSession.Acquire(ctx, key, identity, value)
+}
+
+// TestCampaignEndsWhenTermsAreExhausted: as TestRunEndsWhenTermsAreExhausted,
+// for a Session's Campaign: it returns ErrTermsExhausted after one Acquire,
+// and the session's other keys are led as usual.
+func TestCampaignEndsWhenTermsAreExhausted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &exhaustedSessions{Store: memory.New(nil)}
+		s, err := tenure.NewSession(tenure.SessionConfig{Store: st, TTL: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // of the bubble's fake time
+		defer cancel()
+		if _, err := s.Campaign(ctx, "x", "a", ""); !errors.Is(err, tenure.ErrTermsExhausted) || st.acquires.Load() != 1 {
+			t.Fatalf("Campaign = %v after %d acquires; want ErrTermsExhausted after one", err, st.acquires.Load())
+		}
+		l, err := s.Campaign(ctx, "y", "a", "")
+		if err != nil {
+			t.Fatalf("Campaign of another key: %v", err)
+		}
+		l.Resign(context.Background())
 	})
 }
