@@ -345,6 +345,52 @@ func TestForgedLastTermNotBelieved(t *testing.T) {
 	}
 }
 
+// As TestForgedLastTermNotBelieved, with the largest term there is
+// (2^63-1), through a session's Acquire and AcquireBatch: a session's term
+// is the revision of its grant's transaction too, assigned by the server,
+// so the forged record neither exhausts the key nor wraps its term.
+func TestSessionForgedLastTermNotBelieved(t *testing.T) {
+	srv := etcdtest.Start(t)
+	raw := rawClient(t, srv)
+	ctx := storetest.Context(t, 10*time.Second)
+	st := openStore(t, srv, "/forged-session")
+	ss, err := st.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close(context.Background())
+	for _, batch := range []bool{false, true} {
+		key := fmt.Sprint("k-", batch)
+		l, err := st.Acquire(ctx, key, "alpha", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Put(ctx, "/forged-session/term/"+key, `{"holder":"alpha","ttl_ns":1000000000,"term":9223372036854775807,"released":true}`); err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l2 tenure.Lease
+		if batch {
+			res := ss.(tenure.BatchAcquirer).AcquireBatch(ctx, []tenure.AcquireRequest{{Key: key, Identity: "beta"}})
+			l2, err = res[0].Lease, res[0].Err
+		} else {
+			l2, err = ss.Acquire(ctx, key, "beta", "")
+		}
+		if err != nil {
+			t.Fatalf("batch %v: session Acquire after a forged term 2^63-1: %v", batch, err)
+		}
+		if l2.Term <= r.Term || l2.Term <= l.Term {
+			t.Fatalf("batch %v: Get showed the key free at term %d, then the session granted term %d", batch, r.Term, l2.Term)
+		}
+	}
+}
+
 // A holder key rewritten with etcdctl to a TTL of 2^63-1 ns: the holder's
 // record, as Acquire reports it, must not show an overflowed, negative
 // Remaining.
