@@ -173,3 +173,23 @@ func TestExhaustedKeyIsLoggedAndTriedAgain(t *testing.T) {
 		<-done
 	})
 }
+
+// A member whose own liveness lease's terms are exhausted can never be
+// live: Run returns the error instead of running on, leading nothing.
+func TestExhaustedLivenessEndsRun(t *testing.T) {
+	simulation(t)
+	synctest.Test(t, func(t *testing.T) {
+		st := &exhaustedKey{Store: memory.New(nil), key: "g/members/a"}
+		s, err := shard.New(shard.Config{Store: st, Group: "g", Identity: "a", Members: []string{"a"},
+			Keys: shard.Numbered(2), TTL: time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // of the bubble's fake time
+		defer cancel()
+		err = s.Run(ctx, func(ctx context.Context, key string) error { <-ctx.Done(); return nil })
+		if !errors.Is(err, tenure.ErrTermsExhausted) {
+			t.Fatalf("Run = %v, want ErrTermsExhausted for the member's liveness lease", err)
+		}
+	})
+}

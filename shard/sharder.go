@@ -51,8 +51,9 @@ func (s *Sharder) Config() Config { return s.cfg }
 // for them to return, releases every lease it holds and returns ctx's
 // error. It returns earlier with a permanent store error (one matching
 // [tenure.ErrInvalid] or [tenure.ErrClosed]), after stopping everything
-// the same way, and [tenure.ErrRunning] if Run is already active. A key
-// whose terms are exhausted ([tenure.ErrTermsExhausted], its record forged
+// the same way (also one matching [tenure.ErrTermsExhausted] for this
+// member's own liveness lease), and [tenure.ErrRunning] if Run is already
+// active. A key whose terms are exhausted ([tenure.ErrTermsExhausted], its record forged
 // from outside) does not stop Run: it is logged and left unled, and tried
 // again a TTL later, while the other keys go on.
 //
@@ -96,10 +97,16 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 		return err
 	}
 	wg.Go(func() {
-		fail(live.Run(ctx, func(ctx context.Context) error {
+		err := live.Run(ctx, func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
-		}))
+		})
+		if errors.Is(err, tenure.ErrTermsExhausted) {
+			// This member can never be live: say so by returning, rather
+			// than run on leading nothing.
+			cancel(err)
+		}
+		fail(err)
 	})
 	for _, m := range s.cfg.Members {
 		wg.Go(func() { members.follow(ctx, &s.cfg, m) })
