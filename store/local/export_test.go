@@ -53,22 +53,17 @@ func CachedReads(s *Store) uint64 { return s.d.recs.hits.Load() }
 // restored backup or another tool would), naming identity with a token of
 // its own and keeping everything else: term, expiry, session.
 func OverwriteRecord(dir, key, identity string) error {
-	name := filepath.Join(dir, baseName(key)+".state")
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return err
-	}
-	st, err := decodeState(data)
-	if err != nil {
-		return err
-	}
-	st.Holder, st.Token = identity, strings.Repeat("5", 32)
-	return os.WriteFile(name, encodeState(st), 0o600)
+	return rewriteRecord(dir, key, func(st *state) { st.Holder, st.Token = identity, strings.Repeat("5", 32) })
 }
 
 // SetRecordTerm rewrites key's record in dir in place with term, keeping
 // everything else, as a tool with write access to the directory could.
 func SetRecordTerm(dir, key string, term uint64) error {
+	return rewriteRecord(dir, key, func(st *state) { st.Term = term })
+}
+
+// rewriteRecord rewrites key's record in dir in place, changed by change.
+func rewriteRecord(dir, key string, change func(*state)) error {
 	name := filepath.Join(dir, baseName(key)+".state")
 	data, err := os.ReadFile(name)
 	if err != nil {
@@ -78,7 +73,7 @@ func SetRecordTerm(dir, key string, term uint64) error {
 	if err != nil {
 		return err
 	}
-	st.Term = term
+	change(&st)
 	return os.WriteFile(name, encodeState(st), 0o600)
 }
 

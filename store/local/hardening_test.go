@@ -433,27 +433,19 @@ func TestURLSharedGroup(t *testing.T) {
 // tenure.ErrTermsExhausted, which the elector does not retry.
 func TestTermsExhausted(t *testing.T) {
 	dir := t.TempDir()
-	s, err := local.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	l, err := s.Acquire(ctx, "k", "a", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	if err := local.SetRecordTerm(dir, "k", 1<<64-1); err != nil {
-		t.Fatal(err)
-	}
-	l2, err := s.Acquire(ctx, "k", "b", time.Second)
+	s := open(t, dir)
+	l, err := s.Acquire(context.Background(), "k", "a", time.Second)
 	if err == nil {
-		t.Fatalf("Acquire after the largest term granted term %d", l2.Term)
+		err = s.Release(context.Background(), l)
 	}
-	wantOneLine(t, "Acquire after the largest term", err, tenure.ErrTermsExhausted, `"k"`, "2^64-1")
+	if err == nil {
+		err = local.SetRecordTerm(dir, "k", 1<<64-1)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Acquire(context.Background(), "k", "b", time.Second)
+	storetest.TermsExhausted(t, "Acquire", err, "k", "2^64-1")
 }
 
 // TestSessionTermsExhausted: as TestTermsExhausted, through a session's
@@ -461,53 +453,23 @@ func TestTermsExhausted(t *testing.T) {
 // session ended; in a batch, the other key is granted.
 func TestSessionTermsExhausted(t *testing.T) {
 	dir := t.TempDir()
-	s, err := local.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
+	s := open(t, dir)
 	for _, held := range []bool{false, true} {
 		key := fmt.Sprint("k-", held)
-		old, err := s.OpenSession(ctx, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := old.Acquire(ctx, key, "a", "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := storetest.OpenSession(t, s, time.Minute)
+		l := storetest.AcquireIn(t, old, key, "a", "")
+		var err error
 		if held {
-			err = old.Close(ctx) // the holder's session ends with its grant
+			err = old.Close(context.Background()) // the holder's session ends with its grant
 		} else {
-			err = old.Release(ctx, l)
+			err = old.Release(context.Background(), l)
+		}
+		if err == nil {
+			err = local.SetRecordTerm(dir, key, 1<<64-1)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := local.SetRecordTerm(dir, key, 1<<64-1); err != nil {
-			t.Fatal(err)
-		}
-		ss, err := s.OpenSession(ctx, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ss.Close(ctx)
-		for range 2 {
-			l2, err := ss.Acquire(ctx, key, "b", "")
-			if err == nil {
-				t.Fatalf("session Acquire after the largest term granted term %d", l2.Term)
-			}
-			wantOneLine(t, "session Acquire after the largest term", err, tenure.ErrTermsExhausted, fmt.Sprintf("%q", key), "2^64-1")
-			other := fmt.Sprint("other-", held)
-			res := ss.(tenure.BatchAcquirer).AcquireBatch(ctx, []tenure.AcquireRequest{{Key: other, Identity: "b"}, {Key: key, Identity: "b"}})
-			if res[0].Err != nil {
-				t.Fatalf("AcquireBatch: the other key: %v", res[0].Err)
-			}
-			if err := ss.Release(ctx, res[0].Lease); err != nil {
-				t.Fatal(err)
-			}
-			wantOneLine(t, "AcquireBatch after the largest term", res[1].Err, tenure.ErrTermsExhausted, fmt.Sprintf("%q", key), "2^64-1")
-		}
+		storetest.SessionRefusesExhausted(t, func() tenure.StoreSession { return storetest.OpenSession(t, s, time.Minute) }, key, "2^64-1")
 	}
 }

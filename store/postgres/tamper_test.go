@@ -2,10 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -115,48 +113,46 @@ func TestRenewWithForgedTTL(t *testing.T) {
 	}
 }
 
+// forgeTopTerm leads key on st for alpha, then sets its row's term to the
+// largest bigint with psql, released or, with held, while alpha holds it;
+// a held row's holder is then cleared, as an operator frees a stuck lock.
+func forgeTopTerm(t *testing.T, st *postgres.Store, conn *pgx.Conn, table, key string, held bool) {
+	t.Helper()
+	l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
+	if err == nil && !held {
+		err = st.Release(ctxFor(t), l)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := `UPDATE ` + pgx.Identifier{table}.Sanitize() + ` SET term = $2 WHERE key = $1`
+	if _, err := conn.Exec(ctxFor(t), update, key, int64(math.MaxInt64)); err != nil {
+		t.Fatal(err)
+	}
+	if !held {
+		return
+	}
+	clear := `UPDATE ` + pgx.Identifier{table}.Sanitize() + ` SET holder = '', token = '' WHERE key = $1`
+	if _, err := conn.Exec(ctxFor(t), clear, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A row whose term is set with psql to the largest bigint: no greater term
 // fits the column, so Acquire must fail with an error matching
 // tenure.ErrTermsExhausted (which the elector does not retry), whether the
 // row is released or held, and from a handle that never saw the term.
 func TestTermsExhausted(t *testing.T) {
-	srv := server(t)
 	table := randomName("maxterm")
 	st := openTable(t, table)
-	conn, err := pgx.Connect(ctxFor(t), srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := sqlConn(t)
 	for _, held := range []bool{false, true} {
 		key := fmt.Sprint("k-", held)
-		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !held {
-			if err := st.Release(ctxFor(t), l); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET term = $2 WHERE key = $1`, key, int64(math.MaxInt64)); err != nil {
-			t.Fatal(err)
-		}
-		if held {
-			// The holder gives the key up with psql, as for a stuck lock.
-			if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET holder = '', token = '' WHERE key = $1`, key); err != nil {
-				t.Fatal(err)
-			}
-		}
+		forgeTopTerm(t, st, conn, table, key, held)
 		fresh := openTable(t, table)
-		for _, s := range []*postgres.Store{fresh, fresh} { // the second time, the handle has seen the term
-			l2, err := s.Acquire(ctxFor(t), key, "beta", 10*time.Second)
-			if err == nil {
-				t.Fatalf("held %v: Acquire after term 2^63-1 granted term %d", held, l2.Term)
-			}
-			if !errors.Is(err, tenure.ErrTermsExhausted) {
-				t.Fatalf("held %v: Acquire after term 2^63-1: %v, want ErrTermsExhausted", held, err)
-			}
+		for range 2 { // the second time, the handle has seen the term
+			_, err := fresh.Acquire(ctxFor(t), key, "beta", 10*time.Second)
+			storetest.TermsExhausted(t, "Acquire", err, key, "2^63-1")
 		}
 	}
 }
@@ -171,47 +167,9 @@ func TestSessionTermsExhausted(t *testing.T) {
 	conn := sqlConn(t)
 	for _, held := range []bool{false, true} {
 		key := fmt.Sprint("k-", held)
-		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !held {
-			if err := st.Release(ctxFor(t), l); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET term = $2 WHERE key = $1`, key, int64(math.MaxInt64)); err != nil {
-			t.Fatal(err)
-		}
-		if held { // the holder gives the key up with psql, as for a stuck lock
-			if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET holder = '', token = '' WHERE key = $1`, key); err != nil {
-				t.Fatal(err)
-			}
-		}
-		check := func(what string, err error) {
-			t.Helper()
-			if err == nil || !errors.Is(err, tenure.ErrTermsExhausted) || !strings.Contains(err.Error(), fmt.Sprintf("%q", key)) ||
-				!strings.Contains(err.Error(), "2^63-1") || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("held %v: %s after term 2^63-1: %v, want one line matching ErrTermsExhausted naming %q and 2^63-1", held, what, err, key)
-			}
-		}
-		for _, batch := range []bool{false, true} {
-			fresh := openTable(t, table) // has not seen the term
-			ss := storetest.OpenSession(t, fresh, 10*time.Second)
-			for range 2 { // the second time, the handle has seen the term
-				if !batch {
-					_, err := ss.Acquire(ctxFor(t), key, "beta", "")
-					check("session Acquire", err)
-					continue
-				}
-				other := randomName("other")
-				res := ss.(tenure.BatchAcquirer).AcquireBatch(ctxFor(t), []tenure.AcquireRequest{
-					{Key: other, Identity: "beta"}, {Key: key, Identity: "beta"}})
-				if res[0].Err != nil {
-					t.Fatalf("held %v: AcquireBatch: the other key: %v", held, res[0].Err)
-				}
-				check("AcquireBatch", res[1].Err)
-			}
-		}
+		forgeTopTerm(t, st, conn, table, key, held)
+		storetest.SessionRefusesExhausted(t, func() tenure.StoreSession {
+			return storetest.OpenSession(t, openTable(t, table), 10*time.Second) // has not seen the term
+		}, key, "2^63-1")
 	}
 }

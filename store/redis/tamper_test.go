@@ -327,29 +327,9 @@ func TestSessionTermsExhausted(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				check := func(what string, err error) {
-					t.Helper()
-					if err == nil || !errors.Is(err, tenure.ErrTermsExhausted) || !strings.Contains(err.Error(), fmt.Sprintf("%q", key)) ||
-						!strings.Contains(err.Error(), "2^53") || strings.Contains(err.Error(), "\n") {
-						t.Fatalf("held %v: %s: %v, want one line matching ErrTermsExhausted naming %q and 2^53", held, what, err, key)
-					}
-				}
-				for _, batch := range []bool{false, true} {
-					ss := storetest.OpenSession(t, open(t, srv.URL(0)), 10*time.Second)
-					for range 2 {
-						if !batch {
-							_, err := ss.Acquire(ctxFor(t), key, "beta", "")
-							check("session Acquire", err)
-							continue
-						}
-						res := ss.(tenure.BatchAcquirer).AcquireBatch(ctxFor(t), []tenure.AcquireRequest{
-							{Key: randomKey(), Identity: "beta"}, {Key: key, Identity: "beta"}})
-						if res[0].Err != nil {
-							t.Fatalf("held %v: AcquireBatch: the other key: %v", held, res[0].Err)
-						}
-						check("AcquireBatch", res[1].Err)
-					}
-				}
+				storetest.SessionRefusesExhausted(t, func() tenure.StoreSession {
+					return storetest.OpenSession(t, open(t, srv.URL(0)), 10*time.Second)
+				}, key, "2^53")
 			}
 		})
 	}

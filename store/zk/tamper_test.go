@@ -2,13 +2,11 @@ package zk_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/zk"
 	"github.com/tenurehq/tenure/storetest"
@@ -59,37 +57,10 @@ func TestSessionForgedRecordCannotExhaustTerms(t *testing.T) {
 	const root = "/forgedterm"
 	st := open(t, "zk://"+srv.Addr+root)
 	raw := rawConn(t, srv)
-	ctx := ctxT(t, 30*time.Second)
 	ss := openSess(t, st, 5*time.Second)
-	for _, batch := range []bool{false, true} {
-		key := fmt.Sprint("k-", batch)
-		l, err := st.Acquire(ctx, key, "alpha", 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Release(ctx, l); err != nil {
-			t.Fatal(err)
-		}
-		forged := `{"holder":"x","ttl_ns":9223372036854775807,"session":9223372036854775807,"term":9223372036854775807}`
-		if _, err := raw.Set(zk.KeyPath(root, key), []byte(forged), -1); err != nil {
-			t.Fatal(err)
-		}
-		r, err := st.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var l2 tenure.Lease
-		if batch {
-			res := ss.(tenure.BatchAcquirer).AcquireBatch(ctx, []tenure.AcquireRequest{{Key: key, Identity: "beta"}})
-			l2, err = res[0].Lease, res[0].Err
-		} else {
-			l2, err = ss.Acquire(ctx, key, "beta", "")
-		}
-		if err != nil {
-			t.Fatalf("batch %v: session Acquire after a forged record: %v", batch, err)
-		}
-		if l2.Term <= r.Term || l2.Term <= l.Term {
-			t.Fatalf("batch %v: Get showed the key at term %d, then the session granted term %d", batch, r.Term, l2.Term)
-		}
-	}
+	forged := `{"holder":"x","ttl_ns":9223372036854775807,"session":9223372036854775807,"term":9223372036854775807}`
+	storetest.SessionOutgrowsForgedTerm(t, st, ss, func(key string) error {
+		_, err := raw.Set(zk.KeyPath(root, key), []byte(forged), -1)
+		return err
+	})
 }
