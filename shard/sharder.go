@@ -53,9 +53,9 @@ func (s *Sharder) Config() Config { return s.cfg }
 // [tenure.ErrInvalid] or [tenure.ErrClosed]), after stopping everything
 // the same way (also one matching [tenure.ErrTermsExhausted] for this
 // member's own liveness lease), and [tenure.ErrRunning] if Run is already
-// active. A key whose terms are exhausted ([tenure.ErrTermsExhausted], its record forged
-// from outside) does not stop Run: it is logged and left unled, and tried
-// again a TTL later, while the other keys go on.
+// active. A key whose terms are exhausted (its record forged from outside)
+// does not stop Run: it is logged and left unled, and tried again a TTL
+// later, while the other keys go on.
 //
 // Which keys it leads is described in the package documentation: the keys
 // it owns by [Owner] among the members it sees live, and, by the fallback

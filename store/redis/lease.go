@@ -85,10 +85,10 @@ var (
 	// or its session's key), or the handle's last seen TTL (at least this
 	// grant's) when the record of the last grant is gone although the
 	// counter or the handle says there was one, or its expiry is not a
-	// number (cleared or overwritten from outside). A session grant's window is its session's, kept in
-	// the session's expiry key. repaired is 1 when the counter was at or
-	// below a term already handed out (deleted or evicted) and was moved
-	// past it.
+	// number (cleared or overwritten from outside). A session grant's
+	// window is its session's, kept in the session's expiry key. repaired
+	// is 1 when the counter was at or below a term already handed out
+	// (deleted or evicted) and was moved past it.
 	acquireScript = goredis.NewScript(leaseLua + `
 local maxTerm = ` + maxTermLua + `
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
