@@ -81,8 +81,11 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
+	// fail ends Run on a permanent store error. runKey parks a key whose
+	// terms are exhausted instead of returning; only the liveness lease
+	// passes ErrTermsExhausted up: this member can never be live.
 	fail := func(err error) {
-		if err != nil && (errors.Is(err, tenure.ErrInvalid) || errors.Is(err, tenure.ErrClosed)) {
+		if errors.Is(err, tenure.ErrInvalid) || errors.Is(err, tenure.ErrClosed) || errors.Is(err, tenure.ErrTermsExhausted) {
 			cancel(err)
 		}
 	}
@@ -97,16 +100,10 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 		return err
 	}
 	wg.Go(func() {
-		err := live.Run(ctx, func(ctx context.Context) error {
+		fail(live.Run(ctx, func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
-		})
-		if errors.Is(err, tenure.ErrTermsExhausted) {
-			// This member can never be live: say so by returning, rather
-			// than run on leading nothing.
-			cancel(err)
-		}
-		fail(err)
+		}))
 	})
 	for _, m := range s.cfg.Members {
 		wg.Go(func() { members.follow(ctx, &s.cfg, m) })
