@@ -225,7 +225,7 @@ func TestSecretsNotPrinted(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"run", "-h"}, {"shard", "-h"}, {"status", "-h"}, {"watch", "-h"},
-		{"step-down", "-h"}, {"prefer", "-h"}, {"demo", "-h"}} {
+		{"step-down", "-h"}, {"prefer", "-h"}, {"demo", "-h"}, {"version", "-h"}} {
 		var stdout, stderr bytes.Buffer
 		if code := runInProcess(args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "sage") || stderr.Len() != 0 {
 			t.Errorf("tenure %v: code %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())

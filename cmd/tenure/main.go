@@ -61,6 +61,7 @@ Usage:
   tenure step-down [flags] --key KEY [--to ID]
                                        make the leader of KEY hand over
   tenure prefer [flags] --key KEY ID   prefer ID as KEY's holder while it runs
+  tenure version                       print the version (also --version)
 
 Run "tenure COMMAND -h" for a command's flags. Stores are named by URL:
   file:///var/lib/tenure   the local store (default: file:// = %s)
@@ -86,6 +87,7 @@ var subcommands = map[string]subcommand{
 	"step-down":   stepDownCmd,
 	"prefer":      preferCmd,
 	"demo":        demoCmd,
+	"version":     versionCmd,
 	workerCmdName: workerCmd,
 }
 
@@ -105,8 +107,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		printUsage(stdout)
 		return exitOK
+	case "-version", "--version":
+		return versionCmd(ctx, rest, stdout, stderr)
 	}
-	return fail(stderr, usageErrorf("unknown command %q (want demo, run, shard, status, step-down, prefer or watch)", name))
+	return fail(stderr, usageErrorf("unknown command %q (want demo, run, shard, status, step-down, prefer, watch or version)", name))
 }
 
 func printUsage(w io.Writer) {
