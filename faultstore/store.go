@@ -3,6 +3,7 @@ package faultstore
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -13,6 +14,7 @@ import (
 type Store struct {
 	inner  tenure.Store
 	faults *Faults
+	closed atomic.Bool
 }
 
 var _ tenure.Store = (*Store)(nil)
@@ -44,38 +46,60 @@ var _ tenure.Publisher = (*publisher)(nil)
 
 // AcquireClaim implements [tenure.Publisher], with the faults of Acquire.
 func (p *publisher) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
-	return callValue(ctx, p.faults, OpAcquire, func() (tenure.Lease, error) { return p.inner.AcquireClaim(ctx, key, c) })
+	return value(ctx, p.Store, OpAcquire, func() (tenure.Lease, error) { return p.inner.AcquireClaim(ctx, key, c) })
 }
 
 // Acquire implements [tenure.Store].
 func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Duration) (tenure.Lease, error) {
-	return callValue(ctx, s.faults, OpAcquire, func() (tenure.Lease, error) { return s.inner.Acquire(ctx, key, identity, ttl) })
+	return value(ctx, s, OpAcquire, func() (tenure.Lease, error) { return s.inner.Acquire(ctx, key, identity, ttl) })
 }
 
 // Renew implements [tenure.Store].
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
-	return s.faults.call(ctx, OpRenew, func() error { return s.inner.Renew(ctx, l) })
+	return s.call(ctx, OpRenew, func() error { return s.inner.Renew(ctx, l) })
 }
 
 // Release implements [tenure.Store].
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
-	return s.faults.call(ctx, OpRelease, func() error { return s.inner.Release(ctx, l) })
+	return s.call(ctx, OpRelease, func() error { return s.inner.Release(ctx, l) })
 }
 
 // Get implements [tenure.Store].
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
-	return callValue(ctx, s.faults, OpGet, func() (tenure.Record, error) { return s.inner.Get(ctx, key) })
+	return value(ctx, s, OpGet, func() (tenure.Record, error) { return s.inner.Get(ctx, key) })
 }
 
-// Close implements [tenure.Store]; it closes the inner store, without faults.
-func (s *Store) Close() error { return s.inner.Close() }
+// Close implements [tenure.Store]; it closes the inner store, without
+// faults. Later calls return [tenure.ErrClosed] at once, before any fault
+// or the state of their context, as a store's own calls after Close do.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return s.inner.Close()
+}
+
+// call runs do through the plan for op, unless s is closed.
+func (s *Store) call(ctx context.Context, op Op, do func() error) error {
+	if s.closed.Load() {
+		return tenure.ErrClosed
+	}
+	return s.faults.call(ctx, op, do)
+}
+
+// value is [Store.call] for a call that returns a value.
+func value[T any](ctx context.Context, s *Store, op Op, do func() (T, error)) (T, error) {
+	if s.closed.Load() {
+		var zero T
+		return zero, tenure.ErrClosed
+	}
+	return callValue(ctx, s.faults, op, do)
+}
 
 // Watch implements [tenure.Reader]. Setting up the watch goes through the
 // plan like any call; afterwards a partition closes the channel and a pause
 // holds deliveries until Resume.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
 	innerCtx, cancel := context.WithCancel(ctx)
-	in, err := callValue(ctx, s.faults, OpWatch, func() (<-chan tenure.Record, error) { return s.inner.Watch(innerCtx, key) })
+	in, err := value(ctx, s, OpWatch, func() (<-chan tenure.Record, error) { return s.inner.Watch(innerCtx, key) })
 	if err != nil {
 		cancel()
 		return nil, err

@@ -370,6 +370,16 @@ func (s *suite) close(t *testing.T) {
 	if _, err := st.Acquire(ctxFor(t), key, "alpha", s.o.TTL); !errors.Is(err, tenure.ErrClosed) {
 		t.Errorf("Acquire after Close: got %v, want ErrClosed", err)
 	}
+	// Closed wins over a done context: an elector must learn that its
+	// store is gone (a permanent error), not that one call was cancelled.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := st.Get(done, key); !errors.Is(err, tenure.ErrClosed) {
+		t.Errorf("Get after Close with a cancelled context: got %v, want ErrClosed", err)
+	}
+	if err := st.Release(done, l); !errors.Is(err, tenure.ErrClosed) {
+		t.Errorf("Release after Close with a cancelled context: got %v, want ErrClosed", err)
+	}
 }
 
 func (s *suite) termsSurviveRestart(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure"
 )
 
 func TestErr(t *testing.T) {
@@ -38,3 +40,25 @@ type pastDeadline struct {
 }
 
 func (p pastDeadline) Deadline() (time.Time, bool) { return p.d, true }
+
+func TestUsableAndCall(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name   string
+		err    error
+		target error
+	}{
+		{"open, live context", Usable(context.Background(), false), nil},
+		{"open, cancelled context", Usable(done, false), context.Canceled},
+		{"closed, live context", Usable(context.Background(), true), tenure.ErrClosed},
+		{"closed wins over a cancelled context", Usable(done, true), tenure.ErrClosed},
+		{"a good key", Call(context.Background(), false, "k"), nil},
+		{"a bad key wins over closed", Call(done, true, ""), tenure.ErrInvalid},
+		{"closed, good key", Call(done, true, "k"), tenure.ErrClosed},
+	} {
+		if c.target == nil && c.err != nil || c.target != nil && !errors.Is(c.err, c.target) {
+			t.Errorf("%s: got %v, want %v", c.name, c.err, c.target)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -190,23 +191,12 @@ func newClient(containerURL string, o Options, copts *container.ClientOptions) (
 }
 
 // check returns ctx's error, or ErrClosed after Close.
-func (s *Store) check(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return tenure.ErrClosed
-	}
-	return nil
-}
+func (s *Store) check(ctx context.Context) error { return ctxerr.Usable(ctx, s.closed.Load()) }
 
-// checkCall checks key with [tenure.CheckKey], then runs check: what a call
-// on one key checks before it talks to the service.
+// checkCall is check for a call on key, checked first: what a call on one
+// key checks before it talks to the service.
 func (s *Store) checkCall(ctx context.Context, key string) error {
-	if err := tenure.CheckKey(key); err != nil {
-		return err
-	}
-	return s.check(ctx)
+	return ctxerr.Call(ctx, s.closed.Load(), key)
 }
 
 // checkTTL enforces Azure's lease durations.

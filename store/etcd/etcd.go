@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 	"github.com/tenurehq/tenure/internal/storeurl"
 )
@@ -111,20 +112,12 @@ func (s *Store) termKey(key string) string   { return s.prefix + "/term/" + key 
 
 // usable returns ctx's error or ErrClosed, so that no request starts when
 // it could not finish.
-func (s *Store) usable(ctx context.Context) error {
-	if s.closed.Load() {
-		return tenure.ErrClosed
-	}
-	return ctx.Err()
-}
+func (s *Store) usable(ctx context.Context) error { return ctxerr.Usable(ctx, s.closed.Load()) }
 
-// checkCall checks key with [tenure.CheckKey], then runs usable: what a call
-// on one key checks before it talks to the server.
+// checkCall is usable for a call on key, checked first: what a call on one
+// key checks before it talks to the server.
 func (s *Store) checkCall(ctx context.Context, key string) error {
-	if err := tenure.CheckKey(key); err != nil {
-		return err
-	}
-	return s.usable(ctx)
+	return ctxerr.Call(ctx, s.closed.Load(), key)
 }
 
 // fail wraps a request error with the operation, the key and the

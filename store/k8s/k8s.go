@@ -141,12 +141,7 @@ func (s *Store) Defaults() (string, time.Duration) { return os.Getenv("POD_NAME"
 
 // usable returns ctx's error or ErrClosed, so that no request starts when
 // it could not finish.
-func (s *Store) usable(ctx context.Context) error {
-	if s.closed.Load() {
-		return tenure.ErrClosed
-	}
-	return ctxerr.Err(ctx)
-}
+func (s *Store) usable(ctx context.Context) error { return ctxerr.Usable(ctx, s.closed.Load()) }
 
 // fail wraps a request error with the operation, the key and where the
 // store is. After Close it is ErrClosed; when ctx is done, or past its

@@ -96,15 +96,8 @@ func (s *Store) recordLocked(key string, now time.Time) tenure.Record {
 	return r
 }
 
-func (s *Store) check(ctx context.Context) error {
-	if err := ctxerr.Err(ctx); err != nil {
-		return err
-	}
-	if s.closed {
-		return tenure.ErrClosed
-	}
-	return nil
-}
+// check is what every call checks first, under s.mu.
+func (s *Store) check(ctx context.Context) error { return ctxerr.Usable(ctx, s.closed) }
 
 // Acquire implements [tenure.Store]. A grant that follows one that ended
 // neither by release nor by expiry (deleted through the test hooks) carries

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 	"github.com/tenurehq/tenure/internal/storeurl"
 )
@@ -134,22 +135,19 @@ func (s *Store) Close() error {
 
 // begin checks what every call checks before it talks to the server.
 func (s *Store) begin(ctx context.Context) error {
-	if s.closed.Load() {
-		return tenure.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := ctxerr.Usable(ctx, s.closed.Load()); err != nil {
 		return err
 	}
 	return s.migrate(ctx)
 }
 
-// checkCall checks key with [tenure.CheckKey], then runs begin: what a call
-// on one key checks before it talks to the server.
+// checkCall is begin for a call on key, checked first: what a call on one
+// key checks before it talks to the server.
 func (s *Store) checkCall(ctx context.Context, key string) error {
-	if err := tenure.CheckKey(key); err != nil {
+	if err := ctxerr.Call(ctx, s.closed.Load(), key); err != nil {
 		return err
 	}
-	return s.begin(ctx)
+	return s.migrate(ctx)
 }
 
 // fail turns an error from pgx into the store's error: ErrClosed if the

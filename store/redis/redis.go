@@ -160,20 +160,12 @@ func (s *Store) Close() error {
 }
 
 // begin checks what every call checks before it talks to the server.
-func (s *Store) begin(ctx context.Context) error {
-	if s.closed.Load() {
-		return tenure.ErrClosed
-	}
-	return ctx.Err()
-}
+func (s *Store) begin(ctx context.Context) error { return ctxerr.Usable(ctx, s.closed.Load()) }
 
-// checkCall checks key with [tenure.CheckKey], then runs begin: what a call
-// on one key checks before it talks to the server.
+// checkCall is begin for a call on key, checked first: what a call on one
+// key checks before it talks to the server.
 func (s *Store) checkCall(ctx context.Context, key string) error {
-	if err := tenure.CheckKey(key); err != nil {
-		return err
-	}
-	return s.begin(ctx)
+	return ctxerr.Call(ctx, s.closed.Load(), key)
 }
 
 // call runs fn, returning when it does or when ctx is done. go-redis

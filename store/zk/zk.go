@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 	"github.com/tenurehq/tenure/internal/storeurl"
 )
@@ -252,20 +253,12 @@ func (s *Store) isClosed() bool {
 
 // usable returns ErrClosed or ctx's error, so no request starts that could
 // not finish.
-func (s *Store) usable(ctx context.Context) error {
-	if s.isClosed() {
-		return tenure.ErrClosed
-	}
-	return ctx.Err()
-}
+func (s *Store) usable(ctx context.Context) error { return ctxerr.Usable(ctx, s.isClosed()) }
 
-// checkCall checks key with [tenure.CheckKey], then runs usable: what a call
-// on one key checks before it talks to the server.
+// checkCall is usable for a call on key, checked first: what a call on one
+// key checks before it talks to the server.
 func (s *Store) checkCall(ctx context.Context, key string) error {
-	if err := tenure.CheckKey(key); err != nil {
-		return err
-	}
-	return s.usable(ctx)
+	return ctxerr.Call(ctx, s.isClosed(), key)
 }
 
 // fail wraps a request error with the operation, key and servers; after
