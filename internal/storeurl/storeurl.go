@@ -62,7 +62,7 @@ func (s *ServerURL) Driver() string {
 	if s.took {
 		s.u.RawQuery = s.query.Encode()
 	}
-	return s.u.String()
+	return String(s.u)
 }
 
 // Refused returns err, the driver's refusal of [ServerURL.Driver], as an
@@ -88,7 +88,7 @@ func Parse(rawURL, scheme string) (*url.URL, error) {
 // rooted ("/" when it has none). what names one host:port in errors
 // ("endpoint", "server").
 func Hosts(u *url.URL, scheme, what string) (hosts []string, p string, err error) {
-	red := tenure.Redact(u.String())
+	red := tenure.Redact(String(u))
 	if u.Scheme != scheme {
 		return nil, "", fmt.Errorf("%w: %s URL %q must have the scheme %s", tenure.ErrInvalid, scheme, red, scheme)
 	}
@@ -120,4 +120,16 @@ func (s *ServerURL) Param(name, want string, valid func(string) bool) (value str
 	s.query.Del(name)
 	s.took = true
 	return v[0], true, nil
+}
+
+// String is u.String(), except that a URL with neither host nor path keeps
+// its "scheme://": url.URL prints redis:// as "redis:" and redis://?db=1
+// as "redis:?db=1", which messages then quote. Both forms mean the same to
+// every driver.
+func String(u *url.URL) string {
+	s := u.String()
+	if u.Scheme != "" && u.Opaque == "" && u.Host == "" && u.User == nil && u.Path == "" {
+		return u.Scheme + "://" + strings.TrimPrefix(s, u.Scheme+":")
+	}
+	return s
 }

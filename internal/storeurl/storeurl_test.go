@@ -97,3 +97,24 @@ func TestParam(t *testing.T) {
 		}
 	}
 }
+
+func TestString(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://":               "redis://",
+		"redis://?db=1":          "redis://?db=1",
+		"redis:?db=1":            "redis://?db=1",
+		"redis://h:6379/0":       "redis://h:6379/0",
+		"redis://:pw@/":          "redis://:pw@/",
+		"file://":                "file://",
+		"file:///var/lib/tenure": "file:///var/lib/tenure",
+		"peer://?peers=a=h:1":    "peer://?peers=a=h:1",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := String(u); got != want {
+			t.Errorf("String(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

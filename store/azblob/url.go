@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // Environment variables that carry credentials for azblob:// URLs. They are
@@ -75,7 +76,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 
 // optionsFromURL turns an azblob URL and the environment into Options.
 func optionsFromURL(u *url.URL, getenv func(string) string) (Options, error) {
-	shown := tenure.Redact(u.String())
+	shown := tenure.Redact(storeurl.String(u))
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: azblob URL %q: "+format, append([]any{tenure.ErrInvalid, shown}, args...)...)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 // target is what a k8s:// URL names.
@@ -24,7 +25,7 @@ type target struct {
 // Errors wrap tenure.ErrInvalid and quote the URL only through
 // tenure.Redact.
 func parseURL(u *url.URL) (target, error) {
-	red := tenure.Redact(u.String())
+	red := tenure.Redact(storeurl.String(u))
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: k8s URL %q: "+format, append([]any{tenure.ErrInvalid, red}, args...)...)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
 func init() {
@@ -33,7 +34,7 @@ func openURL(_ context.Context, u *url.URL) (tenure.Store, error) {
 // dirFromURL returns the state directory a file URL names and the options
 // its query asks for. Errors name parameters, never their values.
 func dirFromURL(u *url.URL) (string, []Option, error) {
-	shown := tenure.Redact(u.String())
+	shown := tenure.Redact(storeurl.String(u))
 	switch {
 	case u.Opaque != "":
 		return "", nil, fmt.Errorf("%w: store URL %q has a relative path; use file:///absolute/path", tenure.ErrInvalid, shown)

@@ -4,6 +4,10 @@
 //
 //	postgres://user:password@host:5432/db?sslmode=require&tenure_table=tenure_leases
 //
+// What the URL leaves out comes from libpq's environment variables, as
+// with psql: postgres:// alone reaches PGHOST (default: the local socket)
+// as PGUSER with PGPASSWORD, database PGDATABASE.
+//
 // The table (default tenure_leases, see [TableParam]) has one row per key
 // and is created on first use, guarded by a transaction-level advisory lock
 // so candidates starting at once do not trip over each other. Choose its

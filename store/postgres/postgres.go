@@ -59,7 +59,7 @@ var (
 
 func init() {
 	storeurl.Register(func(ctx context.Context, u *url.URL) (*Store, error) {
-		return Open(ctx, u.String())
+		return Open(ctx, storeurl.String(u))
 	}, "postgres", "postgresql")
 }
 

@@ -403,3 +403,24 @@ func TestTriggerWarmUpLeavesNoTrace(t *testing.T) {
 		t.Fatalf("the key after the warm-up: %+v, %v; want held by a in term %d", r, err, l.Term)
 	}
 }
+
+// TestURLWithoutHostUsesEnvironment: postgres:// with no host takes the
+// server, user and password from libpq's environment (PGHOST, PGPORT,
+// PGUSER, PGPASSWORD), as psql does. It used to reach pgx as "postgres:",
+// which pgx took for a broken keyword=value list: "cannot parse
+// `postgres:`: failed to parse as keyword/value".
+func TestURLWithoutHostUsesEnvironment(t *testing.T) {
+	s := server(t)
+	t.Setenv("PGHOST", "127.0.0.1")
+	t.Setenv("PGPORT", fmt.Sprint(s.Port))
+	t.Setenv("PGUSER", s.User)
+	t.Setenv("PGPASSWORD", s.Password)
+	t.Setenv("PGDATABASE", "postgres")
+	t.Setenv("PGSSLMODE", "disable")
+	for _, raw := range []string{"postgres://", "postgresql://?" + postgres.TableParam + "=" + randomName("envurl")} {
+		st := open(t, raw)
+		if _, err := st.Get(ctxFor(t), storetest.Key(t)); err != nil {
+			t.Errorf("%s: Get: %v", raw, err)
+		}
+	}
+}

@@ -74,7 +74,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 }
 
 func open(ctx context.Context, u *url.URL) (*Store, error) {
-	red := tenure.Redact(u.String())
+	red := tenure.Redact(storeurl.String(u))
 	servers, root, err := storeurl.Hosts(u, "zk", "server")
 	if err != nil {
 		return nil, err
