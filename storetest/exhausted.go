@@ -94,3 +94,25 @@ func SessionOutgrowsForgedTerm(t testing.TB, st tenure.Store, ss tenure.StoreSes
 		}
 	}
 }
+
+// Tampered fails t unless err, what a call (what) on key answered after
+// the key's record was changed from outside, is one line of at most 512
+// bytes that names key (quoted), matches want (any error if want is nil),
+// and quotes none of raw: the driver's or server's own wording
+// ("WRONGTYPE", "user_script"), which tells an operator nothing of which
+// record is wrong.
+func Tampered(t testing.TB, what string, err error, key string, want error, raw ...string) {
+	t.Helper()
+	if err == nil || want != nil && !errors.Is(err, want) {
+		t.Fatalf("%s of %q: %v; want an error matching %v", what, key, err, want)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, fmt.Sprintf("%q", key)) || strings.Contains(msg, "\n") || len(msg) > 512 {
+		t.Fatalf("%s of %q: %q; want one short line naming the key", what, key, msg)
+	}
+	for _, r := range raw {
+		if strings.Contains(msg, r) {
+			t.Fatalf("%s of %q: %q; want the store's own words, not %q", what, key, msg, r)
+		}
+	}
+}

@@ -62,6 +62,26 @@ local function held(lease, session)
 end
 `
 
+// wholeLua starts the scripts that read numbers written into the keys:
+// whole(v) is v as a number if it is a string of at most 17 decimal digits
+// with an optional minus sign, else nil. Lua's tonumber also reads
+// fractions, exponents, hexadecimal, "inf" and "nan", none of which INCR
+// or PEXPIRE take, nor a term or expiry can be.
+const wholeLua = `
+local function whole(v)
+	if type(v) ~= 'string' or #v > 18 or not string.match(v, '^%-?%d+$') then
+		return nil
+	end
+	return tonumber(v)
+end
+`
+
+// leaseType starts the scripts that read a lease key: KIND is its Redis
+// type, "hash" or "none" unless something else wrote another type there.
+const leaseType = `
+local KIND = redis.call('TYPE', KEYS[1])['ok']
+`
+
 // maxTermLua is the highest term the acquire script grants: 2^53-1, the
 // largest integer Redis's Lua (whose numbers are doubles) holds exactly.
 // Past it term+1 rounds, and the script would grant a term not above one
@@ -78,19 +98,25 @@ var (
 	// pttl, value} when held, {2} when the session ended, {3} when the
 	// counter, the last grant's term or floor is not a whole number below
 	// maxTerm, or the counter or the last grant's record is a Redis value
-	// of another type (written by something else).
+	// of another type (written by something else), {4, type} when the
+	// lease key is a Redis value of another type than a hash.
 	//
 	// wait_ms is what is left of the last grant's renew window if it ended
 	// neither by release nor by expiry (its lease key deleted or evicted,
 	// or its session's key), or the handle's last seen TTL (at least this
 	// grant's) when the record of the last grant is gone although the
 	// counter or the handle says there was one, or its expiry is not a
-	// number (cleared or overwritten from outside). A session grant's
-	// window is its session's, kept in the session's expiry key. repaired
+	// number (cleared or overwritten from outside) or lies further ahead
+	// than the longest TTL known (the last grant's, this one's, the
+	// handle's last seen): that longest TTL. A session grant's window is
+	// its session's, kept in the session's expiry key. repaired
 	// is 1 when the counter was at or below a term already handed out
 	// (deleted or evicted) and was moved past it.
-	acquireScript = goredis.NewScript(leaseLua + `
+	acquireScript = goredis.NewScript(leaseLua + wholeLua + leaseType + `
 local maxTerm = ` + maxTermLua + `
+if KIND ~= 'hash' and KIND ~= 'none' then
+	return {4, KIND}
+end
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
 if cur[1] then
 	local left = held(KEYS[1], cur[5])
@@ -106,27 +132,28 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local floor = tonumber(ARGV[6])
 local wait = 0
-local last = redis.pcall('HMGET', KEYS[3], 'term', 'exp_ms', 'released', 'session')
+local last = redis.pcall('HMGET', KEYS[3], 'term', 'exp_ms', 'released', 'session', 'ttl_ms')
 local counter = redis.pcall('GET', KEYS[2])
 if last.err or type(counter) == 'table' then
 	return {3} -- of another type (WRONGTYPE): no term can be read
 end
-counter = tonumber(counter or '0')
+counter = whole(counter or '0')
 if last[1] then
-	floor = math.max(floor, tonumber(last[1]) or maxTerm)
+	floor = math.max(floor, whole(last[1]) or maxTerm)
 end
 if not counter or counter >= maxTerm or floor >= maxTerm then
 	return {3}
 end
 if last[1] then
-	local exp = tonumber(last[2])
+	local exp = whole(last[2])
 	if last[4] and last[4] ~= '' then
-		exp = tonumber(redis.call('GET', last[4] .. ':exp') or '0')
+		exp = whole(redis.pcall('GET', last[4] .. ':exp') or '0')
 	end
-	if last[3] ~= '1' and not exp then
+	local window = math.max(tonumber(ARGV[7]), tonumber(ARGV[3]), whole(last[5]) or 0)
+	if last[3] ~= '1' and (not exp or exp - now > window) then
 		-- The expiry was cleared or overwritten from outside: the last
 		-- holder's window is unknown, so wait as for a lost record.
-		wait = math.max(tonumber(ARGV[7]), tonumber(ARGV[3]))
+		wait = window
 	elseif last[3] ~= '1' and exp > now then
 		wait = exp - now
 	end
@@ -155,18 +182,23 @@ redis.call('PUBLISH', ARGV[5], 'acquired')
 return {1, term, wait, repaired}
 `)
 
-	// KEYS: lease, last. ARGV: identity, term, token. Returns 1 if renewed.
-	// A session grant is renewed by its session only. A ttl_ms that is not
-	// a positive whole number (written from outside) is no renewal: PEXPIRE
-	// with 0 or less would delete the grant it was renewing.
-	renewScript = goredis.NewScript(`
+	// KEYS: lease, last. ARGV: identity, term, token. Returns 1 if renewed,
+	// the lease key's type if it is neither a hash nor missing, else 0. A session grant is
+	// renewed by its session only. A ttl_ms that is not a positive whole
+	// number below 2^53 (written from outside) is no renewal: PEXPIRE with
+	// 0 or less would delete the grant it was renewing, and refuses more.
+	// A last-grant record of another type is left as it is.
+	renewScript = goredis.NewScript(wholeLua + leaseType + `
+if KIND ~= 'hash' and KIND ~= 'none' then
+	return KIND
+end
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'ttl_ms', 'session')
-local ttl = tonumber(cur[4])
-if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not ttl or ttl < 1 or ttl ~= math.floor(ttl) or cur[5] then
+local ttl = whole(cur[4])
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not ttl or ttl < 1 or ttl > ` + maxTermLua + ` or cur[5] then
 	return 0
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
-if redis.call('HGET', KEYS[2], 'term') == ARGV[2] then
+if redis.pcall('HGET', KEYS[2], 'term') == ARGV[2] then
 	local t = redis.call('TIME')
 	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 	redis.call('HSET', KEYS[2], 'exp_ms', now + ttl)
@@ -175,8 +207,13 @@ return 1
 `)
 
 	// KEYS: lease, last. ARGV: identity, term, token, channel. Returns 1
-	// if released. A session grant leaves its session's set.
-	releaseScript = goredis.NewScript(leaseLua + `
+	// if released, the lease key's type if it is neither a hash nor
+	// missing, else 0. A
+	// session grant leaves its session's set.
+	releaseScript = goredis.NewScript(leaseLua + leaseType + `
+if KIND ~= 'hash' and KIND ~= 'none' then
+	return KIND
+end
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'token', 'session')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or cur[3] ~= ARGV[3] or not held(KEYS[1], cur[4]) then
 	return 0
@@ -185,7 +222,7 @@ redis.call('DEL', KEYS[1])
 if cur[4] then
 	redis.call('HDEL', cur[4], KEYS[1])
 end
-if redis.call('HGET', KEYS[2], 'term') == ARGV[2] then
+if redis.pcall('HGET', KEYS[2], 'term') == ARGV[2] then
 	redis.call('HSET', KEYS[2], 'released', 1)
 end
 redis.call('PUBLISH', ARGV[4], 'released')
@@ -193,8 +230,13 @@ return 1
 `)
 
 	// KEYS: lease, term. Returns {holder, term, ttl_ns, pttl, value} when
-	// held, {'', last term or '0'} when free.
-	getScript = goredis.NewScript(leaseLua + `
+	// held, {'', last term or '0'} when free, {'', 'lease' or 'term',
+	// type} when the lease key or the counter is a Redis value of another
+	// type than a hash or a string.
+	getScript = goredis.NewScript(leaseLua + leaseType + `
+if KIND ~= 'hash' and KIND ~= 'none' then
+	return {'', 'lease', KIND}
+end
 local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
 if cur[1] then
 	local left = held(KEYS[1], cur[5])
@@ -202,7 +244,11 @@ if cur[1] then
 		return {cur[1], cur[2], cur[3], left, cur[4] or ''}
 	end
 end
-return {'', redis.call('GET', KEYS[2]) or '0'}
+local counter = redis.pcall('GET', KEYS[2])
+if type(counter) == 'table' then
+	return {'', 'term', redis.call('TYPE', KEYS[2])['ok']}
+end
+return {'', counter or '0'}
 `)
 )
 
@@ -306,6 +352,8 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, a.key)
 	case code == 3:
 		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1 (or not of its Redis type), past which Redis scripts do not count exactly (was it written by something else?)", tenure.ErrTermsExhausted, a.key, s.redacted)
+	case code == 4 && len(res) == 2:
+		return tenure.Lease{}, s.wrongType("acquire", a.key, "lease", res[1])
 	}
 	r, err := s.record(a.key, res[1:])
 	if err != nil {
@@ -338,15 +386,18 @@ func (s *Store) onGrant(ctx context.Context, op string, script *goredis.Script, 
 		return err
 	}
 	args := append([]any{l.Identity, strconv.FormatUint(l.Term, 10), l.Token}, extra...)
-	var n int64
+	var res any
 	err := s.call(ctx, func() (err error) {
-		n, err = script.Run(ctx, s.client, []string{s.leaseKey(l.Key), s.lastKey(l.Key)}, args...).Int64()
+		res, err = script.Run(ctx, s.client, []string{s.leaseKey(l.Key), s.lastKey(l.Key)}, args...).Result()
 		return err
 	})
 	if err != nil {
 		return s.fail(ctx, op, err)
 	}
-	if n != 1 {
+	if kind, ok := res.(string); ok {
+		return fmt.Errorf("%w: %w", tenure.ErrLost, s.wrongType(op, l.Key, "lease", kind))
+	}
+	if n, _ := res.(int64); n != 1 {
 		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
 	}
 	return nil
@@ -382,6 +433,9 @@ func (s *Store) record(key string, v []any) (tenure.Record, error) {
 		return tenure.Record{}, fmt.Errorf("tenure/redis: unexpected record %s for key %q on %s (was it written by something else?)", replyString(v), key, s.redacted)
 	}
 	r := tenure.Record{Key: key}
+	if len(v) == 3 && v[0] == "" && (v[1] == "lease" || v[1] == "term") {
+		return tenure.Record{}, s.wrongType("get", key, v[1].(string), v[2])
+	}
 	if len(v) < 2 {
 		return bad()
 	}
@@ -416,6 +470,18 @@ func (s *Store) record(key string, v []any) (tenure.Record, error) {
 		r.Remaining = time.Duration(pttl) * time.Millisecond
 	}
 	return r, nil
+}
+
+// wrongType is the error of op on key when the Redis key holding its
+// record (what: "lease" for the lease hash, "term" for the counter) is a
+// Redis value of type kind, written there by something else.
+func (s *Store) wrongType(op, key, what string, kind any) error {
+	name, want := s.leaseKey(key), "a hash"
+	if what == "term" {
+		name, want = s.termKey(key), "a string"
+	}
+	return fmt.Errorf("tenure/redis: %s of %q on %s: %q is a Redis %v, not %s (was it written by something else?)",
+		op, key, s.redacted, name, kind, want)
 }
 
 // replyString renders a script's reply for an error: strings quoted (any

@@ -40,7 +40,7 @@ const releaseGrantLua = `
 local function release(lease, term)
 	local base = string.sub(lease, 1, -6)
 	redis.call('DEL', lease)
-	if redis.call('HGET', base .. 'last', 'term') == term then
+	if redis.pcall('HGET', base .. 'last', 'term') == term then
 		redis.call('HSET', base .. 'last', 'released', 1)
 	end
 	redis.call('PUBLISH', base .. 'events', 'released')

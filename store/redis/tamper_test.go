@@ -208,20 +208,19 @@ func TestUndecodableRecordError(t *testing.T) {
 
 // A grant whose ttl_ms is rewritten with redis-cli to -1: PEXPIRE with a
 // negative time deletes the key, so a Renew that used it would delete the
-// grant it was renewing and report success. Renew must not succeed on it.
+// grant it was renewing and report success; one too large for PEXPIRE made
+// the script fail with the server's "ERR value is not an integer". Renew
+// reports the grant lost instead.
 func TestRenewWithForgedTTL(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	c := client(t, srv)
-	for _, ttl := range []string{"-1", "0", "0.5", "abc"} {
+	for _, ttl := range []string{"-1", "0", "0.5", "abc", "1e20", "inf", "nan"} {
 		st := open(t, srv.URL(0))
 		l, lease := heldKey(t, st)
 		if err := c.HSet(ctxFor(t), lease, "ttl_ms", ttl).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Renew(ctxFor(t), l); err == nil {
-			r, _ := st.Get(ctxFor(t), l.Key)
-			t.Errorf("ttl_ms %s: Renew succeeded; the key then reads %+v", ttl, r)
-		}
+		storetest.Tampered(t, "Renew with ttl_ms "+ttl, st.Renew(ctxFor(t), l), l.Key, tenure.ErrLost, rawRedis...)
 	}
 }
 
@@ -257,7 +256,7 @@ func TestForgedLastExpiry(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	st := open(t, srv.URL(0))
 	c := client(t, srv)
-	for _, forged := range []string{"soon", "", "delete"} {
+	for _, forged := range []string{"soon", "", "delete", "nan", "inf", "1e300", "99999999999999999"} {
 		l, lease := heldKey(t, st)
 		last := redis.DefaultPrefix + ":{" + l.Key + "}:last"
 		var err error
@@ -332,5 +331,93 @@ func TestSessionTermsExhausted(t *testing.T) {
 				}, key, "2^53")
 			}
 		})
+	}
+}
+
+// rawRedis are fragments of the server's own errors, which a tampered
+// record must not surface as they are.
+var rawRedis = []string{"WRONGTYPE", "user_script", "ERR "}
+
+// A key whose Redis keys were replaced with redis-cli by values of
+// another type (a string or list where the lease hash is, a hash where the
+// term counter is): the holder's Renew and Release report the grant lost,
+// and Get, Watch and Acquire fail with one line naming the key and the
+// record, not the server's WRONGTYPE. A last-grant record of another type
+// does not stop the holder renewing or releasing the grant it still holds.
+func TestWrongTypeRecords(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	k := func(key, what string) string { return redis.DefaultPrefix + ":{" + key + "}:" + what }
+	retype := func(t *testing.T, name string, cmd ...any) {
+		t.Helper()
+		if err := c.Del(ctxFor(t), name).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Do(ctxFor(t), cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lease := range [][]any{{"SET", "", "garbage"}, {"RPUSH", "", "x"}} {
+		t.Run("Lease"+lease[0].(string), func(t *testing.T) {
+			a, b := open(t, srv.URL(0)), open(t, srv.URL(0))
+			l, name := heldKey(t, a)
+			lease[1] = name
+			retype(t, name, lease...)
+			storetest.Tampered(t, "Renew", a.Renew(ctxFor(t), l), l.Key, tenure.ErrLost, rawRedis...)
+			storetest.Tampered(t, "Release", a.Release(ctxFor(t), l), l.Key, tenure.ErrLost, rawRedis...)
+			_, err := b.Get(ctxFor(t), l.Key)
+			storetest.Tampered(t, "Get", err, l.Key, nil, rawRedis...)
+			_, err = b.Acquire(ctxFor(t), l.Key, "beta", time.Second)
+			storetest.Tampered(t, "Acquire", err, l.Key, nil, rawRedis...)
+			ch, err := b.Watch(ctxFor(t), l.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range ch {
+				t.Fatalf("Watch delivered %+v for a lease record of another type", r)
+			}
+		})
+	}
+	t.Run("TermHash", func(t *testing.T) {
+		st := open(t, srv.URL(0))
+		l, _ := heldKey(t, st)
+		if err := st.Release(ctxFor(t), l); err != nil {
+			t.Fatal(err)
+		}
+		retype(t, k(l.Key, "term"), "HSET", k(l.Key, "term"), "term", "7")
+		_, err := st.Get(ctxFor(t), l.Key)
+		storetest.Tampered(t, "Get", err, l.Key, nil, rawRedis...)
+	})
+	t.Run("LastString", func(t *testing.T) {
+		st := open(t, srv.URL(0))
+		l, _ := heldKey(t, st)
+		retype(t, k(l.Key, "last"), "SET", k(l.Key, "last"), "x")
+		if err := st.Renew(ctxFor(t), l); err != nil {
+			t.Fatalf("Renew of a grant whose last-grant record is a string: %v", err)
+		}
+		if err := st.Release(ctxFor(t), l); err != nil {
+			t.Fatalf("Release of a grant whose last-grant record is a string: %v", err)
+		}
+	})
+}
+
+// A term counter set with redis-cli to a number Redis's INCR cannot count
+// from (a fraction, NaN, infinity, hexadecimal) makes Acquire fail with
+// ErrTermsExhausted naming the key, as one that is not a number does, not
+// with the server's "ERR value is not an integer" from inside the script.
+func TestCounterNotAnInteger(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	for _, forged := range []string{"3.5", "nan", "-inf", "inf", "0x10", " 7", "1e3"} {
+		st := open(t, srv.URL(0))
+		l, _ := heldKey(t, st)
+		if err := st.Release(ctxFor(t), l); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Set(ctxFor(t), redis.DefaultPrefix+":{"+l.Key+"}:term", forged, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := open(t, srv.URL(0)).Acquire(ctxFor(t), l.Key, "beta", time.Second)
+		storetest.Tampered(t, "Acquire with the counter "+forged, err, l.Key, tenure.ErrTermsExhausted, rawRedis...)
 	}
 }
