@@ -47,9 +47,13 @@
 //     A release sets expires_at to NULL; a row whose holder is cleared while
 //     expires_at is still ahead vanished, and the next grant's Lease.Wait
 //     is what it had left (on the server's clock), so the new holder does
-//     not start before the old one can have noticed. A deleted row, when the
-//     Store saw the key granted, gives a Wait of the last TTL it saw. A
-//     released or expired grant needs no Wait.
+//     not start before the old one can have noticed, but never more than
+//     the longer of its TTL and the new grant's, whatever expires_at was
+//     written ('infinity' included). A held row whose expires_at was set
+//     to NULL is taken over the same way, waiting out a TTL. A deleted row,
+//     when the Store saw the key granted, gives a Wait of the last TTL it
+//     saw. A released or expired grant needs no Wait; an expires_at moved
+//     into the past from outside reads as an expiry.
 //   - Watch wakes on LISTEN/NOTIFY: the notification is sent in the
 //     transaction that grants, releases or (through the trigger) changes a
 //     row from outside, so it arrives when the change

@@ -90,10 +90,14 @@ func newQueries(table string) queries {
 		// it exactly when it commits. It also returns how long the last
 		// grant had left if it vanished (holder cleared without a release,
 		// which sets expires_at to NULL) in µs, 0 if it was released or
-		// expired, -1 if there was no row.
+		// expired, -1 if there was no row. A grant whose expires_at was
+		// cleared from outside (its holder's Renew fails) is taken over
+		// like one that vanished; the wait is at most the longer of the
+		// last grant's TTL and this one's, the most its holder can still
+		// run, whatever expiry was written from outside.
 		acquire: `WITH prev AS (
-	SELECT CASE WHEN holder = '' AND expires_at > now()
-		THEN ceil(extract(epoch FROM expires_at - now()) * 1000000)::bigint
+	SELECT CASE WHEN holder = '' AND expires_at > now() OR holder <> '' AND expires_at IS NULL
+		THEN least(ceil(extract(epoch FROM ` + farExpiry + ` - now()) * 1000000), greatest(ttl_ns, $4::bigint) / 1000)::bigint
 		ELSE 0 END AS wait_us
 	FROM ` + t + ` WHERE key = $1
 ), granted AS (
@@ -102,7 +106,7 @@ func newQueries(table string) queries {
 	ON CONFLICT (key) DO UPDATE
 		SET holder = excluded.holder, term = greatest(l.term, $6::bigint) + 1, token = excluded.token,
 			ttl_ns = excluded.ttl_ns, expires_at = excluded.expires_at, value = excluded.value
-		WHERE l.holder = '' OR l.expires_at <= now()
+		WHERE l.holder = '' OR l.expires_at IS NULL OR l.expires_at <= now()
 	RETURNING l.term
 ), notified AS (
 	SELECT pg_notify($5, $1) FROM granted
@@ -123,11 +127,16 @@ SELECT count(*), (SELECT count(*) FROM notified) FROM released`,
 		// Remaining in microseconds, or -1 when no live grant.
 		get: `SELECT holder, term, ttl_ns, value,
 	CASE WHEN holder <> '' AND expires_at > now()
-		THEN ceil(extract(epoch FROM expires_at - now()) * 1000000)::bigint
+		THEN ceil(extract(epoch FROM ` + farExpiry + ` - now()) * 1000000)::bigint
 		ELSE -1 END
 FROM ` + t + ` WHERE key = $1`,
 	}, t, fn)
 }
+
+// farExpiry is the lease row's expires_at, or a thousand years from now if
+// it is later: 'infinity', which PostgreSQL will not subtract from, or a
+// date written from outside more microseconds ahead than a bigint holds.
+const farExpiry = `least(expires_at, now() + interval '1000 years')`
 
 // quoteLiteral quotes s as an SQL string literal.
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

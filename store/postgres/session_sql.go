@@ -86,8 +86,8 @@ VALUES ($1, $2, now() + ($2::bigint / 1000) * interval '1 microsecond')`
 	q.acquire = `WITH sess AS (
 	SELECT ttl_ns, expires_at FROM ` + s + ` WHERE id = $7 AND expires_at > now() FOR SHARE
 ), prev AS (
-	SELECT CASE WHEN holder = '' AND expires_at > now()
-		THEN ceil(extract(epoch FROM expires_at - now()) * 1000000)::bigint
+	SELECT CASE WHEN holder = '' AND expires_at > now() OR holder <> '' AND expires_at IS NULL
+		THEN least(ceil(extract(epoch FROM ` + farExpiry + ` - now()) * 1000000), greatest(ttl_ns, (SELECT ttl_ns FROM sess)) / 1000)::bigint
 		ELSE 0 END AS wait_us
 	FROM ` + t + ` WHERE key = $1
 ), granted AS (
@@ -97,7 +97,7 @@ VALUES ($1, $2, now() + ($2::bigint / 1000) * interval '1 microsecond')`
 		SET holder = excluded.holder, term = greatest(l.term, $5::bigint) + 1, token = excluded.token,
 			ttl_ns = excluded.ttl_ns, expires_at = excluded.expires_at, value = excluded.value,
 			session = excluded.session
-		WHERE l.holder = '' OR l.expires_at <= now()
+		WHERE l.holder = '' OR l.expires_at IS NULL OR l.expires_at <= now()
 	RETURNING l.term
 ), notified AS (
 	SELECT pg_notify($4, $1) FROM granted

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -171,5 +172,72 @@ func TestSessionTermsExhausted(t *testing.T) {
 		storetest.SessionRefusesExhausted(t, func() tenure.StoreSession {
 			return storetest.OpenSession(t, openTable(t, table), 10*time.Second) // has not seen the term
 		}, key, "2^63-1")
+	}
+}
+
+// A held row whose expires_at is set with psql to NULL or 'infinity':
+//   - NULL: the grant has no expiry left to judge it by, and its holder's
+//     Renew reports it lost. The key must not stay refused forever as
+//     "held by """: the next Acquire grants it, waiting out the old TTL.
+//   - 'infinity': Get and Acquire read it as held, not with the server's
+//     "cannot subtract infinite timestamps"; once the holder is cleared, the
+//     next grant waits out the old TTL, not the 100,000 years left.
+//
+// Through a session's Acquire too.
+func TestForgedExpiry(t *testing.T) {
+	table := randomName("forgedexp")
+	st := openTable(t, table)
+	conn := sqlConn(t)
+	set := func(key, sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctxFor(t), `UPDATE `+pgx.Identifier{table}.Sanitize()+` SET `+sql+` WHERE key = $1`, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, session := range []bool{false, true} {
+		acquire := func(key string) (tenure.Lease, error) {
+			b := openTable(t, table)
+			if session {
+				return storetest.OpenSession(t, b, 2*time.Second).Acquire(ctxFor(t), key, "beta", "")
+			}
+			return b.Acquire(ctxFor(t), key, "beta", 2*time.Second)
+		}
+		wantWait := func(what string, l, l2 tenure.Lease) {
+			t.Helper()
+			if l2.Term <= l.Term || l2.Wait < l.TTL || l2.Wait > l.TTL+10*time.Second {
+				t.Fatalf("session %v, %s: granted term %d with Wait %s; want a term above %d and a Wait of the old TTL %s",
+					session, what, l2.Term, l2.Wait, l.Term, l.TTL)
+			}
+		}
+		key := fmt.Sprint("null-", session)
+		l, err := st.Acquire(ctxFor(t), key, "alpha", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set(key, `expires_at = NULL`)
+		storetest.Tampered(t, "Renew", st.Renew(ctxFor(t), l), key, tenure.ErrLost)
+		l2, err := acquire(key)
+		if err != nil {
+			t.Fatalf("session %v: Acquire after expires_at was set to NULL: %v", session, err)
+		}
+		wantWait("expires_at NULL", l, l2)
+
+		key = fmt.Sprint("inf-", session)
+		if l, err = st.Acquire(ctxFor(t), key, "alpha", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		set(key, `expires_at = 'infinity'`)
+		if r, err := st.Get(ctxFor(t), key); err != nil || r.Holder != "alpha" || r.Remaining < 100*365*24*time.Hour {
+			t.Fatalf("Get of a grant expiring at infinity = %+v, %v; want held by alpha for more than a century", r, err)
+		}
+		var held *tenure.HeldError
+		if _, err := acquire(key); !errors.As(err, &held) || held.Record.Holder != "alpha" {
+			t.Fatalf("session %v: Acquire of a grant expiring at infinity: %v; want held by alpha", session, err)
+		}
+		set(key, `holder = '', token = ''`)
+		if l2, err = acquire(key); err != nil {
+			t.Fatalf("session %v: Acquire after the grant expiring at infinity was cleared: %v", session, err)
+		}
+		wantWait("expires_at infinity, then cleared", l, l2)
 	}
 }
