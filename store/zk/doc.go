@@ -58,6 +58,11 @@
 //     If the key node itself was deleted, a Store that saw the key granted
 //     waits the last TTL it saw, and never reports a term below the highest
 //     it saw (terms are zxids, which never go back anyway).
+//   - A node created under a key node from outside (with zkCli, say) is not
+//     taken for a grant: the key is held while its lease node exists, and
+//     Renew finds a lease node deleted beside such a node. Where the key
+//     node's stat does not show the lease node as its only child, created
+//     by the grant's own write, reading the key costs one more request.
 //   - Every call is bounded by its context. While ZooKeeper is unreachable
 //     calls fail with the context's error (wrapped with the servers); the
 //     client reconnects by itself and later calls succeed once it is back.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -310,6 +311,18 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	if !r.exists || r.st == nil || r.st.Version != g.version || uint64(r.st.Mzxid) != g.term || r.st.NumChildren == 0 {
 		return superseded(g, l)
 	}
+	if !plainStat(r.st) { // a child made or deleted from outside: is the lease node still the grant's?
+		ln, err := call(ctx, func() (result, error) {
+			ok, st, err := g.conn.Exists(s.leasePath(l.Key))
+			return result{ok, st}, err
+		})
+		if err != nil {
+			return s.failGrant(ctx, "renew", g, l, err)
+		}
+		if !ln.exists || ln.st == nil || uint64(ln.st.Czxid) != g.term {
+			return superseded(g, l)
+		}
+	}
 	if !g.extend(sent) {
 		return fmt.Errorf("%w: key %q term %d ended: %s", tenure.ErrLost, l.Key, l.Term, g.lost())
 	}
@@ -391,6 +404,30 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 type node struct {
 	data []byte
 	st   *zk.Stat
+	// kids are the key node's children, when read (known): only where
+	// the stat cannot tell whether the lease node is among them.
+	kids  []string
+	known bool
+}
+
+// held reports whether n, the key node, has its lease node: a child while
+// the key is held. A node created under the key node from outside (with
+// zkCli, say) is a child too: unless the lease node is plainly the only
+// child (see plainStat), the names of the children read decide.
+func (n node) held() bool {
+	if n.st == nil || n.st.NumChildren == 0 {
+		return false
+	}
+	return !n.known || slices.Contains(n.kids, "lease")
+}
+
+// plainStat reports whether the key node's stat alone says whether the key
+// is held: it has no child, or one child created by the write that last
+// set its data (a grant's multi-operation), which is the lease node.
+// Otherwise something else created or deleted a child, or rewrote the
+// data, since the last grant, and the children must be read.
+func plainStat(st *zk.Stat) bool {
+	return st.NumChildren == 0 || st.NumChildren == 1 && st.Pzxid == st.Mzxid
 }
 
 // readNode reads the key node through the control session.
@@ -405,7 +442,11 @@ func (s *Store) readNode(ctx context.Context, key string) (node, error) {
 func (s *Store) readNodeOn(ctx context.Context, conn *zk.Conn, key string) (node, error) {
 	got, err := call(ctx, func() (node, error) {
 		data, st, err := conn.Get(s.keyPath(key))
-		return node{data, st}, err
+		if err != nil || plainStat(st) {
+			return node{data: data, st: st}, err
+		}
+		kids, _, err := conn.Children(s.keyPath(key))
+		return node{data: data, st: st, kids: kids, known: true}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return node{}, nil
@@ -415,7 +456,7 @@ func (s *Store) readNodeOn(ctx context.Context, conn *zk.Conn, key string) (node
 
 // read reads the key node through the control session. Its data names the
 // last grant, its Mzxid is that grant's term, its version counts grants,
-// and it has a child while the key is held.
+// and it has its lease node as a child while the key is held.
 func (s *Store) read(ctx context.Context, key string) (tenure.Record, error) {
 	n, err := s.readNode(ctx, key)
 	if err != nil {
@@ -435,7 +476,7 @@ func (s *Store) recordOf(key string, n node) tenure.Record {
 	if n.st.Version > 0 || n.st.NumChildren > 0 { // else created, never granted
 		r.Term = uint64(n.st.Mzxid)
 	}
-	if n.st.NumChildren > 0 {
+	if n.held() {
 		rec := decode(n.data)
 		r.Holder, r.TTL, r.Value = rec.Holder, time.Duration(rec.TTL), rec.Value
 		if r.Holder == "" {

@@ -7,6 +7,7 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/zk"
 	"github.com/tenurehq/tenure/storetest"
@@ -62,5 +63,68 @@ func TestSessionForgedRecordCannotExhaustTerms(t *testing.T) {
 	storetest.SessionOutgrowsForgedTerm(t, st, ss, func(key string) error {
 		_, err := raw.Set(zk.KeyPath(root, key), []byte(forged), -1)
 		return err
+	})
+}
+
+// TestForeignChildOfKeyNode: a node created with zkCli under a key node
+// beside (or instead of) its lease node must not count as a grant. Before,
+// a key whose grant was released read as still held by its last holder
+// for as long as the foreign child stayed, and no Acquire could take it;
+// and a holder whose lease node was deleted from outside renewed on.
+func TestForeignChildOfKeyNode(t *testing.T) {
+	srv := server(t)
+	const root = "/foreignchild"
+	st, b := open(t, "zk://"+srv.Addr+root), open(t, "zk://"+srv.Addr+root)
+	raw := rawConn(t, srv)
+	ctx := ctxT(t, 30*time.Second)
+	addChild := func(key string) {
+		t.Helper()
+		if _, err := raw.Create(zk.KeyPath(root, key)+"/other", []byte("x"), 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("Released", func(t *testing.T) {
+		l, err := st.Acquire(ctx, "released", "alpha", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addChild(l.Key)
+		if err := st.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := b.Get(ctx, l.Key); err != nil || r.Held() {
+			t.Fatalf("Get after the grant was released = %+v, %v; want free", r, err)
+		}
+		w, err := b.Watch(ctx, l.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := <-w; r.Held() {
+			t.Fatalf("Watch after the grant was released delivered %+v; want free", r)
+		}
+		l2, err := b.Acquire(ctx, l.Key, "beta", 5*time.Second)
+		if err != nil || l2.Term <= l.Term {
+			t.Fatalf("Acquire after the grant was released = %+v, %v; want a term above %d", l2, err, l.Term)
+		}
+		if r, err := st.Get(ctx, l.Key); err != nil || r.Holder != "beta" || r.Term != l2.Term {
+			t.Fatalf("Get after beta's grant = %+v, %v; want beta at term %d", r, err, l2.Term)
+		}
+	})
+	t.Run("LeaseDeleted", func(t *testing.T) {
+		l, err := st.Acquire(ctx, "deleted", "alpha", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addChild(l.Key)
+		if err := st.Renew(ctx, l); err != nil {
+			t.Fatalf("Renew with a foreign child beside the lease node: %v", err)
+		}
+		if err := raw.Delete(zk.KeyPath(root, l.Key)+"/lease", -1); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Tampered(t, "Renew after the lease node was deleted", st.Renew(ctx, l), l.Key, tenure.ErrLost)
+		if r, err := b.Get(ctx, l.Key); err != nil || r.Held() {
+			t.Fatalf("Get after the lease node was deleted = %+v, %v; want free", r, err)
+		}
 	})
 }

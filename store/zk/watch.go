@@ -132,12 +132,13 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, child, data
 	for child || data {
 		if child {
 			type result struct {
-				st *zk.Stat
-				ev <-chan zk.Event
+				kids []string
+				st   *zk.Stat
+				ev   <-chan zk.Event
 			}
 			r, err := call(ctx, func() (result, error) {
-				_, st, ev, err := s.ctl.ChildrenW(kp)
-				return result{st, ev}, err
+				kids, st, ev, err := s.ctl.ChildrenW(kp)
+				return result{kids, st, ev}, err
 			})
 			if errors.Is(err, zk.ErrNoNode) {
 				return s.armRead(ctx, key)
@@ -145,13 +146,13 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, child, data
 			if err != nil {
 				return armed{}, err
 			}
-			a.child, n.st = r.ev, r.st
+			a.child, n.st, n.kids, n.known = r.ev, r.st, r.kids, true
 		}
 		data = data || fired(a.data)
 		if data {
 			r, err := call(ctx, func() (armed, error) {
 				d, st, ev, err := s.ctl.GetW(kp)
-				return armed{data: ev, n: node{d, st}}, err
+				return armed{data: ev, n: node{data: d, st: st}}, err
 			})
 			if errors.Is(err, zk.ErrNoNode) {
 				return s.armRead(ctx, key)
@@ -159,7 +160,8 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, child, data
 			if err != nil {
 				return armed{}, err
 			}
-			a.data, n = r.data, r.n
+			// The children are as the child watch last read them.
+			a.data, n = r.data, node{data: r.n.data, st: r.n.st, kids: n.kids, known: n.known}
 		}
 		child, data = fired(a.child), false
 	}
@@ -197,7 +199,7 @@ func (s *Store) armRead(ctx context.Context, key string) (armed, error) {
 	// node rewritten (from outside tenure: a grant's own write comes with
 	// its child).
 	r, err := call(ctx, func() (result, error) {
-		_, _, ev, err := s.ctl.ChildrenW(kp)
+		kids, _, ev, err := s.ctl.ChildrenW(kp)
 		if errors.Is(err, zk.ErrNoNode) {
 			ok, _, ev, err := s.ctl.ExistsW(kp)
 			return result{child: ev, known: err == nil && !ok}, err
@@ -209,7 +211,7 @@ func (s *Store) armRead(ctx context.Context, key string) (armed, error) {
 		if err != nil {
 			return result{child: ev}, nil // the child watch is armed; the next one re-arms both
 		}
-		return result{child: ev, data: dev, n: node{data, st}, known: true}, nil
+		return result{child: ev, data: dev, n: node{data: data, st: st, kids: kids, known: true}, known: true}, nil
 	})
 	if err != nil {
 		return armed{}, err
