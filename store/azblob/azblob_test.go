@@ -86,6 +86,7 @@ func TestAzurite(t *testing.T) {
 		parallel("ExpiredLeaseIsNotRevived", testExpiredNotRevived)
 		parallel("TermsNeverReset", testTermsNeverReset)
 		parallel("TermAtMaximum", testTermAtMaximum)
+		parallel("CorruptMetadata", testCorruptMetadata)
 	})
 	t.Run("RecoversAfterRestart", func(t *testing.T) { testRecoversAfterRestart(t, srv) })
 }

@@ -1,6 +1,7 @@
 package azblob
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -114,6 +115,11 @@ func metaGet(m map[string]*string, name string) string {
 	return ""
 }
 
+// errMetadata is wrapped by the error of metadata that does not read as
+// tenure's: written by something else, since Azure lets nobody write the
+// metadata of a blob tenure holds a lease on without its lease ID.
+var errMetadata = errors.New("blob metadata")
+
 // stateOf reads a state from blob properties. It fails on metadata it
 // cannot parse rather than guess a term, which could make terms go back.
 func stateOf(p blob.GetPropertiesResponse) (state, error) {
@@ -126,28 +132,28 @@ func stateOf(p blob.GetPropertiesResponse) (state, error) {
 	if v := metaGet(p.Metadata, metaTerm); v != "" {
 		t, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return state{}, fmt.Errorf("azblob: blob metadata %s=%q is not a term", metaTerm, v)
+			return state{}, fmt.Errorf("%w %s=%.64q is not a term", errMetadata, metaTerm, v)
 		}
 		st.term = t
 	}
 	if v := metaGet(p.Metadata, metaHolder); v != "" {
 		h, err := url.PathUnescape(v)
 		if err != nil {
-			return state{}, fmt.Errorf("azblob: blob metadata %s=%q is not path-escaped", metaHolder, v)
+			return state{}, fmt.Errorf("%w %s=%.64q is not path-escaped", errMetadata, metaHolder, v)
 		}
 		st.holder = h
 	}
 	if v := metaGet(p.Metadata, metaValue); v != "" {
 		val, err := url.PathUnescape(v)
 		if err != nil {
-			return state{}, fmt.Errorf("azblob: blob metadata %s is not path-escaped", metaValue)
+			return state{}, fmt.Errorf("%w %s is not path-escaped", errMetadata, metaValue)
 		}
 		st.value = val
 	}
 	if v := metaGet(p.Metadata, metaTTL); v != "" {
 		secs, err := strconv.Atoi(v)
 		if err != nil || secs < 0 || secs > math.MaxInt64/int(time.Second) {
-			return state{}, fmt.Errorf("azblob: blob metadata %s=%q is not a TTL", metaTTL, v)
+			return state{}, fmt.Errorf("%w %s=%.64q is not a TTL", errMetadata, metaTTL, v)
 		}
 		st.ttl = time.Duration(secs) * time.Second
 	}

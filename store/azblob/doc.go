@@ -95,7 +95,14 @@
 //     release nor by expiry: its Lease.Wait is the old grant's TTL, since a
 //     leader does not watch this store (a polling watch) and notices only at
 //     its next renewal. A leased blob's metadata cannot be rewritten without
-//     the lease ID, so a grant cannot be overwritten from outside.
+//     the lease ID, so a grant cannot be overwritten from outside; metadata
+//     rewritten after the lease was broken so that it no longer reads (a
+//     term, holder or TTL tenure never writes) makes the holder's Renew and
+//     Release fail with [tenure.ErrLost], and every other call fail with
+//     an error naming the key, until an operator repairs it. Rewriting it
+//     after a break also ends the lease state "broken" on Azurite, so the
+//     next grant then does not wait: an operator who breaks a lease should
+//     leave the metadata alone.
 //   - Metadata the store did not write is overwritten.
 //   - Close does not release held leases: they expire after their TTL.
 package azblob

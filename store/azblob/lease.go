@@ -3,6 +3,7 @@ package azblob
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -64,7 +65,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 	created := false
 	for attempt := 0; attempt < acquireAttempts; attempt++ {
 		var err error
-		if st, err = s.props(ctx, name); err != nil {
+		if st, err = s.props(ctx, key, name); err != nil {
 			return tenure.Lease{}, err
 		}
 		if !st.exists {
@@ -130,7 +131,7 @@ func (s *Store) writeGrant(ctx context.Context, name string, l tenure.Lease, eta
 	if bloberror.HasCode(err, bloberror.ConditionNotMet) {
 		// An earlier try of this very request (an SDK retry) may have
 		// landed: then the metadata already says what we meant to write.
-		if st, perr := s.props(ctx, name); perr == nil && st.locked && st.holder == l.Identity && st.term == l.Term {
+		if st, perr := s.props(ctx, l.Key, name); perr == nil && st.locked && st.holder == l.Identity && st.term == l.Term {
 			return nil
 		}
 	}
@@ -173,7 +174,10 @@ func (s *Store) owned(ctx context.Context, l tenure.Lease) (string, *lease.BlobC
 	if err != nil {
 		return "", nil, "", err
 	}
-	st, err := s.props(ctx, name)
+	st, err := s.props(ctx, l.Key, name)
+	if errors.Is(err, errMetadata) {
+		return "", nil, "", fmt.Errorf("%w: %w", tenure.ErrLost, err)
+	}
 	if err != nil {
 		return "", nil, "", err
 	}
@@ -254,16 +258,17 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 	if err := s.checkCall(ctx, key); err != nil {
 		return tenure.Record{}, err
 	}
-	st, err := s.props(ctx, blobName(s.prefix, key))
+	st, err := s.props(ctx, key, blobName(s.prefix, key))
 	if err != nil {
 		return tenure.Record{}, err
 	}
 	return s.seen.Record(st.record(key)), nil
 }
 
-// props reads the state of blob name; a missing blob or container is a
-// state with exists false.
-func (s *Store) props(ctx context.Context, name string) (state, error) {
+// props reads the state of blob name, key's; a missing blob or container
+// is a state with exists false. Metadata that does not read is an error
+// naming the key, wrapping errMetadata.
+func (s *Store) props(ctx context.Context, key, name string) (state, error) {
 	p, err := s.container.NewBlobClient(name).GetProperties(ctx, nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		return state{}, nil
@@ -273,7 +278,7 @@ func (s *Store) props(ctx context.Context, name string) (state, error) {
 	}
 	st, err := stateOf(p)
 	if err != nil {
-		return state{}, fmt.Errorf("%w (blob %q in %s)", err, name, s.endpoint)
+		return state{}, fmt.Errorf("azblob: key %q: %w (blob %q in %s; was it written by something else?)", key, err, name, s.endpoint)
 	}
 	return st, nil
 }

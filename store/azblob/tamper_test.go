@@ -2,6 +2,7 @@ package azblob_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/azblob"
 	"github.com/tenurehq/tenure/storetest"
@@ -56,3 +58,48 @@ func tamperOn(t *testing.T, srv *testserver.AzuriteServer, containerName, prefix
 }
 
 func to[T any](v T) *T { return &v }
+
+// testCorruptMetadata breaks a held key's lease and rewrites its blob
+// metadata with the Azure SDK so that it no longer reads (a term, holder
+// or TTL tenure never writes). The holder's Renew and Release report the
+// grant lost (Azure lets nobody else write the metadata of a blob leased
+// by tenure, so metadata that does not read means the grant is gone), and
+// every call answers one line naming the key.
+func testCorruptMetadata(t *testing.T, srv *testserver.AzuriteServer) {
+	for i, meta := range []map[string]string{
+		{"tenureterm": "x1"},
+		{"tenureterm": "9", "tenureholder": "%zz", "tenurettl": "15"},
+		{"tenureterm": "9", "tenureholder": "alpha", "tenurettl": "-15"},
+	} {
+		prefix := fmt.Sprint(randomName(t), "-", i)
+		tm := tamperOn(t, srv, "corrupt", prefix)
+		st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "corrupt", prefix))
+		ctx := storetest.Context(t, 30*time.Second)
+		l, err := st.Acquire(ctx, "k", "alpha", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm.DeleteGrant(t, "k") // breaks the lease
+		cred, err := sdk.NewSharedKeyCredential(testserver.AzuriteAccount, testserver.AzuriteKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := container.NewClientWithSharedKeyCredential(srv.Endpoint+"/corrupt", cred, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]*string{}
+		for k, v := range meta {
+			m[k] = to(v)
+		}
+		if _, err := c.NewBlobClient(azblob.BlobName(prefix, "k")).SetMetadata(ctx, m, nil); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Tampered(t, fmt.Sprint("Renew with ", meta), st.Renew(ctx, l), "k", tenure.ErrLost)
+		storetest.Tampered(t, fmt.Sprint("Release with ", meta), st.Release(ctx, l), "k", tenure.ErrLost)
+		_, err = st.Get(ctx, "k")
+		storetest.Tampered(t, fmt.Sprint("Get with ", meta), err, "k", nil)
+		_, err = st.Acquire(ctx, "k", "beta", ttl)
+		storetest.Tampered(t, fmt.Sprint("Acquire with ", meta), err, "k", nil)
+	}
+}

@@ -46,7 +46,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	get := func(ctx context.Context) (tenure.Record, error) {
 		rctx, cancel := context.WithTimeout(ctx, max(pollTimeout, 2*s.poll))
 		defer cancel()
-		st, err := s.props(rctx, name)
+		st, err := s.props(rctx, key, name)
 		if err != nil {
 			return tenure.Record{}, err
 		}
