@@ -209,8 +209,13 @@ func (s *Store) observeWrite(key string, l *coordinationv1.Lease) {
 	}
 }
 
-// foreign is the error about a Lease whose annotation names another key.
+// foreign is the error about a Lease whose annotation names another key,
+// or none: an annotation with a term but no key was not written by tenure.
 func (s *Store) foreign(key string, v view) error {
+	if v.g.Key == "" {
+		return fmt.Errorf("k8s: key %q: Lease %s (%s): its annotation %s names no key (was it written by something else?)",
+			key, s.LeaseName(key), s.where, GrantAnnotation)
+	}
 	return fmt.Errorf("k8s: key %q: Lease %s (%s) is tenure's Lease for key %q: %w; use another key or URL prefix",
 		key, s.LeaseName(key), s.where, v.g.Key, errForeignKey)
 }

@@ -73,3 +73,30 @@ func termsAtMaximum(t *testing.T, e *env) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// annotationWithoutKey: a held key's grant annotation is rewritten with
+// kubectl to one that names no key ({"term":1}). Every call answers one
+// line naming the key that says the annotation names none, instead of
+// calling the Lease another key's (key ""), and the holder's Renew
+// reports the grant lost.
+func annotationWithoutKey(t *testing.T, e *env) {
+	ctx := storetest.Context(t, 30*time.Second)
+	st := storetest.OpenClosing(t, k8s.Open, e.url("nokey.", e.admin))
+	l, err := st.Acquire(ctx, "job", "alpha", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := e.lease(t, st.LeaseName("job"))
+	lease.Annotations[k8s.GrantAnnotation] = `{"term":1}`
+	if _, err := e.raw.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Tampered(t, "Renew", st.Renew(ctx, l), "job", tenure.ErrLost)
+	_, err = st.Get(ctx, "job")
+	storetest.Tampered(t, "Get", err, "job", nil, "another key", `key ""`)
+	_, err = st.Acquire(ctx, "job", "beta", 10*time.Second)
+	storetest.Tampered(t, "Acquire", err, "job", nil, "another key", `key ""`)
+	if !strings.Contains(err.Error(), "names no key") {
+		t.Fatalf("Acquire: %v; want it to say the annotation names no key", err)
+	}
+}
