@@ -52,6 +52,19 @@ func heldKey(t *testing.T, st *redis.Store) (l tenure.Lease, lease string) {
 	return l, redis.DefaultPrefix + ":{" + l.Key + "}:lease"
 }
 
+// heldForged acquires a new key on a new store on srv, as heldKey does,
+// then changes what Redis keeps for it with forge, given the store, the
+// grant and the name of its lease hash.
+func heldForged(t *testing.T, srv *testserver.RedisServer, forge func(st *redis.Store, l tenure.Lease, lease string) error) (*redis.Store, tenure.Lease) {
+	t.Helper()
+	st := open(t, srv.URL(0))
+	l, lease := heldKey(t, st)
+	if err := forge(st, l, lease); err != nil {
+		t.Fatal(err)
+	}
+	return st, l
+}
+
 // Issue 9 item 7: a server that may evict keys is refused, with the policy
 // and both fixes named in one line.
 func TestEvictingServerRefused(t *testing.T) {
@@ -215,11 +228,9 @@ func TestRenewWithForgedTTL(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	c := client(t, srv)
 	for _, ttl := range []string{"-1", "0", "0.5", "abc", "1e20", "inf", "nan"} {
-		st := open(t, srv.URL(0))
-		l, lease := heldKey(t, st)
-		if err := c.HSet(ctxFor(t), lease, "ttl_ms", ttl).Err(); err != nil {
-			t.Fatal(err)
-		}
+		st, l := heldForged(t, srv, func(_ *redis.Store, _ tenure.Lease, lease string) error {
+			return c.HSet(ctxFor(t), lease, "ttl_ms", ttl).Err()
+		})
 		storetest.Tampered(t, "Renew with ttl_ms "+ttl, st.Renew(ctxFor(t), l), l.Key, tenure.ErrLost, rawRedis...)
 	}
 }
@@ -409,14 +420,12 @@ func TestCounterNotAnInteger(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	c := client(t, srv)
 	for _, forged := range []string{"3.5", "nan", "-inf", "inf", "0x10", " 7", "1e3"} {
-		st := open(t, srv.URL(0))
-		l, _ := heldKey(t, st)
-		if err := st.Release(ctxFor(t), l); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Set(ctxFor(t), redis.DefaultPrefix+":{"+l.Key+"}:term", forged, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		_, l := heldForged(t, srv, func(st *redis.Store, l tenure.Lease, _ string) error {
+			if err := st.Release(ctxFor(t), l); err != nil {
+				return err
+			}
+			return c.Set(ctxFor(t), redis.DefaultPrefix+":{"+l.Key+"}:term", forged, 0).Err()
+		})
 		_, err := open(t, srv.URL(0)).Acquire(ctxFor(t), l.Key, "beta", time.Second)
 		storetest.Tampered(t, "Acquire with the counter "+forged, err, l.Key, tenure.ErrTermsExhausted, rawRedis...)
 	}

@@ -77,18 +77,21 @@ func TestForeignChildOfKeyNode(t *testing.T) {
 	st, b := open(t, "zk://"+srv.Addr+root), open(t, "zk://"+srv.Addr+root)
 	raw := rawConn(t, srv)
 	ctx := ctxT(t, 30*time.Second)
-	addChild := func(key string) {
+	// grantBesideChild grants key to alpha, then creates a node beside
+	// its lease node.
+	grantBesideChild := func(t *testing.T, key string) tenure.Lease {
 		t.Helper()
-		if _, err := raw.Create(zk.KeyPath(root, key)+"/other", []byte("x"), 0, gozk.WorldACL(gozk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Run("Released", func(t *testing.T) {
-		l, err := st.Acquire(ctx, "released", "alpha", 5*time.Second)
+		l, err := st.Acquire(ctx, key, "alpha", 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		addChild(l.Key)
+		if _, err := raw.Create(zk.KeyPath(root, key)+"/other", []byte("x"), 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	t.Run("Released", func(t *testing.T) {
+		l := grantBesideChild(t, "released")
 		if err := st.Release(ctx, l); err != nil {
 			t.Fatal(err)
 		}
@@ -111,11 +114,7 @@ func TestForeignChildOfKeyNode(t *testing.T) {
 		}
 	})
 	t.Run("LeaseDeleted", func(t *testing.T) {
-		l, err := st.Acquire(ctx, "deleted", "alpha", 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addChild(l.Key)
+		l := grantBesideChild(t, "deleted")
 		if err := st.Renew(ctx, l); err != nil {
 			t.Fatalf("Renew with a foreign child beside the lease node: %v", err)
 		}
