@@ -62,8 +62,14 @@
 //     the change at once where keyspace notifications are on. The next
 //     grant's Lease.Wait is what was left of the old grant's renew window
 //     (from PREFIX:{K}:last, on the server's clock), so the new holder does
-//     not start before the old one can have noticed. A grant that expired
-//     or was released needs no Wait.
+//     not start before the old one can have noticed, and never more than
+//     the longest TTL the script knows of, whatever expiry was written there.
+//     A grant that expired or was released needs no Wait. A lease key
+//     replaced by a value of another type ends the grant the same way, and
+//     Get and Acquire fail with an error naming the key and the Redis key.
+//     A lease key whose expiry was removed (PERSIST) or pushed beyond its
+//     TTL is given back its TTL by the next Acquire or Get that reads it,
+//     so it cannot outlive a holder that stopped renewing by more than that.
 //   - Terms never go back within one Store: it remembers the highest term it
 //     saw per key (its grants, Get, Watch, refusals), and if the counter is
 //     found at or below it (deleted or evicted) the acquire script moves it

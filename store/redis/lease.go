@@ -48,8 +48,26 @@ func (s *Store) keyspaceChannel(key string) string {
 // expiry of its own whose field session names the session's key: it is
 // held while that key exists, and its remaining time is that key's PTTL.
 // leaseLua, the start of every script that reads a lease key, judges both
-// kinds alike.
-const leaseLua = `
+// kinds alike. bound(lease, left, ttl_ms, fallback) is left, the PTTL of
+// a lease key outside a session, unless the key has no expiry or one
+// further ahead than its TTL ttl_ms (fallback if ttl_ms is not a whole
+// number, nil for none): the expiry was removed (PERSIST) or pushed ahead
+// from outside, where no renewal puts it, and would keep the key held long
+// after its holder stopped renewing. The key then expires a TTL from now,
+// the most a renewal could have set, and bound returns that TTL.
+const leaseLua = wholeLua + `
+local function bound(lease, left, ttl_ms, fallback)
+	local ttl = whole(ttl_ms)
+	if not ttl or ttl < 1 or ttl > ` + maxTermLua + ` then
+		ttl = fallback
+	end
+	if not ttl or left >= 0 and left <= ttl then
+		return left
+	end
+	redis.call('PEXPIRE', lease, ttl)
+	return ttl
+end
+
 local function held(lease, session)
 	if session then
 		local left = redis.call('PTTL', session)
@@ -112,14 +130,17 @@ var (
 	// its session's, kept in the session's expiry key. repaired
 	// is 1 when the counter was at or below a term already handed out
 	// (deleted or evicted) and was moved past it.
-	acquireScript = goredis.NewScript(leaseLua + wholeLua + leaseType + `
+	acquireScript = goredis.NewScript(leaseLua + leaseType + `
 local maxTerm = ` + maxTermLua + `
 if KIND ~= 'hash' and KIND ~= 'none' then
 	return {4, KIND}
 end
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session', 'ttl_ms')
 if cur[1] then
 	local left = held(KEYS[1], cur[5])
+	if left and not cur[5] then
+		left = bound(KEYS[1], left, cur[6], math.max(tonumber(ARGV[3]), tonumber(ARGV[7])))
+	end
 	if left then
 		return {0, cur[1], cur[2], cur[3], left, cur[4] or ''}
 	end
@@ -237,9 +258,12 @@ return 1
 if KIND ~= 'hash' and KIND ~= 'none' then
 	return {'', 'lease', KIND}
 end
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session')
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session', 'ttl_ms')
 if cur[1] then
 	local left = held(KEYS[1], cur[5])
+	if left and not cur[5] then
+		left = bound(KEYS[1], left, cur[6], nil)
+	end
 	if left then
 		return {cur[1], cur[2], cur[3], left, cur[4] or ''}
 	end

@@ -430,3 +430,31 @@ func TestCounterNotAnInteger(t *testing.T) {
 		storetest.Tampered(t, "Acquire with the counter "+forged, err, l.Key, tenure.ErrTermsExhausted, rawRedis...)
 	}
 }
+
+// A lease hash whose expiry was removed (PERSIST) or pushed years ahead
+// (PEXPIRE) with redis-cli would, once its holder stopped renewing, keep
+// the key held for ever (or for years). The next Acquire that finds it
+// gives it back its own TTL, the most a renewal could have set; Get
+// reports no more than that left.
+func TestForgedLeaseExpiry(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	for _, forge := range [][]any{{"PERSIST"}, {"PEXPIRE", int64(1e12)}} {
+		st, l := heldForged(t, srv, func(_ *redis.Store, _ tenure.Lease, lease string) error {
+			return c.Do(ctxFor(t), append([]any{forge[0], lease}, forge[1:]...)...).Err()
+		})
+		lease := redis.DefaultPrefix + ":{" + l.Key + "}:lease"
+		b := open(t, srv.URL(0))
+		_, err := b.Acquire(ctxFor(t), l.Key, "beta", time.Second)
+		var held *tenure.HeldError
+		if !errors.As(err, &held) || held.Record.Remaining <= 0 || held.Record.Remaining > l.TTL {
+			t.Fatalf("%v: Acquire: %v; want held with at most the grant's TTL %s left", forge[0], err, l.TTL)
+		}
+		if left, err := c.PTTL(ctxFor(t), lease).Result(); err != nil || left <= 0 || left > l.TTL {
+			t.Fatalf("%v: after a refused Acquire the lease key's PTTL is %s, %v; want at most the grant's TTL %s", forge[0], left, err, l.TTL)
+		}
+		if r, err := st.Get(ctxFor(t), l.Key); err != nil || r.Remaining <= 0 || r.Remaining > l.TTL {
+			t.Fatalf("%v: Get = %+v, %v; want at most the grant's TTL %s left", forge[0], r, err, l.TTL)
+		}
+	}
+}
