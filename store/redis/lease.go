@@ -71,8 +71,8 @@ end
 local function held(lease, session)
 	if session then
 		local left = redis.call('PTTL', session)
-		if left == -2 then
-			return false
+		if left < 0 then
+			return false -- gone, or overwritten from outside without an expiry
 		end
 		return left
 	end
@@ -146,8 +146,8 @@ if cur[1] then
 	end
 end
 local session = KEYS[4]
-if session and redis.call('EXISTS', session) == 0 then
-	return {2}
+if session and redis.call('TYPE', session)['ok'] ~= 'hash' then
+	return {2} -- gone, or overwritten from outside
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -373,7 +373,7 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 		return tenure.Lease{Key: a.key, Identity: a.c.Identity, Term: uint64(term), TTL: a.c.TTL, Token: a.token,
 			Wait: seen.WaitSince(a.sent, time.Duration(waitMS)*time.Millisecond), Value: a.c.Value}, nil
 	case code == 2:
-		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired or was closed", tenure.ErrLost, a.key)
+		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q: the session expired, was closed, or was deleted or overwritten from outside", tenure.ErrLost, a.key)
 	case code == 3:
 		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1 (or not of its Redis type), past which Redis scripts do not count exactly (was it written by something else?)", tenure.ErrTermsExhausted, a.key, s.redacted)
 	case code == 4 && len(res) == 2:

@@ -68,10 +68,11 @@ return 1
 	// It writes two keys whatever the number of grants, and reads one field
 	// of each grant's lease key: the least that notices every grant changed
 	// from outside at the next keep-alive. A lease key rewritten as another
-	// type (HGET fails) is gone too.
+	// type (HGET fails) is gone too; a session key of another type than a
+	// hash (overwritten from outside) is an ended session.
 	keepAliveScript = goredis.NewScript(releaseGrantLua + `
-if redis.call('EXISTS', KEYS[1]) == 0 then
-	return {0}
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then
+	return {0} -- gone, or overwritten from outside
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -101,7 +102,7 @@ return gone
 	// releasing every grant still current in it, as releaseScript does,
 	// and deleting the session's keys.
 	closeSessionScript = goredis.NewScript(releaseGrantLua + `
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then
 	return 0
 end
 local all = redis.call('HGETALL', KEYS[1])
@@ -176,7 +177,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 
 // lost is the error of a call on a session that ended.
 func (ss *session) lost(op string) error {
-	return fmt.Errorf("%w: tenure/redis: session %s: the session expired, was closed or was deleted", tenure.ErrLost, op)
+	return fmt.Errorf("%w: tenure/redis: session %s: the session expired, was closed, or was deleted or overwritten from outside", tenure.ErrLost, op)
 }
 
 // usable returns an error matching [tenure.ErrLost] once the session was

@@ -458,3 +458,34 @@ func TestForgedLeaseExpiry(t *testing.T) {
 		}
 	}
 }
+
+// A session's key overwritten with redis-cli as a string ends the session
+// as its deletion does: KeepAlive and a later Acquire in it report
+// ErrLost, not the server's WRONGTYPE (which the session would have
+// retried until its deadline).
+func TestSessionKeyOfAnotherType(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	st := open(t, srv.URL(0))
+	ss := storetest.OpenSession(t, st, 10*time.Second)
+	storetest.AcquireIn(t, ss, randomKey(), "alpha", "")
+	keys, err := c.Keys(ctxFor(t), redis.DefaultPrefix+":session:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var session string
+	for _, k := range keys {
+		if !strings.HasSuffix(k, ":exp") {
+			session = k
+		}
+	}
+	if err := c.Set(ctxFor(t), session, "garbage", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.KeepAlive(ctxFor(t)); !errors.Is(err, tenure.ErrLost) || strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("KeepAlive after the session's key became a string: %v; want ErrLost", err)
+	}
+	key := randomKey()
+	_, err = ss.Acquire(ctxFor(t), key, "alpha", "")
+	storetest.Tampered(t, "session Acquire after the session's key became a string", err, key, tenure.ErrLost, rawRedis...)
+}
