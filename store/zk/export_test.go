@@ -84,3 +84,11 @@ func StaleWatched(st tenure.Store, key string) bool {
 	s.watched[key] = w
 	return true
 }
+
+// BeforeRearm makes f run each time a watch of any store is about to send
+// requests to arm its ZooKeeper watches again (an event fired, or the
+// session's grant it followed ended), until the returned func is called.
+func BeforeRearm(f func(key string)) (restore func()) {
+	beforeRearm.Store(&f)
+	return func() { beforeRearm.Store(nil) }
+}

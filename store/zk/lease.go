@@ -117,6 +117,7 @@ func (s *Store) tryAcquire(ctx context.Context, key string, c tenure.Claim, prev
 type placed struct {
 	term    uint64        // the key node's Mzxid
 	version int32         // the key node's version right after the grant
+	czxid   int64         // the key node's creation
 	sent    time.Time     // when the winning request was sent
 	wait    time.Duration // the grant's Lease.Wait
 	// unsure, with an error, says that the grant may have been made: the
@@ -157,7 +158,7 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 		err = multiErr(res, err)
 		switch {
 		case err == nil && len(res) == 3 && res[2].Stat != nil:
-			p := placed{term: uint64(res[2].Stat.Mzxid), version: res[2].Stat.Version, sent: sent}
+			p := placed{term: uint64(res[2].Stat.Mzxid), version: res[2].Stat.Version, czxid: res[2].Stat.Czxid, sent: sent}
 			p.wait = waitAfter(prev, <-alive, floor, sent0)
 			if own { // this session's own earlier grant may not know yet
 				p.wait = max(p.wait, seen.WaitSince(sent0, c.TTL))

@@ -41,6 +41,7 @@ type storeSession struct {
 	watched chan struct{}              // closed once the last batch's grants are watched (see watchLater)
 	busy    map[string]chan struct{}   // by key: closed when its Acquire or undo is over (see lockKey)
 	unsure  map[string]unsure          // by key: what Acquires whose answers were lost read (see adopt)
+	making  map[string]chan struct{}   // by key: closed once a grant under way is tracked or failed (see grantsUnderWay)
 	why     string                     // why the session ended; "" while it lives
 	ended   chan struct{}              // closed when it ends
 	expiry  *time.Timer                // ends the session when not kept alive for ttl
@@ -48,10 +49,14 @@ type storeSession struct {
 
 // sessionGrant is one grant of a storeSession.
 type sessionGrant struct {
-	lease     tenure.Lease
-	version   int32 // the key node's version right after the grant
-	gone      bool  // a watch saw its nodes change
-	releasing bool  // a Release is under way: its own deletion is no news
+	lease   tenure.Lease
+	version int32 // the key node's version right after the grant
+	czxid   int64 // the key node's creation, at the grant
+	// follow, if not nil, is closed when the session stops vouching for
+	// the grant to the store's watches that follow it (see follow).
+	follow    chan struct{}
+	gone      bool // a watch saw its nodes change
+	releasing bool // a Release is under way: its own deletion is no news
 }
 
 // OpenSession implements [tenure.SessionStore]: it opens a ZooKeeper
@@ -127,8 +132,84 @@ func (ss *storeSession) event(ev zk.Event) {
 
 // markGoneLocked records that sg's nodes changed; ss.mu is held.
 func (ss *storeSession) markGoneLocked(sg *sessionGrant) {
+	sg.unfollowLocked()
 	sg.gone = true
 	ss.pending[sg] = struct{}{}
+}
+
+// follow returns the record of the session's grant of key if it was made
+// on the key node that prev describes (the same creation, the next
+// version: no other write came between), and a channel closed once the
+// session stops vouching for the grant to the store's watches that follow
+// it: when the grant is marked gone (its own watches fired, or found its
+// nodes changed when they were set), released, replaced or left
+// unwatched, when the session ends, and when its connection drops (its
+// watches go unanswered then). Until then the grant's record is the key's:
+// the session watches the key node and the lease node, and any change to
+// them marks the grant gone. It waits, bounded by ctx, for a grant of key
+// under way (see grantsUnderWay). It reports false for any other grant,
+// one already gone or being released, and while the grants are not
+// checked after a reconnection.
+func (ss *storeSession) follow(ctx context.Context, key string, prev *zk.Stat) (tenure.Record, <-chan struct{}, bool) {
+	ss.mu.Lock()
+	making := ss.making[key]
+	ss.mu.Unlock()
+	if making != nil {
+		select {
+		case <-making:
+		case <-ctx.Done():
+			return tenure.Record{}, nil, false
+		}
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	sg := ss.grants[ss.s.keyPath(key)]
+	if sg == nil || sg.gone || sg.releasing || !isClosed(ss.checked) || sg.czxid != prev.Czxid || sg.version != prev.Version+1 {
+		return tenure.Record{}, nil, false
+	}
+	if sg.follow == nil {
+		sg.follow = make(chan struct{})
+	}
+	l := sg.lease
+	// As recordOf reads the key node right after the grant.
+	rec := ss.s.seen.Record(tenure.Record{Key: key, Holder: l.Identity, Term: l.Term, TTL: l.TTL, Value: l.Value, Remaining: l.TTL})
+	return rec, sg.follow, true
+}
+
+// unfollowLocked tells the watches that follow sg (see follow) to watch
+// its key themselves again; the session's mu is held.
+func (sg *sessionGrant) unfollowLocked() {
+	if sg.follow != nil {
+		close(sg.follow)
+		sg.follow = nil
+	}
+}
+
+// grantsUnderWay notes that the session is making grants of keys, until
+// the returned func is called once they are tracked or failed: a watch of
+// the store that one of them fires waits for that before it judges whether
+// the grant is the session's (see follow), since ZooKeeper may deliver the
+// event on the control session before the grant's answer on this one.
+func (ss *storeSession) grantsUnderWay(keys []string) (settled func()) {
+	done := make(chan struct{})
+	ss.mu.Lock()
+	if ss.making == nil {
+		ss.making = map[string]chan struct{}{}
+	}
+	for _, k := range keys {
+		ss.making[k] = done
+	}
+	ss.mu.Unlock()
+	return func() {
+		ss.mu.Lock()
+		for _, k := range keys {
+			if ss.making[k] == done {
+				delete(ss.making, k)
+			}
+		}
+		ss.mu.Unlock()
+		close(done)
+	}
 }
 
 // sessionEvent ends the session when ZooKeeper expired it. A disconnection
@@ -175,6 +256,9 @@ func (ss *storeSession) end(why string, wait bool) {
 		ss.expiry.Stop()
 	}
 	conn := ss.conn
+	for _, sg := range ss.grants {
+		sg.unfollowLocked()
+	}
 	ss.grants, ss.pending = nil, nil
 	ss.mu.Unlock()
 	s := ss.s

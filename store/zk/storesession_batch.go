@@ -177,6 +177,11 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 			&zk.CreateRequest{Path: s.markerPath(it.key, ss.id), Acl: s.acl, Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: s.keyPath(it.key), Data: data, Version: it.prev.st.Version})
 	}
+	keys := make([]string, len(free))
+	for k, it := range free {
+		keys[k] = it.key
+	}
+	defer ss.grantsUnderWay(keys)() // until the grants are tracked
 	mres, err := call(ctx, func() ([]zk.MultiResponse, error) { return ss.conn.Multi(ops...) })
 	switch {
 	case err == nil && len(mres) == len(ops):
@@ -199,7 +204,7 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 		l := tenure.Lease{Key: it.key, Identity: it.c.Identity, Term: term, TTL: it.c.TTL,
 			Token: fmt.Sprintf("%x.%x", ss.id, term), Value: it.c.Value, Wait: waitAfter(it.prev, <-it.alive, it.floor, sent0)}
 		s.seen.Observe(it.key, term, it.c.TTL)
-		it.sg = &sessionGrant{lease: l, version: st.Version}
+		it.sg = &sessionGrant{lease: l, version: st.Version, czxid: st.Czxid}
 		if it.err = ss.track(it.sg); it.err != nil {
 			res[it.i].Err = it.err // the grant ended with the session
 			it.sg = nil
@@ -298,6 +303,7 @@ func (ss *storeSession) unwatched(sg *sessionGrant) {
 	if ss.grants[kp] != sg {
 		return
 	}
+	sg.unfollowLocked()
 	delete(ss.grants, kp)
 	delete(ss.pending, sg)
 	ss.orphans = append(ss.orphans, sg.lease)

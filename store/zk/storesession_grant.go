@@ -144,7 +144,7 @@ func (ss *storeSession) tryAcquire(ctx context.Context, key string, c tenure.Cla
 	l := tenure.Lease{Key: key, Identity: c.Identity, Term: p.term, TTL: c.TTL,
 		Token: fmt.Sprintf("%x.%x", ss.id, p.term), Value: c.Value, Wait: p.wait}
 	s.seen.Observe(key, l.Term, c.TTL)
-	sg := &sessionGrant{lease: l, version: p.version}
+	sg := &sessionGrant{lease: l, version: p.version, czxid: p.czxid}
 	if err := ss.track(sg); err != nil {
 		return tenure.Lease{}, err // the grant ended with the session
 	}
@@ -168,6 +168,7 @@ func (ss *storeSession) track(sg *sessionGrant) error {
 	}
 	kp := ss.s.keyPath(sg.lease.Key)
 	if old := ss.grants[kp]; old != nil {
+		old.unfollowLocked()
 		ss.orphans = append(ss.orphans, old.lease)
 		delete(ss.pending, old)
 	}
@@ -181,6 +182,7 @@ func (ss *storeSession) untrack(sg *sessionGrant) {
 	defer ss.mu.Unlock()
 	kp := ss.s.keyPath(sg.lease.Key)
 	if ss.grants[kp] == sg {
+		sg.unfollowLocked()
 		delete(ss.grants, kp)
 	}
 	delete(ss.pending, sg)
@@ -404,6 +406,9 @@ func (ss *storeSession) recheckLocked() {
 // uncheckedLocked makes KeepAlive wait until the grants are checked again
 // (the connection dropped, or was re-established); ss.mu is held.
 func (ss *storeSession) uncheckedLocked() {
+	for _, sg := range ss.grants { // their watches are not answered meanwhile
+		sg.unfollowLocked()
+	}
 	ss.checks++
 	select {
 	case <-ss.checked:

@@ -3,6 +3,7 @@ package zk
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -69,6 +70,10 @@ type armed struct {
 	child <-chan zk.Event // the child watch, or the existence watch of a missing key node
 	data  <-chan zk.Event // the data watch; nil if none is armed
 	down  <-chan struct{} // closed when the control session disconnects
+	// own, instead of watches, is closed when a session of this Store
+	// stops vouching for its grant of the key, which the watch follows
+	// (see Store.ownGrant).
+	own <-chan struct{}
 	// whole says that both watches are armed and n is the key node as
 	// read with them: one of them firing re-arms just that one.
 	whole bool
@@ -79,7 +84,9 @@ type armed struct {
 // rearm waits for an armed watch to fire, arms it again, and sends the
 // record read while arming it on records: one goroutine reads and sends,
 // so the records go out in the order they were read, and no change slips
-// between a record and the watches armed before it. It closes records,
+// between a record and the watches armed before it. A fired watch on a
+// key that a session of this Store has just taken costs no request: it
+// follows the session's grant instead (see ownGrant). It closes records,
 // which ends the watch, when the control session disconnects or arming
 // fails, and returns when ctx is done.
 func (s *Store) rearm(ctx context.Context, key string, a armed, records chan<- tenure.Record) {
@@ -92,21 +99,29 @@ func (s *Store) rearm(ctx context.Context, key string, a armed, records chan<- t
 			child = true
 		case <-a.data:
 			data = true
+		case <-a.own:
 		case <-a.down:
 			return
 		case <-ctx.Done():
 			return
 		}
-		rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
-		var err error
-		if a.whole {
-			a, err = s.rearmFired(rctx, key, a, child, data)
+		if own, ok := s.ownGrant(ctx, key, a, child || data); ok {
+			a = own
 		} else {
-			a, err = s.armRead(rctx, key)
-		}
-		cancel()
-		if err != nil {
-			return
+			rctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
+			if f := beforeRearm.Load(); f != nil {
+				(*f)(key)
+			}
+			var err error
+			if a.whole {
+				a, err = s.rearmFired(rctx, key, a, child, data)
+			} else {
+				a, err = s.armRead(rctx, key)
+			}
+			cancel()
+			if err != nil {
+				return
+			}
 		}
 		s.noteWatched(key, records, a)
 		select {
@@ -116,6 +131,42 @@ func (s *Store) rearm(ctx context.Context, key string, a armed, records chan<- t
 		}
 	}
 }
+
+// ownGrant is how a watch whose armed watches a fired (firing says
+// whether one did) follows a grant of its key that a session of this
+// Store made, instead of arming its own watches again: the candidate whose
+// batch just won the key stops watching as soon as it is told, and the
+// session watches its grant anyway. It reports false unless the key node
+// as a read it was free and the session's grant is the next write of
+// that key node (same creation, next version), so that no other holder
+// came between; it waits, bounded by ctx, for a grant of the key under way
+// in a session (see grantsUnderWay), since the event may arrive before
+// the grant's answer. The armed it returns holds the grant's record and,
+// instead of watches, the session's word for it (see storeSession.follow):
+// when that ends, the watch arms its own watches again and reads.
+func (s *Store) ownGrant(ctx context.Context, key string, a armed, firing bool) (armed, bool) {
+	if !firing || !a.whole || a.n.st.NumChildren > 0 {
+		return armed{}, false
+	}
+	s.mu.Lock()
+	sss := make([]*storeSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sss = append(sss, ss)
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, watchReadTimeout)
+	defer cancel()
+	for _, ss := range sss {
+		if rec, own, ok := ss.follow(ctx, key, a.n.st); ok {
+			return armed{own: own, down: a.down, rec: rec}, true
+		}
+	}
+	return armed{}, false
+}
+
+// beforeRearm, if set (by tests), runs each time a watch is about to send
+// requests to arm its watches again, with the watch's key.
+var beforeRearm atomic.Pointer[func(key string)]
 
 // rearmFired arms again the watches of a, both armed, that fired (child,
 // data) and reads the record with them: one request for a grant's start

@@ -1,10 +1,13 @@
 package zk_test
 
 import (
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/store/zk"
 )
 
 // TestWatchEachKindOfChange follows one key through every kind of change
@@ -103,4 +106,63 @@ func (w *watchSteps) expect(t *testing.T, step, holder string) {
 			t.Fatalf("%s: no record held by %q delivered (last %+v)", step, holder, w.last)
 		}
 	}
+}
+
+// TestWatchFollowsOwnSessionsGrant checks that a watch of a key that a
+// session of the same Store takes (a candidate whose own batch won the
+// key) sends no request to arm its watches again: it delivers the grant
+// from the session's bookkeeping and relies on the session's own watches
+// of the grant until the grant ends. It then checks that the watch still
+// delivers every end of the grant: a release, a lease node deleted from
+// outside, and a key node rewritten from outside while the session's
+// connection is cut off (the session cannot vouch for its grants then).
+func TestWatchFollowsOwnSessionsGrant(t *testing.T) {
+	tm, st := tamperedStore(t, "/watchown")
+	ctx := ctxT(t, 60*time.Second)
+	keys := []string{"released", "deleted", "cutoff"}
+	first := openSess(t, st, 5*time.Second)
+	acquireAll(ctx, t, first, keys...) // as alpha; a batch grants known keys in one multi
+	steps := map[string]*watchSteps{}
+	for _, k := range keys {
+		ch, err := st.Watch(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps[k] = &watchSteps{ch: ch, terms: map[string]uint64{}}
+		steps[k].expect(t, k+": initial", "alpha")
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		steps[k].expect(t, k+": the holder's session closed", "")
+	}
+	var rearms atomic.Int64
+	defer zk.BeforeRearm(func(key string) {
+		if slices.Contains(keys, key) {
+			rearms.Add(1)
+		}
+	})()
+	ss := openSess(t, st, 5*time.Second)
+	leases := acquireBatch(ctx, t, ss, "beta", keys)
+	for _, k := range keys {
+		steps[k].expect(t, k+": taken by the store's own session", "beta")
+		if got := steps[k].last.Term; got != leases[k].Term {
+			t.Fatalf("%s: delivered term %d, the grant's is %d", k, got, leases[k].Term)
+		}
+	}
+	keepAlive(t, ss) // the grants' own watches are set
+	if n := rearms.Load(); n != 0 {
+		t.Fatalf("%d re-arms of watches on keys the store's own session took, want none", n)
+	}
+	if err := ss.Release(ctx, leases["released"]); err != nil {
+		t.Fatal(err)
+	}
+	steps["released"].expect(t, "released", "")
+	tm.DeleteGrant(t, "deleted")
+	steps["deleted"].expect(t, "lease node deleted from outside", "")
+	resume := zk.PauseSession(ss)
+	defer resume()
+	tm.OverwriteGrant(t, "cutoff", "mallory")
+	steps["cutoff"].expect(t, "rewritten from outside while the session is cut off", "mallory")
 }
