@@ -73,7 +73,12 @@
 //     renews. Each change costs the watch one request (a grant's start or
 //     end alone: the child watch armed again, its answer the new record) or
 //     two (the key node rewritten too): the requests that arm the watches
-//     are the reads.
+//     are the reads. A grant that a session of the same Store makes in a
+//     batch costs the watch none: it delivers the grant from the session's
+//     bookkeeping and leaves the key to the session's own watches of the
+//     grant until the grant ends or the session's connection drops, then
+//     arms its own again. That is the grant a candidate's watch sees when
+//     its own batch wins the key, just before the candidate stops watching.
 //
 // # Non-guarantees
 //
