@@ -26,25 +26,27 @@ type batchItem struct {
 	prev  node // the key node as read
 	err   error
 	floor seen.Grant
-	alive <-chan bool // the last grant's session lives on (see lastAlive)
+	set   int // the index of its key node rewrite in the batch's multi-operation
 	sg    *sessionGrant
 	// unlock lets the next Acquire or undo of the key go (see lockKey);
 	// watchLater takes it over for the grants it watches.
 	unlock func()
 }
 
-// AcquireBatch implements [tenure.BatchAcquirer] in steps of one round
-// trip each, whatever the size of the batch: the key nodes read
-// (pipelined on the session's connection); for keys never granted, their
-// key nodes created in one multi-operation and read again; one
-// multi-operation that makes the grant of every free key (its lease node,
-// marker and key node rewrite, as Acquire does for one: one transaction in
-// ZooKeeper's log). It returns once that multi-operation is applied: the
-// watches of the grants are set afterwards, pipelined, in the background,
-// and the next KeepAlive waits for them (see watchLater). A request that
-// is not the simple case (a grant of this session's own, a multi that
-// ZooKeeper refused as a whole because one key changed meanwhile) goes
-// through Acquire on its own, which watches its grant before it returns.
+// AcquireBatch implements [tenure.BatchAcquirer] in steps of one round trip
+// each, whatever the size of the batch: the key nodes read (pipelined on
+// the session's connection); for keys never granted, their key nodes
+// created in one multi-operation and read again; one multi-operation that
+// makes the grant of every free key (its lease node, marker and key node
+// rewrite, as Acquire does for one: one transaction in ZooKeeper's log),
+// and that checks, instead of a read per key, that the last holder's
+// session left no marker (see lastGone). It returns once that
+// multi-operation is applied: the watches of the grants are set afterwards,
+// pipelined, in the background, and the next KeepAlive waits for them (see
+// watchLater). A request that is not the simple case (a grant of this
+// session's own, a multi that ZooKeeper refused as a whole because one key
+// changed meanwhile or a last holder's marker was there) goes through
+// Acquire on its own, which watches its grant before it returns.
 func (ss *storeSession) AcquireBatch(ctx context.Context, reqs []tenure.AcquireRequest) []tenure.AcquireResult {
 	res := make([]tenure.AcquireResult, len(reqs))
 	sent0 := time.Now()
@@ -167,15 +169,16 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 		return nil
 	}
 	s := ss.s
-	ops := make([]any, 0, 3*len(free))
+	ops := make([]any, 0, 5*len(free))
 	for _, it := range free {
 		it.floor = s.seen.Highest(it.key)
-		it.alive = s.lastAlive(ss.conn, ss.id, it.key, it.prev)
 		data := encode(it.c.Identity, it.c.TTL, ss.id, it.c.Value)
 		ops = append(ops,
 			&zk.CreateRequest{Path: s.leasePath(it.key), Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
 			&zk.CreateRequest{Path: s.markerPath(it.key, ss.id), Acl: s.acl, Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: s.keyPath(it.key), Data: data, Version: it.prev.st.Version})
+		it.set = len(ops) - 1
+		ops = append(ops, lastGone(s, ss.id, it.key, it.prev)...)
 	}
 	keys := make([]string, len(free))
 	for k, it := range free {
@@ -198,11 +201,12 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 	default: // refused as a whole: nothing was applied
 		return free
 	}
-	for k, it := range free {
-		st := mres[3*k+2].Stat
+	for _, it := range free {
+		st := mres[it.set].Stat
 		term := uint64(st.Mzxid)
+		// The last grant's session was gone (see lastGone).
 		l := tenure.Lease{Key: it.key, Identity: it.c.Identity, Term: term, TTL: it.c.TTL,
-			Token: fmt.Sprintf("%x.%x", ss.id, term), Value: it.c.Value, Wait: waitAfter(it.prev, <-it.alive, it.floor, sent0)}
+			Token: fmt.Sprintf("%x.%x", ss.id, term), Value: it.c.Value, Wait: waitAfter(it.prev, false, it.floor, sent0)}
 		s.seen.Observe(it.key, term, it.c.TTL)
 		it.sg = &sessionGrant{lease: l, version: st.Version, czxid: st.Czxid}
 		if it.err = ss.track(it.sg); it.err != nil {
@@ -219,6 +223,24 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 	}
 	ss.watchLater(made)
 	return nil
+}
+
+// lastGone is the operations that make a batch's multi-operation apply
+// only if the grant that key node prev names has no marker (see
+// markerPath): that its session ended, or released the key. A marker is
+// created and deleted again, which ZooKeeper refuses (and with it the
+// whole multi-operation) if the marker exists: the lease node was deleted
+// from outside while that session lived, and the key then goes on its own,
+// whose Wait covers that grant (see lastAlive). It saves the read per key
+// that lastAlive sends. None for a key node that names no session, or
+// this one (sid).
+func lastGone(s *Store, sid int64, key string, prev node) []any {
+	last := decode(prev.data).Session
+	if last == 0 || last == sid {
+		return nil
+	}
+	m := s.markerPath(key, last)
+	return []any{&zk.CreateRequest{Path: m, Acl: s.acl}, &zk.DeleteRequest{Path: m, Version: -1}}
 }
 
 // watchLater sets the watches of the grants of items, just made and

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -655,4 +659,73 @@ func mustRecord(t *testing.T, st *zk.Store, key string) tenure.Record {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// received is the number of packets the server received so far, from its
+// "srvr" four-letter word.
+func received(t *testing.T, srv *testserver.ZKServer) int {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", srv.Addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`Received: (\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("srvr answered %q", out)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// TestSessionBatchAfterEndedSession checks what a batch costs when the
+// keys' last holder's session has ended, as when a crashed process's keys
+// move: a read per key, one multi-operation, and the two watch-setting
+// reads per grant (measured by the server's own count, with the
+// keep-alive that waits for those watches), not a read per key more to
+// ask whether the last holder's session lives. Its grants do not wait.
+// A key whose lease node was deleted from outside while its holder's
+// session lives still waits for that grant's TTL, also in a batch with
+// others.
+func TestSessionBatchAfterEndedSession(t *testing.T) {
+	tm, st := tamperedStore(t, "/sessbatchended")
+	srv := server(t)
+	ctx := ctxT(t, 60*time.Second)
+	const n = 50
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	grantedBefore(ctx, t, st, keys)
+	ss := openSess(t, st, 5*time.Second)
+	before := received(t, srv)
+	leases := acquireBatch(ctx, t, ss, "beta", keys)
+	keepAlive(t, ss)
+	// 3n+2 requests, and some room for pings: a read per key more is 4n+2.
+	if got := received(t, srv) - before; got > 3*n+2+n/2 {
+		t.Fatalf("a batch of %d keys whose last session ended, with a keep-alive, cost the server %d packets, want about %d", n, got, 3*n+2)
+	}
+	for _, k := range keys {
+		if leases[k].Wait != 0 {
+			t.Fatalf("%s: the grant after an ended session waits %s, want no wait", k, leases[k].Wait)
+		}
+	}
+	live := openSess(t, st, 4*time.Second)
+	held := acquireBatch(ctx, t, live, "gamma", []string{"tampered"})["tampered"]
+	tm.DeleteGrant(t, "tampered") // its marker stays: the session lives on
+	grantedBefore(ctx, t, st, []string{"free"})
+	got := acquireBatch(ctx, t, ss, "beta", []string{"tampered", "free"})
+	if l := got["tampered"]; l.Term <= held.Term || l.Wait < held.TTL || l.Wait > held.TTL+time.Second {
+		t.Fatalf("the grant after a lease node deleted from outside: term %d wait %s, want a term above %d and a wait of about %s", l.Term, l.Wait, held.Term, held.TTL)
+	}
+	if l := got["free"]; l.Wait != 0 {
+		t.Fatalf("the free key batched with it waits %s, want no wait", l.Wait)
+	}
 }
