@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/store/postgres"
 	"github.com/tenurehq/tenure/storetest"
 )
@@ -48,14 +49,14 @@ func TestSessionKeepAliveRacesAcquireAndRelease(t *testing.T) {
 				l, err := ss.Acquire(ctx, fmt.Sprintf("k-%d-%d", w, i%40), "alpha", "")
 				var held *tenure.HeldError
 				switch {
-				case errors.As(err, &held) || ctx.Err() != nil:
+				case errors.As(err, &held) || ctxerr.Err(ctx) != nil: // the deadline passed, maybe before ctx's timer fired
 					continue
 				case err != nil:
 					errs <- fmt.Errorf("Acquire: %w", err)
 					return
 				}
 				if i%3 == 0 {
-					if err := ss.Release(ctx, l); err != nil && ctx.Err() == nil {
+					if err := ss.Release(ctx, l); err != nil && ctxerr.Err(ctx) == nil {
 						errs <- fmt.Errorf("Release: %w", err)
 						return
 					}
@@ -66,7 +67,7 @@ func TestSessionKeepAliveRacesAcquireAndRelease(t *testing.T) {
 	wg.Go(func() {
 		for ctx.Err() == nil {
 			gone, err := ss.KeepAlive(ctx)
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctxerr.Err(ctx) == nil {
 				errs <- fmt.Errorf("KeepAlive: %w", err)
 				return
 			}
