@@ -189,16 +189,27 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 // not wait for itself: sid is the asking session.
 func (s *Store) lastAlive(conn *zk.Conn, sid int64, key string, prev node) <-chan bool {
 	alive := make(chan bool, 1)
-	last := decode(prev.data)
-	if prev.st == nil || last.Session == 0 || last.Session == sid {
+	marker, ok := s.lastMarker(sid, key, prev)
+	if !ok {
 		alive <- false
 		return alive
 	}
 	go func() {
-		ok, _, err := conn.Exists(s.markerPath(key, last.Session))
+		ok, _, err := conn.Exists(marker)
 		alive <- ok || err != nil // unknown: assume the worst
 	}()
 	return alive
+}
+
+// lastMarker returns the marker path (see markerPath) of the session of
+// the grant that key node prev names, unless prev names no session or
+// sid's own, for which nobody waits.
+func (s *Store) lastMarker(sid int64, key string, prev node) (string, bool) {
+	last := decode(prev.data).Session
+	if prev.st == nil || last == 0 || last == sid {
+		return "", false
+	}
+	return s.markerPath(key, last), true
 }
 
 // waitAfter is the Wait of a grant made after key node prev, Acquire

@@ -178,7 +178,7 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 			&zk.CreateRequest{Path: s.markerPath(it.key, ss.id), Acl: s.acl, Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: s.keyPath(it.key), Data: data, Version: it.prev.st.Version})
 		it.set = len(ops) - 1
-		ops = append(ops, lastGone(s, ss.id, it.key, it.prev)...)
+		ops = append(ops, s.lastGone(ss.id, it.key, it.prev)...)
 	}
 	keys := make([]string, len(free))
 	for k, it := range free {
@@ -234,12 +234,11 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 // whose Wait covers that grant (see lastAlive). It saves the read per key
 // that lastAlive sends. None for a key node that names no session, or
 // this one (sid).
-func lastGone(s *Store, sid int64, key string, prev node) []any {
-	last := decode(prev.data).Session
-	if last == 0 || last == sid {
+func (s *Store) lastGone(sid int64, key string, prev node) []any {
+	m, ok := s.lastMarker(sid, key, prev)
+	if !ok {
 		return nil
 	}
-	m := s.markerPath(key, last)
 	return []any{&zk.CreateRequest{Path: m, Acl: s.acl}, &zk.DeleteRequest{Path: m, Version: -1}}
 }
 
