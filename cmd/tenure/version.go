@@ -35,25 +35,25 @@ and the platform. "tenure --version" is the same.
 `
 
 // versionLine formats info, which may be nil (a binary built without
-// module support), as "tenure VERSION (rev REV[, modified]; GO OS/ARCH)".
+// module support), as "tenure VERSION ([rev REV[, modified], ]GO OS/ARCH)".
 func versionLine(info *debug.BuildInfo) string {
 	version := "(unknown)"
-	var rev []string
+	var parts []string
 	if info != nil {
 		version = info.Main.Version
 		var modified bool
 		for _, s := range info.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				rev = append(rev, "rev "+s.Value[:min(len(s.Value), 12)])
+				parts = append(parts, "rev "+s.Value[:min(len(s.Value), 12)])
 			case "vcs.modified":
 				modified = s.Value == "true"
 			}
 		}
-		if modified && len(rev) > 0 {
-			rev = append(rev, "modified")
+		if modified && len(parts) > 0 {
+			parts = append(parts, "modified")
 		}
 	}
-	rev = append(rev, fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH))
-	return fmt.Sprintf("tenure %s (%s)", version, strings.Join(rev, ", "))
+	parts = append(parts, fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH))
+	return fmt.Sprintf("tenure %s (%s)", version, strings.Join(parts, ", "))
 }

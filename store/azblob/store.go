@@ -190,7 +190,7 @@ func newClient(containerURL string, o Options, copts *container.ClientOptions) (
 	return c, nil
 }
 
-// check returns ctx's error, or ErrClosed after Close.
+// check returns ErrClosed after Close, else ctx's error (see ctxerr.Usable).
 func (s *Store) check(ctx context.Context) error { return ctxerr.Usable(ctx, s.closed.Load()) }
 
 // checkCall is check for a call on key, checked first: what a call on one
