@@ -81,3 +81,21 @@ func TestReportRenders(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryNamesTheLatestNotice(t *testing.T) {
+	h := &History{Store: "memory", Seed: 7, Duration: 10 * s, TTL: 300 * time.Millisecond,
+		Intervals: []Interval{iv("a", 1, 0, 4*s), iv("b", 2, 4*s, 6*s), iv("c", 3, 6*s, Live)},
+		Late:      []Late{{"a", 1, 2 * time.Millisecond}, {"b", 2, 124 * time.Millisecond}},
+	}
+	var sum bytes.Buffer
+	Summary(&sum, h, nil)
+	if want := "ended by the renew deadline: 2; the latest notice, b term 2's task 124ms after it"; !strings.Contains(sum.String(), want) {
+		t.Fatalf("summary lacks %q:\n%s", want, sum.String())
+	}
+	sum.Reset()
+	h.Late = nil
+	Summary(&sum, h, nil)
+	if strings.Contains(sum.String(), "renew deadline") {
+		t.Fatalf("summary speaks of notices none recorded:\n%s", sum.String())
+	}
+}

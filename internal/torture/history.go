@@ -60,6 +60,21 @@ type History struct {
 	Intervals []Interval
 	Faults    []Fault
 	Writes    []Write
+	// Late lists the leaderships ended by the renew deadline, with how
+	// long after it their task noticed (drivers that can tell: the
+	// in-process one). A notice later than the margin TTL−RenewDeadline
+	// can overlap the next leader; the summary names the latest, so that
+	// an overlap can be told apart: a task that noticed late (a starved
+	// scheduler) or an elector whose deadline was wrong.
+	Late []Late
+}
+
+// Late is one leadership whose task noticed its end After its renew
+// deadline, on its elector's clock.
+type Late struct {
+	ID    string
+	Term  uint64
+	After time.Duration
 }
 
 // sorted returns the intervals ordered by start.

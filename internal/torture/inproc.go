@@ -86,14 +86,22 @@ func (d *InProcess) launch(ctx context.Context, id string, n int64) error {
 		defer close(c.done)
 		defer inner.Close()
 		_ = e.Run(cctx, func(ctx context.Context) error {
-			l, _ := tenure.LeaseFrom(ctx)
+			term, _ := tenure.TermFrom(ctx)
+			l := term.Lease()
 			ended := d.rec.Began(id, l.Term)
 			defer ended()
+			stepped := clock.off.Load()
 			t := time.NewTicker(10 * time.Millisecond)
 			defer t.Stop()
 			for {
 				select {
 				case <-ctx.Done():
+					// Past the renew deadline, the elector cancelled on
+					// time and this goroutine ran late; a clock step in
+					// between would be counted in, so it is left out.
+					if after := clock.Now().Sub(term.Deadline()); after > 0 && clock.off.Load() == stepped {
+						d.rec.NoticedLate(id, l.Term, after)
+					}
 					return nil
 				case <-t.C:
 					d.rec.Ledger.Append(id, l.Term)

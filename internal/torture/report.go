@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"io"
@@ -47,6 +48,11 @@ func Summary(w io.Writer, h *History, vs []Violation) {
 		}
 	}
 	fmt.Fprintf(w, "ledger: %d writes accepted, %d stale writes fenced off\n", acc, rej)
+	if len(h.Late) > 0 {
+		latest := slices.MaxFunc(h.Late, func(a, b Late) int { return cmp.Compare(a.After, b.After) })
+		fmt.Fprintf(w, "leaderships ended by the renew deadline: %d; the latest notice, %s term %d's task %s after it (later than TTL−RenewDeadline can overlap the next leader)\n",
+			len(h.Late), latest.ID, latest.Term, ms(latest.After))
+	}
 	fmt.Fprintf(w, "violations: %d\n", len(vs))
 	for _, v := range vs {
 		fmt.Fprintf(w, "  %s\n", v)

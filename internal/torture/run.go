@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ type Recorder struct {
 
 	mu        sync.Mutex
 	intervals []Interval
+	late      []Late
 	leading   map[string]int // candidate → index of its open interval
 }
 
@@ -67,6 +69,14 @@ func (r *Recorder) Began(id string, term uint64) (ended func()) {
 	}
 }
 
+// NoticedLate records that id's task for term noticed its end after its
+// renew deadline had passed by after.
+func (r *Recorder) NoticedLate(id string, term uint64, after time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.late = append(r.late, Late{ID: id, Term: term, After: after})
+}
+
 // Leader returns a candidate whose leadership is open, or "".
 func (r *Recorder) Leader() string {
 	r.mu.Lock()
@@ -79,10 +89,10 @@ func (r *Recorder) Leader() string {
 	return ""
 }
 
-func (r *Recorder) history() []Interval {
+func (r *Recorder) history() ([]Interval, []Late) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Interval(nil), r.intervals...)
+	return slices.Clone(r.intervals), slices.Clone(r.late)
 }
 
 // Config bounds a run.
@@ -149,7 +159,7 @@ func Run(ctx context.Context, d Driver, c Config) (*History, error) {
 	if err := d.Stop(); err != nil {
 		return nil, err
 	}
-	h.Intervals = rec.history()
+	h.Intervals, h.Late = rec.history()
 	h.Writes = rec.Ledger.Writes()
 	return h, nil
 }
