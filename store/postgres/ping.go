@@ -34,7 +34,12 @@ func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
 }
 
 // quiet reports whether c's socket is open and has nothing to read: no
-// data, no end of file, no error.
+// data, no end of file, no error. It peeks under the descriptor's
+// reference only (RawConn.Control), not its read lock (RawConn.Read): pgx
+// leaves its background reader blocked in a read of an idle connection
+// after a write that took over 15 ms, and waiting for that lock would
+// hang the call that asked for the connection until the server sent
+// something, which an idle server never does.
 func quiet(c net.Conn) bool {
 	if t, ok := c.(*tls.Conn); ok {
 		c = t.NetConn()
@@ -48,10 +53,7 @@ func quiet(c net.Conn) bool {
 		return false
 	}
 	open := false
-	if err := raw.Read(func(fd uintptr) bool {
-		open = peekNothing(fd)
-		return true // never wait for readability
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { open = peekNothing(fd) }); err != nil {
 		return false
 	}
 	return open
