@@ -57,7 +57,11 @@
 //   - Watch wakes on LISTEN/NOTIFY: the notification is sent in the
 //     transaction that grants, releases or (through the trigger) changes a
 //     row from outside, so it arrives when the change
-//     commits, typically within a millisecond or two. An expiry without a
+//     commits, typically within a millisecond or two. The store's watches
+//     share one LISTEN connection, kept 5 s after the last one ends, so
+//     that an elector winning or giving back the key (its campaign's watch
+//     ends and its watch of its own grant begins, or the other way round)
+//     does not close and open a connection each time. An expiry without a
 //     release is delivered when the server-reported remaining time runs out:
 //     the watch re-reads the row then, the rule of [tenure.Follow] for every
 //     store whose expiries are not announced, so a watch on a held key reads

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -60,3 +61,11 @@ func (s *Store) SessionsTable() string { return s.sessions.table }
 
 // DerivedName is derivedName, for its test.
 var DerivedName = derivedName
+
+// SetListenLinger sets how long the LISTEN connection of stores opened
+// from now on outlives its last watch, for t's duration.
+func SetListenLinger(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := listenLinger
+	listenLinger = d
+	t.Cleanup(func() { listenLinger = old })
+}

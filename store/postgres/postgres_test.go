@@ -221,6 +221,7 @@ func TestRecoversAfterRestart(t *testing.T) {
 // Watches of many keys share one LISTEN connection; each hears only its
 // own key.
 func TestWatchesShareListener(t *testing.T) {
+	postgres.SetListenLinger(t, 50*time.Millisecond)
 	st := openTable(t, "watch_many")
 	writer := openTable(t, "watch_many")
 	ctx, cancel := context.WithCancel(ctxFor(t))
@@ -278,21 +279,68 @@ func TestWatchesShareListener(t *testing.T) {
 	}
 }
 
+// A watch that begins soon after the last one ended, as an elector's
+// watch of its own grant begins when it wins, finds the LISTEN connection
+// still listening: no backend is started (or ended) on the way, and the
+// watch delivers at once.
+func TestListenerOutlivesItsLastWatchBriefly(t *testing.T) {
+	postgres.SetListenLinger(t, time.Minute)
+	st := openTable(t, "watch_linger")
+	key := randomName("k")
+	watchOnce := func() {
+		ctx, cancel := context.WithCancel(ctxFor(t))
+		ch, err := st.Watch(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-ch
+		cancel()
+		for range ch {
+		}
+	}
+	watchOnce()
+	before := listenerPIDs(t, "watch_linger")
+	if len(before) != 1 {
+		t.Fatalf("LISTEN backends after the first watch ended: %v, want one that lingers", before)
+	}
+	watchOnce()
+	if after := listenerPIDs(t, "watch_linger"); !slices.Equal(after, before) {
+		t.Fatalf("LISTEN backends %v after the second watch, want the first one's %v", after, before)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(listenerPIDs(t, "watch_linger")) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the lingering LISTEN connection outlived the store's Close")
+		}
+		time.Sleep(20 * time.Millisecond) // the server's view; no event to wait on
+	}
+}
+
 // listeners counts the server's connections listening on channel.
 func listeners(t *testing.T, channel string) int {
+	t.Helper()
+	return len(listenerPIDs(t, channel))
+}
+
+// listenerPIDs returns the PIDs of the server's backends listening on
+// channel, in order.
+func listenerPIDs(t *testing.T, channel string) []int32 {
 	t.Helper()
 	conn, err := pgx.Connect(ctxFor(t), server(t).URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	var n int
-	err = conn.QueryRow(ctxFor(t), `SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()`,
-		"LISTEN "+pgx.Identifier{channel}.Sanitize()).Scan(&n)
+	var pids []int32
+	err = conn.QueryRow(ctxFor(t), `SELECT coalesce(array_agg(pid ORDER BY pid), '{}') FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()`,
+		"LISTEN "+pgx.Identifier{channel}.Sanitize()).Scan(&pids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return pids
 }
 
 // The connection that created the table has the lease statements prepared

@@ -86,19 +86,31 @@ type listener struct {
 	listening bool               // LISTEN is in effect on the connection
 	lastErr   error              // why the last connection failed
 	idle      context.CancelFunc // ends the current connection
+	lingerFor time.Duration      // listenLinger when the store opened
+	linger    *time.Timer        // calls idle lingerFor after the last watch ended
 	wake      chan struct{}      // capacity 1: a watch was added
 	exited    chan struct{}
 }
 
+// listenLinger is how long the LISTEN connection outlives its last watch.
+// An elector ends its campaign's watch when it wins and watches its own
+// grant at once, and the other way round when it gives the key back: were
+// the connection closed and opened again each time, every handoff would
+// pay a backend's start on the server (and its exit), on the same cores as
+// the handoff's own statements. A new watch within listenLinger finds the
+// connection listening and is ready at once.
+var listenLinger = 5 * time.Second
+
 func newListener(s *Store, cfg *pgx.ConnConfig) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listener{
-		s:      s,
-		cfg:    cfg.Copy(),
-		ctx:    ctx,
-		subs:   map[string]map[*sub]struct{}{},
-		wake:   make(chan struct{}, 1),
-		exited: make(chan struct{}),
+		s:         s,
+		cfg:       cfg.Copy(),
+		ctx:       ctx,
+		subs:      map[string]map[*sub]struct{}{},
+		lingerFor: listenLinger,
+		wake:      make(chan struct{}, 1),
+		exited:    make(chan struct{}),
 	}
 	l.stop = func() {
 		cancel()
@@ -128,6 +140,9 @@ func (l *listener) add(key string) *sub {
 	if l.listening {
 		close(sb.ready)
 	}
+	if l.linger != nil {
+		l.linger.Stop()
+	}
 	if l.subs[key] == nil {
 		l.subs[key] = map[*sub]struct{}{}
 	}
@@ -154,7 +169,21 @@ func (l *listener) remove(sb *sub) {
 		}
 	}
 	if len(l.subs) == 0 && l.idle != nil {
-		l.idle() // nobody watches: let the connection go
+		// Nobody watches: the connection goes unless a watch comes first.
+		if l.linger == nil {
+			l.linger = time.AfterFunc(l.lingerFor, l.idleIfUnwatched)
+		} else {
+			l.linger.Reset(l.lingerFor)
+		}
+	}
+}
+
+// idleIfUnwatched lets the connection go if nobody watches.
+func (l *listener) idleIfUnwatched() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.subs) == 0 && l.idle != nil {
+		l.idle()
 	}
 }
 
