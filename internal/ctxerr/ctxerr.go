@@ -44,3 +44,13 @@ func Call(ctx context.Context, closed bool, key string) error {
 	}
 	return Usable(ctx, closed)
 }
+
+// Claim is [Call] for an Acquire: the key and the claim (identity, TTL,
+// value) are checked first with [tenure.CheckClaim], then the store's
+// state and ctx with [Usable].
+func Claim(ctx context.Context, closed bool, key string, c tenure.Claim) error {
+	if err := tenure.CheckClaim(key, c); err != nil {
+		return err
+	}
+	return Usable(ctx, closed)
+}

@@ -41,7 +41,7 @@ type pastDeadline struct {
 
 func (p pastDeadline) Deadline() (time.Time, bool) { return p.d, true }
 
-func TestUsableAndCall(t *testing.T) {
+func TestUsableCallAndClaim(t *testing.T) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, c := range []struct {
@@ -56,6 +56,9 @@ func TestUsableAndCall(t *testing.T) {
 		{"a good key", Call(context.Background(), false, "k"), nil},
 		{"a bad key wins over closed", Call(done, true, ""), tenure.ErrInvalid},
 		{"closed, good key", Call(done, true, "k"), tenure.ErrClosed},
+		{"a good claim", Claim(context.Background(), false, "k", tenure.Claim{Identity: "a", TTL: time.Second}), nil},
+		{"a bad claim wins over closed", Claim(done, true, "k", tenure.Claim{Identity: "a"}), tenure.ErrInvalid},
+		{"closed, good claim", Claim(done, true, "k", tenure.Claim{Identity: "a", TTL: time.Second}), tenure.ErrClosed},
 	} {
 		if c.target == nil && c.err != nil || c.target != nil && !errors.Is(c.err, c.target) {
 			t.Errorf("%s: got %v, want %v", c.name, c.err, c.target)

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -37,10 +38,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // c.Value in the holder key's value, so it ends with the grant's etcd
 // lease.
 func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
-	if err := tenure.CheckClaim(key, c); err != nil {
-		return tenure.Lease{}, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := ctxerr.Claim(ctx, s.closed.Load(), key, c); err != nil {
 		return tenure.Lease{}, err
 	}
 	sent := time.Now()

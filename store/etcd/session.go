@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 )
 
 var _ tenure.SessionStore = (*Store)(nil)
@@ -57,10 +58,7 @@ type session struct {
 func (ss *session) Acquire(ctx context.Context, key, identity, value string) (tenure.Lease, error) {
 	s := ss.s
 	c := tenure.Claim{Identity: identity, TTL: ss.ttl, Value: value}
-	if err := tenure.CheckClaim(key, c); err != nil {
-		return tenure.Lease{}, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := ctxerr.Claim(ctx, s.closed.Load(), key, c); err != nil {
 		return tenure.Lease{}, err
 	}
 	l, err := s.grantOn(ctx, key, c, ss.id, true, time.Now())

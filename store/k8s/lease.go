@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 	"github.com/tenurehq/tenure/internal/token"
 )
@@ -77,10 +78,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // c.Value in the [GrantAnnotation] with the grant. A Lease held by a
 // client-go candidate has no value.
 func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
-	if err := tenure.CheckClaim(key, c); err != nil {
-		return tenure.Lease{}, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := ctxerr.Claim(ctx, s.closed.Load(), key, c); err != nil {
 		return tenure.Lease{}, err
 	}
 	name := s.LeaseName(key)

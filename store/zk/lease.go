@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 )
 
@@ -28,10 +29,7 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // c.Value in the key node's data with the grant. The value is reported
 // only while the grant's lease node exists.
 func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
-	if err := tenure.CheckClaim(key, c); err != nil {
-		return tenure.Lease{}, err
-	}
-	if err := s.usable(ctx); err != nil {
+	if err := ctxerr.Claim(ctx, s.isClosed(), key, c); err != nil {
 		return tenure.Lease{}, err
 	}
 	held := func(node, time.Time) (tenure.Lease, bool, error) {
