@@ -33,15 +33,13 @@ type grant struct {
 
 	mu        sync.Mutex
 	sessionID int64
-	ended     chan struct{} // closed by end
-	why       string        // why it ended
-	expiry    *time.Timer   // ends the grant when not renewed for ttl
+	ending    // ends the grant when not renewed for ttl; ended closed by endWhy
 }
 
 // newSession opens a session whose timeout is ttl and waits for it,
 // bounded by ctx. It refuses a ttl above what the server grants.
 func (s *Store) newSession(ctx context.Context, ttl time.Duration) (*grant, error) {
-	g := &grant{s: s, ttl: ttl, ready: make(chan struct{}), ended: make(chan struct{}), gate: &dialGate{}}
+	g := &grant{s: s, ttl: ttl, ready: make(chan struct{}), ending: ending{ended: make(chan struct{})}, gate: &dialGate{}}
 	conn, negotiated, err := s.dialSession(ttl, g.event, g.gate)
 	if err != nil {
 		return nil, err
@@ -278,6 +276,45 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
+// ending is how a grant and a store session end: once, for a reason, with
+// their expiry timer stopped. Its fields are guarded by the mutex of the
+// grant or session that holds it.
+type ending struct {
+	ended  chan struct{} // closed when it ends
+	why    string        // why it ended; "" while it lives
+	expiry *time.Timer   // ends it when not renewed (kept alive) in time
+}
+
+// endLocked ends e for why, closing ended and stopping the expiry timer,
+// and reports true; if e had already ended it changes nothing and reports
+// false. The caller holds the mutex that guards e.
+func (e *ending) endLocked(why string) bool {
+	if isClosed(e.ended) {
+		return false
+	}
+	e.why = why
+	close(e.ended)
+	if e.expiry != nil {
+		e.expiry.Stop()
+	}
+	return true
+}
+
+// closeConn closes a session's connection, which ends its ZooKeeper
+// session: with wait it returns once the client closed the session (about
+// a second at most), else it closes it in the background. A nil conn is
+// left alone.
+func closeConn(conn *zk.Conn, wait bool) {
+	if conn == nil {
+		return
+	}
+	if wait {
+		conn.Close()
+	} else {
+		go conn.Close()
+	}
+}
+
 // extend moves the grant's expiry to sent+ttl; it reports false if the
 // grant has ended.
 func (g *grant) extend(sent time.Time) bool {
@@ -308,14 +345,9 @@ func (g *grant) end(wait bool) { g.endWhy("it was released", wait) }
 // closes it in the background.
 func (g *grant) endWhy(why string, wait bool) {
 	g.mu.Lock()
-	if isClosed(g.ended) {
+	if !g.endLocked(why) {
 		g.mu.Unlock()
 		return
-	}
-	g.why = why
-	close(g.ended)
-	if g.expiry != nil {
-		g.expiry.Stop()
 	}
 	token, conn := g.token, g.conn
 	g.mu.Unlock()
@@ -324,14 +356,7 @@ func (g *grant) endWhy(why string, wait bool) {
 		delete(g.s.grants, token)
 		g.s.mu.Unlock()
 	}
-	if conn == nil {
-		return // newSession closes it
-	}
-	if wait {
-		conn.Close()
-	} else {
-		go conn.Close()
-	}
+	closeConn(conn, wait) // if nil, newSession closes it
 }
 
 // lookup returns the grant l names if this store holds it and it is still

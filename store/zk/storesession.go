@@ -42,9 +42,7 @@ type storeSession struct {
 	busy    map[string]chan struct{}   // by key: closed when its Acquire or undo is over (see lockKey)
 	unsure  map[string]unsure          // by key: what Acquires whose answers were lost read (see adopt)
 	making  map[string]chan struct{}   // by key: closed once a grant under way is tracked or failed (see grantsUnderWay)
-	why     string                     // why the session ended; "" while it lives
-	ended   chan struct{}              // closed when it ends
-	expiry  *time.Timer                // ends the session when not kept alive for ttl
+	ending                             // ends the session when not kept alive for ttl
 }
 
 // sessionGrant is one grant of a storeSession.
@@ -78,7 +76,7 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	sent := time.Now()
 	ss := &storeSession{s: s, ttl: ttl, gate: &dialGate{}, ready: make(chan struct{}), slots: make(chan struct{}, maxInFlight),
 		checked: closedChan(), watched: closedChan(), grants: map[string]*sessionGrant{}, pending: map[*sessionGrant]struct{}{},
-		busy: map[string]chan struct{}{}, ended: make(chan struct{})}
+		busy: map[string]chan struct{}{}, ending: ending{ended: make(chan struct{})}}
 	conn, negotiated, err := s.dialSession(ttl, ss.event, ss.gate)
 	if err != nil {
 		return nil, s.fail(ctx, "open session", "", err)
@@ -246,14 +244,9 @@ func (ss *storeSession) sessionEvent(ev zk.Event) {
 // once the client closed the session (about a second at most).
 func (ss *storeSession) end(why string, wait bool) {
 	ss.mu.Lock()
-	if isClosed(ss.ended) {
+	if !ss.endLocked(why) {
 		ss.mu.Unlock()
 		return
-	}
-	ss.why = why
-	close(ss.ended)
-	if ss.expiry != nil {
-		ss.expiry.Stop()
 	}
 	conn := ss.conn
 	for _, sg := range ss.grants {
@@ -265,14 +258,7 @@ func (ss *storeSession) end(why string, wait bool) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
 	s.mu.Unlock()
-	if conn == nil {
-		return
-	}
-	if wait {
-		conn.Close()
-	} else {
-		go conn.Close()
-	}
+	closeConn(conn, wait)
 }
 
 // lost returns an error matching [tenure.ErrLost] if the session ended,
