@@ -23,6 +23,15 @@ func Register[S tenure.Store](open func(context.Context, *url.URL) (S, error), s
 	}
 }
 
+// RegisterString is [Register] for a store whose exported Open takes the
+// URL as a string (its driver parses the string itself): tenure.Open hands
+// open the URL it parsed, printed again with [String].
+func RegisterString[S tenure.Store](open func(context.Context, string) (S, error), schemes ...string) {
+	Register(func(ctx context.Context, u *url.URL) (S, error) {
+		return open(ctx, String(u))
+	}, schemes...)
+}
+
 // Open parses rawURL with [Parse], for the store called scheme, and hands
 // the URL to open: the exported Open of a store whose opener, registered
 // with [Register], takes a parsed URL.

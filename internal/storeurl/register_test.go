@@ -36,3 +36,17 @@ func TestRegisterAndOpen(t *testing.T) {
 		t.Errorf("Open of a bad URL = %v, %v; want ErrInvalid and nil", s, err)
 	}
 }
+
+func TestRegisterString(t *testing.T) {
+	var got string
+	RegisterString(func(_ context.Context, raw string) (*fakeStore, error) {
+		got = raw
+		return &fakeStore{}, nil
+	}, "storeurl-test-c")
+	if s, err := tenure.Open(context.Background(), "storeurl-test-c://"); err != nil || s == nil {
+		t.Errorf("tenure.Open of a scheme registered with RegisterString = %v, %v", s, err)
+	}
+	if got != "storeurl-test-c://" {
+		t.Errorf("open got %q, want the URL printed by String, storeurl-test-c://", got)
+	}
+}

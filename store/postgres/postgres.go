@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -58,9 +57,7 @@ var (
 )
 
 func init() {
-	storeurl.Register(func(ctx context.Context, u *url.URL) (*Store, error) {
-		return Open(ctx, storeurl.String(u))
-	}, "postgres", "postgresql")
+	storeurl.RegisterString(Open, "postgres", "postgresql")
 }
 
 // Open returns a store for the PostgreSQL database named by rawURL,

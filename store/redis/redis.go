@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -73,9 +72,7 @@ var (
 )
 
 func init() {
-	storeurl.Register(func(ctx context.Context, u *url.URL) (*Store, error) {
-		return Open(ctx, storeurl.String(u))
-	}, "redis", "rediss")
+	storeurl.RegisterString(Open, "redis", "rediss")
 }
 
 // Open returns a store for the Redis server named by rawURL,
