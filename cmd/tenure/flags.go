@@ -234,6 +234,25 @@ func checkKeyFlag(key, from string) error {
 	return checkTrimmed(from, key)
 }
 
+// checkIDFlag validates a candidate ID given for key (from: where it came
+// from): an identity tenure grants ([tenure.CheckAcquire]), with no white
+// space around it (checkTrimmed).
+func checkIDFlag(key, id, from string) error {
+	if err := tenure.CheckAcquire(key, id, time.Second); err != nil {
+		return about(from, err)
+	}
+	return checkTrimmed(from, id)
+}
+
+// checkTTLRange rejects a lease duration flag (name: --ttl, --window)
+// outside tenure.MinTTL to tenure.MaxTTL.
+func checkTTLRange(name string, d time.Duration) error {
+	if d < tenure.MinTTL || d > tenure.MaxTTL {
+		return usageErrorf("%s %s is out of range: want %s to %s", name, d, tenure.MinTTL, tenure.MaxTTL)
+	}
+	return nil
+}
+
 // checkKeyArgs takes *key from $TENURE_KEY when --key was not given,
 // then checks the command line of a subcommand that takes no positional
 // arguments (noArgs) and the key (checkKeyFlag), in that order.

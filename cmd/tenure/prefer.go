@@ -67,15 +67,11 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	if err == nil {
 		err = checkControlledKey(o.key, "a preference", "the suffixes")
 	}
-	if err == nil && (o.ttl < tenure.MinTTL || o.ttl > tenure.MaxTTL) {
-		err = usageErrorf("--ttl %s is out of range: want %s to %s", o.ttl, tenure.MinTTL, tenure.MaxTTL)
+	if err == nil {
+		err = checkTTLRange("--ttl", o.ttl)
 	}
 	if err == nil {
-		if err = tenure.CheckAcquire(o.key, o.holder, o.ttl); err != nil {
-			err = about("ID", err)
-		} else {
-			err = checkTrimmed("ID", o.holder)
-		}
+		err = checkIDFlag(o.key, o.holder, "ID")
 	}
 	if err == nil && (o.delay < 0 || o.delay > tenure.MaxTTL) {
 		err = usageErrorf("--delay %s is out of range: want 0 to %s", o.delay, tenure.MaxTTL)

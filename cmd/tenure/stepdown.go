@@ -66,15 +66,11 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	if err == nil {
 		err = checkControlledKey(o.key, "step-down", "the control key's suffix")
 	}
-	if err == nil && (o.window < tenure.MinTTL || o.window > tenure.MaxTTL) {
-		err = usageErrorf("--window %s is out of range: want %s to %s", o.window, tenure.MinTTL, tenure.MaxTTL)
+	if err == nil {
+		err = checkTTLRange("--window", o.window)
 	}
 	if err == nil && o.to != "" {
-		if err = tenure.CheckAcquire(o.key, o.to, time.Second); err != nil {
-			err = about("--to", err)
-		} else {
-			err = checkTrimmed("--to", o.to)
-		}
+		err = checkIDFlag(o.key, o.to, "--to")
 	}
 	if err == nil {
 		o.store, err = sf.resolve(os.LookupEnv)
