@@ -251,9 +251,13 @@ func (o *runOpts) storeDefaults(s tenure.Store) error {
 
 // runCmd is `tenure run`.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, env, code, done := parseRunner(args, stdout, stderr, parseRun)
+	o, code, done := parseRun(args, stdout, stderr)
 	if done {
 		return code
+	}
+	env, err := o.runnerEnv(stdout, stderr)
+	if err != nil {
+		return fail(stderr, err)
 	}
 	logger, stderr := env.logger, env.stderr
 
@@ -371,25 +375,6 @@ type runnerEnv struct {
 	self           string
 	logger         *slog.Logger
 	stdout, stderr io.Writer
-}
-
-// parseRunner begins `tenure run` and `tenure shard`: it parses their
-// command line with parse, then makes the runner environment of the
-// options (P is a pointer to them, with runOpts' runnerEnv). When done,
-// the command is over and exits with code: help was shown, or the command
-// line or the environment was refused.
-func parseRunner[O any, P interface {
-	*O
-	runnerEnv(stdout, stderr io.Writer) (runnerEnv, error)
-}](args []string, stdout, stderr io.Writer, parse func([]string, io.Writer, io.Writer) (O, int, bool)) (o O, env runnerEnv, code int, done bool) {
-	if o, code, done = parse(args, stdout, stderr); done {
-		return o, env, code, true
-	}
-	env, err := P(&o).runnerEnv(stdout, stderr)
-	if err != nil {
-		return o, env, fail(stderr, err), true
-	}
-	return o, env, 0, false
 }
 
 // runnerEnv finds the tenure executable and makes the logger (--quiet,

@@ -184,9 +184,13 @@ func (o *shardOpts) checkNames() error {
 
 // shardCmd is `tenure shard`.
 func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, env, code, done := parseRunner(args, stdout, stderr, parseShard)
+	o, code, done := parseShard(args, stdout, stderr)
 	if done {
 		return code
+	}
+	env, err := o.runnerEnv(stdout, stderr)
+	if err != nil {
+		return fail(stderr, err)
 	}
 	logger, stderr := env.logger, env.stderr
 
