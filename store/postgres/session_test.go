@@ -172,7 +172,9 @@ func get(t *testing.T, st tenure.Store, key string) tenure.Record {
 func TestSessionWatchSeesExpiry(t *testing.T) {
 	table := randomName("sess_watch_")
 	st, b := openTable(t, table), openTable(t, table)
-	const ttl = time.Second
+	// 2 s: a keep-alive a third of the TTL after the last one ends must
+	// start before the TTL is over, which at 1 s a loaded machine missed.
+	const ttl = 2 * time.Second
 	ss := storetest.OpenSession(t, st, ttl)
 	l := storetest.AcquireIn(t, ss, randomName("k"), "alpha", "")
 	ctx, cancel := context.WithCancel(ctxFor(t))
