@@ -36,7 +36,7 @@ func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
 // quiet reports whether c's socket is open and has nothing to read: no
 // data, no end of file, no error. It peeks under the descriptor's
 // reference only (RawConn.Control), not its read lock (RawConn.Read): pgx
-// leaves its background reader blocked in a read of an idle connection
+// can leave its background reader blocked in a read of an idle connection
 // after a write that took over 15 ms, and waiting for that lock would
 // hang the call that asked for the connection until the server sent
 // something, which an idle server never does.
