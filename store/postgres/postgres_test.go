@@ -270,13 +270,7 @@ func TestWatchesShareListener(t *testing.T) {
 		for range ch {
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for listeners(t, "watch_many") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the LISTEN connection stayed open after the last watch ended")
-		}
-		time.Sleep(20 * time.Millisecond) // the server's view; no event to wait on
-	}
+	awaitNoListener(t, "watch_many", "the LISTEN connection stayed open after the last watch ended")
 }
 
 // A watch that begins soon after the last one ended, as an elector's
@@ -310,10 +304,17 @@ func TestListenerOutlivesItsLastWatchBriefly(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
+	awaitNoListener(t, "watch_linger", "the lingering LISTEN connection outlived the store's Close")
+}
+
+// awaitNoListener waits up to 10 s for the server to show no backend
+// listening on channel, and fails with failure if one stays.
+func awaitNoListener(t *testing.T, channel, failure string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(listenerPIDs(t, "watch_linger")) != 0 {
+	for listeners(t, channel) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the lingering LISTEN connection outlived the store's Close")
+			t.Fatal(failure)
 		}
 		time.Sleep(20 * time.Millisecond) // the server's view; no event to wait on
 	}

@@ -49,7 +49,7 @@ func heldKey(t *testing.T, st *redis.Store) (l tenure.Lease, lease string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l, redis.DefaultPrefix + ":{" + l.Key + "}:lease"
+	return l, recordKey(l.Key, "lease")
 }
 
 // heldForged acquires a new key on a new store on srv, as heldKey does,
@@ -113,7 +113,7 @@ func TestTermsNeverGoBackAfterEviction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	termKey := redis.DefaultPrefix + ":{" + key + "}:term"
+	termKey := recordKey(key, "term")
 	filler := strings.Repeat("x", 4096)
 	for i := 0; ; i++ {
 		n, err := c.Exists(ctxFor(t), termKey).Result()
@@ -176,7 +176,7 @@ func TestTermsBeyondExactLuaIntegers(t *testing.T) {
 	t.Run("Counter", func(t *testing.T) {
 		st := open(t, srv.URL(0))
 		key := randomKey()
-		if err := c.Set(ctxFor(t), redis.DefaultPrefix+":{"+key+"}:term", big, 0).Err(); err != nil {
+		if err := c.Set(ctxFor(t), recordKey(key, "term"), big, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		var last uint64
@@ -269,7 +269,7 @@ func TestForgedLastExpiry(t *testing.T) {
 	c := client(t, srv)
 	for _, forged := range []string{"soon", "", "delete", "nan", "inf", "1e300", "99999999999999999"} {
 		l, lease := heldKey(t, st)
-		last := redis.DefaultPrefix + ":{" + l.Key + "}:last"
+		last := recordKey(l.Key, "last")
 		var err error
 		if forged == "delete" {
 			err = c.HDel(ctxFor(t), last, "exp_ms").Err()
@@ -301,19 +301,20 @@ func TestForgedLastExpiry(t *testing.T) {
 func TestSessionTermsExhausted(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	c := client(t, srv)
-	k := func(key, what string) string { return redis.DefaultPrefix + ":{" + key + "}:" + what }
 	forgeries := map[string]func(key string) error{
-		"CounterPast2^53":   func(key string) error { return c.Set(ctxFor(t), k(key, "term"), "9007199254740993", 0).Err() },
-		"CounterNotANumber": func(key string) error { return c.Set(ctxFor(t), k(key, "term"), "x", 0).Err() },
+		"CounterPast2^53":   func(key string) error { return c.Set(ctxFor(t), recordKey(key, "term"), "9007199254740993", 0).Err() },
+		"CounterNotANumber": func(key string) error { return c.Set(ctxFor(t), recordKey(key, "term"), "x", 0).Err() },
 		"CounterAHash": func(key string) error {
-			if err := c.Del(ctxFor(t), k(key, "term")).Err(); err != nil {
+			if err := c.Del(ctxFor(t), recordKey(key, "term")).Err(); err != nil {
 				return err
 			}
-			return c.HSet(ctxFor(t), k(key, "term"), "term", "7").Err()
+			return c.HSet(ctxFor(t), recordKey(key, "term"), "term", "7").Err()
 		},
-		"LastTermPast2^53":   func(key string) error { return c.HSet(ctxFor(t), k(key, "last"), "term", "9007199254740993").Err() },
-		"LastTermNotANumber": func(key string) error { return c.HSet(ctxFor(t), k(key, "last"), "term", "x").Err() },
-		"LastAString":        func(key string) error { return c.Set(ctxFor(t), k(key, "last"), "9007199254740993", 0).Err() },
+		"LastTermPast2^53": func(key string) error {
+			return c.HSet(ctxFor(t), recordKey(key, "last"), "term", "9007199254740993").Err()
+		},
+		"LastTermNotANumber": func(key string) error { return c.HSet(ctxFor(t), recordKey(key, "last"), "term", "x").Err() },
+		"LastAString":        func(key string) error { return c.Set(ctxFor(t), recordKey(key, "last"), "9007199254740993", 0).Err() },
 	}
 	for name, forge := range forgeries {
 		t.Run(name, func(t *testing.T) {
@@ -333,7 +334,7 @@ func TestSessionTermsExhausted(t *testing.T) {
 					t.Fatal(err)
 				}
 				if held { // the holder's grant is deleted with redis-cli, as for a stuck lock
-					if err := c.Del(ctxFor(t), k(key, "lease")).Err(); err != nil {
+					if err := c.Del(ctxFor(t), recordKey(key, "lease")).Err(); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -358,7 +359,6 @@ var rawRedis = []string{"WRONGTYPE", "user_script", "ERR "}
 func TestWrongTypeRecords(t *testing.T) {
 	srv := testserver.Redis(t, false)
 	c := client(t, srv)
-	k := func(key, what string) string { return redis.DefaultPrefix + ":{" + key + "}:" + what }
 	retype := func(t *testing.T, name string, cmd ...any) {
 		t.Helper()
 		if err := c.Del(ctxFor(t), name).Err(); err != nil {
@@ -395,14 +395,14 @@ func TestWrongTypeRecords(t *testing.T) {
 		if err := st.Release(ctxFor(t), l); err != nil {
 			t.Fatal(err)
 		}
-		retype(t, k(l.Key, "term"), "HSET", k(l.Key, "term"), "term", "7")
+		retype(t, recordKey(l.Key, "term"), "HSET", recordKey(l.Key, "term"), "term", "7")
 		_, err := st.Get(ctxFor(t), l.Key)
 		storetest.Tampered(t, "Get", err, l.Key, nil, rawRedis...)
 	})
 	t.Run("LastString", func(t *testing.T) {
 		st := open(t, srv.URL(0))
 		l, _ := heldKey(t, st)
-		retype(t, k(l.Key, "last"), "SET", k(l.Key, "last"), "x")
+		retype(t, recordKey(l.Key, "last"), "SET", recordKey(l.Key, "last"), "x")
 		if err := st.Renew(ctxFor(t), l); err != nil {
 			t.Fatalf("Renew of a grant whose last-grant record is a string: %v", err)
 		}
@@ -424,7 +424,7 @@ func TestCounterNotAnInteger(t *testing.T) {
 			if err := st.Release(ctxFor(t), l); err != nil {
 				return err
 			}
-			return c.Set(ctxFor(t), redis.DefaultPrefix+":{"+l.Key+"}:term", forged, 0).Err()
+			return c.Set(ctxFor(t), recordKey(l.Key, "term"), forged, 0).Err()
 		})
 		_, err := open(t, srv.URL(0)).Acquire(ctxFor(t), l.Key, "beta", time.Second)
 		storetest.Tampered(t, "Acquire with the counter "+forged, err, l.Key, tenure.ErrTermsExhausted, rawRedis...)
@@ -443,7 +443,7 @@ func TestForgedLeaseExpiry(t *testing.T) {
 		st, l := heldForged(t, srv, func(_ *redis.Store, _ tenure.Lease, lease string) error {
 			return c.Do(ctxFor(t), append([]any{forge[0], lease}, forge[1:]...)...).Err()
 		})
-		lease := redis.DefaultPrefix + ":{" + l.Key + "}:lease"
+		lease := recordKey(l.Key, "lease")
 		b := open(t, srv.URL(0))
 		_, err := b.Acquire(ctxFor(t), l.Key, "beta", time.Second)
 		var held *tenure.HeldError
@@ -489,3 +489,7 @@ func TestSessionKeyOfAnotherType(t *testing.T) {
 	_, err = ss.Acquire(ctxFor(t), key, "alpha", "")
 	storetest.Tampered(t, "session Acquire after the session's key became a string", err, key, tenure.ErrLost, rawRedis...)
 }
+
+// recordKey is the Redis key of key's record what ("lease", "term",
+// "last") under the default prefix, as redis-cli would name it.
+func recordKey(key, what string) string { return redis.DefaultPrefix + ":{" + key + "}:" + what }
