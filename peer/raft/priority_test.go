@@ -50,12 +50,16 @@ func TestPriorityZeroNeverLeads(t *testing.T) {
 				if id != c.ids[i] {
 					continue // already moved on
 				}
+				var held *tenure.HeldError
 				if l, err := n.Acquire(ctx, "k", c.ids[i], testHB); err == nil {
 					t.Fatalf("member %d, of priority 0, granted %+v", i, l)
-				} else if !errors.Is(err, ErrSteppingDown) && !errors.Is(err, tenure.ErrUnavailable) {
-					// ErrUnavailable: raft moved leadership on between the
-					// State check and the Acquire.
-					t.Fatalf("member %d, of priority 0, refused with %v; want ErrSteppingDown (or ErrUnavailable once it handed over)", i, err)
+				} else if !errors.Is(err, ErrSteppingDown) && !errors.Is(err, tenure.ErrUnavailable) &&
+					!(errors.As(err, &held) && held.Record.Holder != c.ids[i] && held.Record.Term > term) {
+					// ErrUnavailable, or the key held by another member in a
+					// later term (seen once in CI: "held by n1 (term 16)"):
+					// raft moved leadership on between the read above and
+					// the Acquire.
+					t.Fatalf("member %d, of priority 0, refused with %v; want ErrSteppingDown (or ErrUnavailable, or held by another member in a later term, once it handed over)", i, err)
 				}
 				if r, _ := n.Get(ctx, "k"); r.Held() && (r.Holder == c.ids[i] || r.Term <= term) {
 					t.Fatalf("member %d, of priority 0 and raft leader in term %d, reports the key held: %+v", i, term, r)
