@@ -2,6 +2,8 @@ package torture
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,33 @@ func TestSummaryNamesTheLatestNotice(t *testing.T) {
 	Summary(&sum, h, nil)
 	if strings.Contains(sum.String(), "renew deadline") {
 		t.Fatalf("summary speaks of notices none recorded:\n%s", sum.String())
+	}
+}
+
+// TestReplayCommandNamesThisPackage: the replay command a failing round
+// prints names this package's directory relative to the module's root,
+// where the command is run, and the round's seed and length; it once named
+// ./torture, which does not exist.
+func TestReplayCommandNamesThisPackage(t *testing.T) {
+	cmd := replayCommand(Config{Seed: 42, Duration: 90 * time.Second}, "TestTortureMemory")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("../.. is not the module root: %v", err)
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(root, here)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"go test ./" + filepath.ToSlash(rel) + " ", "TENURE_TORTURE_SEED=42 ", "TENURE_TORTURE_DURATION=1m30s ", "-run '^TestTortureMemory$'"} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("replay command %q lacks %q", cmd, want)
+		}
 	}
 }

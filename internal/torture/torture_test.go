@@ -3,6 +3,7 @@ package torture
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +25,14 @@ func budget(t *testing.T, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// replayCommand is the command, run from the module's root, that replays
+// the round c of test name: the same seed and, since the fault schedule is
+// drawn over the round's length, the same TENURE_TORTURE_DURATION.
+func replayCommand(c Config, name string) string {
+	return fmt.Sprintf("TENURE_TORTURE_SEED=%d TENURE_TORTURE_DURATION=%s go test ./internal/torture -run '^%s$' -v",
+		c.Seed, c.Duration, name)
 }
 
 // seed returns TENURE_TORTURE_SEED, or a fresh seed that is printed.
@@ -62,8 +71,7 @@ func torture(t *testing.T, d Driver, c Config, failoverBound time.Duration) *His
 		_ = os.WriteFile(base+".txt", sum.Bytes(), 0o644)
 	}
 	if len(vs) > 0 {
-		t.Fatalf("seed %d: %d violations; replay with: TENURE_TORTURE_SEED=%d go test ./torture -run '%s' -v",
-			c.Seed, len(vs), c.Seed, t.Name())
+		t.Fatalf("seed %d: %d violations; replay with: %s", c.Seed, len(vs), replayCommand(c, t.Name()))
 	}
 	if len(h.Faults) == 0 {
 		t.Fatalf("seed %d: no fault was injected in %s", c.Seed, h.Duration)
