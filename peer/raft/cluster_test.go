@@ -28,6 +28,8 @@ type cluster struct {
 	nodes []*Node     // nil while crashed
 	group []int       // partition component of each member; equal means connected
 	prios map[int]int // Config.Priority of members that have one
+
+	configure func(i int, cfg *Config) // adjusts member i's Config before New; may be nil
 }
 
 // newCluster starts n members with heartbeat timeout hb. It does not wait
@@ -39,7 +41,16 @@ func newCluster(t testing.TB, n int, hb time.Duration) *cluster {
 // newPriorityCluster is newCluster with Config.Priority prios[i] for
 // member i (the default for the others).
 func newPriorityCluster(t testing.TB, n int, hb time.Duration, prios map[int]int) *cluster {
-	c := &cluster{t: t, hb: hb, trans: make([]*hraft.InmemTransport, n), nodes: make([]*Node, n), group: make([]int, n), prios: prios}
+	return newConfiguredCluster(t, n, hb, prios, nil)
+}
+
+// newConfiguredCluster is newPriorityCluster with configure(i, &cfg)
+// applied to member i's Config before each (re)start, for a test that
+// replaces its transport or stores (wrapping the cluster's own: the
+// cluster links members by their *hraft.InmemTransport). configure may
+// be nil.
+func newConfiguredCluster(t testing.TB, n int, hb time.Duration, prios map[int]int, configure func(i int, cfg *Config)) *cluster {
+	c := &cluster{t: t, hb: hb, trans: make([]*hraft.InmemTransport, n), nodes: make([]*Node, n), group: make([]int, n), prios: prios, configure: configure}
 	for i := range n {
 		c.ids = append(c.ids, fmt.Sprintf("n%d", i))
 		c.addrs = append(c.addrs, hraft.ServerAddress(fmt.Sprintf("mem%d", i)))
@@ -74,12 +85,16 @@ func (c *cluster) start(i int) *Node {
 	if p, ok := c.prios[i]; ok {
 		prio = &p
 	}
-	n, err := New(Config{
+	cfg := Config{
 		ID: c.ids[i], Members: c.members(), Priority: prio,
 		HeartbeatTimeout: c.hb, ElectionTimeout: c.hb, LeaderLeaseTimeout: c.hb / 2,
 		Logger:    hclog.NewNullLogger(),
 		Transport: tr, LogStore: c.stores[i], StableStore: c.stores[i], SnapshotStore: c.snaps[i],
-	})
+	}
+	if c.configure != nil {
+		c.configure(i, &cfg)
+	}
+	n, err := New(cfg)
 	if err != nil {
 		c.t.Fatalf("start member %d: %v", i, err)
 	}
