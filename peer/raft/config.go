@@ -92,7 +92,9 @@ type Config struct {
 	// authenticated TCP transport and the on-disk stores, for in-process
 	// clusters (tests, simulations) built on [hraft.NewInmemTransport] and
 	// [hraft.NewInmemStore]. A node does not close stores it was given; raft
-	// closes the transport when the node closes.
+	// closes the transport when the node closes. The node installs no
+	// heartbeat handler on it (SetHeartbeatHandler): heartbeats go through
+	// Consumer to raft's main loop (see heartbeat.go).
 	Transport     hraft.Transport
 	LogStore      hraft.LogStore
 	StableStore   hraft.StableStore

@@ -16,7 +16,10 @@ type raftView interface {
 // protocol report. hashicorp/raft clears the known leader on every state
 // change, a term raised by a vote request included, and sets it with the
 // term of the leader's AppendEntries; so an ID read while the term stays
-// the same is the leader of that term. Read side by side with no such
+// the same is the leader of that term, provided heartbeats are handled by
+// raft's main loop, in order with the term changes, as the node has them
+// (heartbeat.go; on the transport's fast path a stale heartbeat could set
+// the old leader after the clear). Read side by side with no such
 // check, an election between the two reads paired the old leader with the
 // new term: an observer then said the old leader had won the term that a
 // leadership transfer's target was winning. leaderNow does not block.

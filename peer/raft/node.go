@@ -131,7 +131,9 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
-	if n.raft, err = hraft.NewRaft(rc, &n.fsm, logs, stable, snaps, trans); err != nil {
+	// Heartbeats through the main loop, in order with term changes
+	// (heartbeat.go).
+	if n.raft, err = hraft.NewRaft(rc, &n.fsm, logs, stable, snaps, serialHeartbeats(trans)); err != nil {
 		closeTrans()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
