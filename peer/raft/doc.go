@@ -24,6 +24,10 @@
 //     releasing node grants nothing ([ErrSteppingDown]).
 //   - Get and Watch report the raft leader as this node sees it (Holder ""
 //     while it knows none) and the current term; TTL and Remaining are 0.
+//     A member names a leader only with the term that leader won: raft's
+//     main loop handles heartbeats in order with term changes (the
+//     transport's heartbeat fast path is left unused, see heartbeat.go),
+//     so one term never reads as held by two members.
 //   - A Node is a [tenure.Publisher]: AcquireClaim with a Value commits the
 //     value to the raft log in the grant's term (one more quorum round)
 //     before granting, and every member's Get and Watch report it while
