@@ -42,6 +42,11 @@ func encodeCandidate(priority int, since time.Time) string {
 	return fmt.Sprintf("%s %d %d", candidatePrefix, priority, since.UnixMilli())
 }
 
+// parseCandidate decodes r, a record of a registration slot; ok is false
+// when it holds no live registration, or one no elector could have
+// written: a priority outside [NeverLead, MaxPriority] (a value written
+// into the store from outside would otherwise rank above every real
+// candidate in the list and as a hand-over target).
 func parseCandidate(r Record) (Candidate, bool) {
 	if !r.Held() {
 		return Candidate{}, false
@@ -52,7 +57,7 @@ func parseCandidate(r Record) (Candidate, bool) {
 	}
 	p, err1 := strconv.Atoi(f[1])
 	ms, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
+	if err1 != nil || err2 != nil || p < NeverLead || p > MaxPriority {
 		return Candidate{}, false
 	}
 	return Candidate{Identity: r.Holder, Priority: p, Since: time.UnixMilli(ms), Remaining: r.Remaining}, true

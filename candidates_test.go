@@ -2,6 +2,7 @@ package tenure_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -102,4 +103,35 @@ func TestFormerLeaderCountsCandidatesThatCameWhileItLed(t *testing.T) {
 			t.Errorf("before campaigning again the former leader ranks itself %d; want 1, below high", r)
 		}
 	})
+}
+
+// TestForgedCandidatesAreNotListed: a registration slot written into the
+// store from outside with a priority no elector can have (above
+// MaxPriority, or negative) is not a candidate: it would rank above every
+// real one in `tenure status --candidates` and as the best hand-over
+// target. A slot holding a real registration is listed as before.
+func TestForgedCandidatesAreNotListed(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New(tenure.SystemClock)
+	defer st.Close()
+	slot := func(i int) string { return fmt.Sprintf("job%s%02d", tenure.CandidateSuffix, i) }
+	for i, c := range []tenure.Claim{
+		{Identity: "ghost", TTL: time.Minute, Value: "candidate 5000 1700000000000"},
+		{Identity: "shadow", TTL: time.Minute, Value: "candidate -1 1700000000000"},
+		{Identity: "real", TTL: time.Minute, Value: "candidate 2 1700000000000"},
+	} {
+		if _, err := st.AcquireClaim(ctx, slot(i+3), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := tenure.Candidates(ctx, st, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Identity != "real" || cs[0].Priority != 2 {
+		t.Fatalf("Candidates = %+v; want only real, priority 2", cs)
+	}
+	if best, ok := tenure.BestCandidate(cs, ""); !ok || best.Identity != "real" {
+		t.Fatalf("BestCandidate = %+v, %v; want real", best, ok)
+	}
 }
