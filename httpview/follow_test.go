@@ -35,3 +35,27 @@ func TestFollowFedRecords(t *testing.T) {
 		t.Fatalf("%d /events streams still open after Follow returned", n)
 	}
 }
+
+// TestLeaseDurationFromALaterRecord: a follower's elector reports a new
+// leader (EventLeaderChanged, which carries no TTL) before the store's
+// record of the same term does; the view takes the lease's TTL from that
+// record instead of serving lease_duration 0 for the whole term.
+func TestLeaseDurationFromALaterRecord(t *testing.T) {
+	h := mustNew(t, Options{Key: key, Store: memory.New(nil)})
+	h.OnEvent(nil)(tenure.Event{Kind: tenure.EventLeaderChanged, Key: key, Holder: "a", Term: 3, Time: time.Now()})
+	if l := h.Current(); l.Name != "a" || l.Term != 3 {
+		t.Fatalf("the view after the elector's event: %+v, want a in term 3", l)
+	}
+	records := make(chan tenure.Record)
+	done := make(chan error, 1)
+	go func() { done <- h.Follow(context.Background(), records) }()
+	records <- tenure.Record{Key: key, Holder: "a", Term: 3, TTL: 10 * time.Second}
+	records <- tenure.Record{Key: key, Holder: "a", Term: 3, TTL: 10 * time.Second} // received once the first was applied
+	if l := h.Current(); l.LeaseDuration != 10 {
+		t.Errorf("lease_duration after the store's record = %v, want 10 (seconds)", l.LeaseDuration)
+	}
+	close(records)
+	if err := <-done; err != nil {
+		t.Fatalf("Follow returned %v", err)
+	}
+}

@@ -117,7 +117,8 @@ type sentView struct {
 
 // apply records one sighting of (holder, term, ttl, value) at time at, and
 // reports whether the view changed: leadership, or the leader's value
-// learnt after its term (an elector event carries no value). Called with
+// learnt after its term (an elector event carries no value, nor a TTL,
+// which is filled in the same way but is no change to report). Called with
 // h.mu held.
 func (h *Handler) apply(holder string, term uint64, ttl time.Duration, value string, at time.Time) bool {
 	s := &h.st
@@ -127,6 +128,11 @@ func (h *Handler) apply(holder string, term uint64, ttl time.Duration, value str
 	}
 	switch s.track.Apply(holder, term) {
 	case leadership.Same:
+		if s.ttl == 0 && holder != "" {
+			// An elector's event (no TTL) showed this term first: the
+			// store's record of it fills in the lease's TTL.
+			s.ttl = ttl
+		}
 		if value == "" || value == s.value || holder == "" {
 			return false
 		}
