@@ -93,8 +93,8 @@ func badFlagCases(store, corrupt string) []badInput {
 		// of its own beside "job"'s.
 		{"--key with a trailing space", []string{"run", "--store", store, "--key", "job ", "--", "true"}, exitUsage, `--key "job " begins or ends with white space: it would name another lease than "job"`},
 		{"--key only a space", []string{"status", "--store", store, "--key", " "}, exitUsage, `--key " " is only white space`},
-		{"--id with a leading tab", append(run, "--id", "\tweb-0", "--", "true"), exitUsage, `--id "\tweb-0" begins or ends with white space`},
-		{"--group with a space", []string{"shard", "--store", store, "--group", "g ", "--members", "a,b", "--id", "a", "--shards", "1", "--", "true"}, exitUsage, `--group "g " begins or ends with white space`},
+		{"--id with a leading tab", append(run, "--id", "\tweb-0", "--", "true"), exitUsage, `--id "\tweb-0" begins or ends with white space: it would be another identity than "web-0"`},
+		{"--group with a space", []string{"shard", "--store", store, "--group", "g ", "--members", "a,b", "--id", "a", "--shards", "1", "--", "true"}, exitUsage, `--group "g " begins or ends with white space: it would name another group than "g"`},
 		{"step-down --to a space", []string{"step-down", "--store", store, "--key", "job", "--to", " "}, exitUsage, `--to " " is only white space`},
 		{"prefer a padded ID", []string{"prefer", "--store", store, "--key", "job", "web-0 "}, exitUsage, `ID "web-0 " begins or ends with white space`},
 		{"step-down --to an unknown ID, nobody leads", []string{"step-down", "--store", store, "--key", "job", "--to", "web-9"}, exitFree, `nobody leads "job"; nothing to step down`},

@@ -231,7 +231,7 @@ func checkKeyFlag(key, from string) error {
 	if err := tenure.CheckKey(key); err != nil {
 		return about(from, err)
 	}
-	return checkTrimmed(from, key)
+	return checkTrimmed(from, "name another lease than", key)
 }
 
 // checkIDFlag validates a candidate ID given for key (from: where it came
@@ -241,7 +241,7 @@ func checkIDFlag(key, id, from string) error {
 	if err := tenure.CheckAcquire(key, id, time.Second); err != nil {
 		return about(from, err)
 	}
-	return checkTrimmed(from, id)
+	return checkTrimmed(from, anotherID, id)
 }
 
 // checkTTLRange rejects a lease duration flag (name: --ttl, --window)
@@ -275,19 +275,24 @@ func checkControlledKey(key, who, room string) error {
 	return nil
 }
 
+// anotherID is checkTrimmed's other for an identity.
+const anotherID = "be another identity than"
+
 // checkTrimmed rejects a key, identity or group name s (from: where it came
 // from) that begins or ends with white space, or is nothing else. The
 // library takes " job" as a name of its own, another lease than "job": a
 // stray space in one machine's unit file or $TENURE_KEY would elect a
-// second leader, for what its operator thinks is the same job.
-func checkTrimmed(from, s string) error {
+// second leader, for what its operator thinks is the same job. other says
+// what the padded s would be, such as "name another lease than": the error
+// ends "it would " + other + the trimmed s.
+func checkTrimmed(from, other, s string) error {
 	switch t := strings.TrimSpace(s); {
 	case t == s:
 		return nil
 	case t == "":
 		return usageErrorf("%s %q is only white space", from, s)
 	default:
-		return usageErrorf("%s %q begins or ends with white space: it would name another lease than %q", from, s, t)
+		return usageErrorf("%s %q begins or ends with white space: it would %s %q", from, s, other, t)
 	}
 }
 

@@ -139,7 +139,7 @@ func (o *runOpts) validate(cmdline []string) error {
 		return err
 	}
 	o.identify()
-	if err := checkTrimmed(o.idFrom, o.id); err != nil {
+	if err := checkTrimmed(o.idFrom, anotherID, o.id); err != nil {
 		return err
 	}
 	if err := tenure.CheckValue(o.advertise); err != nil {

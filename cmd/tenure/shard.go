@@ -148,7 +148,7 @@ func (o *shardOpts) validate(cmdline []string) error {
 	if o.group == "" {
 		return usageErrorf("--group is required")
 	}
-	if err := checkTrimmed("--group", o.group); err != nil {
+	if err := checkTrimmed("--group", "name another group than", o.group); err != nil {
 		return err
 	}
 	if _, peer := peerMode(o.store.url); peer {
