@@ -86,6 +86,8 @@ func badFlagCases(store, corrupt string) []badInput {
 		// before the store is opened.
 		{"--http port out of range", append(run, "--http", ":99999", "--", "true"), exitUsage, `--http ":99999": address 99999: invalid port`},
 		{"--http unclosed bracket", append(run, "--http", "[::1", "--", "true"), exitUsage, `--http "[::1": address [::1: missing ']' in address`},
+		// --exec-timeout bounds --exec's runs: alone it would do nothing.
+		{"--exec-timeout without --exec", []string{"watch", "--store", store, "--key", "job", "--exec-timeout", "5s"}, exitUsage, "--exec-timeout 5s is given without --exec"},
 		{"--http without a port", []string{"watch", "--store", store, "--key", "job", "--http", "localhost"}, exitUsage, `--http "localhost": address localhost: missing port in address`},
 		{"--http with a newline", []string{"watch", "--store", "file://" + corrupt, "--key", "job", "--http", "a\nb:80x"}, exitUsage, `--http "a\nb:80x"`},
 		{"escape in --http", append(run, "--http", "\x1b[2J", "--", "true"), exitUsage, `--http "\x1b[2J"`},

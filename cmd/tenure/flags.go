@@ -379,6 +379,15 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	if err == nil && o.execTimeout < 0 {
 		err = usageErrorf("--exec-timeout %s must not be negative (0: no limit)", o.execTimeout)
 	}
+	if err == nil && o.exec == "" {
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "exec-timeout" {
+				// It bounds --exec's runs: alone it would do nothing, and
+				// the hook its user meant to bound would never run.
+				err = usageErrorf("--exec-timeout %s is given without --exec; give --exec CMD or leave it out", o.execTimeout)
+			}
+		})
+	}
 	if err == nil {
 		o.store, err = sf.resolve(os.LookupEnv)
 	}
