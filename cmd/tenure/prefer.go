@@ -49,7 +49,7 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	fs := newFlagSet("prefer")
 	sf := addStoreFlags(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` to set a preferred holder on (required)")
-	fs.DurationVar(&o.delay, "delay", 0, "how long the leader must see ID registered before it hands over `DUR` (default: one TTL of the leader)")
+	fs.DurationVar(&o.delay, "delay", 0, "hand over once the leader has seen ID registered for `DUR` without a break (default: one TTL of the leader)")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "the preference's own lease `DUR`: it lapses this long after this command dies")
 	if code, done := parseFlags(fs, args, preferHelp, stdout, stderr); done {
 		return o, code, true

@@ -33,8 +33,9 @@ On a Redis store a line "store check: ..." (JSON: "store_checks") says what
 was checked of the server's maxmemory-policy.
 With --candidates it also lists the candidates tenure run registered for
 KEY, best first, with priority and since when (JSON: "candidates", each
-{"id","priority","since","leading"}); in peer modes, with the group's
-observer URL, the live members.
+{"id","priority","since","leading","preferred"}, preferred marking the
+holder named by tenure prefer); in peer modes, with the group's observer
+URL, the live members.
 
 Flags:
 `

@@ -57,7 +57,7 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	sf := addStoreFlags(fs)
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` whose leader steps down (required)")
 	fs.StringVar(&o.to, "to", "", "hand over to candidate `ID` (default: any candidate but the leader)")
-	fs.DurationVar(&o.window, "window", tenure.DefaultStepDownWindow, "how long the other candidates hold back for --to `DUR` (from 100ms to 24h)")
+	fs.DurationVar(&o.window, "window", tenure.DefaultStepDownWindow, "the window (`DUR`, from 100ms to 24h) during which only --to's candidate (without --to: any but the leader) may take the key")
 	fs.BoolVar(&o.noWait, "no-wait", false, "return once the request is made, without waiting for the new leader")
 	if code, done := parseFlags(fs, args, stepDownHelp, stdout, stderr); done {
 		return o, code, true

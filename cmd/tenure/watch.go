@@ -19,8 +19,10 @@ const watchHelp = `Usage: tenure watch [flags] --key KEY
 Prints the current leader of KEY, then one line each time the leader or term
 changes, including "no leader" when a holder releases or its lease expires,
 until interrupted (SIGINT or SIGTERM; exit code 0). Lines start with the
-local time the change was seen. With --json each line is an object shaped as
-in "tenure status --json" plus "time" (RFC 3339).
+local time the change was seen. With --json each line is an object with
+the fields of "tenure status --json" but acquire_time, renew_time and
+transitions (key, held, holder, term, ttl_ms, remaining_ms, value), plus
+"time" (RFC 3339).
 
 With --http ADDR it also serves the leadership view, as "tenure run --http"
 does, without ever campaigning: one dashboard for a whole group. GET /
