@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,10 @@ func badFlagCases(store, corrupt string) []badInput {
 		// of its own beside "job"'s.
 		{"--key with a trailing space", []string{"run", "--store", store, "--key", "job ", "--", "true"}, exitUsage, `--key "job " begins or ends with white space: it would name another lease than "job"`},
 		{"--key only a space", []string{"status", "--store", store, "--key", " "}, exitUsage, `--key " " is only white space`},
+		// Quoted back as given: the one-line error once folded runs of
+		// spaces, and said " " for three.
+		{"--key of three spaces", []string{"status", "--store", store, "--key", "   "}, exitUsage, `--key "   " is only white space`},
+		{"--key with two spaces inside", []string{"status", "--store", store, "--key", "a  b "}, exitUsage, `--key "a  b " begins or ends with white space: it would name another lease than "a  b"`},
 		{"--id with a leading tab", append(run, "--id", "\tweb-0", "--", "true"), exitUsage, `--id "\tweb-0" begins or ends with white space: it would be another identity than "web-0"`},
 		{"--group with a space", []string{"shard", "--store", store, "--group", "g ", "--members", "a,b", "--id", "a", "--shards", "1", "--", "true"}, exitUsage, `--group "g " begins or ends with white space: it would name another group than "g"`},
 		{"step-down --to a space", []string{"step-down", "--store", store, "--key", "job", "--to", " "}, exitUsage, `--to " " is only white space`},
@@ -262,4 +267,16 @@ func statusOf(u string) (code int, out, stderr string) {
 	var o, e bytes.Buffer
 	code = runInProcess([]string{"status", "--store", u, "--key", "job"}, &o, &e)
 	return code, o.String() + e.String(), e.String()
+}
+
+// TestFailJoinsLines: an error spanning lines, as some SDKs write them
+// (indented continuation lines, a tab, a trailing newline), is printed as
+// one line, its lines joined by one space; spaces within a line are kept.
+func TestFailJoinsLines(t *testing.T) {
+	var stderr bytes.Buffer
+	fail(&stderr, errors.New("tenure: dial failed:\n\t  connection refused\r\n  (is it running?)\n\n key \"a  b\"\tgone\n"))
+	want := "tenure: dial failed: connection refused (is it running?) key \"a  b\" gone\n"
+	if got := stderr.String(); got != want {
+		t.Fatalf("fail printed %q, want %q", got, want)
+	}
 }

@@ -161,6 +161,24 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
+// oneLine joins the lines of msg with one space, dropping the white space
+// around each line break or tab (an SDK's error may span indented lines),
+// and trims its ends. Runs of spaces within a line are kept: they may be part
+// of what the user gave, quoted back ("--key \"   \" is only white space").
+func oneLine(msg string) string {
+	var b strings.Builder
+	for _, l := range strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' || r == '\t' || r == '\v' || r == '\f' }) {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
 // fail prints err as the single line "tenure: <what was wrong>" and returns
 // its exit code: exitUsage for command-line and argument errors (including
 // errors wrapping tenure.ErrInvalid and tenure.ErrUnknownScheme),
@@ -168,8 +186,7 @@ func usageErrorf(format string, args ...any) error {
 // record rewritten with the store's own client can put any bytes there)
 // are printed escaped, never raw.
 func fail(stderr io.Writer, err error) int {
-	msg := strings.TrimPrefix(err.Error(), "tenure: ")
-	msg = printable(strings.Join(strings.Fields(msg), " ")) // one line, whatever the error held
+	msg := printable(oneLine(strings.TrimPrefix(err.Error(), "tenure: ")))
 	fmt.Fprintf(stderr, "tenure: %s\n", msg)
 	var ue *usageError
 	if errors.As(err, &ue) || errors.Is(err, tenure.ErrInvalid) || errors.Is(err, tenure.ErrUnknownScheme) {
