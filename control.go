@@ -97,8 +97,10 @@ type Control struct {
 	// candidate registered for YieldAfter without a break: the way to
 	// prefer a holder, with a delay so that a flapping candidate does not
 	// bounce leadership. It is checked when the candidates are re-read,
-	// about once per TTL, so the hand-over comes up to a TTL after
-	// YieldAfter. Default 0: a leader keeps leading.
+	// about once per TTL, and counts from the first re-read that shows the
+	// candidate, itself up to about a TTL after it registered: so the
+	// hand-over comes up to about two TTLs after YieldAfter, counted from
+	// the registration. Default 0: a leader keeps leading.
 	YieldAfter time.Duration
 }
 

@@ -29,7 +29,10 @@ type Preference struct {
 	Holder string
 	// Delay is how long the leader must have seen Holder registered as a
 	// candidate, without a break, before it hands over: so that a
-	// flapping node does not bounce leadership. Default one TTL of the
+	// flapping node does not bounce leadership. It counts from the
+	// leader's first read that shows Holder (it reads the candidates about
+	// once per TTL), so the hand-over comes up to about two TTLs after
+	// Delay, counted from Holder's registration. Default one TTL of the
 	// leader.
 	Delay time.Duration
 }

@@ -27,7 +27,7 @@ import (
 const (
 	priorityUsage = "campaign with priority `N`: when the key is free the highest registered priority gets a head start; 0 never leads (a standby that only observes); at most 1000"
 	handoverUsage = "on SIGTERM while leading, once CMD exited, hand the key over to the best waiting candidate (highest priority; in peer modes any other member) instead of a plain release; exit once it leads (at most one TTL later)"
-	yieldUsage    = "while leading, hand over to a candidate of higher --priority once it has been registered for `DUR` (the preferred holder; 0: never)"
+	yieldUsage    = "while leading, hand over to a candidate of higher --priority once this leader has seen it registered (in peer modes: live) for `DUR` without a break; on a store the leader re-reads the candidates about once per TTL, so the hand-over can come up to two TTLs after DUR (0: never)"
 )
 
 // controlFlags adds --priority and --handover to fs.

@@ -48,7 +48,7 @@ and release KEY, and it stays a candidate (in peer modes, step-down takes
 the group's observer URL). --priority N ranks candidates when KEY is free
 (highest first; 0 never leads); --handover hands KEY to the best waiting
 candidate on SIGTERM (in peer modes to any other member); --yield-after DUR
-hands it to a candidate of higher priority registered for DUR. In peer
+hands it to a candidate of higher priority it has seen registered for DUR. In peer
 modes --priority is the member's own (also priority=N in the URL), sent to
 the others in every message: in lowest, bully and ring the live member of
 the highest priority coordinates, ties broken by the algorithm's ID order;
