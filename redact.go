@@ -28,16 +28,10 @@ var accountSchemes = map[string]bool{
 }
 
 // isSecretName reports whether a parameter called name carries a secret.
-// A name that ends in "file" (secret-file, passfile) names where a secret
-// is kept, not the secret: it is shown, so that an error about the file
-// can say which one ("run: chmod 600 PATH").
 func isSecretName(name string) bool {
 	n := strings.ToLower(name)
 	if u, err := url.QueryUnescape(n); err == nil {
 		n = u
-	}
-	if strings.HasSuffix(n, "file") {
-		return false
 	}
 	for _, s := range secretNames {
 		if strings.Contains(n, s) {
@@ -56,9 +50,8 @@ func isSecretName(name string) bool {
 //     redis://xxxxx@host;
 //   - the value of every query or fragment parameter whose name looks
 //     secret (password, sslpassword, secret, token, key, accountkey, sig,
-//     auth...), but not of one whose name ends in "file" (secret-file,
-//     passfile), which names a file that holds a secret; and secrets in
-//     URLs or name=value lists nested in other parameters' values;
+//     auth...), and secrets in URLs or name=value lists nested in other
+//     parameters' values;
 //   - secret values in a string that is not a URL but a keyword/value list,
 //     such as a libpq connection string "host=db password=xxxxx" or an Azure
 //     connection string "AccountName=a;AccountKey=xxxxx";

@@ -280,27 +280,3 @@ func TestFailJoinsLines(t *testing.T) {
 		t.Fatalf("fail printed %q, want %q", got, want)
 	}
 }
-
-// TestSecretFileNamedInItsErrors: a peer secret file that is readable by
-// others, or too weak, is refused with its path in the fix to run: the
-// path is where the secret is, not the secret, and "chmod 600 xxxxx"
-// could not be acted on.
-func TestSecretFileNamedInItsErrors(t *testing.T) {
-	dir := t.TempDir()
-	open := filepath.Join(dir, "open.secret")
-	weak := filepath.Join(dir, "weak.secret")
-	if err := os.WriteFile(open, []byte(strings.Repeat("k7Qz", 16)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(open, 0o644); err != nil { // whatever the umask
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(weak, []byte(strings.Repeat("a", 64)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	obs := func(secret string) []string {
-		return []string{"status", "--key", "job", "--store", "peer://?peers=1=127.0.0.1:1,2=127.0.0.1:2&algorithm=bully&secret-file=" + secret}
-	}
-	checkRefused(t, obs(open), exitUsage, "run: chmod 600 "+open)
-	checkRefused(t, obs(weak), exitUsage, "base64 > "+weak)
-}
