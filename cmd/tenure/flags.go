@@ -22,6 +22,14 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// given reports whether flag name was set on fs's command line (as
+// opposed to left at its default), once fs is parsed.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // parseFlags parses args into fs. It returns done=true with the exit code
 // when parsing ended the command: -h prints help (text, then fs's flags) to
 // stdout and exits 0; a bad flag is one line on stderr and exit 2.
@@ -379,14 +387,10 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	if err == nil && o.execTimeout < 0 {
 		err = usageErrorf("--exec-timeout %s must not be negative (0: no limit)", o.execTimeout)
 	}
-	if err == nil && o.exec == "" {
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "exec-timeout" {
-				// It bounds --exec's runs: alone it would do nothing, and
-				// the hook its user meant to bound would never run.
-				err = usageErrorf("--exec-timeout %s is given without --exec; give --exec CMD or leave it out", o.execTimeout)
-			}
-		})
+	if err == nil && o.exec == "" && given(fs, "exec-timeout") {
+		// It bounds --exec's runs: alone it would do nothing, and the hook
+		// its user meant to bound would never run.
+		err = usageErrorf("--exec-timeout %s is given without --exec; give --exec CMD or leave it out", o.execTimeout)
 	}
 	if err == nil {
 		o.store, err = sf.resolve(os.LookupEnv)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -121,14 +120,11 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	if o.store, err = sf.resolve(os.LookupEnv); err != nil {
 		return o, fail(stderr, err), true
 	}
-	prioritySet := false
-	fs.Visit(func(f *flag.Flag) {
-		o.ttlSet, prioritySet = o.ttlSet || f.Name == "ttl", prioritySet || f.Name == "priority"
-	})
+	o.ttlSet = given(fs, "ttl")
 	if err := o.validate(fs.Args()); err != nil {
 		return o, fail(stderr, err), true
 	}
-	if err := o.checkControl(prioritySet); err != nil {
+	if err := o.checkControl(given(fs, "priority")); err != nil {
 		return o, fail(stderr, err), true
 	}
 	return o, 0, false

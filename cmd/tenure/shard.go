@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -90,11 +89,8 @@ func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int,
 	if o.store, err = sf.resolve(os.LookupEnv); err != nil {
 		return o, fail(stderr, err), true
 	}
-	shardsSet, keysSet := false, false
-	fs.Visit(func(f *flag.Flag) {
-		o.ttlSet = o.ttlSet || f.Name == "ttl"
-		shardsSet, keysSet = shardsSet || f.Name == "shards", keysSet || f.Name == "keys"
-	})
+	o.ttlSet = given(fs, "ttl")
+	shardsSet, keysSet := given(fs, "shards"), given(fs, "keys")
 	switch {
 	case shardsSet && keysSet:
 		err = usageErrorf("--shards and --keys are both given; use one")
