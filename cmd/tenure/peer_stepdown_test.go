@@ -103,7 +103,7 @@ func stepDownTo(t *testing.T, c *cluster, alg, obs, to string, leader workerEven
 	}
 	// "to already leads": raft moved on to it between the first report
 	// and the retry, in a later term; its CMD start is checked below.
-	if r.code != exitOK || !strings.Contains(r.stdout, to+" leads") && !strings.Contains(r.stdout, to+" already leads") {
+	if h, _ := reportedLeader(t, r.stdout); r.code != exitOK || h != to {
 		t.Fatalf("step-down --to %s: exit %d, stdout %q, stderr %q", to, r.code, r.stdout, r.stderr)
 	}
 	next, j, ok := c.events.nextStart(i+1, wait)
