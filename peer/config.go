@@ -239,7 +239,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	}
 	c.Key = get["key"]
 	c.StateDir = get["state-dir"]
-	if c.Secret, err = tcp.LoadSecret(get["secret-file"]); err != nil {
+	if c.Secret, err = tcp.LoadSecretParam(get["secret-file"], "secret-file"); err != nil {
 		return Config{}, err
 	}
 	if c.Options, err = algorithmOptions(c.Algorithm, q); err != nil {

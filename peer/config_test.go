@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -65,13 +66,22 @@ func TestParseURL(t *testing.T) {
 func TestParseURLErrors(t *testing.T) {
 	secret := writeSecret(t, testSecret)
 	short := writeSecret(t, "too-short")
+	weak := writeSecret(t, strings.Repeat("password", 4))
+	loose := writeSecret(t, testSecret)
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base := "peer://?peers=1=127.0.0.1:7001,2=127.0.0.1:7002&state-dir=/tmp/x&"
 	for _, tc := range []struct{ url, want string }{
 		{base + "id=&secret-file=" + secret, "not a positive"},
 		{base + "id=0&secret-file=" + secret, "not a positive"},
 		{base + "id=1&secret-file=" + short, "at least 32"},
 		{base + "id=1", "no secret file"},
-		{base + "id=1&secret-file=/nonexistent/s", "cannot open"},
+		{base + "id=1&secret-file=/nonexistent/s", "cannot open the file named by secret-file: open: no such file"},
+		// Redact hides the path, so these name the parameter and a fix
+		// that works without it.
+		{base + "id=1&secret-file=" + loose, "the file named by secret-file is accessible by group or others (mode 0644); run chmod 600 on it"},
+		{base + "id=1&secret-file=" + weak, "the file named by secret-file has too little entropy (about 24 bits, at least 96 needed); write a new one into it with: head -c 48 /dev/urandom | base64"},
 		{base + "id=1&id=2&secret-file=" + secret, "given 2 times"},
 		{base + "id=1&heartbeat=fast&secret-file=" + secret, "heartbeat"},
 		{base + "id=1&no-preempt=maybe&secret-file=" + secret, "no-preempt"},
@@ -88,8 +98,11 @@ func TestParseURLErrors(t *testing.T) {
 		if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want ErrInvalid mentioning %q", tc.url, err, tc.want)
 		}
-		if err != nil && (strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), testSecret)) {
-			t.Errorf("%s: error names the secret: %v", tc.url, err)
+		if err != nil && (strings.Contains(err.Error(), testSecret) || strings.Contains(err.Error(), "password")) {
+			t.Errorf("%s: error shows the secret: %v", tc.url, err)
+		}
+		if p := u.Query().Get("secret-file"); p != "" && err != nil && strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error shows the secret file's path, which Redact hides: %v", tc.url, err)
 		}
 	}
 }

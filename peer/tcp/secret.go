@@ -58,31 +58,64 @@ const MinSecretBits = 96
 //     [MinSecretBits]: "head -c 48 /dev/urandom | base64 > PATH";
 //   - a missing, unreadable, short or oversized file.
 func LoadSecret(path string) (Secret, error) {
+	return loadSecret(path, secretNaming{
+		the:     "the secret file",
+		subject: "secret file " + path,
+		chmod:   "run: chmod 600 " + path,
+		regen:   "generate one with: head -c 48 /dev/urandom | base64 > " + path,
+	})
+}
+
+// LoadSecretParam is [LoadSecret] for a path given as the value of
+// parameter param of a URL (peer:// URLs' secret-file). Its errors name the
+// parameter instead of the path, since [tenure.Redact] hides the values of
+// such parameters and a path shown as "xxxxx" makes a fix like
+// "chmod 600 xxxxx" useless: "the file named by secret-file is accessible
+// by group or others (mode 0644); run chmod 600 on it".
+func LoadSecretParam(path, param string) (Secret, error) {
+	the := "the file named by " + param
+	return loadSecret(path, secretNaming{
+		the:     the,
+		subject: the,
+		chmod:   "run chmod 600 on it",
+		regen:   "write a new one into it with: head -c 48 /dev/urandom | base64",
+	})
+}
+
+// secretNaming is how loadSecret's errors refer to the file.
+type secretNaming struct {
+	the     string // in errors that must not show the path: "the secret file"
+	subject string // in the others: "secret file /etc/tenure/peer.secret"
+	chmod   string // the fix for a file others can read
+	regen   string // the fix for a weak secret
+}
+
+func loadSecret(path string, n secretNaming) (Secret, error) {
 	if path == "" {
 		return Secret{}, invalidf("no secret file given (set secret-file)")
 	}
 	// O_NONBLOCK: a FIFO in the file's place must not hang the open.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return Secret{}, invalidf("cannot open the secret file: %v", scrubPathErr(err))
+		return Secret{}, invalidf("cannot open %s: %v", n.the, scrubPathErr(err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return Secret{}, invalidf("cannot stat the secret file: %v", scrubPathErr(err))
+		return Secret{}, invalidf("cannot stat %s: %v", n.the, scrubPathErr(err))
 	}
 	if !fi.Mode().IsRegular() {
-		return Secret{}, invalidf("secret file %s is not a regular file (%s)", path, fi.Mode().Type())
+		return Secret{}, invalidf("%s is not a regular file (%s)", n.subject, fi.Mode().Type())
 	}
 	if fi.Mode().Perm()&0o066 != 0 {
-		return Secret{}, invalidf("secret file %s is accessible by group or others (mode %#o); run: chmod 600 %s", path, fi.Mode().Perm(), path)
+		return Secret{}, invalidf("%s is accessible by group or others (mode %#o); %s", n.subject, fi.Mode().Perm(), n.chmod)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSecretLen+1))
 	if err != nil {
-		return Secret{}, invalidf("cannot read the secret file: %v", scrubPathErr(err))
+		return Secret{}, invalidf("cannot read %s: %v", n.the, scrubPathErr(err))
 	}
 	if len(data) > MaxSecretLen {
-		return Secret{}, invalidf("the secret file is longer than %d bytes", MaxSecretLen)
+		return Secret{}, invalidf("%s is longer than %d bytes", n.the, MaxSecretLen)
 	}
 	data = bytes.TrimSpace(data)
 	s, err := NewSecret(data)
@@ -90,7 +123,7 @@ func LoadSecret(path string) (Secret, error) {
 		return Secret{}, err
 	}
 	if bits := EstimateEntropy(data); bits < MinSecretBits {
-		return Secret{}, invalidf("secret file %s has too little entropy (about %d bits, at least %d needed); generate one with: head -c 48 /dev/urandom | base64 > %s", path, int(bits), MinSecretBits, path)
+		return Secret{}, invalidf("%s has too little entropy (about %d bits, at least %d needed); %s", n.subject, int(bits), MinSecretBits, n.regen)
 	}
 	return s, nil
 }
