@@ -2,6 +2,7 @@ package tenure
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -35,6 +36,10 @@ type Preference struct {
 	// Delay, counted from Holder's registration. Default one TTL of the
 	// leader.
 	Delay time.Duration
+	// Logger receives the logs of the elector that holds the preference
+	// for [Prefer] (its grant, renewals and release). It is not stored:
+	// [ReadPreference] leaves it nil. Default [slog.Default].
+	Logger *slog.Logger
 }
 
 // preferPrefix starts the value of a preference grant.
@@ -90,7 +95,7 @@ func Prefer(ctx context.Context, s Store, key, issuer string, ttl time.Duration,
 	if p.Delay < 0 || p.Delay > MaxTTL {
 		return invalidf("preference delay %s must be from 0 to %s", p.Delay, MaxTTL)
 	}
-	e, err := New(Config{Store: s, Key: PreferKey(key), Identity: issuer, TTL: ttl, Value: encodePreference(p)})
+	e, err := New(Config{Store: s, Key: PreferKey(key), Identity: issuer, TTL: ttl, Value: encodePreference(p), Logger: p.Logger})
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,11 @@
 package tenure_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -136,4 +139,30 @@ func nextBegan(t *testing.T, b *book, d time.Duration) *term {
 		t.Fatalf("no new term within %s", d)
 		return nil
 	}
+}
+
+// TestPreferLogsThroughItsLogger: the preference's elector logs through
+// Preference.Logger, with the preference key, and not through
+// slog.Default (tenure prefer's --log-format and --quiet rest on it).
+func TestPreferLogsThroughItsLogger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var def, own bytes.Buffer
+		old := slog.Default()
+		slog.SetDefault(slog.New(slog.NewTextHandler(&def, nil)))
+		defer slog.SetDefault(old)
+		store := memory.New(nil)
+		stop := prefer(t, store, tenure.Preference{Holder: "b", Logger: slog.New(slog.NewJSONHandler(&own, nil))})
+		time.Sleep(ttl)
+		stop()
+		synctest.Wait()
+		if !strings.Contains(own.String(), `"key":"job~tenure-prefer"`) {
+			t.Errorf("Preference.Logger got %q, want the elector's JSON lines with the preference key", own.String())
+		}
+		if strings.Contains(def.String(), "job~tenure-prefer") {
+			t.Errorf("slog.Default got %q, want none of the preference's lines", def.String())
+		}
+		if p, ok, err := tenure.ReadPreference(context.Background(), store, "job"); err != nil || ok || p.Logger != nil {
+			t.Errorf("after Prefer ended: ReadPreference = %+v, %v, %v; want none", p, ok, err)
+		}
+	})
 }

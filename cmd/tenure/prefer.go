@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -43,6 +44,7 @@ type preferOpts struct {
 	delay  time.Duration
 	ttl    time.Duration
 	issuer string
+	logger *slog.Logger // --log-format, --quiet
 }
 
 func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code int, done bool) {
@@ -51,6 +53,8 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	fs.StringVar(&o.key, "key", "", "the lease `KEY` to set a preferred holder on (required)")
 	fs.DurationVar(&o.delay, "delay", 0, "hand over once the leader has seen ID registered for `DUR` without a break (default: one TTL of the leader)")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "the preference's own lease `DUR`: it lapses this long after this command dies")
+	logFormat := fs.String("log-format", "text", logFormatUsage)
+	quiet := fs.Bool("quiet", false, "do not log (the lines on stdout stay)")
 	if code, done := parseFlags(fs, args, preferHelp, stdout, stderr); done {
 		return o, code, true
 	}
@@ -75,6 +79,12 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	}
 	if err == nil && (o.delay < 0 || o.delay > tenure.MaxTTL) {
 		err = usageErrorf("--delay %s is out of range: want 0 to %s", o.delay, tenure.MaxTTL)
+	}
+	if err == nil {
+		o.logger, err = newLogger(stderr, *logFormat, slog.LevelInfo)
+	}
+	if err == nil && *quiet {
+		o.logger = slog.New(slog.DiscardHandler)
 	}
 	if err == nil {
 		o.store, err = sf.resolve(os.LookupEnv)
@@ -124,7 +134,7 @@ func preferCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 		}
 	}()
-	err = tenure.Prefer(ctx, store, o.key, o.issuer, o.ttl, tenure.Preference{Holder: o.holder, Delay: o.delay})
+	err = tenure.Prefer(ctx, store, o.key, o.issuer, o.ttl, tenure.Preference{Holder: o.holder, Delay: o.delay, Logger: o.logger})
 	stopWatch()
 	<-watched
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os/exec"
 	"slices"
@@ -204,6 +205,7 @@ func TestStepDownBadInput(t *testing.T) {
 		{[]string{"prefer", "--store", store, "--key", "job", "--delay", "-1s", "b"}, exitUsage, "--delay -1s is out of range"},
 		{[]string{"prefer", "--store", store, "--key", "job", "--ttl", "1ms", "b"}, exitUsage, "--ttl 1ms is out of range"},
 		{[]string{"prefer", "--store", store, "--key", "job", "a\x01"}, exitUsage, "ID: "},
+		{[]string{"prefer", "--store", store, "--key", "job", "--log-format", "xml", "b"}, exitUsage, `--log-format "xml": want text or json`},
 		{[]string{"prefer", "--store", store, "--key", strings.Repeat("k", 240), "b"}, exitUsage, "a preference needs at most 236"},
 		{[]string{"prefer", "--store", strings.Replace(peer, "id=1&", "", 1), "--key", "job", "b"}, exitUsage, "prefer is not supported in peer modes"},
 	} {
@@ -335,21 +337,22 @@ func TestPrefer(t *testing.T) {
 
 // TestPreferWaitsAndSaysSo: a second tenure prefer waits for the first
 // preference to end, and says that it waits: it says it prefers its ID
-// only once its own preference holds.
+// only once its own preference holds. Its logs follow --log-format and
+// --quiet, as tenure run's do.
 func TestPreferWaitsAndSaysSo(t *testing.T) {
 	store := "file://" + t.TempDir() + "/state"
-	start := func(id string) (*exec.Cmd, *syncbuf.Buffer, chan struct{}) {
-		out := new(syncbuf.Buffer)
-		cmd := exec.Command(tenureBin, "prefer", "--store", store, "--key", "job", "--ttl", "1s", id)
-		cmd.Stdout = out
+	start := func(id string, flags ...string) (*exec.Cmd, *syncbuf.Buffer, *syncbuf.Buffer, chan struct{}) {
+		out, errOut := new(syncbuf.Buffer), new(syncbuf.Buffer)
+		cmd := exec.Command(tenureBin, slices.Concat([]string{"prefer", "--store", store, "--key", "job", "--ttl", "1s"}, flags, []string{id})...)
+		cmd.Stdout, cmd.Stderr = out, errOut
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		return cmd, out, reapAtEnd(t, cmd)
+		return cmd, out, errOut, reapAtEnd(t, cmd)
 	}
-	first, out1, done1 := start("a")
+	first, out1, logs1, done1 := start("a", "--log-format", "json")
 	waitFor(t, func() bool { return strings.Contains(out1.String(), "job: preferring a") })
-	_, out2, _ := start("b")
+	second, out2, logs2, done2 := start("b", "--quiet")
 	waitFor(t, func() bool { return strings.Contains(out2.String(), "waiting") })
 	time.Sleep(500 * time.Millisecond)
 	if said := out2.String(); strings.Contains(said, "preferring b") {
@@ -360,4 +363,17 @@ func TestPreferWaitsAndSaysSo(t *testing.T) {
 	}
 	<-done1
 	waitFor(t, func() bool { return strings.Contains(out2.String(), "job: preferring b") })
+	if err := second.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-done2
+	for _, line := range strings.Split(strings.TrimSpace(logs1.String()), "\n") {
+		var entry struct{ Msg, Key string }
+		if err := json.Unmarshal([]byte(line), &entry); err != nil || entry.Key != "job~tenure-prefer" {
+			t.Errorf("tenure prefer --log-format json logged %q; want JSON objects with key job~tenure-prefer (%v)", line, err)
+		}
+	}
+	if logs2.String() != "" {
+		t.Errorf("tenure prefer --quiet logged %q", logs2.String())
+	}
 }
