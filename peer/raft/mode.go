@@ -2,11 +2,9 @@ package raft
 
 import (
 	"context"
-	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -98,20 +96,6 @@ func openMode(ctx context.Context, pc peer.Config) (tenure.Store, error) {
 	return New(cfg)
 }
 
-// slogWriter hands each line raft logs to a slog logger, at error level
-// for raft's errors and warning level otherwise.
-type slogWriter struct{ l *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	line := strings.TrimSpace(string(p))
-	if rest, ok := strings.CutPrefix(line, "[ERROR]"); ok {
-		w.l.Error(strings.TrimSpace(rest))
-	} else {
-		w.l.Warn(strings.TrimSpace(strings.TrimPrefix(line, "[WARN]")))
-	}
-	return len(p), nil
-}
-
 // fromPeer translates a peer configuration into a raft one.
 func fromPeer(pc peer.Config) (Config, error) {
 	if pc.Transport != nil {
@@ -140,7 +124,7 @@ func fromPeer(pc peer.Config) (Config, error) {
 	cfg.LeaderLeaseTimeout = opts.LeaderLeaseTimeout
 	if pc.Logger != nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{
-			Name: "raft", Level: hclog.Warn, DisableTime: true, Output: slogWriter{pc.Logger},
+			Name: "raft", Level: hclog.Warn, DisableTime: true, Output: newSlogWriter(pc.Logger, time.Now),
 		})
 	}
 	return cfg, nil
