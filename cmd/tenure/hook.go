@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -124,6 +125,16 @@ func (h *hook) once(ctx context.Context, r tenure.Record) {
 		rctx, cancel = context.WithTimeout(ctx, h.timeout)
 	}
 	defer cancel()
+	// The holder and value as tenure's own Acquire would check them (an
+	// empty holder is "no leader"; the TTL is not the record's concern).
+	if err := tenure.CheckClaim(h.key, tenure.Claim{Identity: cmp.Or(r.Holder, "none"), TTL: time.Second, Value: r.Value}); err != nil {
+		// No tenure writes such a record: a holder or value with control
+		// characters (a line break into a script's output, a NUL that
+		// exec refuses), invalid UTF-8 or over the size limits came from
+		// outside. The hook would get it raw in its environment.
+		h.logger.Warn("tenure: --exec hook not run: the record was not written by tenure", "key", h.key, "term", r.Term, "err", err)
+		return
+	}
 	cmd := exec.CommandContext(rctx, "/bin/sh", "-c", h.cmd)
 	cmd.Env = append(os.Environ(),
 		"TENURE_KEY="+h.key,

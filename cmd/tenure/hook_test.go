@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/syncbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -279,5 +284,39 @@ func TestWatchExecHookDiesWithTenure(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatalf("the hook's shell (pid %d) still runs %s after tenure watch was killed", pid, wait)
+	}
+}
+
+// TestHookSkipsForgedRecords: a record no tenure writes (written into the
+// store from outside: a line break or a NUL in the holder, a control
+// character in the value) does not reach the hook's environment; the
+// hook is not run for it, a warning says why, and the next good record
+// runs it.
+func TestHookSkipsForgedRecords(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	logs := new(syncbuf.Buffer)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := newHook(ctx, `printf '%s|%s\n' "$TENURE_LEADER" "$TENURE_VALUE" >> `+out, "hk", 0, io.Discard,
+		slog.New(slog.NewTextHandler(logs, nil)))
+	defer func() { cancel(); h.wait() }()
+	for i, forged := range []tenure.Record{
+		{Key: "hk", Holder: "a\nb", Term: 7},
+		{Key: "hk", Holder: "a\x00", Term: 8},
+		{Key: "hk", Holder: "a", Term: 9, Value: "10.0.0.1\r\nevil"},
+		{Key: "hk", Holder: strings.Repeat("a", tenure.MaxIdentityLen+1), Term: 10},
+	} {
+		h.notify(forged)
+		waitFor(t, func() bool { return strings.Count(logs.String(), "hook not run") == i+1 })
+	}
+	h.notify(tenure.Record{Key: "hk", Holder: "c", Term: 11, Value: "10.0.0.3:80"})
+	waitFor(t, func() bool { b, _ := os.ReadFile(out); return len(b) > 0 })
+	if b, _ := os.ReadFile(out); string(b) != "c|10.0.0.3:80\n" {
+		t.Errorf("the hook ran with %q; want only the good record", b)
+	}
+	for _, want := range []string{`term=7`, `contains control character U+000A`, `term=9`, `value \"10.0.0.1\\r\\nevil\"`, `is 257 bytes`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the warnings do not say %s:\n%s", want, logs.String())
+		}
 	}
 }
