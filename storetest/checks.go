@@ -100,6 +100,24 @@ func Await(t testing.TB, ch <-chan tenure.Record, within time.Duration, what str
 	}
 }
 
+// WatchOnce runs one watch of key on st through its whole life, as a
+// candidate's watch comes and goes round after round: it starts the watch,
+// takes its first delivery, then cancels it and waits for its channel to
+// close. The watch runs within 30 s (or less if t ends first).
+func WatchOnce(t testing.TB, st tenure.Store, key string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(Context(t, 30*time.Second))
+	defer cancel()
+	ch, err := st.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	cancel()
+	for range ch {
+	}
+}
+
 // Unreachable checks st, opened on a server that is down, the way an
 // operator reads its errors: Acquire fails with an error that contains
 // where (the server's port, say) and not secret, and Watch fails without

@@ -281,23 +281,12 @@ func TestListenerOutlivesItsLastWatchBriefly(t *testing.T) {
 	postgres.SetListenLinger(t, time.Minute)
 	st := openTable(t, "watch_linger")
 	key := randomName("k")
-	watchOnce := func() {
-		ctx, cancel := context.WithCancel(ctxFor(t))
-		ch, err := st.Watch(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-ch
-		cancel()
-		for range ch {
-		}
-	}
-	watchOnce()
+	storetest.WatchOnce(t, st, key)
 	before := listenerPIDs(t, "watch_linger")
 	if len(before) != 1 {
 		t.Fatalf("LISTEN backends after the first watch ended: %v, want one that lingers", before)
 	}
-	watchOnce()
+	storetest.WatchOnce(t, st, key)
 	if after := listenerPIDs(t, "watch_linger"); !slices.Equal(after, before) {
 		t.Fatalf("LISTEN backends %v after the second watch, want the first one's %v", after, before)
 	}

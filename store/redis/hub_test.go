@@ -99,15 +99,7 @@ func TestWatchAgainAndAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 100 {
-		ctx, cancel := context.WithCancel(ctxFor(t))
-		ch, err := st.Watch(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-ch
-		cancel()
-		for range ch {
-		}
+		storetest.WatchOnce(t, st, key)
 	}
 	ch, err := st.Watch(ctxFor(t), key)
 	if err != nil {
