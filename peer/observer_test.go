@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
+	"github.com/tenurehq/tenure/peer/internal/peertest"
 	"github.com/tenurehq/tenure/peer/tcp"
 	"github.com/tenurehq/tenure/peer/transport"
 )
@@ -35,33 +36,6 @@ func openObserver(t testing.TB, raw string) tenure.Store {
 	return st
 }
 
-// nextHolder reads w until a record names want (any holder if want is "")
-// with a term above after, failing t after d. It fails if a record's
-// holder has a term below one seen before for a holder.
-func nextHolder(t *testing.T, w <-chan tenure.Record, want string, after uint64, d time.Duration) tenure.Record {
-	t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	var seen []tenure.Record
-	for {
-		select {
-		case r, ok := <-w:
-			if !ok {
-				t.Fatalf("the watch ended; records so far %+v", seen)
-			}
-			seen = append(seen, r)
-			if r.Held() && r.Term < after {
-				t.Fatalf("the watch went back to term %d after %d: %+v", r.Term, after, seen)
-			}
-			if r.Held() && r.Term > after && (want == "" || r.Holder == want) {
-				return r
-			}
-		case <-timer.C:
-			t.Fatalf("no record of %q above term %d within %s; got %+v", want, after, d, seen)
-		}
-	}
-}
-
 // TestObserverTCP: for each algorithm, an observer of a 3-member group on
 // loopback reports the coordinator and epoch the members agree on, and its
 // watch delivers the next coordinator after the first is killed.
@@ -82,15 +56,9 @@ func TestObserverTCP(t *testing.T) {
 				r.TTL != tcpTimeout || r.Remaining <= 0 || r.Remaining > r.TTL {
 				t.Fatalf("observer Get = %+v; want member %d at epoch %d, ttl %s", r, leader, epoch, tcpTimeout)
 			}
-			w, err := o.Watch(ctx, "job")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if first := <-w; first.Holder != r.Holder || first.Term != r.Term {
-				t.Fatalf("first watch record %+v, want %+v", first, r)
-			}
+			w := peertest.WatchFrom(t, ctx, o, "job", r)
 			g.stop(leader)
-			got := nextHolder(t, w, strconv.FormatUint(want[1], 10), epoch, 10*time.Second)
+			got := peertest.NextHolder(t, w, strconv.FormatUint(want[1], 10), epoch, 10*time.Second)
 			next, e2 := g.awaitLeader(want[1], 5*time.Second)
 			if got.Holder != strconv.FormatUint(next, 10) || got.Term != e2 {
 				t.Fatalf("the watch reported %s@%d; the members agree on %d@%d", got.Holder, got.Term, next, e2)

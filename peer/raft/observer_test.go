@@ -86,29 +86,10 @@ func TestObserver(t *testing.T) {
 	if r.Holder != c.members[li].ID || r.Term != term {
 		t.Fatalf("observer Get = %+v; want %s in term %d", r, c.members[li].ID, term)
 	}
-	w, err := o.Watch(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first := <-w; first.Holder != r.Holder || first.Term != r.Term {
-		t.Fatalf("first watch record %+v, want %+v", first, r)
-	}
+	w := peertest.WatchFrom(t, ctx, o, "job", r)
 	c.stop(li)
-	var got tenure.Record
-	for got.Holder == "" || got.Holder == c.members[li].ID {
-		select {
-		case rec, open := <-w:
-			if !open {
-				t.Fatal("the watch ended")
-			}
-			if rec.Held() && rec.Term < term {
-				t.Fatalf("the watch went back to term %d from %d", rec.Term, term)
-			}
-			got = rec
-		case <-ctx.Done():
-			t.Fatalf("no new leader reported; last %+v", got)
-		}
-	}
+	// Raft elects one leader a term: a holder in a later term is new.
+	got := peertest.NextHolder(t, w, "", term, 30*time.Second)
 	ni := c.awaitLeader(30*tcpHB, li)
 	if got.Holder != c.members[ni].ID || got.Term <= term {
 		t.Fatalf("the watch reported %s in term %d; the members agree on %s (old term %d)", got.Holder, got.Term, c.members[ni].ID, term)

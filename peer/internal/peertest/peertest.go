@@ -1,6 +1,7 @@
 // Package peertest holds the fixtures the tests of package peer and its
-// layers share: a shared secret and its file, and groups on free loopback
-// ports. It is imported by tests only.
+// layers share: a shared secret and its file, groups on free loopback
+// ports, a Get benchmark and the reading of a watch across a change of
+// leader. It is imported by tests only.
 package peertest
 
 import (
@@ -68,4 +69,46 @@ func BenchGet(b *testing.B, r tenure.Reader, key, holder string) {
 	b.ReportMetric(float64(med)/1e3, "median-µs")
 	b.ReportMetric(float64(p99)/1e3, "p99-µs")
 	b.Logf("Get: median %s, p99 %s over %d", med, p99, len(took))
+}
+
+// WatchFrom starts a watch of key on r and checks that its first record
+// names the holder and term of want, the record a Get returned just
+// before. It returns the watch for the test to read on.
+func WatchFrom(t testing.TB, ctx context.Context, r tenure.Reader, key string, want tenure.Record) <-chan tenure.Record {
+	t.Helper()
+	w, err := r.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := <-w; first.Holder != want.Holder || first.Term != want.Term {
+		t.Fatalf("first watch record %+v, want %+v", first, want)
+	}
+	return w
+}
+
+// NextHolder reads w until a record names want (any holder if want is "")
+// with a term above after, failing t after d or if the watch ends. It
+// fails too if a held record has a term below after: the watch went back.
+func NextHolder(t testing.TB, w <-chan tenure.Record, want string, after uint64, d time.Duration) tenure.Record {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var seen []tenure.Record
+	for {
+		select {
+		case r, ok := <-w:
+			if !ok {
+				t.Fatalf("the watch ended; records so far %+v", seen)
+			}
+			seen = append(seen, r)
+			if r.Held() && r.Term < after {
+				t.Fatalf("the watch went back to term %d after %d: %+v", r.Term, after, seen)
+			}
+			if r.Held() && r.Term > after && (want == "" || r.Holder == want) {
+				return r
+			}
+		case <-timer.C:
+			t.Fatalf("no record of %q above term %d within %s; got %+v", want, after, d, seen)
+		}
+	}
 }
