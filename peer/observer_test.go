@@ -14,6 +14,7 @@ import (
 	"github.com/tenurehq/tenure/peer/internal/peertest"
 	"github.com/tenurehq/tenure/peer/tcp"
 	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // observerURL is the URL of an observer of g: g's member URL without id or
@@ -25,11 +26,7 @@ func (g *tcpGroup) observerURL(secretFile string) string {
 
 func openObserver(t testing.TB, raw string) tenure.Store {
 	t.Helper()
-	st, err := tenure.Open(context.Background(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.OpenClosing(t, tenure.Open, raw)
 	if _, member := st.(*peer.Node); member {
 		t.Fatal("a peer URL without id opened a member's node, want an observer")
 	}

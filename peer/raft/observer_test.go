@@ -12,6 +12,7 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer/internal/peertest"
 	"github.com/tenurehq/tenure/peer/transport"
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // observerURL is member URL u without id and state-dir, with the secret
@@ -57,11 +58,7 @@ func openPeerCluster(t testing.TB, n int) (*tcpCluster, []string) {
 // when t ends.
 func openTestObserver(t testing.TB, raw string) tenure.Store {
 	t.Helper()
-	s, err := tenure.Open(context.Background(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storetest.OpenClosing(t, tenure.Open, raw)
 	if _, member := s.(*Node); member {
 		t.Fatal("a raft peer URL without id opened a member's node, want an observer")
 	}
