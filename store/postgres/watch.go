@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
@@ -28,13 +29,9 @@ import (
 // closed, a read fails, or the LISTEN connection is lost (notifications may
 // have been missed); the caller then reads with Get and watches again.
 func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
-	if err := tenure.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, tenure.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	// Not checkCall: the watch needs no lease table until its first read,
+	// which migrates.
+	if err := ctxerr.Call(ctx, s.closed.Load(), key); err != nil {
 		return nil, err
 	}
 	sb := s.listener.add(key)
