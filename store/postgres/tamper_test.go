@@ -142,7 +142,9 @@ func forgeTopTerm(t *testing.T, st *postgres.Store, conn *pgx.Conn, table, key s
 // A row whose term is set with psql to the largest bigint: no greater term
 // fits the column, so Acquire must fail with an error matching
 // tenure.ErrTermsExhausted (which the elector does not retry), whether the
-// row is released or held, and from a handle that never saw the term.
+// row is released or held, and from a handle that never saw the term. So
+// must a session's Acquire and AcquireBatch, naming the key; the other
+// keys of the batch are granted.
 func TestTermsExhausted(t *testing.T) {
 	table := randomName("maxterm")
 	st := openTable(t, table)
@@ -155,20 +157,6 @@ func TestTermsExhausted(t *testing.T) {
 			_, err := fresh.Acquire(ctxFor(t), key, "beta", 10*time.Second)
 			storetest.TermsExhausted(t, "Acquire", err, key, "2^63-1")
 		}
-	}
-}
-
-// TestSessionTermsExhausted: as TestTermsExhausted, through a session's
-// Acquire and AcquireBatch. The exhausted key alone fails, with an error
-// matching tenure.ErrTermsExhausted that names it; the other keys of the
-// batch are granted.
-func TestSessionTermsExhausted(t *testing.T) {
-	table := randomName("sess_maxterm")
-	st := openTable(t, table)
-	conn := sqlConn(t)
-	for _, held := range []bool{false, true} {
-		key := fmt.Sprint("k-", held)
-		forgeTopTerm(t, st, conn, table, key, held)
 		storetest.SessionRefusesExhausted(t, func() tenure.StoreSession {
 			return storetest.OpenSession(t, openTable(t, table), 10*time.Second) // has not seen the term
 		}, key, "2^63-1")
