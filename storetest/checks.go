@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -136,6 +137,44 @@ func Unreachable(t *testing.T, st tenure.Store, where, secret string) {
 		t.Fatalf("Watch with the server down: %v, want an error without the password", err)
 	}
 	t.Logf("Watch with the server down: %v", err)
+}
+
+// ServerDown checks the calls of a store on a server that is away. open
+// opens the store, with secret as its password, on the server at hostport
+// (the store is closed when t ends). On a port nobody listens on, the
+// store's errors are as [Unreachable] says, naming the port. On a server
+// that accepts connections and never answers ([Unresponsive]), a Get ends
+// with its context, whether that has a deadline or is only cancelled, with
+// an error matching the context's and not quoting secret.
+func ServerDown(t *testing.T, secret string, open func(hostport string) tenure.Store) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().(*net.TCPAddr)
+	l.Close()
+	Unreachable(t, open(down.String()), fmt.Sprint(down.Port), secret)
+
+	hole := open(Unresponsive(t))
+	for _, cancelled := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		want := context.DeadlineExceeded
+		if cancelled { // no deadline: cancellation alone must end the call
+			cancel()
+			ctx, cancel = context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			want = context.Canceled
+		}
+		_, err := hole.Get(ctx, "k")
+		cancel()
+		if !errors.Is(err, want) {
+			t.Fatalf("Get against a server that never answers: %v, want %v", err, want)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("Get against a server that never answers: the error quotes the password: %v", err)
+		}
+	}
 }
 
 // AwaitEnd checks that the next record on the watch channel ch, within the

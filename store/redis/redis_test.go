@@ -209,24 +209,9 @@ func TestNoPasswordInErrors(t *testing.T) {
 // hold a call beyond its context.
 func TestServerDown(t *testing.T) {
 	const pw = "Sup3r-s3cret-pw"
-	port := testserver.FreePort(t)
-	st := open(t, fmt.Sprintf("redis://:%s@127.0.0.1:%d/0", pw, port))
-	storetest.Unreachable(t, st, fmt.Sprint(port), pw)
-
-	hole := open(t, fmt.Sprintf("redis://:%s@%s/0", pw, storetest.Unresponsive(t)))
-	for _, cancelled := range []bool{false, true} {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		if cancelled { // no deadline: cancellation alone must end the call
-			cancel()
-			ctx, cancel = context.WithCancel(context.Background())
-			time.AfterFunc(300*time.Millisecond, cancel)
-		}
-		_, err := hole.Get(ctx, "k")
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			t.Fatalf("Get against a server that never answers: %v, want the context's error", err)
-		}
-	}
+	storetest.ServerDown(t, pw, func(hostport string) tenure.Store {
+		return open(t, fmt.Sprintf("redis://:%s@%s/0", pw, hostport))
+	})
 }
 
 // After a crash and restart of the server, the same store handle works
