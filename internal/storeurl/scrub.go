@@ -1,6 +1,13 @@
 package storeurl
 
-import "strings"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tenurehq/tenure/internal/ctxerr"
+)
 
 // Scrub hides password in err's message, in case a driver quoted it. The
 // error it returns unwraps to err, so errors.Is still finds sentinels and
@@ -20,3 +27,15 @@ type scrubbed struct {
 
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
+
+// Fail is the error of a call op that failed with err in the store called
+// name (as "tenure/postgres") on the server where (its URL, redacted). It
+// names the three, hides password, and when ctx is done, or past its
+// deadline ([ctxerr.Err]), matches ctx's error too, whatever the driver
+// returned. The store checks first whether it was closed meanwhile.
+func Fail(ctx context.Context, name, where, password, op string, err error) error {
+	if cerr := ctxerr.Err(ctx); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return Scrub(password, fmt.Errorf("%s: %s on %s: %w", name, op, where, err))
+}

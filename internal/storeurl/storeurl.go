@@ -2,7 +2,8 @@
 // spell the same way, with the same error messages: a server URL with a
 // password (PostgreSQL, Redis), and a list of host:port with a path and no
 // query (etcd, ZooKeeper). Errors wrap [tenure.ErrInvalid] and quote the
-// URL only redacted; [Scrub] hides a URL's password in a driver's errors.
+// URL only redacted; [Scrub] hides a URL's password in a driver's errors,
+// and [Fail] makes a failed call's error the same way in those stores.
 // [Register] and [Open] are how a store's opener is reached by scheme and
 // by its package's Open.
 package storeurl

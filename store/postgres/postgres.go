@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sync"
@@ -148,14 +147,11 @@ func (s *Store) checkCall(ctx context.Context, key string) error {
 }
 
 // fail turns an error from pgx into the store's error: ErrClosed if the
-// store was closed meanwhile, the context's error if it is done, and in
-// every case a message that names the operation and not the password.
+// store was closed meanwhile, the context's error if it is done or past
+// its deadline, and in every case a message that names the operation and not the password.
 func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if s.closed.Load() {
 		return fmt.Errorf("tenure/postgres: %s: %w", op, tenure.ErrClosed)
 	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w (%w)", cerr, err)
-	}
-	return storeurl.Scrub(s.secret, fmt.Errorf("tenure/postgres: %s on %s: %w", op, s.redacted, err))
+	return storeurl.Fail(ctx, "tenure/postgres", s.redacted, s.secret, op, err)
 }

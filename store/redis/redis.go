@@ -183,17 +183,14 @@ func (s *Store) call(ctx context.Context, fn func() error) error {
 }
 
 // fail turns an error from go-redis into the store's error: ErrClosed if
-// the store was closed meanwhile, the context's error if it is done, and in
-// every case a message that names the operation and not the password.
+// the store was closed meanwhile, the context's error if it is done or
+// past its deadline, and in every case a message that names the operation
+// and not the password.
 func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if s.closed.Load() || errors.Is(err, goredis.ErrClosed) {
 		return fmt.Errorf("tenure/redis: %s: %w", op, tenure.ErrClosed)
 	}
 	// The socket deadline go-redis set from ctx may fire a moment before
-	// ctx's own timer.
-	cerr := ctxerr.Err(ctx)
-	if cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w (%w)", cerr, err)
-	}
-	return storeurl.Scrub(s.secret, fmt.Errorf("tenure/redis: %s on %s: %w", op, s.redacted, err))
+	// ctx's own timer: Fail judges ctx by its deadline too.
+	return storeurl.Fail(ctx, "tenure/redis", s.redacted, s.secret, op, err)
 }
