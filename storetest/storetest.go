@@ -137,6 +137,15 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// Lagging returns a context whose deadline has passed while its timer has
+// not fired yet, as on a busy machine: its Err is still nil, but a store
+// call made with it is late and must fail with [context.DeadlineExceeded].
+func Lagging() context.Context { return lagging{context.Background()} }
+
+type lagging struct{ context.Context }
+
+func (lagging) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
 // Key returns a key unique to this test run, safe on every store.
 func Key(t testing.TB) string {
 	var b [6]byte

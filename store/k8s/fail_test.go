@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
+
+	"github.com/tenurehq/tenure/storetest"
 )
-
-// lagging is a context whose deadline has passed while its timer has not
-// fired yet, as on a busy machine: Err is still nil.
-type lagging struct{ context.Context }
-
-func (lagging) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
 
 // A request past its deadline fails with context.DeadlineExceeded even
 // before the context's timer fired, whatever client-go said (its rate
@@ -19,7 +14,7 @@ func (lagging) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millis
 // once failed the conformance suite's "Get past its deadline" this way.
 func TestPastDeadlineIsDeadlineExceeded(t *testing.T) {
 	s := &Store{}
-	ctx := lagging{context.Background()}
+	ctx := storetest.Lagging()
 	if err := s.usable(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("usable past the deadline: %v, want context.DeadlineExceeded", err)
 	}
