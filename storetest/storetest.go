@@ -137,11 +137,25 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// Lagging returns a context whose deadline has passed while its timer has
-// not fired yet, as on a busy machine: its Err is still nil, but a store
-// call made with it is late and must fail with [context.DeadlineExceeded].
-func Lagging() context.Context { return lagging{context.Background()} }
+// PastDeadline checks what a store does with a call made past its
+// deadline while the context's timer has not fired yet, as on a busy
+// machine (the context's Err is still nil): check, what the store checks
+// before a call, and fail, what it makes of clientErr, the error its
+// client returned, must both give an error matching
+// [context.DeadlineExceeded].
+func PastDeadline(t testing.TB, check func(context.Context) error, fail func(context.Context, error) error, clientErr error) {
+	t.Helper()
+	ctx := lagging{context.Background()}
+	if err := check(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("check past the deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if err := fail(ctx, clientErr); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("fail past the deadline: %v, want context.DeadlineExceeded", err)
+	}
+}
 
+// lagging is a context whose deadline has passed while its timer has not
+// fired yet: Err is still nil.
 type lagging struct{ context.Context }
 
 func (lagging) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }

@@ -14,12 +14,6 @@ import (
 // once failed the conformance suite's "Get past its deadline" this way.
 func TestPastDeadlineIsDeadlineExceeded(t *testing.T) {
 	s := &Store{}
-	ctx := storetest.Lagging()
-	if err := s.usable(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("usable past the deadline: %v, want context.DeadlineExceeded", err)
-	}
 	limiter := errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
-	if err := s.fail(ctx, "get", "job", limiter); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("fail past the deadline: %v, want context.DeadlineExceeded", err)
-	}
+	storetest.PastDeadline(t, s.usable, func(ctx context.Context, err error) error { return s.fail(ctx, "get", "job", err) }, limiter)
 }

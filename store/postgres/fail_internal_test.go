@@ -17,11 +17,10 @@ func TestPastDeadlineIsDeadlineExceeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := storetest.Lagging()
-	if _, err := s.Watch(ctx, "job"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Watch past the deadline: %v, want context.DeadlineExceeded", err)
+	watch := func(ctx context.Context) error {
+		_, err := s.Watch(ctx, "job")
+		return err
 	}
-	if err := s.fail(ctx, "get", errors.New("read tcp: i/o timeout")); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("fail past the deadline: %v, want context.DeadlineExceeded", err)
-	}
+	fail := func(ctx context.Context, err error) error { return s.fail(ctx, "get", err) }
+	storetest.PastDeadline(t, watch, fail, errors.New("read tcp: i/o timeout"))
 }
