@@ -121,8 +121,9 @@ func (s *Store) checkCall(ctx context.Context, key string) error {
 }
 
 // fail wraps a request error with the operation, the key and the
-// endpoints. After Close it is ErrClosed; when ctx is done the error
-// matches ctx's error whatever the client returned.
+// endpoints. After Close it is ErrClosed; when ctx is done, or past its
+// deadline before its timer fired, the error matches ctx's error whatever
+// the client returned.
 func (s *Store) fail(ctx context.Context, op, key string, err error) error {
 	if s.closed.Load() {
 		return tenure.ErrClosed
@@ -130,7 +131,7 @@ func (s *Store) fail(ctx context.Context, op, key string, err error) error {
 	if key != "" {
 		op = fmt.Sprintf("%s %q", op, key)
 	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctxerr.Err(ctx); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("etcd: %s at %s: %w (%v)", op, s.endpoints, cerr, err)
 	}
 	return fmt.Errorf("etcd: %s at %s: %w", op, s.endpoints, err)

@@ -1,6 +1,8 @@
 package etcd
 
 import (
+	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -28,4 +30,13 @@ func FuzzOpenURL(f *testing.F) {
 	f.Add("etcd://h/p?x=1", uint8(0), "etcd", "root", "h", "p", "")
 	f.Add("etcd://h:1,:2,h:/p", uint8(11), "etcd", "", "h:1,h", "", "")
 	storetest.FuzzOpen(f, "etcd://root:pw@127.0.0.1:2379,127.0.0.1:2380/prefix", []string{"etcd", ""}, storetest.OpenOffline(Open, nil))
+}
+
+// A request past its deadline fails with context.DeadlineExceeded even
+// before the context's timer fired, as on a busy machine, whatever the
+// client returned meanwhile.
+func TestPastDeadlineIsDeadlineExceeded(t *testing.T) {
+	s := &Store{}
+	unavailable := errors.New("rpc error: code = Unavailable desc = connection error")
+	storetest.PastDeadline(t, s.usable, func(ctx context.Context, err error) error { return s.fail(ctx, "get", "job", err) }, unavailable)
 }
