@@ -148,7 +148,8 @@ func (s *Store) checkCall(ctx context.Context, key string) error {
 
 // fail turns an error from pgx into the store's error: ErrClosed if the
 // store was closed meanwhile, the context's error if it is done or past
-// its deadline, and in every case a message that names the operation and not the password.
+// its deadline, and in every case a message that names the operation and
+// not the password.
 func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if s.closed.Load() {
 		return fmt.Errorf("tenure/postgres: %s: %w", op, tenure.ErrClosed)
