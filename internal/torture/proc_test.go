@@ -3,6 +3,7 @@ package torture
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -197,20 +198,49 @@ func (d *Processes) launch(id string) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = log, log
+	// Started under the lock, so that Stop, once it has marked the round
+	// stopped, signals every process there is.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		log.Close()
+		return nil
+	}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return err
 	}
-	d.mu.Lock()
 	d.procs[id] = cmd
-	d.mu.Unlock()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		_ = cmd.Wait()
 		log.Close()
+		d.relaunch(id, cmd)
 	}()
 	return nil
+}
+
+// relaunchDelay is how long a candidate that exited by itself stays down.
+const relaunchDelay = 200 * time.Millisecond
+
+// relaunch starts id again after its process cmd exited by itself, as a
+// service manager would: `tenure run` exits 1 when it cannot read the
+// store at its start (documented), which a server restart early in the
+// round causes, and the round must keep its N candidates, each a process
+// that later faults can reach. A process the driver killed (FaultKill,
+// Stop) is not relaunched here.
+func (d *Processes) relaunch(id string, cmd *exec.Cmd) {
+	d.mu.Lock()
+	mine := !d.stopped && d.procs[id] == cmd
+	d.mu.Unlock()
+	if !mine {
+		return
+	}
+	time.Sleep(relaunchDelay)
+	if err := d.launch(id); err != nil {
+		fmt.Fprintf(os.Stderr, "torture: cannot start %s again: %v\n", id, err)
+	}
 }
 
 // supervisor returns the pid of the process group leader under tenure pid:
@@ -260,11 +290,14 @@ func (d *Processes) Inject(ctx context.Context, kind FaultKind, target string) (
 	pid := cmd.Process.Pid
 	switch kind {
 	case FaultKill:
+		d.mu.Lock()
+		delete(d.procs, target) // killed here: relaunch leaves it to us
+		d.mu.Unlock()
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		return nil, false, d.launch(target)
 	case FaultStop:
 		_ = syscall.Kill(pid, syscall.SIGSTOP)
-		return func() error { return syscall.Kill(pid, syscall.SIGCONT) }, false, nil
+		return func() error { return cont(pid) }, false, nil
 	case FaultStopGroup:
 		// Freeze tenure and its child's whole group: outside the
 		// assumptions (nothing can act), so only fencing protects.
@@ -277,10 +310,19 @@ func (d *Processes) Inject(ctx context.Context, kind FaultKind, target string) (
 			if group > 0 {
 				_ = syscall.Kill(-group, syscall.SIGCONT)
 			}
-			return syscall.Kill(pid, syscall.SIGCONT)
+			return cont(pid)
 		}, true, nil
 	}
 	return nil, false, fmt.Errorf("fault %s not supported", kind)
+}
+
+// cont continues pid; a process that is gone (killed by a later fault
+// meanwhile, or exited before it was stopped) has nothing to continue.
+func cont(pid int) error {
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
 }
 
 func (d *Processes) Stop() error {
@@ -406,4 +448,50 @@ func TestTortureZooKeeper(t *testing.T) {
 		url:     func(addr string) string { return "zk://" + addr + "/torture" },
 		restart: srv.Restart,
 	}, time.Second)
+}
+
+// TestCandidateThatExitsIsStartedAgain: a candidate whose `tenure run`
+// exits by itself (as it does when it cannot read the store at its start,
+// during a server restart early in a round) is started again, so the
+// round keeps its candidates; a stop fault's heal on a process that is
+// gone meanwhile is no error; and none is started after Stop.
+func TestCandidateThatExitsIsStartedAgain(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "tenure")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho started\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := &Processes{Tenure: fake, Backend: backend{name: "fake", url: func(string) string { return "file://" + dir }},
+		N: 1, TTL: time.Second, Dir: dir}
+	ids, err := d.Start(context.Background(), NewRecorder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, ids[0]+".log"))
+		return strings.Count(string(b), "started\n")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for starts() < 3 && time.Now().Before(deadline) {
+		time.Sleep(relaunchDelay)
+	}
+	if n := starts(); n < 3 {
+		t.Fatalf("%s was started %d times in 10s; want it started again each time it exits", ids[0], n)
+	}
+	heal, _, err := d.Inject(context.Background(), FaultStop, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * relaunchDelay) // the stop found the script gone, or stopped it: it exits at the heal
+	if err := heal(); err != nil {
+		t.Errorf("healing a stop of a process that is gone: %v", err)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	n := starts()
+	time.Sleep(3 * relaunchDelay)
+	if m := starts(); m != n {
+		t.Errorf("%s was started %d more times after Stop", ids[0], m-n)
+	}
 }
