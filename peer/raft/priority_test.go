@@ -117,7 +117,19 @@ func TestYieldAfterRaft(t *testing.T) {
 		t.Fatalf("member 3 led before it started: %+v", first)
 	}
 	start(2, 5)
-	if e := sp.next(false); e.id != first.id || !errors.Is(e.cause, tenure.ErrSteppedDown) {
+	// On a busy machine a renewal can miss its deadline (200 ms at this
+	// 300 ms TTL) and end the leader's task before the yield. That is not
+	// what this test is about: the elector campaigns again, and the test
+	// waits for the yield of whoever leads then, a few times at most.
+	e := sp.next(false)
+	for try := 0; errors.Is(e.cause, tenure.ErrRenewDeadline) && e.id == first.id && try < 3; try++ {
+		t.Logf("task of %s ended with %v before the yield; waiting for the next leader's", e.id, e.cause)
+		if first = sp.next(true); first.id == "3" {
+			t.Fatalf("member 3 won raft leadership after that loss, without a yield: the test checked nothing")
+		}
+		e = sp.next(false)
+	}
+	if e.id != first.id || !errors.Is(e.cause, tenure.ErrSteppedDown) {
 		t.Fatalf("task of %s ended with %v; want %s stepping down", e.id, e.cause, first.id)
 	}
 	if s := sp.next(true); s.id != "3" || s.term <= first.term {
