@@ -48,7 +48,7 @@
 //     current (superseded, its lease node deleted, its key node rewritten or
 //     deleted and created again from outside) return an error matching
 //     [tenure.ErrLost] and change nothing. Watches also see the key node
-//     rewritten (a data watch beside the child watch).
+//     rewritten (a data watch beside the lease node's existence watch).
 //   - A lease node deleted from outside leaves its grant's session, and so
 //     its marker node, alive: the next grant finds the marker (one read,
 //     sent beside the acquisition) and carries a Lease.Wait of the old
@@ -66,19 +66,25 @@
 //   - Every call is bounded by its context. While ZooKeeper is unreachable
 //     calls fail with the context's error (wrapped with the servers); the
 //     client reconnects by itself and later calls succeed once it is back.
-//   - Watch uses ZooKeeper child watches on the key node, so candidates and
-//     observers wake within a round trip of an acquisition, release or
-//     expiry. Lease nodes are ephemeral, so ZooKeeper announces every end of
-//     a grant and a watch on a held key makes no reads while the holder
-//     renews. Each change costs the watch one request (a grant's start or
-//     end alone: the child watch armed again, its answer the new record) or
-//     two (the key node rewritten too): the requests that arm the watches
-//     are the reads. A grant that a session of the same Store makes in a
-//     batch costs the watch none: it delivers the grant from the session's
-//     bookkeeping and leaves the key to the session's own watches of the
-//     grant until the grant ends or the session's connection drops, then
-//     arms its own again. That is the grant a candidate's watch sees when
-//     its own batch wins the key, just before the candidate stops watching.
+//   - Watch uses a ZooKeeper existence watch on the lease node and a data
+//     watch on the key node, so candidates and observers wake within a
+//     round trip of an acquisition, release or expiry. Lease nodes are
+//     ephemeral, so ZooKeeper announces every end of a grant and a watch on
+//     a held key makes no reads while the holder renews. The lease node's
+//     deletion costs the watch no request: the event alone says that the
+//     key is free, at the ended grant's term, and the lease node's watch is
+//     armed again with the next change of the key node (every grant
+//     rewrites it) or after 10 s, which is how late a lease node created
+//     from outside without a rewrite of the key node can be seen. Any other
+//     change costs one request (the lease node's watch armed again, its
+//     answer the new record) or two (the key node rewritten too): the
+//     requests that arm the watches are the reads. A grant that a session
+//     of the same Store makes in a batch costs the watch none: it delivers
+//     the grant from the session's bookkeeping and leaves the key to the
+//     session's own watches of the grant until the grant ends or the
+//     session's connection drops, then arms its own again. So when a
+//     crashed process's keys move to candidates whose own batches win
+//     them, their watches send no request at all.
 //
 // # Non-guarantees
 //

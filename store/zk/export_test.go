@@ -92,3 +92,11 @@ func BeforeRearm(f func(key string)) (restore func()) {
 	beforeRearm.Store(&f)
 	return func() { beforeRearm.Store(nil) }
 }
+
+// SpentLeaseWait sets how long a watch that delivered a lease node's
+// deletion goes without a watch on the lease node while the key node's
+// data watch stays quiet, until the returned func is called.
+func SpentLeaseWait(d time.Duration) (restore func()) {
+	old := spentLeaseWait.Swap(int64(d))
+	return func() { spentLeaseWait.Store(old) }
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
+
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/store/zk"
 )
@@ -108,11 +110,14 @@ func (w *watchSteps) expect(t *testing.T, step, holder string) {
 	}
 }
 
-// TestWatchFollowsOwnSessionsGrant checks that a watch of a key that a
-// session of the same Store takes (a candidate whose own batch won the
-// key) sends no request to arm its watches again: it delivers the grant
-// from the session's bookkeeping and relies on the session's own watches
-// of the grant until the grant ends. It then checks that the watch still
+// TestWatchFollowsOwnSessionsGrant checks that a watch of a key whose
+// holder's session ends and that a session of the same Store then takes
+// (a crashed process's keys moving to a candidate whose own batch wins
+// them) sends no request to arm its watches again: it delivers the end of
+// the grant from the lease node's deletion event, at the ended grant's
+// term, and the new grant from the session's bookkeeping, relying on the
+// session's own watches of the grant until the grant ends. It then checks
+// that the watch still
 // delivers every end of the grant: a release, a lease node deleted from
 // outside, and a key node rewritten from outside while the session's
 // connection is cut off (the session cannot vouch for its grants then).
@@ -131,18 +136,25 @@ func TestWatchFollowsOwnSessionsGrant(t *testing.T) {
 		steps[k] = &watchSteps{ch: ch, terms: map[string]uint64{}}
 		steps[k].expect(t, k+": initial", "alpha")
 	}
-	if err := first.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		steps[k].expect(t, k+": the holder's session closed", "")
-	}
 	var rearms atomic.Int64
 	defer zk.BeforeRearm(func(key string) {
 		if slices.Contains(keys, key) {
 			rearms.Add(1)
 		}
 	})()
+	alpha := map[string]uint64{}
+	for _, k := range keys {
+		alpha[k] = steps[k].last.Term
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		steps[k].expect(t, k+": the holder's session closed", "")
+		if got := steps[k].last.Term; got != alpha[k] {
+			t.Fatalf("%s: free delivered at term %d, want the ended grant's %d", k, got, alpha[k])
+		}
+	}
 	ss := openSess(t, st, 5*time.Second)
 	leases := acquireBatch(ctx, t, ss, "beta", keys)
 	for _, k := range keys {
@@ -153,7 +165,7 @@ func TestWatchFollowsOwnSessionsGrant(t *testing.T) {
 	}
 	keepAlive(t, ss) // the grants' own watches are set
 	if n := rearms.Load(); n != 0 {
-		t.Fatalf("%d re-arms of watches on keys the store's own session took, want none", n)
+		t.Fatalf("%d re-arms of watches on keys whose grants ended and which the store's own session then took, want none", n)
 	}
 	if err := ss.Release(ctx, leases["released"]); err != nil {
 		t.Fatal(err)
@@ -165,4 +177,50 @@ func TestWatchFollowsOwnSessionsGrant(t *testing.T) {
 	defer resume()
 	tm.OverwriteGrant(t, "cutoff", "mallory")
 	steps["cutoff"].expect(t, "rewritten from outside while the session is cut off", "mallory")
+}
+
+// TestWatchSeesLeaseNodeMadeAfterRelease checks the one change that the
+// key node's data watch alone does not see once a watch delivered a lease
+// node's deletion without arming the lease node's watch again: a lease
+// node created from outside, without a rewrite of the key node. The watch
+// arms the lease node's watch again after spentLeaseWait and reports the
+// key held, and the next grant is seen at once after that.
+func TestWatchSeesLeaseNodeMadeAfterRelease(t *testing.T) {
+	defer zk.SpentLeaseWait(300 * time.Millisecond)()
+	srv := server(t)
+	const root = "/watchspent"
+	st := open(t, "zk://"+srv.Addr+root)
+	raw := rawConn(t, srv)
+	ctx := ctxT(t, 30*time.Second)
+	const key = "k"
+	l, err := st.Acquire(ctx, key, "alpha", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watchSteps{ch: ch, terms: map[string]uint64{}}
+	w.expect(t, "initial", "alpha")
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(t, "released", "")
+	if w.last.Term != l.Term {
+		t.Fatalf("release delivered at term %d, want the grant's %d", w.last.Term, l.Term)
+	}
+	if _, err := raw.Create(zk.KeyPath(root, key)+"/lease", nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// The key node still names alpha's grant, and now has a lease node.
+	w.expect(t, "lease node created from outside", "alpha")
+	if err := raw.Delete(zk.KeyPath(root, key)+"/lease", -1); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(t, "lease node deleted from outside", "")
+	if _, err := st.Acquire(ctx, key, "beta", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(t, "granted again", "beta")
 }
