@@ -353,7 +353,9 @@ func (s *Store) armRead(ctx context.Context, key string) (armed, error) {
 		}
 		ok, _, lev, err := s.ctl.ExistsW(lp)
 		if err != nil {
-			return result{data: dev}, nil // the data watch is armed; its firing arms both again
+			// Without the lease node's watch an expiry would go unseen:
+			// fail, as a failed read does.
+			return result{}, err
 		}
 		if fired(dev) { // the key node changed since it was read: read it, and arm both again
 			return result{data: firedWatch}, nil
