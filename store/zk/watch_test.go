@@ -13,18 +13,19 @@ import (
 )
 
 // TestWatchEachKindOfChange follows one key through every kind of change
-// a watch re-arms after: a grant (child and data watches fire), a key node
-// rewritten from outside (data only), a lease node deleted from outside
-// (child only), a release (child only), the key node deleted and created
-// again (existence watch). Each is delivered, in order, with terms that
-// never go back, and no record mixes the key node's data before a change
-// with its stat after it.
+// a watch sees: a grant (the lease node's and the key node's watches
+// fire), a key node rewritten from outside (data only), a lease node
+// deleted from outside (the lease node's watch only: delivered from the
+// event), a release (likewise), the key node deleted and created again
+// (existence watch). Each is delivered, in order, with terms that never go
+// back, and no record mixes the key node's data before a change with its
+// stat after it.
 func TestWatchEachKindOfChange(t *testing.T) {
 	tm, st := tamperedStore(t, "/watchkinds")
 	ctx := ctxT(t, 60*time.Second)
 	const key = "k"
-	// The key node exists before the watch: its watches are the child
-	// and data watches.
+	// The key node exists before the watch: its watches are the lease
+	// node's existence watch and the key node's data watch.
 	l, err := st.Acquire(ctx, key, "setup", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
