@@ -2,6 +2,7 @@ package zk_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,7 +74,9 @@ func TestSessionForgedRecordCannotExhaustTerms(t *testing.T) {
 // and a holder whose lease node was deleted from outside renewed on.
 func TestForeignChildOfKeyNode(t *testing.T) {
 	srv := server(t)
-	const root = "/foreignchild"
+	// A root of its own per run: the foreign nodes it creates outlive it
+	// on the package's shared server (go test -count=2).
+	root := "/foreignchild-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	st, b := open(t, "zk://"+srv.Addr+root), open(t, "zk://"+srv.Addr+root)
 	raw := rawConn(t, srv)
 	ctx := ctxT(t, 30*time.Second)
