@@ -85,8 +85,11 @@ func (w *slogWriter) count(k string) (held int, pass bool) {
 
 // varying matches the parts of a raft log line that change from one
 // repeat to the next: the backoff it waits, the time since it last heard
-// from a member, and the error it got.
-var varying = regexp.MustCompile(` (backoff time=\S+|time=\S+|error=.*)`)
+// from a member, the error it got, and the address a refused connection
+// came from (so that connections that fail to authenticate, from any
+// number of source ports or hosts, are one kind: a flood of them cannot
+// flood the log).
+var varying = regexp.MustCompile(` (backoff time=\S+|time=\S+|remote=\S+|error=.*)`)
 
 // lineKind is line without the parts that vary between repeats: the
 // message and the member it is about.

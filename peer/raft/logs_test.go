@@ -76,3 +76,24 @@ func TestRepeatKindsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedConnectionsAreOneKind: connections that fail to
+// authenticate, each from its own address (a scan, a flood, a member with
+// the wrong secret), are one kind of line: the first passes, then one a
+// minute with the count, whatever the number of addresses.
+func TestRefusedConnectionsAreOneKind(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	w := newSlogWriter(slog.New(slog.NewTextHandler(&out, nil)), func() time.Time { return now })
+	for i := range 10000 {
+		fmt.Fprintf(w, "[WARN]  raft: rejected a raft connection that did not authenticate: remote=10.%d.%d.%d:%d error=\"raft: pre-authentication failed (is secret-file the members' secret?)\"\n",
+			i/65536, i/256%256, i%256, 1024+i)
+		now = now.Add(10 * time.Millisecond)
+	}
+	if got := strings.Count(out.String(), "rejected a raft connection"); got != 2 {
+		t.Errorf("10,000 refused connections over 100 s logged %d lines, want 2 (the first, then one a minute):\n%s", got, out.String())
+	}
+	if !strings.Contains(out.String(), "repeated=5999") {
+		t.Errorf("the minute's line does not count the others:\n%s", out.String())
+	}
+}
