@@ -113,13 +113,17 @@ func TestPageInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("the page never showed a leading: %v", err)
 	}
-	shown, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`({key: `+text("key")+`, bars: `+bars+`})`))
+	// margin: the stylesheet's 2em of 15px, which the page's
+	// Content-Security-Policy must let through, as it does the script
+	// that made the page live.
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`({key: `+text("key")+`, bars: `+bars+
+		`, margin: getComputedStyle(document.body).marginTop})`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, _ := shown["bars"].(float64)
-	if shown["key"] != key || before < 1 {
-		t.Fatalf("page shows %v, want key %q and at least 1 timeline bar", shown, key)
+	if shown["key"] != key || before < 1 || shown["margin"] != "30px" {
+		t.Fatalf("page shows %v, want key %q, at least 1 timeline bar and the stylesheet's 30px margin", shown, key)
 	}
 
 	close(a.resign) // a's task returns, a releases, b takes over

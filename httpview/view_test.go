@@ -2,12 +2,15 @@ package httpview
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -200,6 +203,44 @@ func TestPageIsServedToBrowsers(t *testing.T) {
 	}
 	if w := get(t, h, "/", ""); !strings.HasPrefix(w.Body.String(), `{"name":""`) {
 		t.Errorf("GET / without Accept = %.60s, want the JSON view", w.Body)
+	}
+}
+
+// TestPageHeaders: the page carries a Content-Security-Policy that lets
+// only its own inline style and script run (by hash: one of each, no
+// inline event handlers) and requests go only to this server, and may not
+// be framed; the page and the JSON view are never sniffed as another type.
+// A holder or value written into the store from outside is shown as text,
+// and this is the second line should it ever reach markup.
+func TestPageHeaders(t *testing.T) {
+	h := mustNew(t, Options{Key: key, Store: memory.New(nil)})
+	w := get(t, h, "/", "text/html")
+	page := w.Body.String()
+	csp := w.Header().Get("Content-Security-Policy")
+	hash := func(tag string) string {
+		m := regexp.MustCompile(`(?s)<`+tag+`>(.*?)</`+tag+`>`).FindAllStringSubmatch(page, -1)
+		if len(m) != 1 {
+			t.Fatalf("the page has %d <%s> elements, want 1: the policy allows one by hash", len(m), tag)
+		}
+		sum := sha256.Sum256([]byte(m[0][1]))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	for _, want := range []string{"default-src 'none'", "script-src " + hash("script") + ";", "style-src " + hash("style") + ";",
+		"connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe") {
+		t.Errorf("Content-Security-Policy %q allows unsafe sources", csp)
+	}
+	if m := regexp.MustCompile(`<[^>]*\son[a-z]+=`).FindString(page); m != "" {
+		t.Errorf("the page has an inline event handler, which the policy blocks: %s", m)
+	}
+	for _, accept := range []string{"text/html", ""} {
+		if got := get(t, h, "/", accept).Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET / (Accept %q): X-Content-Type-Options %q, want nosniff", accept, got)
+		}
 	}
 }
 
