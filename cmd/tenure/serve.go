@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,9 +95,32 @@ func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*vi
 		ln.Close()
 		return nil, err
 	}
-	srv := &http.Server{Handler: view, ReadHeaderTimeout: viewHeaderTimeout, IdleTimeout: viewIdleTimeout,
+	var handler http.Handler = view
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
+		handler = loopbackHosts(view)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: viewHeaderTimeout, IdleTimeout: viewIdleTimeout,
 		MaxHeaderBytes: viewMaxHeaderBytes}
 	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: netutil.LimitListener(ln, viewMaxConns), srv: srv}, nil
+}
+
+// loopbackHosts serves only requests whose Host is an IP address or
+// localhost, for a view listening on a loopback address: a web page can
+// point a name it controls at 127.0.0.1 (DNS rebinding) and have a
+// browser on this machine read the view as its own origin; its requests
+// carry that name. Everything else gets 421 Misdirected Request.
+func loopbackHosts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		if host != "localhost" && net.ParseIP(strings.Trim(host, "[]")) == nil {
+			http.Error(w, "tenure: this view on a loopback address answers only requests for an IP address or localhost", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // onEvent feeds an elector's events to the view and the metrics, then to

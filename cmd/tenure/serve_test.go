@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -89,4 +91,55 @@ func scrapeView(v *viewServer) string {
 	rec := httptest.NewRecorder()
 	v.view.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
+}
+
+// TestLoopbackViewRefusesOtherHosts: a view listening on a loopback
+// address answers requests for an IP address or localhost, and refuses
+// (421) a request naming another host, which is how a DNS-rebinding page
+// in a browser on this machine would reach it. A view on every interface
+// answers whatever the Host.
+func TestLoopbackViewRefusesOtherHosts(t *testing.T) {
+	st := memory.New(nil)
+	defer st.Close()
+	logger := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		addr string
+		host string
+		want int
+	}{
+		{"127.0.0.1:0", "127.0.0.1:PORT", http.StatusOK},
+		{"127.0.0.1:0", "localhost:PORT", http.StatusOK},
+		{"127.0.0.1:0", "localhost", http.StatusOK},
+		{"127.0.0.1:0", "rebind.attacker.example:PORT", http.StatusMisdirectedRequest},
+		{"127.0.0.1:0", "localhost.attacker.example", http.StatusMisdirectedRequest},
+		{"[::1]:0", "[::1]:PORT", http.StatusOK},
+		{"[::1]:0", "rebind.attacker.example:PORT", http.StatusMisdirectedRequest},
+		{":0", "rebind.attacker.example:PORT", http.StatusOK},
+	} {
+		v, err := listenView(tc.addr, "job", st, logger)
+		if err != nil {
+			if strings.HasPrefix(tc.addr, "[::1]") {
+				t.Logf("%s: %v (no IPv6 loopback here)", tc.addr, err)
+				continue
+			}
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go v.serve(ctx, logger)
+		_, port, _ := net.SplitHostPort(v.ln.Addr().String())
+		req, _ := http.NewRequest("GET", "http://"+net.JoinHostPort("127.0.0.1", port)+"/", nil)
+		if strings.HasPrefix(tc.addr, "[::1]") {
+			req.URL.Host = net.JoinHostPort("::1", port)
+		}
+		req.Host = strings.ReplaceAll(tc.host, "PORT", port)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("view on %s, Host %s: %d, want %d", tc.addr, req.Host, resp.StatusCode, tc.want)
+		}
+		cancel()
+	}
 }
