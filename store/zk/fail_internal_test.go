@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tenurehq/tenure/storetest"
 )
 
 // TestFailHidesTheSecretAndKeepsTheChain checks that a request error whose
@@ -30,4 +32,12 @@ func TestFailHidesTheSecretAndKeepsTheChain(t *testing.T) {
 	if strings.Contains(err.Error(), "hunter2-secret") || !errors.Is(err, context.Canceled) {
 		t.Errorf("with ctx done: %v; want the password hidden and context.Canceled matched", err)
 	}
+}
+
+// A request past its deadline fails with context.DeadlineExceeded even
+// before the context's timer fired, as on a busy machine, whatever the
+// client returned meanwhile (etcd's fail had the same slip).
+func TestPastDeadlineIsDeadlineExceeded(t *testing.T) {
+	s := &Store{where: "127.0.0.1:2181"}
+	storetest.PastDeadline(t, s.usable, func(ctx context.Context, err error) error { return s.fail(ctx, "get", "job", err) }, zk.ErrConnectionClosed)
 }

@@ -262,13 +262,14 @@ func (s *Store) checkCall(ctx context.Context, key string) error {
 }
 
 // fail wraps a request error with the operation, key and servers; after
-// Close it is ErrClosed, and when ctx is done it matches ctx's error.
+// Close it is ErrClosed, and when ctx is done, or past its deadline before
+// its timer fired, it matches ctx's error.
 func (s *Store) fail(ctx context.Context, op, key string, err error) error {
 	if s.isClosed() {
 		return tenure.ErrClosed
 	}
 	err = storeurl.Scrub(s.secret, err)
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctxerr.Err(ctx); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("zk: %s %q at %s: %w (%v)", op, key, s.where, cerr, err)
 	}
 	return fmt.Errorf("zk: %s %q at %s: %w", op, key, s.where, err)
