@@ -426,7 +426,7 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(tmpDir.fd(), tmp, d.fd(), name)
+		err = replace(tmpDir, tmp, d, name)
 	}
 	if err != nil {
 		_ = tmpDir.remove(tmp)
@@ -440,6 +440,33 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 		}
 	}
 	return nil
+}
+
+// replace puts the file tmp in tmpDir in the place of name in d, at once
+// for every reader, as rename(2) does. Over an existing record it swaps
+// the two files (RENAME_EXCHANGE) and then removes the old one under the
+// temporary name: on ext4 a plain rename over an existing file makes the
+// caller start writing the new file out (auto_da_alloc), about 40 % of an
+// idle leader's CPU, for a record the next renewal usually replaces before
+// the kernel's flusher would have written it at all. Where the record does
+// not exist yet, or the file system cannot swap, it renames.
+func replace(tmpDir *dirHandle, tmp string, d *dirHandle, name string) error {
+	err := unix.Renameat2(tmpDir.fd(), tmp, d.fd(), name, unix.RENAME_EXCHANGE)
+	switch err {
+	case nil:
+		// tmp now names the old record; if it cannot be removed, it
+		// is a temporary file like one left by a crash.
+		if unix.Unlinkat(tmpDir.fd(), tmp, 0) == unix.EISDIR {
+			// name was a directory, which rename refuses to replace:
+			// put it back and refuse too.
+			_ = unix.Renameat2(tmpDir.fd(), tmp, d.fd(), name, unix.RENAME_EXCHANGE)
+			return unix.EISDIR
+		}
+		return nil
+	case unix.ENOENT, unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP:
+		return unix.Renameat(tmpDir.fd(), tmp, d.fd(), name)
+	}
+	return err
 }
 
 // writeAll writes data to f.

@@ -473,3 +473,33 @@ func TestSessionTermsExhausted(t *testing.T) {
 		storetest.SessionRefusesExhausted(t, func() tenure.StoreSession { return storetest.OpenSession(t, s, time.Minute) }, key, "2^64-1")
 	}
 }
+
+// A directory planted under a record's name is an error naming the file,
+// and stays where it was: a write never swaps it away.
+func TestDirectoryAtARecordNameIsAnError(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"k-dir.state", ".terms/k-dir.term"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := local.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			planted := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Join(planted, "inside"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Acquire(context.Background(), "dir", "me", time.Minute)
+			if err == nil {
+				t.Fatalf("Acquire with a directory at %s succeeded", name)
+			}
+			if !strings.Contains(err.Error(), planted) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q does not name %s on one line", err, planted)
+			}
+			if fi, err := os.Stat(filepath.Join(planted, "inside")); err != nil || !fi.IsDir() {
+				t.Errorf("the planted directory moved: %v", err)
+			}
+		})
+	}
+}
