@@ -27,10 +27,12 @@ import (
 // threads' schedstat (ns), with its supervisor's. The difference between
 // the two without --http is the noise floor; the difference between their
 // mean and the one with --http is --http's cost. The target: under 0.1 %
-// of a core with --http.
+// of a core with --http. TENURE_BENCH_TENURE names another tenure binary
+// to run instead of this tree's, to compare two builds on one machine.
 //
 //	go test -run '^$' -bench HTTPIdle -benchtime 1x ./cmd/tenure
 func BenchmarkHTTPIdle(b *testing.B) {
+	useOtherTenure(b)
 	window := 60 * time.Second
 	if s := os.Getenv("TENURE_IDLE_WINDOW"); s != "" {
 		d, err := time.ParseDuration(s)

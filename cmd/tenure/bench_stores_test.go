@@ -58,11 +58,7 @@ func BenchmarkStoreHandoff(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("TENURE_BENCH_TRIALS")); err == nil && v > 0 {
 		trials = v
 	}
-	if bin := os.Getenv("TENURE_BENCH_TENURE"); bin != "" {
-		old := tenureBin
-		tenureBin = bin
-		b.Cleanup(func() { tenureBin = old })
-	}
+	useOtherTenure(b)
 	cw := cWorker(b)
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
@@ -87,6 +83,16 @@ func BenchmarkStoreHandoff(b *testing.B) {
 			b.ReportMetric(float64(pct(sigterm.durations(), 99))/1e6, "sigterm-p99-ms")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// useOtherTenure makes b run the tenure binary named by
+// $TENURE_BENCH_TENURE, if set, instead of the one built from this tree.
+func useOtherTenure(b *testing.B) {
+	if bin := os.Getenv("TENURE_BENCH_TENURE"); bin != "" {
+		old := tenureBin
+		tenureBin = bin
+		b.Cleanup(func() { tenureBin = old })
 	}
 }
 

@@ -286,3 +286,47 @@ func TestRecordOverwrittenFromOutside(t *testing.T) {
 		t.Fatalf("the old holder's Renew: %q, want lost", got)
 	}
 }
+
+// An empty record, which a renewal's record can become after a power loss
+// (it is swapped into place without being written out), reads as a
+// deleted one: the key reads free, the next grant's term comes from
+// .terms, above the holder's, after the holder's TTL, and the holder's
+// Renew fails. An empty
+// .terms record stays an error: it is the key's term high-water mark.
+func TestEmptyRecordIsADeletedOne(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const key, ttl = "emptied", time.Minute
+	c, term := acquiringChild(t, dir, key, ttl)
+	c.send("renew") // the record is now a renewal's
+	if got := c.line(); got != "renewed" {
+		t.Fatalf("the holder's first Renew: %q", got)
+	}
+	s := open(t, dir)
+	record := keyFile(dir, key, ".state")
+	if err := os.Truncate(record, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGetRecord(t, s, key); got.Term != term || got.Held() {
+		t.Fatalf("Get with an empty record = %+v, want free with term %d", got, term)
+	}
+	l := acquire(t, s, key, "beta", time.Second)
+	if l.Term <= term || l.Wait < ttl {
+		t.Fatalf("Acquire over an empty record = term %d, Wait %s; want above %d and at least %s", l.Term, l.Wait, term, ttl)
+	}
+	c.send("renew")
+	if got := c.line(); got != "lost" {
+		t.Fatalf("the holder's Renew after the empty record: %q, want lost", got)
+	}
+	if err := s.Release(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+
+	terms := filepath.Join(dir, local.TermsDir, local.BaseName(key)+".term")
+	if err := os.Truncate(terms, 0); err != nil {
+		t.Fatal(err)
+	}
+	local.ForgetSeen(dir)
+	_, err := s.Acquire(context.Background(), key, "beta", time.Second)
+	wantOneLine(t, "Acquire with an empty .terms record", err, local.ErrCorrupt, terms)
+}

@@ -152,7 +152,10 @@
 //     them. A record that cannot be decoded (truncated, damaged, unknown
 //     version, too large) is reported as an error wrapping [ErrCorrupt]
 //     that names the file and leaves it as it is; it is never mistaken for
-//     a key that was never granted, which would restart terms at 1.
+//     a key that was never granted, which would restart terms at 1. One
+//     exception: an empty NAME.state reads as a deleted one (terms go on
+//     from .terms), since a renewal's record can be empty after a power
+//     loss (see below). An empty .terms record is an error.
 //   - A grant deleted or replaced from outside ends for its holder at once:
 //     Renew fails with [tenure.ErrLost] when the record is gone or names
 //     another grant, or when the liveness file in the directory is not the
@@ -200,9 +203,13 @@
 //   - Renew and Release are not fsynced, nor is the record an Acquire
 //     writes (only its .terms record is): after a power loss a key's record
 //     may be an older one, naming a holder whose grant belongs to an
-//     earlier boot and is dead, and terms still go on from the .terms
-//     record. A power loss right after .terms was deleted from outside
-//     can lose the high-water mark with it.
+//     earlier boot and is dead, or, if a renewal wrote it, empty, which
+//     reads as deleted; terms still go on from the .terms record. (A
+//     renewal swaps its record into place with RENAME_EXCHANGE and removes
+//     the old one rather than renaming over it: on ext4 that rename would
+//     start writing the record out, about 40 % of an idle leader's CPU,
+//     for a record the next renewal replaces.) A power loss right after
+//     .terms was deleted from outside can lose the high-water mark with it.
 //   - A process that stops while holding a mutation lock (SIGSTOP in the
 //     middle of a call) blocks other calls on that key, which then fail
 //     with their context's error, until it resumes or dies.

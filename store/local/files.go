@@ -336,6 +336,19 @@ const maxStateFile = headerLen + maxBody + trailerLen
 // or ErrUnsafe that names it. Reading never blocks: FIFOs and devices are
 // refused before any read.
 func readState(d *dirHandle, name string) (st state, ok bool, err error) {
+	return readStateFile(d, name, false)
+}
+
+// readRecord reads a key's record (NAME.state) as readState does, except
+// that an empty file reads as none, as if deleted: a renewal's record is
+// swapped into place without being written out (see swapped), so after a
+// power loss it may be empty, and the key's .terms record, never written
+// so, still holds its term. An empty .terms record remains an error.
+func readRecord(d *dirHandle, name string) (st state, ok bool, err error) {
+	return readStateFile(d, name, true)
+}
+
+func readStateFile(d *dirHandle, name string, emptyIsNone bool) (st state, ok bool, err error) {
 	f, err := d.openRaw(name, unix.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return state{}, false, nil
@@ -344,6 +357,9 @@ func readState(d *dirHandle, name string) (st state, ok bool, err error) {
 		return state{}, false, fmt.Errorf("local: read state: %w", err)
 	}
 	defer f.Close()
+	if f.st.Size == 0 && emptyIsNone {
+		return state{}, false, nil
+	}
 	if f.st.Size > int64(maxStateFile) {
 		return state{}, false, fmt.Errorf("%w %s: larger than the limit of %d bytes", ErrCorrupt, f.name, maxStateFile)
 	}
@@ -386,21 +402,39 @@ func (f rawFile) readAll(size int) ([]byte, error) {
 	return data[:n], nil
 }
 
+// writeMode is how writeState puts a record in place.
+type writeMode int
+
+const (
+	// renamed: renamed over the record, not fsynced. On ext4 such a rename
+	// writes the new file out first (auto_da_alloc), so after a power loss
+	// the name holds the old record or the new one.
+	renamed writeMode = iota
+	// durable: fsynced, with the directory, before writeState returns, so
+	// the record survives a power loss.
+	durable
+	// swapped: for a record rewritten every few seconds (a renewal):
+	// swapped into place and the old one removed (see replace), which
+	// never starts a disk write. After a power loss the record may be
+	// empty, which reads as no record (see readRecord); the key's .terms
+	// record still holds its term.
+	swapped
+)
+
 // writeState replaces the record name in d by writing a new temporary file
 // in tmpDir (O_EXCL, a random name, so nothing in its place is ever
-// followed or truncated) and renaming it over the record, so readers see
-// the old or the new record, never a mix. The state directory's records
-// are written through a temporary file in .terms, so that a write shows
-// in the state directory as one event (the rename), which is all its
-// watchers, in every process, are woken for; if the rename fails with
-// EXDEV (something is mounted on .terms) it writes in d instead. With
-// durable, the file and d are fsynced before it returns, so the record
-// survives a power loss. A temporary file left by a crash is never read
-// and may be removed.
-func writeState(d, tmpDir *dirHandle, name string, st state, durable bool) error {
-	err := writeStateVia(d, tmpDir, name, st, durable)
+// followed or truncated) and putting it in the record's place as mode
+// says, so readers see the old or the new record, never a mix. The state
+// directory's records are written through a temporary file in .terms, so
+// that a write shows in the state directory as one event (the rename),
+// which is all its watchers, in every process, are woken for; if the
+// rename fails with EXDEV (something is mounted on .terms) it writes in d
+// instead. A temporary file left by a crash is never read and may be
+// removed.
+func writeState(d, tmpDir *dirHandle, name string, st state, mode writeMode) error {
+	err := writeStateVia(d, tmpDir, name, st, mode)
 	if errors.Is(err, unix.EXDEV) && tmpDir != d {
-		err = writeStateVia(d, d, name, st, durable)
+		err = writeStateVia(d, d, name, st, mode)
 	}
 	if err != nil {
 		return fmt.Errorf("local: write state %s: %w", d.pathOf(name), err)
@@ -408,7 +442,7 @@ func writeState(d, tmpDir *dirHandle, name string, st state, durable bool) error
 	return nil
 }
 
-func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) error {
+func writeStateVia(d, tmpDir *dirHandle, name string, st state, mode writeMode) error {
 	// math/rand/v2's generator (ChaCha8, seeded by the runtime from the
 	// system) makes names nobody can predict without a system call per
 	// write; O_EXCL makes a name taken meanwhile an error, never shared.
@@ -419,14 +453,16 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 	}
 	data := encodeState(st)
 	err = f.writeAll(data)
-	if err == nil && durable {
+	if err == nil && mode == durable {
 		err = unix.Fsync(f.fd)
 	}
 	if cerr := unix.Close(f.fd); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = replace(tmpDir, tmp, d, name)
+	if err == nil && mode == swapped {
+		err = swap(tmpDir, tmp, d, name)
+	} else if err == nil {
+		err = unix.Renameat(tmpDir.fd(), tmp, d.fd(), name)
 	}
 	if err != nil {
 		_ = tmpDir.remove(tmp)
@@ -434,7 +470,7 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 		return err
 	}
 	d.recs.wrote(name, data, st)
-	if durable {
+	if mode == durable {
 		if err := d.f.Sync(); err != nil {
 			return fmt.Errorf("sync state directory %s: %w", d.path, err)
 		}
@@ -442,15 +478,15 @@ func writeStateVia(d, tmpDir *dirHandle, name string, st state, durable bool) er
 	return nil
 }
 
-// replace puts the file tmp in tmpDir in the place of name in d, at once
-// for every reader, as rename(2) does. Over an existing record it swaps
-// the two files (RENAME_EXCHANGE) and then removes the old one under the
-// temporary name: on ext4 a plain rename over an existing file makes the
-// caller start writing the new file out (auto_da_alloc), about 40 % of an
-// idle leader's CPU, for a record the next renewal usually replaces before
-// the kernel's flusher would have written it at all. Where the record does
-// not exist yet, or the file system cannot swap, it renames.
-func replace(tmpDir *dirHandle, tmp string, d *dirHandle, name string) error {
+// swap puts the file tmp in tmpDir in the place of name in d, at once for
+// every reader, as rename(2) does: over an existing record it swaps the two
+// files (RENAME_EXCHANGE) and then removes the old one under the temporary
+// name. On ext4 a rename over an existing file makes the caller start
+// writing the new file out (auto_da_alloc): about 40 % of an idle leader's
+// CPU, for a record the next renewal replaces before the kernel's flusher
+// would write it. Where the record does not exist yet, or the file system
+// cannot swap, it renames.
+func swap(tmpDir *dirHandle, tmp string, d *dirHandle, name string) error {
 	err := unix.Renameat2(tmpDir.fd(), tmp, d.fd(), name, unix.RENAME_EXCHANGE)
 	switch err {
 	case nil:

@@ -41,7 +41,7 @@ func (s *Store) mutate(ctx context.Context, key string, fn func(kf keyFiles, st 
 		return err
 	}
 	defer lk.Close() // drops the lock
-	st, ok, err := readState(s.d, kf.state)
+	st, ok, err := readRecord(s.d, kf.state)
 	if err != nil {
 		return err
 	}
@@ -278,9 +278,9 @@ func (s *Store) writeGrant(kf keyFiles, next state) (string, error) {
 	// its holder (the first grant of a key has no record before it), and
 	// a crash between the two writes loses at most a term that was never
 	// handed out: Acquire returns only after .terms is on disk.
-	err = writeState(s.d, s.t, kf.state, next, false)
+	err = writeState(s.d, s.t, kf.state, next, renamed)
 	if err == nil {
-		err = writeState(s.t, s.t, kf.term, next, true)
+		err = writeState(s.t, s.t, kf.term, next, durable)
 	}
 	if err == nil {
 		s.seeState(next.Key, next)
@@ -341,7 +341,7 @@ func (s *Store) settle(kf keyFiles, l tenure.Lease, err error) {
 	if !errors.Is(err, tenure.ErrLost) || !s.owns(l) {
 		return
 	}
-	st, ok, rerr := readState(s.d, kf.state)
+	st, ok, rerr := readRecord(s.d, kf.state)
 	if rerr != nil {
 		return
 	}
@@ -364,7 +364,7 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	received := boottime()
 	kf, err := s.mutateGrant(ctx, l, received, func(kf keyFiles, st state) error {
 		st.Expires = received + st.TTL
-		return writeState(s.d, s.t, kf.state, st, false)
+		return writeState(s.d, s.t, kf.state, st, swapped)
 	})
 	s.settle(kf, l, err)
 	return err
@@ -415,10 +415,10 @@ func (s *Store) writeReleased(kf keyFiles, st state) error {
 	// .terms (and this process) learn of the release, so a later
 	// Acquire after the key's files are deleted knows this grant
 	// needs no wait.
-	if err := writeState(s.t, s.t, kf.term, st, false); err != nil {
+	if err := writeState(s.t, s.t, kf.term, st, renamed); err != nil {
 		return err
 	}
-	if err := writeState(s.d, s.t, kf.state, st, false); err != nil {
+	if err := writeState(s.d, s.t, kf.state, st, renamed); err != nil {
 		return err
 	}
 	s.seeState(kf.key, st)
@@ -443,7 +443,7 @@ func (s *Store) get(key string) (tenure.Record, error) {
 // getSession is get, also returning the session the record names, if any.
 func (s *Store) getSession(key string) (tenure.Record, string, error) {
 	kf := s.files(key)
-	st, ok, err := readState(s.d, kf.state)
+	st, ok, err := readRecord(s.d, kf.state)
 	if err != nil {
 		return tenure.Record{}, "", err
 	}

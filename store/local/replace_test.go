@@ -22,7 +22,7 @@ func TestReplaceSwapsAndCleansUp(t *testing.T) {
 	}
 	defer d.f.Close()
 	for term := uint64(1); term <= 3; term++ {
-		if err := writeState(d, d, "k.state", state{Key: "k", Term: term}, false); err != nil {
+		if err := writeState(d, d, "k.state", state{Key: "k", Term: term}, swapped); err != nil {
 			t.Fatalf("write %d: %v", term, err)
 		}
 		d.recs.forget("k.state")
@@ -41,7 +41,7 @@ func TestReplaceSwapsAndCleansUp(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "k.state", "inside"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	err = writeState(d, d, "k.state", state{Key: "k", Term: 4}, false)
+	err = writeState(d, d, "k.state", state{Key: "k", Term: 4}, swapped)
 	if !errors.Is(err, unix.EISDIR) {
 		t.Errorf("write over a directory: %v, want EISDIR", err)
 	}

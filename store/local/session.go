@@ -237,22 +237,26 @@ func (ss *session) held(key string, st state) (tenure.Lease, bool) {
 }
 
 // writeGrant writes next, a grant of the session, under the key's
-// mutation lock: the record, then .terms (fsynced if durable), and
+// mutation lock: the record, then .terms (fsynced if fsync), and
 // registers it. On
 // error the grant is undone: its record is rewritten as released, or, if
 // even that fails, kept as an orphan that the next KeepAlive releases
 // before it extends the session, so it never lives on unknown.
-func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease, durable bool) error {
+func (ss *session) writeGrant(kf keyFiles, next state, l tenure.Lease, fsync bool) error {
 	s := ss.s
+	mode := renamed
+	if fsync {
+		mode = durable
+	}
 	// The record first, then .terms, as [Store.writeGrant] does and for
 	// its reasons.
-	if err := writeState(s.d, s.t, kf.state, next, false); err != nil {
+	if err := writeState(s.d, s.t, kf.state, next, renamed); err != nil {
 		return err
 	}
 	s.seeState(next.Key, next)
 	stamp, _, err := s.stampOf(kf.state)
 	if err == nil {
-		err = writeState(s.t, s.t, kf.term, next, durable)
+		err = writeState(s.t, s.t, kf.term, next, mode)
 	}
 	if err == nil {
 		err = ss.add(l, kf.state, stamp)
@@ -405,7 +409,7 @@ func (ss *session) gone() ([]tenure.Lease, error) {
 		}
 		if ok {
 			ss.reads++
-			st, ok, err := readState(s.d, g.state)
+			st, ok, err := readRecord(s.d, g.state)
 			if err != nil && !errors.Is(err, ErrCorrupt) {
 				return nil, err
 			}

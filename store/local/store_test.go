@@ -161,7 +161,8 @@ func acquireNext(t *testing.T, s *local.Store, key string, prev uint64, how stri
 }
 
 // Terms never go backwards: a damaged record is an error naming the file,
-// never a key that restarts at term 1.
+// never a key that restarts at term 1. (An empty record reads as a deleted
+// one: TestEmptyRecordIsADeletedOne.)
 func TestCorruptStateIsAnError(t *testing.T) {
 	t.Parallel()
 	const key = "precious"
@@ -172,7 +173,7 @@ func TestCorruptStateIsAnError(t *testing.T) {
 	flipped[len(flipped)/2] ^= 1
 	for name, data := range map[string][]byte{
 		"truncated":   good[:len(good)-3],
-		"empty":       {},
+		"one byte":    good[:1],
 		"byte flip":   flipped,
 		"garbage":     []byte("not a state file at all, but long enough to have a header"),
 		"new version": append([]byte("tenure\x00L\x00\x09"), good[10:]...),
