@@ -348,6 +348,7 @@ func readRecord(d *dirHandle, name string) (st state, ok bool, err error) {
 	return readStateFile(d, name, true)
 }
 
+// readStateFile is readState, and with emptyIsNone readRecord.
 func readStateFile(d *dirHandle, name string, emptyIsNone bool) (st state, ok bool, err error) {
 	f, err := d.openRaw(name, unix.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
@@ -414,7 +415,7 @@ const (
 	// the record survives a power loss.
 	durable
 	// swapped: for a record rewritten every few seconds (a renewal):
-	// swapped into place and the old one removed (see replace), which
+	// swapped into place and the old one removed (see swap), which
 	// never starts a disk write. After a power loss the record may be
 	// empty, which reads as no record (see readRecord); the key's .terms
 	// record still holds its term.
