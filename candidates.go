@@ -18,8 +18,9 @@ import (
 // The [Store] contract cannot list keys, so registration uses a fixed set
 // of [CandidateSlots] keys derived from the key: each elector holds one
 // slot while Run or Do runs, with a lease of three times its TTL (at most
-// the store's longest) renewed every third of that, about once per TTL,
-// and publishes its priority and start time as the slot's value. A
+// the store's longest) renewed every third of that, about once per TTL (a
+// leader renews it with its key, at most one renew interval late), and
+// publishes its priority and start time as the slot's value. A
 // candidate that dies drops out when its slot expires (on a store that
 // ties leases to processes, such as the local one, at once). Each elector
 // re-reads the slots with each renewal of its own slot, to learn the
@@ -116,7 +117,10 @@ func (e *Elector) register(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for sleep(ctx, e.cfg.Clock, e.slotTTL()/slotRenewals) {
+		period := e.slotTTL() / slotRenewals
+		t := e.cfg.Clock.NewTimer(period)
+		defer t.Stop()
+		for e.awaitSlot(ctx, t, e.cfg.Clock.Now().Add(period), period) {
 			slot = e.registerOnce(ctx, slot, since)
 		}
 		if slot.Key != "" {
@@ -138,6 +142,35 @@ const (
 	slotTTLs     = 3
 	slotRenewals = 3
 )
+
+// awaitSlot waits, on t, until due, when the registration goroutine
+// renews its slot next, and reports false if ctx ended first. An elector
+// that leads when it starts waiting renews the slot with the key instead:
+// at the key's first renewal from due on, or one renew interval (jittered,
+// at most half a period) after due if none came, so that the process wakes
+// once for both; the slot's lease lasts three periods. In an idle leader a
+// wake-up costs about as much as the renewal it serves
+// (docs/measurements.md).
+func (e *Elector) awaitSlot(ctx context.Context, t Timer, due time.Time, period time.Duration) bool {
+	c := &e.cfg
+	wait := due.Sub(c.Clock.Now())
+	if e.Status().Leading {
+		wait += min(time.Duration(float64(c.RenewInterval)*max(c.Jitter, 1)), period/2)
+	}
+	rearm(t, wait)
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C():
+			return true
+		case <-e.ctl.keyRenewed:
+			if !c.Clock.Now().Before(due) {
+				return true
+			}
+		}
+	}
+}
 
 // slotTTL is the TTL of this elector's registration slot.
 func (e *Elector) slotTTL() time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -53,6 +54,66 @@ func TestIdleLeaderDoesNotReadCandidateSlots(t *testing.T) {
 		}
 		if n := store.renewals.Load() - renewals; n < 25 || n > 31 {
 			t.Errorf("the leader renewed its slot %d times in 30 TTLs; want about once per TTL", n)
+		}
+	})
+}
+
+// renewalClock is a memory store that notes when (on the bubble's clock)
+// each renewal of the key and of a registration slot was made.
+type renewalClock struct {
+	*memory.Store
+	mu         sync.Mutex
+	key, slots []time.Time
+}
+
+func (s *renewalClock) Renew(ctx context.Context, l tenure.Lease) error {
+	s.mu.Lock()
+	if isSlot(l.Key) {
+		s.slots = append(s.slots, time.Now())
+	} else {
+		s.key = append(s.key, time.Now())
+	}
+	s.mu.Unlock()
+	return s.Store.Renew(ctx, l)
+}
+
+// TestLeaderRenewsItsSlotWithItsKey: a leader renews its registration slot
+// right after a renewal of its key, never at an instant of its own (each
+// wake-up of an idle process costs about as much as a renewal), still
+// about once per TTL; a candidate that does not lead renews it on its own
+// schedule.
+func TestLeaderRenewsItsSlotWithItsKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &renewalClock{Store: memory.New(nil)}
+		b := newBook()
+		a := startCandidate(t, store, b, "a", 1)
+		defer a.stop()
+		<-b.began
+		from := time.Now()
+		f := startCandidate(t, store, b, "f", 1) // a follower, for contrast
+		defer f.stop()
+		time.Sleep(30 * ttl)
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		keyAt := map[time.Time]bool{}
+		for _, at := range store.key {
+			keyAt[at] = true
+		}
+		var with, alone int
+		for _, at := range store.slots {
+			if at.After(from) && keyAt[at] {
+				with++
+			} else if at.After(from) {
+				alone++
+			}
+		}
+		// 30 TTLs: the leader's slot about 25 to 30 times, all with its key;
+		// the follower's about 30 times, none of them.
+		if with < 22 || with > 31 {
+			t.Errorf("%d slot renewals came with a key renewal in 30 TTLs; want the leader's, about one per TTL", with)
+		}
+		if alone < 25 || alone > 31 {
+			t.Errorf("%d slot renewals came alone in 30 TTLs; want the follower's, about one per TTL", alone)
 		}
 	})
 }

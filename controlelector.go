@@ -31,10 +31,24 @@ type controlState struct {
 	pref   Preference
 	prefOK bool
 
+	// keyRenewed receives, without blocking, after each renewal of the
+	// key while this elector leads: the registration goroutine renews its
+	// slot with the key (see Elector.awaitSlot). Nil without Config.Control.
+	keyRenewed chan struct{}
+
 	// firstSeen is when each other candidate was first seen registered,
 	// without a break, on this elector's clock. Used by the registration
 	// goroutine only.
 	firstSeen map[string]time.Time
+}
+
+// noteKeyRenewed tells the registration goroutine, without blocking, that
+// the key was just renewed.
+func (s *controlState) noteKeyRenewed() {
+	select {
+	case s.keyRenewed <- struct{}{}:
+	default: // one is pending already
+	}
 }
 
 // setOthers records the other registered candidates, just read.

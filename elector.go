@@ -44,6 +44,9 @@ func New(cfg Config) (*Elector, error) {
 	}
 	e := &Elector{cfg: cfg}
 	e.status.Key, e.status.Identity = cfg.Key, cfg.Identity
+	if cfg.Control != nil {
+		e.ctl.keyRenewed = make(chan struct{}, 1)
+	}
 	return e, nil
 }
 

@@ -268,6 +268,7 @@ func (t *holding) renewed(r renewResult) error {
 		t.handle.extend(t.deadline)
 		t.renewAt = r.sent.Add(c.jittered(c.RenewInterval))
 		t.arm(now)
+		e.ctl.noteKeyRenewed()
 		e.emit(Event{Kind: EventRenewed, Term: t.handle.lease.Term, Took: now.Sub(r.sent)})
 	case r.err == nil:
 		return fmt.Errorf("%w (the renewal succeeded too late)", ErrRenewDeadline)
