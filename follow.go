@@ -127,7 +127,7 @@ func (f Follow) follow(ctx context.Context, d *deliverer, out chan<- Record) err
 		}
 		var tick <-chan time.Time
 		if wait, ok := f.nextRead(cur, clock.Now().Sub(curAt)); ok {
-			timer.Reset(wait)
+			rearm(timer, wait) // moved later at each read: see rearm
 			tick = timer.C()
 		}
 		select {

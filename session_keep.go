@@ -345,7 +345,7 @@ func (g *generation) keep(ctx context.Context) {
 			switch {
 			case r.err == nil && now.Before(deadline):
 				deadline = r.sent.Add(c.RenewDeadline)
-				due.Reset(deadline.Sub(now))
+				rearm(due, deadline.Sub(now)) // moved later: see rearm
 				tick.Reset(c.RenewInterval - now.Sub(r.sent))
 				g.extended(r.k, r.sent, now, deadline, r.gone)
 			case r.err == nil:
