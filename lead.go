@@ -24,13 +24,10 @@ type holding struct {
 	handle   *Term
 	deadline time.Time // the leader context is cancelled at the latest then
 
-	// timer fires at the next renewal or, while one is under way, at the
-	// deadline: one timer for both.
-	timer      Timer
-	renewAt    time.Time // when the next renewal is due, unless renewing
-	stallTimer Timer     // nil until the task starts, or without StallTimeout
-	renewing   bool
-	renewDone  chan renewResult
+	deadlineTimer, renewTimer Timer
+	stallTimer                Timer // nil until the task starts, or without StallTimeout
+	renewing                  bool
+	renewDone                 chan renewResult
 	// renews feeds the term's renewer goroutine, started by the first
 	// renewal and ended when lead closes it: one goroutine for the term,
 	// not one per renewal (whose stack would grow anew each time).
@@ -83,10 +80,10 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 		close(watchDone)
 	} else {
 		lost = make(chan error, 2)
-		t.renewAt = acquired.Add(c.jittered(c.RenewInterval))
-		now := clock.Now()
-		t.timer = clock.NewTimer(t.next().Sub(now))
-		defer t.timer.Stop()
+		t.deadlineTimer = clock.NewTimer(t.deadline.Sub(clock.Now()))
+		defer t.deadlineTimer.Stop()
+		t.renewTimer = clock.NewTimer(c.jittered(c.RenewInterval) - clock.Now().Sub(acquired))
+		defer t.renewTimer.Stop()
 		go e.watchLoss(renewCtx, lease, lost, watchDone)
 	}
 	startTimer := clock.NewTimer(max(acquired.Add(lease.Wait).Sub(clock.Now()), 0))
@@ -151,10 +148,8 @@ func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-timerC(t.timer):
-			if err := t.tick(ctx); err != nil {
-				return err
-			}
+		case <-timerC(t.deadlineTimer):
+			return fmt.Errorf("%w (%s after the last successful renewal was sent)", ErrRenewDeadline, c.RenewDeadline)
 		case err := <-lost:
 			return err
 		case <-stallC:
@@ -163,6 +158,8 @@ func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-
 				return fmt.Errorf("%w: no progress for %s", ErrStalled, idle)
 			}
 			t.stallTimer.Reset(c.StallTimeout - idle)
+		case <-timerC(t.renewTimer):
+			t.renew(ctx)
 		case r := <-t.renewDone:
 			t.renewing = false
 			if err := t.renewed(r); err != nil {
@@ -170,36 +167,6 @@ func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-
 			}
 		}
 	}
-}
-
-// next is when the timer is due: the next renewal, or the deadline if that
-// comes first or a renewal is under way.
-func (t *holding) next() time.Time {
-	if !t.renewing && t.renewAt.Before(t.deadline) {
-		return t.renewAt
-	}
-	return t.deadline
-}
-
-// tick handles the timer: it ends leadership once the deadline has come,
-// sends the renewal that is due, and arms the timer again.
-func (t *holding) tick(ctx context.Context) error {
-	c := &t.e.cfg
-	now := c.Clock.Now()
-	if !now.Before(t.deadline) {
-		return fmt.Errorf("%w (%s after the last successful renewal was sent)", ErrRenewDeadline, c.RenewDeadline)
-	}
-	if !t.renewing && !now.Before(t.renewAt) {
-		t.renew(ctx)
-	}
-	t.arm(now)
-	return nil
-}
-
-// arm sets the timer for next (see rearm: each renewal moves the deadline
-// later).
-func (t *holding) arm(now time.Time) {
-	rearm(t.timer, t.next().Sub(now))
 }
 
 // start runs the task with the leader context and begins the term's status.
@@ -266,8 +233,9 @@ func (t *holding) renewed(r renewResult) error {
 			e.renewed(r.sent, now, t.deadline)
 		}
 		t.handle.extend(t.deadline)
-		t.renewAt = r.sent.Add(c.jittered(c.RenewInterval))
-		t.arm(now)
+		// The deadline moves later at each renewal: see rearm.
+		rearm(t.deadlineTimer, t.deadline.Sub(now))
+		t.renewTimer.Reset(c.jittered(c.RenewInterval) - now.Sub(r.sent))
 		e.ctl.noteKeyRenewed()
 		e.emit(Event{Kind: EventRenewed, Term: t.handle.lease.Term, Took: now.Sub(r.sent)})
 	case r.err == nil:
@@ -277,8 +245,7 @@ func (t *holding) renewed(r renewResult) error {
 	default:
 		e.setError(r.err)
 		e.emit(Event{Kind: EventRenewFailed, Term: t.handle.lease.Term, Err: r.err})
-		t.renewAt = now.Add(c.jittered(c.RetryInterval))
-		t.arm(now)
+		t.renewTimer.Reset(c.jittered(c.RetryInterval))
 	}
 	return nil
 }

@@ -173,3 +173,61 @@ func TestTermFromOutsideALeaderContext(t *testing.T) {
 		t.Fatalf("TermFrom(Background) = %v, %v; want nil, false", term, ok)
 	}
 }
+
+// steppedClock is the bubble's clock plus an offset a test can step, as an
+// administrator or NTP steps a wall clock; its timers are the bubble's.
+type steppedClock struct{ off atomic.Int64 }
+
+func (c *steppedClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *steppedClock) NewTimer(d time.Duration) tenure.Timer {
+	return tenure.SystemClock.NewTimer(d)
+}
+
+// hangingRenewals is a memory store whose renewals, once hang is set,
+// block until their request's context ends; it notes when the last
+// renewal that went through was sent, on the bubble's clock.
+type hangingRenewals struct {
+	*memory.Store
+	hang     atomic.Bool
+	lastSent atomic.Int64 // UnixNano
+}
+
+func (s *hangingRenewals) Renew(ctx context.Context, l tenure.Lease) error {
+	if s.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	s.lastSent.Store(time.Now().UnixNano())
+	return s.Store.Renew(ctx, l)
+}
+
+// TestDeadlineHoldsWhenTheClockStepsBack: once a renewal went through, the
+// leader context ends RenewDeadline after it was sent even if the clock is
+// then stepped back and renewals hang: the deadline stays armed from when
+// it was set, not read again from the clock at the next renewal. (A
+// version with one timer for renewals and the deadline re-derived it at
+// each renewal's start and cancelled the task the step's size late.)
+func TestDeadlineHoldsWhenTheClockStepsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &hangingRenewals{Store: memory.New(nil)}
+		clock := &steppedClock{}
+		cfg := config(store, "a")
+		cfg.Clock = clock
+		e := newElector(t, cfg)
+		b := newBook()
+		r := start(e, b.task("a", nil))
+		defer r.stop()
+		<-b.began
+		// Let a renewal or two go through, then hang the rest and step the
+		// clock back by ten TTLs.
+		time.Sleep(ttl)
+		synctest.Wait()
+		store.hang.Store(true)
+		clock.off.Add(int64(-10 * ttl))
+		tm := <-b.ended
+		took := tm.done.Sub(time.Unix(0, store.lastSent.Load()))
+		if rd := e.Config().RenewDeadline; took > rd {
+			t.Errorf("the leader context ended %s after the last renewal that went through was sent; want at most the renew deadline, %s", took, rd)
+		}
+	})
+}
