@@ -66,7 +66,8 @@ func sleep(ctx context.Context, c Clock, d time.Duration) bool {
 // costs about as much as a renewal's own work (docs/measurements.md). The
 // first Reset leaves no value to receive (see [Timer]) and changes nothing
 // but when the runtime tidies its heap; the caller must not be receiving
-// from t's channel meanwhile.
+// from t's channel meanwhile. Only for channel timers such as [Timer]: on
+// a time.AfterFunc timer, Reset(0) would run its function.
 func rearm(t Timer, d time.Duration) {
 	t.Reset(0)
 	t.Reset(d)
