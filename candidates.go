@@ -155,7 +155,7 @@ func (e *Elector) awaitSlot(ctx context.Context, t Timer, due time.Time, period 
 	c := &e.cfg
 	wait := due.Sub(c.Clock.Now())
 	if e.Status().Leading {
-		wait += min(time.Duration(float64(c.RenewInterval)*max(c.Jitter, 1)), period/2)
+		wait += min(c.longestRenewInterval(), period/2)
 	}
 	rearm(t, wait)
 	for {

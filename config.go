@@ -276,7 +276,7 @@ func (c Config) Validate() error {
 		return invalidf("Config.Jitter (%g) must be from 1 to %g", c.Jitter, MaxJitter)
 	case c.RenewInterval <= 0:
 		return invalidf("Config.RenewInterval (%s) must be positive", c.RenewInterval)
-	case time.Duration(float64(c.RenewInterval)*c.Jitter) >= c.RenewDeadline:
+	case c.longestRenewInterval() >= c.RenewDeadline:
 		return invalidf("Config.RenewInterval (%s) × Config.Jitter (%g) must be shorter than Config.RenewDeadline (%s)",
 			c.RenewInterval, c.Jitter, c.RenewDeadline)
 	case c.RetryInterval <= 0:
@@ -330,6 +330,11 @@ func forStore(s Store) string {
 		return " for this store"
 	}
 	return ""
+}
+
+// longestRenewInterval is the longest a jittered RenewInterval can be.
+func (c *Config) longestRenewInterval() time.Duration {
+	return time.Duration(float64(c.RenewInterval) * c.Jitter)
 }
 
 // jittered returns d multiplied by a random factor in [1, c.Jitter).

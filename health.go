@@ -31,7 +31,7 @@ func (e *Elector) Healthy() error {
 
 // renewGap is the longest normal time between two renewal starts.
 func (e *Elector) renewGap() time.Duration {
-	return time.Duration(float64(e.cfg.RenewInterval)*e.cfg.Jitter) + e.cfg.RequestTimeout
+	return e.cfg.longestRenewInterval() + e.cfg.RequestTimeout
 }
 
 // HealthHandler returns an [http.Handler] for liveness and readiness probes:
