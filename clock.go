@@ -61,7 +61,7 @@ func sleep(ctx context.Context, c Clock, d time.Duration) bool {
 // context of a request just made), at its old place in its heap and wakes
 // the process at that instant for nothing, unless a timer moved earlier
 // makes it put the heap in order first. An idle leader's timers move later
-// with each renewal; without this it woke for nothing about once per
+// with each renewal; without this it woke for nothing about every other
 // renewal, a third of its wake-ups, and on a virtual machine a wake-up
 // costs about as much as a renewal's own work (docs/measurements.md). The
 // first Reset leaves no value to receive (see [Timer]) and changes nothing
