@@ -321,10 +321,6 @@ func secretsOf(s string) []string {
 	return out
 }
 
-// minScrubLen is the shortest secret scrubbed from error text: shorter ones
-// would mangle messages and hide nothing worth hiding.
-const minScrubLen = 4
-
 // scrubbedError is an error whose message had secrets removed; it unwraps to
 // the original, so errors.Is and errors.As still work.
 type scrubbedError struct {
@@ -336,41 +332,169 @@ func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
 // RedactError returns err with every secret of rawURL (what [Redact] hides)
-// that its message quotes, raw or unescaped or escaped, replaced by
-// "xxxxx"; errors.Is and errors.As see through it to err. Store packages
-// use it on errors of drivers that quote the URL they were given. It
-// returns err itself when there was nothing to hide, and nil for nil.
-func RedactError(err error, rawURL string) error { return scrubSecrets(err, rawURL) }
-
-// scrubSecrets returns err with every secret of rawURL that its message
-// quotes replaced by "xxxxx".
-func scrubSecrets(err error, rawURL string) error {
+// that its message quotes as a credential, raw or unescaped or escaped,
+// replaced by "xxxxx" (see [RedactSecret] for where); errors.Is and
+// errors.As see through it to err. Store packages use it on errors of
+// drivers that quote the URL they were given. It returns err itself when
+// there was nothing to hide, and nil for nil.
+func RedactError(err error, rawURL string) error {
 	if err == nil {
 		return nil
 	}
+	token := userToken(rawURL)
+	for _, s := range secretsOf(rawURL) {
+		// A whole URL Redact could not take apart, or a token in the user
+		// position, is hidden wherever it stands: the token is the
+		// credential, and a driver may quote it as a user name.
+		anywhere := s == rawURL || token != "" && (s == token || url.PathEscape(token) == s || url.QueryEscape(token) == s)
+		err = redactSecret(err, s, anywhere)
+	}
+	return err
+}
+
+// userToken returns the user of rawURL's userinfo if Redact hides it: a
+// user without a password, in a scheme whose user is not an account name.
+func userToken(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil || accountSchemes[strings.ToLower(u.Scheme)] {
+		return ""
+	}
+	if _, hasPW := u.User.Password(); hasPW {
+		return ""
+	}
+	return u.User.Username()
+}
+
+// RedactSecret returns err with secret, raw or unescaped or escaped,
+// replaced by "xxxxx" wherever its message quotes it as a credential: as a
+// URL's password or token (":SECRET@", "//SECRET@"), after a user name
+// ("user:SECRET"), or as the value of a parameter whose name looks secret
+// as [Redact] judges names (password=S, "password": "S", token 'S',
+// sig=S...). Elsewhere the text is kept, even where it equals secret:
+// hiding a password "postgres" in "tenure/postgres" would tell the reader
+// the password. errors.Is and errors.As see through the result to err. It
+// returns err itself when there was nothing to hide, and nil for nil.
+func RedactSecret(err error, secret string) error { return redactSecret(err, secret, false) }
+
+// redactSecret is RedactSecret; anywhere hides secret wherever it stands.
+func redactSecret(err error, secret string, anywhere bool) error {
+	if err == nil || secret == "" {
+		return err
+	}
 	msg := err.Error()
 	changed := false
-	for _, raw := range secretsOf(rawURL) {
-		forms := []string{raw}
-		if u, err := url.QueryUnescape(raw); err == nil && u != raw {
-			forms = append(forms, u)
-		}
-		if u, err := url.PathUnescape(raw); err == nil && u != raw {
-			forms = append(forms, u)
-		}
-		for _, f := range forms[:len(forms):len(forms)] {
-			if e := url.QueryEscape(f); e != f {
-				forms = append(forms, e)
-			}
-		}
-		for _, s := range forms {
-			if len(s) >= minScrubLen && strings.Contains(msg, s) {
-				msg, changed = strings.ReplaceAll(msg, s, redactMark), true
-			}
+	for _, f := range escapedForms(secret) {
+		var ok bool
+		if msg, ok = hideCredential(msg, f, anywhere); ok {
+			changed = true
 		}
 	}
 	if !changed {
 		return err
 	}
+	if s, ok := err.(*scrubbedError); ok {
+		err = s.err // one layer, whatever the number of secrets
+	}
 	return &scrubbedError{msg: msg, err: err}
+}
+
+// escapedForms returns secret as it was given, unescaped as a query and as
+// a path, and each of those query-escaped: the forms a message may quote.
+func escapedForms(secret string) []string {
+	forms := []string{secret}
+	if u, err := url.QueryUnescape(secret); err == nil && u != secret {
+		forms = append(forms, u)
+	}
+	if u, err := url.PathUnescape(secret); err == nil && u != secret {
+		forms = append(forms, u)
+	}
+	for _, f := range forms[:len(forms):len(forms)] {
+		if e := url.QueryEscape(f); e != f {
+			forms = append(forms, e)
+		}
+	}
+	return forms
+}
+
+// hideCredential replaces by the mark each occurrence of secret in msg
+// that stands as a credential (see credentialAt), or every occurrence if
+// anywhere. It reports whether it replaced any.
+func hideCredential(msg, secret string, anywhere bool) (string, bool) {
+	if secret == "" {
+		return msg, false
+	}
+	var b strings.Builder
+	last, from := 0, 0
+	for {
+		i := strings.Index(msg[from:], secret)
+		if i < 0 {
+			break
+		}
+		i += from
+		j := i + len(secret)
+		if anywhere || credentialAt(msg, i, j) {
+			b.WriteString(msg[last:i])
+			b.WriteString(redactMark)
+			last, from = j, j
+			continue
+		}
+		from = i + 1
+	}
+	if last == 0 {
+		return msg, false
+	}
+	b.WriteString(msg[last:])
+	return b.String(), true
+}
+
+// credentialAt reports whether msg[i:j] stands where a credential is
+// written: between ':' or "//" and '@' (a URL's userinfo), as a whole
+// value right after "name:" (user:password), or as a whole value after a
+// parameter name that looks secret, with '=' or ':' or spaces between and
+// the value quoted or not.
+func credentialAt(msg string, i, j int) bool {
+	if j < len(msg) && msg[j] == '@' && (strings.HasSuffix(msg[:i], ":") || strings.HasSuffix(msg[:i], "//")) {
+		return true
+	}
+	if j < len(msg) && isValueByte(msg[j]) {
+		return false // the start of a longer value, which is not the secret
+	}
+	if i >= 2 && msg[i-1] == ':' && isNameByte(msg[i-2]) {
+		return true // user:SECRET, as in digest credentials
+	}
+	k := skipBack(msg, i, "\"'`")
+	k = skipBack(msg, k, " \t")
+	if k > 0 && (msg[k-1] == '=' || msg[k-1] == ':') {
+		k--
+	}
+	k = skipBack(msg, k, " \t\"'`")
+	if k == i {
+		return false // nothing between a name and the value
+	}
+	n := k
+	for n > 0 && isNameByte(msg[n-1]) {
+		n--
+	}
+	return n < k && isSecretName(msg[n:k])
+}
+
+// skipBack returns k moved back over the bytes of msg in set, at most two.
+func skipBack(msg string, k int, set string) int {
+	for range 2 {
+		if k > 0 && strings.IndexByte(set, msg[k-1]) >= 0 {
+			k--
+		}
+	}
+	return k
+}
+
+// isValueByte reports whether c continues a value: a letter, digit or one
+// of the characters passwords and tokens are made of besides.
+func isValueByte(c byte) bool {
+	return isNameByte(c) || strings.IndexByte("+/~!$*%", c) >= 0
+}
+
+// isNameByte reports whether c can be part of a parameter name.
+func isNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
 }

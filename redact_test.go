@@ -230,3 +230,55 @@ func registerOnce(t *testing.T, scheme string, open Opener) {
 		delete(registry, scheme)
 	})
 }
+
+// TestRedactErrorHidesOnlyCredentials: a secret is hidden where a message
+// quotes it as a credential (a URL's password or token, the value of a
+// parameter whose name looks secret), and nowhere else. Hiding every
+// occurrence of a password such as "postgres" turned "tenure/postgres:
+// ... on postgres://postgres:xxxxx@db" into "tenure/xxxxx: ... on
+// xxxxx://xxxxx:xxxxx@db", which tells the reader the password, and a
+// password "b" turned "table" into "taxxxxxle".
+func TestRedactErrorHidesOnlyCredentials(t *testing.T) {
+	for _, tc := range []struct{ raw, msg, want string }{
+		{"postgres://postgres:postgres@db/app",
+			"tenure/postgres: get on postgres://postgres:xxxxx@db/app: failed to connect to `user=postgres database=app`: refused",
+			""},
+		{"postgres://postgres:postgres@db/app",
+			"cannot parse `postgres://postgres:postgres@db/app`: bad",
+			"cannot parse `postgres://postgres:xxxxx@db/app`: bad"},
+		{"postgres://u:b@db/app",
+			"creating table on postgres://u:xxxxx@db/app: failed to connect to `user=u database=app`: refused",
+			""},
+		{"postgres://postgres:postgres@db/app",
+			"connect: host=db user=postgres password=postgres dbname=app",
+			"connect: host=db user=postgres password=xxxxx dbname=app"},
+		{"postgres://u:b@db/app",
+			`auth {"Password": "b", "user": "u"} (password b) PASSWD:'b' b`,
+			`auth {"Password": "xxxxx", "user": "u"} (password xxxxx) PASSWD:'xxxxx' b`},
+		{"redis://:redis@cache:6379/0",
+			"tenure/redis: dial redis://:redis@cache:6379/0: refused",
+			"tenure/redis: dial redis://:xxxxx@cache:6379/0: refused"},
+		// A token in the user position is hidden wherever it stands.
+		{"redis://t0k3n@cache:6379/0",
+			"dial redis://t0k3n@cache:6379/0 as user t0k3n",
+			"dial redis://xxxxx@cache:6379/0 as user xxxxx"},
+		{"postgres://u:p%40ss@db/app",
+			"bad URL postgres://u:p%40ss@db/app; password=p@ss; token=p%40ss",
+			"bad URL postgres://u:xxxxx@db/app; password=xxxxx; token=xxxxx"},
+		{"azblob://c?sig=abc&sv=1",
+			"GET https://a.blob/c?sv=1&sig=abc: 403 (abc)",
+			"GET https://a.blob/c?sv=1&sig=xxxxx: 403 (abc)"},
+		{"zk://u:b@h:2181/x", "auth with digest u:b: failed (b)", "auth with digest u:xxxxx: failed (b)"},
+		// A value that merely begins with the secret is another value.
+		{"postgres://u:b@db/app", "password=bad", ""},
+	} {
+		base := errors.New(tc.msg)
+		want := tc.want
+		if want == "" {
+			want = tc.msg
+		}
+		if got := RedactError(base, tc.raw).Error(); got != want {
+			t.Errorf("RedactError(%q, %s)\n = %q\nwant %q", tc.msg, Redact(tc.raw), got, want)
+		}
+	}
+}

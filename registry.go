@@ -74,7 +74,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 		return nil, fmt.Errorf("%w %q in %q (registered: %s)", ErrUnknownScheme, u.Scheme, Redact(rawURL), strings.Join(Schemes(), ", "))
 	}
 	s, err := open(ctx, u)
-	return s, scrubSecrets(err, rawURL)
+	return s, RedactError(err, rawURL)
 }
 
 // looksLikeKeywords reports whether s is a keyword/value list such as a

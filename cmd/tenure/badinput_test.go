@@ -230,6 +230,24 @@ func TestSecretsNotPrinted(t *testing.T) {
 	}
 }
 
+// TestErrorsDoNotGiveAwayAPasswordThatIsAWord: a password that is also a
+// word of the error (the store's name, the user's) is hidden only where it
+// stands as the password: "tenure/xxxxx: ... on xxxxx://xxxxx:xxxxx@"
+// told the reader that the password was "postgres".
+func TestErrorsDoNotGiveAwayAPasswordThatIsAWord(t *testing.T) {
+	for u, want := range map[string][]string{
+		"postgres://postgres:postgres@127.0.0.1:1/app?connect_timeout=1": {"tenure/postgres: ", " on postgres://postgres:xxxxx@127.0.0.1:1/app", "user=postgres "},
+		"redis://:redis@127.0.0.1:1/0":                                   {"tenure/redis: ", " on redis://:xxxxx@127.0.0.1:1/0: "},
+	} {
+		code, _, stderr := statusOf(u)
+		for _, w := range want {
+			if code != exitRuntime || !strings.Contains(stderr, w) {
+				t.Errorf("status --store %s: exit %d, stderr %q; want %d and %q", u, code, stderr, exitRuntime, w)
+			}
+		}
+	}
+}
+
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"run", "-h"}, {"shard", "-h"}, {"status", "-h"}, {"watch", "-h"},
 		{"step-down", "-h"}, {"prefer", "-h"}, {"demo", "-h"}, {"version", "-h"}} {

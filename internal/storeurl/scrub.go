@@ -4,29 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/ctxerr"
 )
 
-// Scrub hides password in err's message, in case a driver quoted it. The
-// error it returns unwraps to err, so errors.Is still finds sentinels and
-// context errors; err itself is returned when it has nothing to hide.
-func Scrub(password string, err error) error {
-	if err == nil || password == "" || !strings.Contains(err.Error(), password) {
-		return err
-	}
-	return &scrubbed{msg: strings.ReplaceAll(err.Error(), password, "xxxxx"), err: err}
-}
-
-// scrubbed is an error whose message had a password removed.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
+// Scrub hides password in err's message where a driver quoted it as a
+// credential ([tenure.RedactSecret]). The error it returns unwraps to err,
+// so errors.Is still finds sentinels and context errors; err itself is
+// returned when it has nothing to hide.
+func Scrub(password string, err error) error { return tenure.RedactSecret(err, password) }
 
 // Fail is the error of a call op that failed with err in the store called
 // name (as "tenure/postgres") on the server where (its URL, redacted). It

@@ -31,3 +31,14 @@ func TestFail(t *testing.T) {
 		t.Errorf("Fail of ctx's own error = %q; want it once", err)
 	}
 }
+
+// TestFailKeepsWhatIsNotTheCredential: a password that is also a word of
+// the message ("redis", the store's own name) is hidden only where it
+// stands as the password; "tenure/xxxxx" would tell the reader what it is.
+func TestFailKeepsWhatIsNotTheCredential(t *testing.T) {
+	cause := errors.New("dial redis: refused; AUTH password=redis")
+	err := Fail(context.Background(), "tenure/redis", "redis://:xxxxx@h/0", "redis", "get", cause)
+	if want := "tenure/redis: get on redis://:xxxxx@h/0: dial redis: refused; AUTH password=xxxxx"; err.Error() != want {
+		t.Errorf("Fail = %q\n want %q", err, want)
+	}
+}
