@@ -367,8 +367,8 @@ func decode(b []byte) record {
 }
 
 // logger sends the ZooKeeper client's messages to slog at debug level,
-// with the password scrubbed, and hands the negotiated session timeout to
-// a grant session that waits for it.
+// with the password hidden where they quote it (storeurl.Scrub), and hands
+// the negotiated session timeout to a grant session that waits for it.
 type logger struct {
 	secret  string
 	timeout chan<- time.Duration // may be nil
@@ -383,9 +383,6 @@ func (l logger) Printf(format string, args ...any) {
 			}
 		}
 	}
-	msg := fmt.Sprintf(format, args...)
-	if l.secret != "" {
-		msg = strings.ReplaceAll(msg, l.secret, "xxxxx")
-	}
+	msg := storeurl.Scrub(l.secret, errors.New(fmt.Sprintf(format, args...))).Error()
 	slog.Debug("zk client: " + msg)
 }
