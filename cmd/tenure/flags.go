@@ -174,21 +174,6 @@ func readStoreFile(path string) (string, error) {
 	return u, nil
 }
 
-// openProbed opens the store as openStore does, then reads key once, so
-// that an unreadable or corrupt record fails now rather than in a retry
-// loop; the store is closed if that read fails. ctx bounds both.
-func openProbed(ctx context.Context, src storeSource, key string) (tenure.Store, error) {
-	store, err := openStore(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := store.Get(ctx, key); err != nil {
-		store.Close()
-		return nil, fmt.Errorf("cannot read key %q: %w", key, err)
-	}
-	return store, nil
-}
-
 // openStore opens the store src names, or the default local store when it
 // names none, through tenure.Open. Its errors never quote a secret.
 func openStore(ctx context.Context, src storeSource) (tenure.Store, error) {

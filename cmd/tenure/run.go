@@ -341,11 +341,12 @@ type runner struct {
 // its defaults (see storeDefaults). The peer packages log through logger
 // (so --quiet silences them). The key is probed so that an unreadable or
 // corrupt state fails now, once, instead of making the elector retry for
-// ever.
+// ever; a store that cannot be reached yet is waited for within that TTL
+// (see openProbed).
 func (o *runOpts) openStore(ctx context.Context, logger *slog.Logger) (tenure.Store, error) {
 	openCtx, cancel := context.WithTimeout(ctx, o.ttl)
 	defer cancel()
-	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
+	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key)
+	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key, logger)
 	cancel()
 	if err != nil {
 		return fail(stderr, err)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/internal/testserver"
+)
+
+// waitingLine is what tenure logs when its first read of the store cannot
+// reach the server.
+const waitingLine = "cannot reach the store yet"
+
+// TestRunWaitsForAStoreThatIsStarting: a tenure run started while its
+// store's server is down says so once, reads the key again until the
+// server answers (within one TTL), then leads. It used to exit 1 at the
+// first refused connection on Redis and PostgreSQL, while on etcd and
+// ZooKeeper it waited, their clients reconnecting by themselves.
+func TestRunWaitsForAStoreThatIsStarting(t *testing.T) {
+	t.Parallel()
+	redis := testserver.Redis(t, false)
+	pg := testserver.Postgres(t)
+	for name, srv := range map[string]struct {
+		url         string
+		stop, start func() error
+	}{
+		"redis":    {redis.URL(0), redis.Stop, redis.Start},
+		"postgres": {pg.URL(), pg.Stop, pg.Start},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := srv.stop(); err != nil {
+				t.Fatal(err)
+			}
+			var stdout bytes.Buffer
+			cmd := exec.Command(tenureBin, "run", "--store", srv.url, "--key", "probe-"+name, "--ttl", "30s", "--", "sh", "-c", "echo led")
+			cmd.Stdout = &stdout
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := make(chan string, 64)
+			go func() {
+				defer close(lines)
+				for sc := bufio.NewScanner(stderr); sc.Scan(); {
+					lines <- sc.Text()
+				}
+			}()
+			done := reapAtEnd(t, cmd)
+			var log []string
+			for waiting := false; !waiting; {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("tenure run ended before saying it waits for the store: %q", log)
+					}
+					log = append(log, l)
+					waiting = strings.Contains(l, waitingLine)
+				case <-time.After(time.Minute):
+					t.Fatalf("tenure run did not say it waits for the store: %q", log)
+				}
+			}
+			if err := srv.start(); err != nil {
+				t.Fatal(err)
+			}
+			for l := range lines {
+				log = append(log, l)
+			}
+			waitDone(t, done, time.Minute, "tenure run")
+			if code := exitCode(cmd.ProcessState); code != 0 || stdout.String() != "led\n" {
+				t.Fatalf("tenure run: exit %d, stdout %q, stderr %q; want 0 and its command run", code, stdout.String(), log)
+			}
+			if n := strings.Count(strings.Join(log, "\n"), waitingLine); n != 1 {
+				t.Errorf("the wait was logged %d times, want once: %q", n, log)
+			}
+		})
+	}
+}
+
+// TestRunDoesNotWaitOnARefusal: a server that answers with a refusal (a
+// wrong password) fails the first read at once, as before: no wait.
+func TestRunDoesNotWaitOnARefusal(t *testing.T) {
+	t.Parallel()
+	redis := testserver.Redis(t, false)
+	wrong := strings.Replace(redis.URL(0), redis.Password, "not-"+redis.Password, 1)
+	r := runTenure(t, "run", "--store", wrong, "--key", "refused", "--ttl", "30s", "--", "true")
+	if r.code != exitRuntime || strings.Contains(r.stderr, waitingLine) || !strings.Contains(r.stderr, `cannot read key "refused"`) {
+		t.Fatalf("exit %d, stderr %q; want %d at once, without waiting", r.code, r.stderr, exitRuntime)
+	}
+}
