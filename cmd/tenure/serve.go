@@ -95,28 +95,32 @@ func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*vi
 		ln.Close()
 		return nil, err
 	}
-	var handler http.Handler = view
-	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
-		handler = loopbackHosts(view)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: viewHeaderTimeout, IdleTimeout: viewIdleTimeout,
+	srv := &http.Server{Handler: loopbackHosts(view), ReadHeaderTimeout: viewHeaderTimeout, IdleTimeout: viewIdleTimeout,
 		MaxHeaderBytes: viewMaxHeaderBytes}
 	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: netutil.LimitListener(ln, viewMaxConns), srv: srv}, nil
 }
 
-// loopbackHosts serves only requests whose Host is an IP address or
-// localhost, for a view listening on a loopback address: a web page can
+// loopbackHosts serves a request that reached the view through a loopback
+// address only if its Host is an IP address or localhost: a web page can
 // point a name it controls at 127.0.0.1 (DNS rebinding) and have a
 // browser on this machine read the view as its own origin; its requests
-// carry that name. Everything else gets 421 Misdirected Request.
+// carry that name. Such a request gets 421 Misdirected Request. It is the
+// address the connection came in on that counts, not the one listened on:
+// a view on every interface (--http :8080) is reached through 127.0.0.1
+// too, while its requests through the machine's other addresses (by pod
+// IP, service name or ingress host) are served whatever their Host.
 func loopbackHosts(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			next.ServeHTTP(w, r)
+			return
+		}
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
 			host = r.Host
 		}
 		if host != "localhost" && net.ParseIP(strings.Trim(host, "[]")) == nil {
-			http.Error(w, "tenure: this view on a loopback address answers only requests for an IP address or localhost", http.StatusMisdirectedRequest)
+			http.Error(w, "tenure: through a loopback address this view answers only requests for an IP address or localhost", http.StatusMisdirectedRequest)
 			return
 		}
 		next.ServeHTTP(w, r)
