@@ -108,7 +108,9 @@ func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*vi
 // address the connection came in on that counts, not the one listened on:
 // a view on every interface (--http :8080) is reached through 127.0.0.1
 // too, while its requests through the machine's other addresses (by pod
-// IP, service name or ingress host) are served whatever their Host.
+// IP, service name or ingress host) are served whatever their Host. A
+// request without a Host (HTTP/1.0: a load balancer's default health
+// check) is served too: no browser leaves it out.
 func loopbackHosts(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && !a.IP.IsLoopback() {
@@ -119,7 +121,7 @@ func loopbackHosts(next http.Handler) http.Handler {
 		if err != nil {
 			host = r.Host
 		}
-		if host != "localhost" && net.ParseIP(strings.Trim(host, "[]")) == nil {
+		if r.Host != "" && host != "localhost" && net.ParseIP(strings.Trim(host, "[]")) == nil {
 			http.Error(w, "tenure: through a loopback address this view answers only requests for an IP address or localhost", http.StatusMisdirectedRequest)
 			return
 		}

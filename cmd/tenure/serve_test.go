@@ -174,3 +174,46 @@ func nonLoopbackIP(t *testing.T) string {
 	}
 	return ""
 }
+
+// TestLoopbackViewAnswersWithoutHost: an HTTP/1.0 request without a Host
+// header (a load balancer's default health check, such as HAProxy's
+// option httpchk, or a probe written with nc) through a loopback address
+// is answered: no browser leaves out the Host, so such a request cannot
+// come from a DNS-rebinding page. Only a Host that names another host is
+// refused.
+func TestLoopbackViewAnswersWithoutHost(t *testing.T) {
+	st := memory.New(nil)
+	defer st.Close()
+	logger := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		request string
+		want    string
+	}{
+		{"GET /readyz?standbyok HTTP/1.0\r\n\r\n", "HTTP/1.0 200 "},
+		{"OPTIONS / HTTP/1.0\r\n\r\n", "HTTP/1.0 200 "},
+		{"GET /readyz?standbyok HTTP/1.0\r\nHost: rebind.attacker.example\r\n\r\n", "HTTP/1.0 421 "},
+	} {
+		v, err := listenView("127.0.0.1:0", "job", st, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go v.serve(ctx, logger)
+		c, err := net.Dial("tcp", v.ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, tc.request); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := io.ReadAll(c) // HTTP/1.0: the server closes after the response
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := strings.Cut(string(resp), "\r\n"); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%q to a view on 127.0.0.1: status line %q, want %q", tc.request, got, tc.want)
+		}
+		cancel()
+	}
+}
