@@ -168,12 +168,15 @@ func openDirAt(d *dirHandle, name string, group bool) (*dirHandle, error) {
 	return sub, nil
 }
 
-// check verifies the ownership and mode of an opened directory and records
-// its group.
+// check verifies the ownership and mode of an opened directory, and that
+// it is on a local file system (checkLocalFS), and records its group.
 func (d *dirHandle) check() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(d.fd(), &st); err != nil {
 		return fmt.Errorf("local: stat state directory %q: %w", d.path, err)
+	}
+	if err := checkLocalFS(d.fd(), d.path); err != nil {
+		return err
 	}
 	d.gid = st.Gid
 	d.id = idOf(&st)

@@ -191,8 +191,13 @@
 // # Non-guarantees
 //
 //   - Only processes of one host, on one local file system, are
-//     coordinated. Network file systems (NFS, SMB) are not supported: their
-//     locking and inotify semantics differ.
+//     coordinated. [Open] refuses a directory on a network or cluster file
+//     system (NFS, SMB, CephFS, AFS, 9P, GFS2, OCFS2, Lustre, GPFS,
+//     BeeGFS), with an error wrapping [ErrUnsafe]: there a crashed
+//     holder's lock is freed by a server after its own lease, not when
+//     the holder dies, and inotify does not see other hosts' changes. A
+//     FUSE file system is not refused (statfs cannot tell sshfs from
+//     ntfs-3g); do not use a networked one.
 //   - What must never be deleted: .terms (the term high-water marks of
 //     every key; without it, and with the key's record also gone, a new
 //     process restarts the key's terms at 1), and the state directory

@@ -7,8 +7,26 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tenurehq/tenure"
 )
+
+// SetFSType makes every state directory opened until the returned
+// function is called report the file system magic number magic, as on a
+// file system this machine cannot mount.
+func SetFSType(magic uint32) (restore func()) {
+	old := fstatfs
+	fstatfs = func(fd int, st *unix.Statfs_t) error {
+		err := old(fd, st)
+		setType(&st.Type, magic)
+		return err
+	}
+	return func() { fstatfs = old }
+}
+
+// setType sets a statfs f_type, 64 bits wide on most platforms, 32 on some.
+func setType[T int32 | int64](p *T, magic uint32) { *p = T(magic) }
 
 // SetRunUserDir points DefaultDir's /run/user at dir until the returned
 // function is called.
