@@ -59,12 +59,14 @@ const (
 // the network failed (a refused, reset or timed-out connection, a name
 // that does not resolve yet), or a PostgreSQL server said it is starting
 // up or shutting down (SQLSTATE 57P03). A server that answered with a
-// refusal (a wrong password, a missing database) or a corrupt record does
-// not pass by itself.
+// refusal (a wrong password, a missing database, a TLS alert) or a corrupt
+// record does not pass by itself.
 func mayPass(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) {
-		return true
+		// crypto/tls reports a TLS alert, sent or received, as an
+		// OpError too: a certificate refused now is refused later.
+		return op.Op != "remote error" && op.Op != "local error"
 	}
 	var pg interface{ SQLState() string }
 	return errors.As(err, &pg) && pg.SQLState() == "57P03"

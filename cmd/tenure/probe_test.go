@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
+	"net"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,5 +96,29 @@ func TestRunDoesNotWaitOnARefusal(t *testing.T) {
 	r := runTenure(t, "run", "--store", wrong, "--key", "refused", "--ttl", "30s", "--", "true")
 	if r.code != exitRuntime || strings.Contains(r.stderr, waitingLine) || !strings.Contains(r.stderr, `cannot read key "refused"`) {
 		t.Fatalf("exit %d, stderr %q; want %d at once, without waiting", r.code, r.stderr, exitRuntime)
+	}
+}
+
+// sqlStateError is an error with a PostgreSQL SQLSTATE, as pgconn's.
+type sqlStateError string
+
+func (e sqlStateError) Error() string    { return "SQLSTATE " + string(e) }
+func (e sqlStateError) SQLState() string { return string(e) }
+
+// TestMayPass: which failures of the first read are waited out.
+func TestMayPass(t *testing.T) {
+	for err, want := range map[error]bool{
+		fmt.Errorf("get: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}):               true,
+		fmt.Errorf("get: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}):                 true,
+		fmt.Errorf("get: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "db"}}): true,
+		fmt.Errorf("connect: %w", sqlStateError("57P03")):                                                    true,
+		fmt.Errorf("connect: %w", sqlStateError("28P01")):                                                    false, // a wrong password
+		fmt.Errorf("get: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}):     false,
+		fmt.Errorf("get: %w", &net.OpError{Op: "local error", Err: errors.New("tls: unexpected message")}):   false,
+		errors.New("WRONGPASS invalid username-password pair"):                                               false,
+	} {
+		if got := mayPass(err); got != want {
+			t.Errorf("mayPass(%v) = %v, want %v", err, got, want)
+		}
 	}
 }
