@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxwait"
 )
 
 // openProbed opens the store as openStore does, then reads key once, so
@@ -40,7 +41,7 @@ func openProbed(ctx context.Context, src storeSource, key string, logger *slog.L
 			}
 			logger.Warn("tenure: cannot reach the store yet; reading the key again until it answers", attrs...)
 		}
-		if !sleepCtx(ctx, pause) {
+		if !ctxwait.Sleep(ctx, pause) {
 			break
 		}
 	}
@@ -70,16 +71,4 @@ func mayPass(err error) bool {
 	}
 	var pg interface{ SQLState() string }
 	return errors.As(err, &pg) && pg.SQLState() == "57P03"
-}
-
-// sleepCtx waits for d, or until ctx is done; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
