@@ -95,7 +95,11 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	}
 	defer closeSession()
 	// Liveness: hold our member key for as long as Run runs.
-	live, err := tenure.New(s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity), sess))
+	lc := s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity), sess)
+	if _, ok := s.cfg.Store.(tenure.Publisher); ok {
+		lc.Value = s.cfg.fingerprint() // see membership.follow
+	}
+	live, err := tenure.New(lc)
 	if err != nil {
 		return err
 	}

@@ -85,10 +85,21 @@ func (m *membership) set(member string, live bool) {
 // follow keeps member's liveness up to date from its liveness key until
 // ctx is done: a member is live while a grant of its key to itself is.
 // An [tenure.Observer] does the watching, so store errors are retried and
-// expiries of crashed members reported.
+// expiries of crashed members reported. A live member whose grant
+// publishes another fingerprint than c's was given other members or keys:
+// the two disagree on who owns which key (the leases keep that safe, but
+// keys can stay unled or move back and forth), so it is logged, once per
+// fingerprint seen.
 func (m *membership) follow(ctx context.Context, c *Config, member string) {
 	o := &tenure.Observer{Store: c.Store, Key: memberKey(c.Group, member), Poll: c.TTL / 3, Clock: c.Clock, Logger: c.Logger}
+	ours, warned := c.fingerprint(), ""
 	for r := range o.Changes(ctx) {
-		m.set(member, r.Holder == member)
+		live := r.Holder == member
+		if live && r.Value != "" && r.Value != ours && r.Value != warned {
+			warned = r.Value
+			c.Logger.Warn("shard: a member was given other members or keys than this one; every member must have the same, or they disagree on who owns which key",
+				"group", c.Group, "member", member, "its_config", r.Value, "this_config", ours, "this_member", c.Identity)
+		}
+		m.set(member, live)
 	}
 }
