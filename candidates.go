@@ -47,7 +47,9 @@ func encodeCandidate(priority int, since time.Time) string {
 // when it holds no live registration, or one no elector could have
 // written: a priority outside [NeverLead, MaxPriority] (a value written
 // into the store from outside would otherwise rank above every real
-// candidate in the list and as a hand-over target).
+// candidate in the list and as a hand-over target), or a registration
+// time outside the years 1 to 9999, which no clock shows and which
+// neither JSON nor RFC 3339 can carry.
 func parseCandidate(r Record) (Candidate, bool) {
 	if !r.Held() {
 		return Candidate{}, false
@@ -58,10 +60,11 @@ func parseCandidate(r Record) (Candidate, bool) {
 	}
 	p, err1 := strconv.Atoi(f[1])
 	ms, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil || p < NeverLead || p > MaxPriority {
+	since := time.UnixMilli(ms)
+	if err1 != nil || err2 != nil || p < NeverLead || p > MaxPriority || since.Year() < 1 || since.Year() > 9999 {
 		return Candidate{}, false
 	}
-	return Candidate{Identity: r.Holder, Priority: p, Since: time.UnixMilli(ms), Remaining: r.Remaining}, true
+	return Candidate{Identity: r.Holder, Priority: p, Since: since, Remaining: r.Remaining}, true
 }
 
 // Candidates returns the candidates registered for key, best first:

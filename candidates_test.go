@@ -171,7 +171,11 @@ func TestFormerLeaderCountsCandidatesThatCameWhileItLed(t *testing.T) {
 // store from outside with a priority no elector can have (above
 // MaxPriority, or negative) is not a candidate: it would rank above every
 // real one in `tenure status --candidates` and as the best hand-over
-// target. A slot holding a real registration is listed as before.
+// target. Nor is one registered at a time no clock shows (outside the
+// years 1 to 9999): httpview's /candidates, which cannot encode such a
+// time in JSON, answered 200 with an empty body, and `tenure status
+// --candidates` showed a "since" that is not RFC 3339. A slot holding a
+// real registration is listed as before.
 func TestForgedCandidatesAreNotListed(t *testing.T) {
 	ctx := context.Background()
 	st := memory.New(tenure.SystemClock)
@@ -180,6 +184,9 @@ func TestForgedCandidatesAreNotListed(t *testing.T) {
 	for i, c := range []tenure.Claim{
 		{Identity: "ghost", TTL: time.Minute, Value: "candidate 5000 1700000000000"},
 		{Identity: "shadow", TTL: time.Minute, Value: "candidate -1 1700000000000"},
+		{Identity: "future", TTL: time.Minute, Value: "candidate 2 9223372036854775807"},
+		{Identity: "past", TTL: time.Minute, Value: "candidate 2 -9223372036854775808"},
+		{Identity: "year10000", TTL: time.Minute, Value: "candidate 2 253402300800000"},
 		{Identity: "real", TTL: time.Minute, Value: "candidate 2 1700000000000"},
 	} {
 		if _, err := st.AcquireClaim(ctx, slot(i+3), c); err != nil {
