@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/leadership"
@@ -85,8 +86,8 @@ type Leader struct {
 	Value string `json:"value"`
 	// Identity is this process's candidate identity; "" for an observer.
 	Identity string `json:"identity"`
-	// Candidates are the identities seen leading, plus this process's
-	// own, sorted.
+	// Candidates are the identities seen leading in History, plus this
+	// process's own, sorted.
 	Candidates []string `json:"candidates"`
 	// History is the recent timeline, oldest first; its last entry is the
 	// current state.
@@ -98,13 +99,12 @@ type Leader struct {
 
 // state is what the view knows, guarded by Handler.mu.
 type state struct {
-	track      leadership.Tracker
-	since      time.Time
-	ttl        time.Duration
-	value      string // published by the current leader
-	history    []Change
-	candidates map[string]bool
-	sent       sentView // what the last /events broadcast said
+	track   leadership.Tracker
+	since   time.Time
+	ttl     time.Duration
+	value   string // published by the current leader
+	history []Change
+	sent    sentView // what the last /events broadcast said
 }
 
 // sentView is the part of a broadcast that makes it a change.
@@ -139,7 +139,6 @@ func (h *Handler) apply(holder string, term uint64, ttl time.Duration, value str
 		s.value = value // a term's value never changes: this fills it in
 		return true
 	case leadership.NewLeader:
-		s.candidates[holder] = true
 		s.ttl = ttl
 	}
 	s.value = value
@@ -166,10 +165,19 @@ func (h *Handler) leaderLocked() Leader {
 	if l.History == nil {
 		l.History = []Change{}
 	}
-	for c := range s.candidates {
-		l.Candidates = append(l.Candidates, c)
+	// The candidates of the timeline kept only: a store written from
+	// outside can show a new holder every term, for as long as the view
+	// runs.
+	if h.identity != "" {
+		l.Candidates = append(l.Candidates, h.identity)
+	}
+	for _, c := range s.history {
+		if c.Name != "" {
+			l.Candidates = append(l.Candidates, c.Name)
+		}
 	}
 	slices.Sort(l.Candidates)
+	l.Candidates = slices.Compact(l.Candidates)
 	if l.Name == "" {
 		return l
 	}
@@ -230,6 +238,7 @@ func (h *Handler) see(holder string, term uint64, ttl time.Duration, value strin
 // publish is see that, with always set, publishes the view even when
 // leadership did not change, because this process's own part in it did.
 func (h *Handler) publish(holder string, term uint64, ttl time.Duration, value string, at time.Time, always bool) {
+	holder, value = bounded(holder, tenure.MaxIdentityLen), bounded(value, tenure.MaxValueLen)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.apply(holder, term, ttl, value, at) && !always {
@@ -296,6 +305,21 @@ func (h *Handler) Observe(r tenure.Record) {
 	h.see(r.Holder, r.Term, r.TTL, r.Value, h.clock.Now())
 }
 
+// bounded returns s as the view keeps and serves it: s itself, or, if s is
+// longer than max bytes, its first max bytes at most, cut before a
+// character, and its size. No tenure grant carries such a holder or value:
+// it was written into the store from outside, and may be megabytes long.
+func bounded(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
+}
+
 // endStreams ends the open /events streams.
 func (h *Handler) endStreams() {
 	h.mu.Lock()
@@ -343,7 +367,6 @@ func New(opts Options) (*Handler, error) {
 		opts.MaxStreams = DefaultMaxStreams
 	}
 	h := &Handler{opts: opts, clock: opts.Clock, logger: opts.Logger, clients: map[*client]struct{}{}}
-	h.st.candidates = map[string]bool{}
 	if opts.Elector != nil {
 		if err := h.SetElector(opts.Elector); err != nil {
 			return nil, err
@@ -374,7 +397,6 @@ func (h *Handler) SetElector(e *tenure.Elector) error {
 		return fmt.Errorf("%w: httpview: the view already has an elector", tenure.ErrInvalid)
 	}
 	h.elector, h.identity = e, cfg.Identity
-	h.st.candidates[cfg.Identity] = true
 	if h.clock == nil {
 		h.clock = cfg.Clock
 	}

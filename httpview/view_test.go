@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/electortest"
@@ -185,6 +187,43 @@ func TestViewShowsPublishedValue(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestViewBoundsWhatTheStoreWrites: records written into the store from
+// outside with a new holder of 16 KiB each term, and a value as long,
+// cannot make the view grow without bound: the view kept every holder it
+// had seen leading as a candidate, for as long as it ran, and served all of
+// them, whole, in every GET / and every /events event (5 MB each here; a
+// few hundred holders of some MB each would take gigabytes). A holder or
+// value longer than tenure ever grants is cut, with its size, as `tenure
+// status` cuts it, and the candidates are those of the timeline kept.
+func TestViewBoundsWhatTheStoreWrites(t *testing.T) {
+	view := mustNew(t, Options{Key: key, Store: memory.New(nil), Logger: slog.New(slog.DiscardHandler)})
+	big := strings.Repeat("é", 8<<10) // 16 KiB
+	const n = 200
+	for i := range n {
+		view.Observe(tenure.Record{Key: key, Holder: fmt.Sprintf("%03d%s", i, big), Term: uint64(i + 1), Value: big})
+	}
+	w := get(t, view, "/", "application/json")
+	if w.Body.Len() > 256<<10 {
+		t.Fatalf("GET / after %d holders of 16 KiB is %d bytes", n, w.Body.Len())
+	}
+	l := leaderOf(t, view)
+	if len(l.Candidates) > 100 || len(l.History) > 100 {
+		t.Errorf("the view lists %d candidates and %d changes; want at most the 100 changes of its timeline", len(l.Candidates), len(l.History))
+	}
+	last := fmt.Sprintf("%03d", n-1)
+	for _, f := range []struct {
+		what, s, size string
+		max           int
+	}{{"name", l.Name, "16387", tenure.MaxIdentityLen}, {"value", l.Value, "16384", tenure.MaxValueLen}} {
+		if !utf8.ValidString(f.s) || len(f.s) > f.max+20 || !strings.HasSuffix(f.s, "... ("+f.size+" bytes)") {
+			t.Errorf("%s is %d bytes: %.40q; want at most %d bytes of valid UTF-8 and its size, %s bytes", f.what, len(f.s), f.s, f.max, f.size)
+		}
+	}
+	if !strings.HasPrefix(l.Name, last) {
+		t.Errorf("name = %.40q; want the last holder, %s...", l.Name, last)
+	}
 }
 
 func TestPageIsServedToBrowsers(t *testing.T) {
