@@ -121,6 +121,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	t.Run("TermsSurviveClientGoGrants", func(t *testing.T) { termsSurviveClientGoGrants(t, e) })
 	t.Run("TermsAtMaximum", func(t *testing.T) { termsAtMaximum(t, e) })
 	t.Run("AnnotationWithoutKey", func(t *testing.T) { annotationWithoutKey(t, e) })
+	t.Run("ForgedGrantTTL", func(t *testing.T) { forgedGrantTTL(t, e) })
 	t.Run("RBACRoleOfTheREADME", func(t *testing.T) { rbacRole(t, e) })
 	// Last: it stops the API server for a while.
 	t.Run("Outage", func(t *testing.T) { outage(t, e) })

@@ -178,7 +178,7 @@ func (s *Store) take(ctx context.Context, key string, c tenure.Claim, cur *coord
 	if v.vanished {
 		// tenure's last grant lost its holder without a release: cleared
 		// from outside, perhaps while its holder still leads.
-		wait = seen.WaitSince(sent, time.Duration(v.g.TTL))
+		wait = seen.WaitSince(sent, v.grantTTL)
 	}
 	return s.lease(key, g, wait), nil
 }

@@ -91,6 +91,9 @@ type view struct {
 	// vanished: the annotation describes a tenure grant that is neither
 	// held nor released: its holder was cleared from outside.
 	vanished bool
+	// grantTTL is the TTL of the annotation's grant, as own and vanished
+	// judge it (see grantTTL).
+	grantTTL time.Duration
 }
 
 // defaultForeignDuration is the lease duration assumed for a Lease held
@@ -137,10 +140,25 @@ func read(key string, l *coordinationv1.Lease) (v view, ok bool) {
 	sameGrant := v.trans == v.g.Transitions
 	v.own = sameGrant && v.holder != "" && v.holder == v.g.Holder
 	v.vanished = sameGrant && v.holder == "" && !v.g.Released
+	v.grantTTL = grantTTL(*v.g, l)
 	if v.own {
-		v.dur, v.ttl = time.Duration(v.g.TTL), time.Duration(v.g.TTL)
+		v.dur, v.ttl = v.grantTTL, v.grantTTL
 	}
 	return v, true
+}
+
+// grantTTL is the TTL by which g, the grant of l's annotation, is judged:
+// g's own, unless l's leaseDurationSeconds is not the one tenure writes
+// with it, so that one of the two was edited from outside; then the
+// longer of the two. A TTL of 1 ns, 0 or less written into the annotation
+// alone would otherwise end a live grant at once, and another candidate
+// would take the key, without a Wait, while its holder still leads.
+func grantTTL(g grant, l *coordinationv1.Lease) time.Duration {
+	ttl := time.Duration(g.TTL)
+	if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 && *d != durationSeconds(ttl) {
+		ttl = max(ttl, time.Duration(*d)*time.Second)
+	}
+	return ttl
 }
 
 // observation is when a handle first saw one version of a Lease.

@@ -100,3 +100,63 @@ func annotationWithoutKey(t *testing.T, e *env) {
 		t.Fatalf("Acquire: %v; want it to say the annotation names no key", err)
 	}
 }
+
+// forgedGrantTTL: a held key's grant annotation is edited with kubectl to
+// a TTL of 1 ns, 0 or less, leaving the Lease's leaseDurationSeconds as
+// the holder last wrote it. The holder's Renew reports the grant lost; but
+// no other candidate may take the key before the holder's renew window,
+// counted from its last renewal with its real TTL, has closed: a
+// candidate that judged expiry by the forged TTL took the key 20 ms after
+// the edit, with no Wait, while the holder still led.
+func forgedGrantTTL(t *testing.T, e *env) {
+	for name, forged := range map[string]int64{"one": 1, "zero": 0, "negative": -1} {
+		t.Run(name, func(t *testing.T) {
+			ctx := storetest.Context(t, 30*time.Second)
+			a := storetest.OpenClosing(t, k8s.Open, e.url("ttl.", e.admin))
+			b := storetest.OpenClosing(t, k8s.Open, e.url("ttl.", e.admin))
+			key := "forged-" + name
+			l, err := a.Acquire(ctx, key, "alpha", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// b campaigns, as a candidate waiting for the key does.
+			if _, err := b.Acquire(ctx, key, "beta", 10*time.Second); !errors.Is(err, tenure.ErrHeld) {
+				t.Fatalf("Acquire of the held key: %v, want ErrHeld", err)
+			}
+			renewSent := time.Now()
+			if err := a.Renew(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			lease := e.lease(t, a.LeaseName(key))
+			var g map[string]any
+			if err := json.Unmarshal([]byte(lease.Annotations[k8s.GrantAnnotation]), &g); err != nil {
+				t.Fatal(err)
+			}
+			g["ttlNanos"] = forged
+			raw, err := json.Marshal(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease.Annotations[k8s.GrantAnnotation] = string(raw)
+			if _, err := e.raw.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// For a second, far longer than the 20 ms a forged TTL of
+			// nothing leaves, b keeps campaigning.
+			for until := time.Now().Add(time.Second); time.Now().Before(until); {
+				acqSent := time.Now()
+				l2, err := b.Acquire(ctx, key, "beta", 10*time.Second)
+				if err == nil {
+					if start, deadline := acqSent.Add(l2.Wait), renewSent.Add(l.TTL); start.Before(deadline) {
+						t.Fatalf("with the annotation's ttlNanos set to %d, another candidate was granted the key %s before the holder's renew deadline (Wait %s)",
+							forged, deadline.Sub(start).Round(time.Millisecond), l2.Wait)
+					}
+					break
+				}
+				if !errors.Is(err, tenure.ErrHeld) {
+					t.Fatalf("Acquire: %v", err)
+				}
+			}
+		})
+	}
+}
