@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
@@ -155,6 +157,40 @@ func printable(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// jsonWriter writes JSON text to w with every rune that must not reach a
+// terminal raw (see unprintable) and that encoding/json and slog leave as
+// it is (they escape only the runes below U+0020, and U+2028 and U+2029)
+// written as a \u escape: a C1 control such as U+009B (CSI, obeyed by
+// terminals that read C1 controls in UTF-8), a bidi override, a zero-width
+// space, from a holder or value written into the store from outside. JSON
+// text holds such runes only inside strings, where the escape stands for
+// the same rune, so the output decodes to the same values. Each Write
+// must hold whole JSON values, as json.Encoder and slog.JSONHandler write.
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(p []byte) (int, error) {
+	raw := func(r rune) bool { return r >= 0x7f && unprintable(r) }
+	if !bytes.ContainsFunc(p, raw) {
+		return j.w.Write(p)
+	}
+	b := make([]byte, 0, len(p)+64)
+	for i := 0; i < len(p); {
+		r, n := utf8.DecodeRune(p[i:])
+		if raw(r) {
+			for _, u := range utf16.AppendRune(nil, r) {
+				b = fmt.Appendf(b, `\u%04x`, u)
+			}
+		} else {
+			b = append(b, p[i:i+n]...)
+		}
+		i += n
+	}
+	if _, err := j.w.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func usageErrorf(format string, args ...any) error {

@@ -27,7 +27,7 @@ func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, erro
 	case "", "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(slog.NewJSONHandler(jsonWriter{w}, opts)), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", format)
 }

@@ -135,7 +135,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if o.json {
 		j := statusJSON{recordJSON: toJSON(rec), grantTimes: deriveGrantTimes(o.store.url, rec, readAt), StoreChecks: checks, Candidates: cands}
-		_ = json.NewEncoder(stdout).Encode(j)
+		_ = json.NewEncoder(jsonWriter{stdout}).Encode(j)
 	} else {
 		fmt.Fprintln(stdout, describe(rec))
 		printChecks(stdout, checks)

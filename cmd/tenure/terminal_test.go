@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -90,5 +92,55 @@ func TestHugeHolderIsCut(t *testing.T) {
 	status := runTenure(t, "status", "--store", store, "--key", "huge")
 	if status.code != 0 || len(status.stdout) > 4096 || strings.Count(status.stdout, "(4194304 bytes)") != 2 {
 		t.Fatalf("tenure status of a 4 MiB holder and value: exit %d, %d bytes: %.300q", status.code, len(status.stdout), status.stdout)
+	}
+}
+
+// TestJSONEscapesReachNoTerminal: a holder and a value rewritten with the
+// store's own client to hold a C1 control (U+009B, CSI, which terminals
+// that read UTF-8 C1 controls obey as ESC [ is obeyed), Unicode bidi
+// overrides and isolates, a line separator and a zero-width space are
+// printed by `tenure status --json` and `tenure watch --json` as JSON
+// escapes, which decode to the same strings, not raw: encoding/json
+// escapes only the C0 controls, and `tenure status` without --json
+// already showed them escaped.
+func TestJSONEscapesReachNoTerminal(t *testing.T) {
+	const holder, value = "evil\u009b2J\u202egpj.exe", "\u2066x\u2069\u2028\u200b\u0085"
+	_, store := rewrittenOnRedis(t, "esc", "holder", holder, "value", value)
+	status := runTenure(t, "status", "--json", "--store", store, "--key", "esc")
+	out, err := newLineReader(t, "watch", "--json", "--store", store, "--key", "esc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched, _ := out.next()
+	out.interrupt()
+	for what, got := range map[string]string{"status": status.stdout, "watch": watched} {
+		if i := strings.IndexFunc(got, func(r rune) bool { return r != '\n' && unprintable(r) }); i >= 0 {
+			t.Errorf("tenure %s --json printed %q raw: %q", what, []rune(got[i:])[0], got)
+		}
+		var rec recordJSON
+		if err := json.Unmarshal([]byte(got), &rec); err != nil || rec.Holder != holder || rec.Value != value {
+			t.Errorf("tenure %s --json = %q (%v); want holder %q and value %q", what, got, err, holder, value)
+		}
+	}
+}
+
+// TestJSONLogEscapesReachNoTerminal: --log-format json writes a holder
+// that no tenure grants (a bidi override, a C1 control) as JSON escapes,
+// not raw, as the text format quotes it.
+func TestJSONLogEscapesReachNoTerminal(t *testing.T) {
+	const holder = "a\u202eb\u009b2J\u2067"
+	var buf strings.Builder
+	logger, err := newLogger(&buf, "json", slog.LevelInfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Warn("tenure: --exec hook failed", "leader", holder)
+	got := buf.String()
+	if i := strings.IndexFunc(got, func(r rune) bool { return r != '\n' && unprintable(r) }); i >= 0 {
+		t.Errorf("the JSON log has %q raw: %q", []rune(got[i:])[0], got)
+	}
+	var line struct{ Leader string }
+	if err := json.Unmarshal([]byte(got), &line); err != nil || line.Leader != holder {
+		t.Errorf("the JSON log line %q (%v) does not decode to the leader %q", got, err, holder)
 	}
 }

@@ -89,7 +89,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if view != nil {
 		records = view.follow(ctx, records) // one watch for the view, the metrics and the output
 	}
-	enc := json.NewEncoder(stdout)
+	enc := json.NewEncoder(jsonWriter{stdout})
 	for rec := range records {
 		if hk != nil {
 			hk.notify(rec)
