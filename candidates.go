@@ -47,11 +47,12 @@ func encodeCandidate(priority int, since time.Time) string {
 // when it holds no live registration, or one no elector could have
 // written: a priority outside [NeverLead, MaxPriority] (a value written
 // into the store from outside would otherwise rank above every real
-// candidate in the list and as a hand-over target), or a registration
-// time outside the years 1 to 9999, which no clock shows and which
-// neither JSON nor RFC 3339 can carry.
+// candidate in the list and as a hand-over target), a registration time
+// outside the years 1 to 9999, which no clock shows and which neither JSON
+// nor RFC 3339 can carry, or an identity [CheckAcquire] refuses (megabytes
+// long, control characters, not UTF-8).
 func parseCandidate(r Record) (Candidate, bool) {
-	if !r.Held() {
+	if !r.Held() || checkName("identity", r.Holder, MaxIdentityLen) != nil {
 		return Candidate{}, false
 	}
 	f := strings.Fields(r.Value)

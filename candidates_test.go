@@ -204,3 +204,46 @@ func TestForgedCandidatesAreNotListed(t *testing.T) {
 		t.Fatalf("BestCandidate = %+v, %v; want real", best, ok)
 	}
 }
+
+// forgedSlots is a store whose candidate slots read as the records in
+// slots, as ones rewritten with the backend's own client (redis-cli HSET)
+// would: they can hold identities no tenure Acquire accepts.
+type forgedSlots struct {
+	*memory.Store
+	slots map[string]tenure.Record
+}
+
+func (f forgedSlots) Get(ctx context.Context, key string) (tenure.Record, error) {
+	if r, ok := f.slots[key]; ok {
+		return r, nil
+	}
+	return f.Store.Get(ctx, key)
+}
+
+// TestSlotsNoElectorCouldHoldAreNotListed: a registration slot rewritten
+// from outside to name an identity no elector can have (4 MiB long, with
+// terminal escapes, not UTF-8) is not a candidate either: listed, such an
+// identity went whole into every GET /candidates of httpview (16 slots of
+// some MB each) and could be named as the target of a hand-over.
+func TestSlotsNoElectorCouldHoldAreNotListed(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New(tenure.SystemClock)
+	defer st.Close()
+	slot := func(i int) string { return fmt.Sprintf("job%s%02d", tenure.CandidateSuffix, i) }
+	f := forgedSlots{Store: st, slots: map[string]tenure.Record{}}
+	for i, id := range []string{strings.Repeat("h", 4<<20), "evil\x1b]0;pwned\a", "bad\xff", "real"} {
+		f.slots[slot(i)] = tenure.Record{Key: slot(i), Holder: id, Term: 1, TTL: time.Minute, Remaining: time.Minute,
+			Value: "candidate 1000 1700000000000"}
+	}
+	cs, err := tenure.Candidates(ctx, f, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Identity != "real" {
+		var ids []string
+		for _, c := range cs {
+			ids = append(ids, fmt.Sprintf("%.20q (%d bytes)", c.Identity, len(c.Identity)))
+		}
+		t.Fatalf("Candidates = %v; want only real", ids)
+	}
+}
