@@ -42,6 +42,11 @@
 //     holder does not start before the old one can have noticed; the
 //     orphaned lease is revoked. If the term key is gone too, a handle that
 //     saw the key granted waits the TTL of the last grant it saw.
+//   - A holder key rewritten by a plain etcdctl put loses its etcd lease and
+//     would never expire, leaving the key without a leader for good once
+//     its holder stopped. The next Acquire that finds such a key puts it
+//     back under a lease of the TTL it records (its own TTL if that is not
+//     one tenure grants), so it is free within that TTL.
 //   - Idle cost: a leader renews with one keep-alive and one compare-only
 //     transaction (a linearizable read) per renewal; a waiting
 //     candidate's watch costs nothing until the key changes; an acquisition

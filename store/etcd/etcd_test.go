@@ -386,3 +386,54 @@ func TestHugeTTLDoesNotOverflow(t *testing.T) {
 		t.Fatalf("Get = %+v, %v; want held by mallory without negative durations", r, err)
 	}
 }
+
+// A holder key rewritten with a plain etcdctl put, as an operator fixing
+// its value would: etcd then detaches it from its lease, so it would never
+// expire, and once its holder stopped (its Renew reports the grant lost)
+// no candidate could ever take the key. The next Acquire that finds it
+// puts it back under a lease of its own TTL, as Redis's store gives a
+// grant whose expiry was removed its TTL back: the key is free within
+// that TTL, and the grant after it waits out the old holder's TTL.
+func TestLeaselessHolderKeyExpires(t *testing.T) {
+	srv := etcdtest.Start(t)
+	raw := rawClient(t, srv)
+	ctx := storetest.Context(t, 20*time.Second)
+	a, b := openStore(t, srv, "/leaseless"), openStore(t, srv, "/leaseless")
+	l, err := a.Acquire(ctx, "k", "alpha", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Put(ctx, "/leaseless/holder/k", `{"holder":"alpha","ttl_ns":2000000000}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Renew of the grant whose key lost its lease: %v, want ErrLost", err)
+	}
+	if _, err := b.Acquire(ctx, "k", "beta", time.Second); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("Acquire of the key: %v, want ErrHeld", err)
+	}
+	ch, err := b.Watch(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(5 * time.Second) // the key's TTL is 1 s, the old one's 2 s
+	for {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				t.Fatal("the watch closed")
+			}
+			if r.Held() {
+				continue
+			}
+			l2, err := b.Acquire(ctx, "k", "beta", time.Second)
+			if err != nil || l2.Term <= l.Term {
+				t.Fatalf("Acquire once the key read free: %+v, %v", l2, err)
+			}
+			return
+		case <-timeout:
+			r, err := b.Get(ctx, "k")
+			t.Fatalf("5 s after an Acquire found the key without a lease, it still reads %+v, %v", r, err)
+		}
+	}
+}

@@ -72,7 +72,36 @@ func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clie
 	}
 	a := granting{key: key, c: c, id: id, shared: shared, sent: sent, before: before,
 		ok: resp.Succeeded, res: resp.Responses, rev: resp.Header.Revision}
+	if hk := kvOf(a.res[0]); !a.ok && hk != nil && hk.Lease == 0 {
+		s.expireLeaseless(ctx, key, hk, c.TTL)
+	}
 	return s.granted(a, func(prev *mvccpb.KeyValue) time.Duration { return s.vanishedWait(ctx, sent, prev, before.TTL) })
+}
+
+// expireLeaseless puts key's holder key hk, which has no etcd lease, back
+// under a lease of its own: the TTL it records, or ttl if that is not one
+// tenure grants. tenure writes every holder key under a lease, but a plain
+// etcdctl put on one (an operator fixing its value) detaches it, and it
+// would then never expire: once its holder stopped (its Renew reports the
+// grant lost), no candidate could take the key. Its value and term (its
+// CreateRevision) are kept; a put of anything else since it was read wins.
+// Failures leave it as it was, for the next Acquire to try again.
+func (s *Store) expireLeaseless(ctx context.Context, key string, hk *mvccpb.KeyValue, ttl time.Duration) {
+	if d := time.Duration(decode(hk.Value).TTL); d >= tenure.MinTTL && d <= tenure.MaxTTL {
+		ttl = d
+	}
+	g, err := s.c.Grant(ctx, ttlSeconds(ttl))
+	if err != nil {
+		return
+	}
+	hkey := s.holderKey(key)
+	resp, err := s.c.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(hkey), "=", hk.ModRevision)).
+		Then(clientv3.OpPut(hkey, string(hk.Value), clientv3.WithLease(g.ID))).
+		Commit()
+	if err != nil || !resp.Succeeded {
+		go s.revoke(g.ID)
+	}
 }
 
 // grantOps are the comparison and the operations of grantOn's transaction.
