@@ -13,7 +13,12 @@ const expiryMargin = time.Millisecond
 // read the key and what tells it the key may have changed, and Follow does
 // the rest the same way everywhere. It delivers the current record first,
 // then one record per change of holder, term or value, and never a term
-// older than one it delivered. It re-reads the key:
+// older than one it delivered while that could be stale news: only once
+// the store has shown older terms, and nothing newer, for the TTL of the
+// last grant delivered (at most [DefaultTTL]) does it deliver the store's
+// record again (a term written into the store from outside, a store
+// restored from a backup), so that a watch never stops following the key
+// for good. It re-reads the key:
 //
 //   - whenever Wake receives (a notification, an event the store cannot
 //     decode into a record, a reconnection after which anything may have
@@ -22,7 +27,8 @@ const expiryMargin = time.Millisecond
 //     that expires without being released is reported even by a store that
 //     does not announce expiries;
 //   - every Poll, if Poll is positive (a store that cannot be told of every
-//     change).
+//     change);
+//   - when older terms will have been shown for that TTL, to confirm them.
 //
 // Records decoded by the store itself (an etcd watch event) go through the
 // same filter without a read.
@@ -76,20 +82,54 @@ func (f Follow) Run(ctx context.Context, out chan<- Record) {
 type deliverer struct {
 	last Record
 	sent bool
+	// back is when records older than last were first seen, with nothing
+	// as new as last since; zero when the latest record was not older.
+	back time.Time
 	done <-chan struct{} // Follow.Done
 }
 
-// offer sends r on out if it changes the holder, term or value of what was
-// last sent (or nothing was); a value changes within a term only where the
-// store reports the holder before its value (raft). It reports false if
-// ctx ended first.
-func (d *deliverer) offer(ctx context.Context, out chan<- Record, r Record) bool {
-	if d.sent && (r.Term < d.last.Term || r.Holder == d.last.Holder && r.Term == d.last.Term && r.Value == d.last.Value) {
+// backHold is how long records older than the last one delivered must be
+// all the store shows before they are delivered: the last grant's TTL, at
+// most DefaultTTL (DefaultTTL when the record says none). Every read of a
+// key a live grant holds shows that grant's term, so older terms shown
+// that long are no stale news but the store's state, and a TTL written
+// from outside cannot stop a watch for longer.
+func (d *deliverer) backHold() time.Duration {
+	if d.last.TTL <= 0 {
+		return DefaultTTL
+	}
+	return min(d.last.TTL, DefaultTTL)
+}
+
+// backDue reports when records older than the last one delivered will
+// have been shown long enough to be delivered, if such records are being
+// shown.
+func (d *deliverer) backDue() (time.Time, bool) {
+	return d.back.Add(d.backHold()), !d.back.IsZero()
+}
+
+// offer sends r, seen at now, on out if it changes the holder, term or
+// value of what was last sent (or nothing was); a value changes within a
+// term only where the store reports the holder before its value (raft).
+// A record of an older term is sent only once older terms have been shown
+// for backHold. It reports false if ctx ended first.
+func (d *deliverer) offer(ctx context.Context, out chan<- Record, r Record, now time.Time) bool {
+	if d.sent && r.Term < d.last.Term {
+		if d.back.IsZero() {
+			d.back = now
+		}
+		if now.Sub(d.back) < d.backHold() {
+			return true // stale news, unless it lasts
+		}
+	} else {
+		d.back = time.Time{}
+	}
+	if d.sent && r.Holder == d.last.Holder && r.Term == d.last.Term && r.Value == d.last.Value {
 		return true
 	}
 	select {
 	case out <- r:
-		d.last, d.sent = r, true
+		d.last, d.sent, d.back = r, true, time.Time{}
 		return true
 	case <-ctx.Done():
 		return false
@@ -122,11 +162,20 @@ func (f Follow) follow(ctx context.Context, d *deliverer, out chan<- Record) err
 			}
 			cur, curAt = r, clock.Now()
 		}
-		if !d.offer(ctx, out, cur) {
+		if !d.offer(ctx, out, cur, curAt) {
 			return nil
 		}
 		var tick <-chan time.Time
-		if wait, ok := f.nextRead(cur, clock.Now().Sub(curAt)); ok {
+		now := clock.Now()
+		wait, ok := f.nextRead(cur, now.Sub(curAt))
+		if due, back := d.backDue(); back {
+			// Read again once older terms will have been shown for long
+			// enough, even if nothing else prompts a read.
+			if left := max(due.Sub(now)+expiryMargin, minWait); !ok || left < wait {
+				wait, ok = left, true
+			}
+		}
+		if ok {
 			rearm(timer, wait) // moved later at each read: see rearm
 			tick = timer.C()
 		}

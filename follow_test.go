@@ -67,13 +67,63 @@ func TestFollowDeliversChangesOnly(t *testing.T) {
 		}
 		wake <- struct{}{} // nothing changed: no delivery
 		quiet(t, ch)
-		b.set(tenure.Record{Key: "k", Term: 1}) // older news: never delivered
+		b.set(tenure.Record{Key: "k", Term: 1}) // older news: not delivered (unless it lasts)
 		wake <- struct{}{}
 		quiet(t, ch)
 		b.set(tenure.Record{Key: "k", Holder: "b", Term: 3, Remaining: time.Second})
 		wake <- struct{}{}
 		if r := recv(t, ch); r.Holder != "b" || r.Term != 3 {
 			t.Fatalf("after a change %+v", r)
+		}
+	})
+}
+
+// TestFollowDeliversOlderTermsThatLast: a term older than one delivered is
+// stale news, and not delivered, while a newer one shows again within the
+// last grant's TTL; once only older terms were shown for that TTL, they
+// are the store's state (a term written from outside, a store restored
+// from a backup) and the watch delivers them, re-reading by itself to
+// confirm, instead of never delivering a record of that key again.
+func TestFollowDeliversOlderTermsThatLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 2 * time.Second
+		forged := tenure.Record{Key: "k", Holder: "a", Term: 1000000, TTL: ttl, Remaining: ttl}
+		b := &board{r: forged}
+		wake := make(chan struct{}, 1)
+		ch := tenure.Follow{Get: b.get, Wake: wake, Announced: true}.Start(t.Context())
+		if r := recv(t, ch); r.Term != forged.Term {
+			t.Fatalf("first delivery %+v", r)
+		}
+		// A stale read, then the newer term again: nothing, ever.
+		b.set(tenure.Record{Key: "k", Holder: "a", Term: 999999, TTL: ttl, Remaining: ttl})
+		wake <- struct{}{}
+		quiet(t, ch)
+		b.set(forged)
+		wake <- struct{}{}
+		quiet(t, ch)
+		time.Sleep(2 * ttl)
+		quiet(t, ch)
+
+		// The key rewritten with an older term, for good.
+		real := tenure.Record{Key: "k", Holder: "b", Term: 2, TTL: ttl, Remaining: ttl}
+		b.set(real)
+		wake <- struct{}{}
+		quiet(t, ch)
+		start := time.Now()
+		time.Sleep(ttl - time.Millisecond)
+		quiet(t, ch)
+		time.Sleep(10 * time.Millisecond)
+		if r := recv(t, ch); r != real {
+			t.Fatalf("after older terms were shown for a TTL: %+v, want %+v", r, real)
+		}
+		if took := time.Since(start); took < ttl {
+			t.Errorf("the older term was delivered %s after it was first seen, before a TTL (%s)", took, ttl)
+		}
+		// And the watch goes on from there.
+		b.set(tenure.Record{Key: "k", Holder: "c", Term: 3, TTL: ttl, Remaining: ttl})
+		wake <- struct{}{}
+		if r := recv(t, ch); r.Holder != "c" || r.Term != 3 {
+			t.Fatalf("after the older term: %+v", r)
 		}
 	})
 }

@@ -38,8 +38,14 @@ func (o *Observer) Current(ctx context.Context) (Record, error) {
 // without being released (a crashed or stalled leader). It follows the
 // store's watch, and polls every Poll while no watch can be set up; very
 // short terms between two polls can be missed, never reported out of
-// order. Store errors are logged and retried. The channel is closed when
-// ctx is done. Changes does not block.
+// order. A term older than one delivered is stale news and is not
+// delivered, unless the store shows nothing newer for the TTL of the last
+// record delivered (at most [DefaultTTL]): a term written into the store
+// from outside, or a store restored from a backup, then delays the
+// changes that follow (by up to twice that, the store's watch and the
+// observer each waiting it out) but does not stop them (see [Follow]).
+// Store errors are logged and retried. The channel is closed when ctx is
+// done. Changes does not block.
 func (o *Observer) Changes(ctx context.Context) <-chan Record {
 	out := make(chan Record)
 	go o.run(ctx, out)
@@ -64,7 +70,7 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 			logger.Warn(msg, "key", o.Key, "err", err)
 		}
 	}
-	var d deliverer // shared by every watch: terms never go back
+	var d deliverer // shared by every watch: no stale news
 	for ctx.Err() == nil {
 		ch, stopWatch, err := watchWithin(ctx, clock, o.Store, o.Key, poll)
 		warn("tenure: observer cannot watch; polling", err)

@@ -1,8 +1,10 @@
 package redis_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -493,3 +495,63 @@ func TestSessionKeyOfAnotherType(t *testing.T) {
 // recordKey is the Redis key of key's record what ("lease", "term",
 // "last") under the default prefix, as redis-cli would name it.
 func recordKey(key, what string) string { return redis.DefaultPrefix + ":{" + key + "}:" + what }
+
+// TestObserverFollowsAfterAForgedHigherTerm: the term of a held key
+// rewritten far above the key's counter (HSET term), then the lease
+// deleted and the key granted again at the counter's next term. An
+// Observer that had delivered the forged term used to drop every later
+// record as older news, for good (a tenure watch --exec hook would never
+// run again); it now delivers the new grant once only older terms were
+// shown for a TTL of the last record it delivered (DefaultTTL here, as
+// that record is the free one after the deletion; twice, as the store's
+// watch and the Observer each wait it out), about 30 s.
+func TestObserverFollowsAfterAForgedHigherTerm(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Redis(t, false)
+	c := client(t, srv)
+	ctx := ctxFor(t)
+	key, ttl := randomKey(), time.Second
+	if _, err := open(t, srv.URL(0)).Acquire(ctx, key, "alpha", ttl); err != nil {
+		t.Fatal(err)
+	}
+	o := &tenure.Observer{Store: open(t, srv.URL(0)), Key: key, Poll: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	octx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ch := o.Changes(octx)
+	next := func(what string, ok func(tenure.Record) bool) tenure.Record {
+		t.Helper()
+		limit := time.After(2 * time.Minute)
+		var seen []tenure.Record
+		for {
+			select {
+			case r, open := <-ch:
+				if !open {
+					t.Fatalf("the observer ended before it delivered %s; it delivered %+v", what, seen)
+				}
+				if ok(r) {
+					return r
+				}
+				seen = append(seen, r)
+			case <-limit:
+				t.Fatalf("the observer never delivered %s within a minute; it delivered %+v", what, seen)
+			}
+		}
+	}
+	next("alpha's grant", func(r tenure.Record) bool { return r.Holder == "alpha" })
+	lease := recordKey(key, "lease")
+	if err := c.HSet(ctx, lease, "term", "1000000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	next("the forged term", func(r tenure.Record) bool { return r.Term == 1000000 })
+	if err := c.Del(ctx, lease).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := open(t, srv.URL(0)).Acquire(ctx, key, "beta", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Term >= 1000000 {
+		t.Fatalf("beta's term %d: want the counter's, below the forged one", l.Term)
+	}
+	next("beta's grant after the forged term", func(r tenure.Record) bool { return r.Holder == "beta" && r.Term == l.Term })
+}
