@@ -394,22 +394,42 @@ func TestHugeTTLDoesNotOverflow(t *testing.T) {
 // puts it back under a lease of its own TTL, as Redis's store gives a
 // grant whose expiry was removed its TTL back: the key is free within
 // that TTL, and the grant after it waits out the old holder's TTL.
+// The session's batch path repairs it too.
 func TestLeaselessHolderKeyExpires(t *testing.T) {
 	srv := etcdtest.Start(t)
 	raw := rawClient(t, srv)
+	for name, acquire := range map[string]func(ctx context.Context, b *etcd.Store) error{
+		"Acquire": func(ctx context.Context, b *etcd.Store) error {
+			_, err := b.Acquire(ctx, "k", "beta", time.Second)
+			return err
+		},
+		"AcquireBatch": func(ctx context.Context, b *etcd.Store) error {
+			ss, err := b.OpenSession(ctx, time.Second)
+			if err != nil {
+				return err
+			}
+			defer ss.Close(ctx)
+			return ss.(tenure.BatchAcquirer).AcquireBatch(ctx, []tenure.AcquireRequest{{Key: "k", Identity: "beta"}})[0].Err
+		},
+	} {
+		t.Run(name, func(t *testing.T) { leaselessHolderKeyExpires(t, srv, raw, "/leaseless-"+name, acquire) })
+	}
+}
+
+func leaselessHolderKeyExpires(t *testing.T, srv *etcdtest.Server, raw *clientv3.Client, prefix string, acquire func(context.Context, *etcd.Store) error) {
 	ctx := storetest.Context(t, 20*time.Second)
-	a, b := openStore(t, srv, "/leaseless"), openStore(t, srv, "/leaseless")
+	a, b := openStore(t, srv, prefix), openStore(t, srv, prefix)
 	l, err := a.Acquire(ctx, "k", "alpha", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.Put(ctx, "/leaseless/holder/k", `{"holder":"alpha","ttl_ns":2000000000}`); err != nil {
+	if _, err := raw.Put(ctx, prefix+"/holder/k", `{"holder":"alpha","ttl_ns":2000000000}`); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Renew(ctx, l); !errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("Renew of the grant whose key lost its lease: %v, want ErrLost", err)
 	}
-	if _, err := b.Acquire(ctx, "k", "beta", time.Second); !errors.Is(err, tenure.ErrHeld) {
+	if err := acquire(ctx, b); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("Acquire of the key: %v, want ErrHeld", err)
 	}
 	ch, err := b.Watch(ctx, "k")

@@ -72,10 +72,16 @@ func (s *Store) grantOn(ctx context.Context, key string, c tenure.Claim, id clie
 	}
 	a := granting{key: key, c: c, id: id, shared: shared, sent: sent, before: before,
 		ok: resp.Succeeded, res: resp.Responses, rev: resp.Header.Revision}
-	if hk := kvOf(a.res[0]); !a.ok && hk != nil && hk.Lease == 0 {
-		s.expireLeaseless(ctx, key, hk, c.TTL)
-	}
+	s.repairLeaseless(ctx, a)
 	return s.granted(a, func(prev *mvccpb.KeyValue) time.Duration { return s.vanishedWait(ctx, sent, prev, before.TTL) })
+}
+
+// repairLeaseless puts the holder key back under a lease (expireLeaseless)
+// if a's transaction found the key held by a holder key without one.
+func (s *Store) repairLeaseless(ctx context.Context, a granting) {
+	if hk := kvOf(a.res[0]); !a.ok && hk != nil && hk.Lease == 0 {
+		s.expireLeaseless(ctx, a.key, hk, a.c.TTL)
+	}
 }
 
 // expireLeaseless puts key's holder key hk, which has no etcd lease, back

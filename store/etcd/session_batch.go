@@ -87,6 +87,7 @@ func (ss *session) acquireChunk(ctx context.Context, reqs []tenure.AcquireReques
 		a := as[k]
 		tr := resp.Responses[k].GetResponseTxn()
 		a.ok, a.res, a.rev = tr.Succeeded, tr.Responses, resp.Header.Revision
+		s.repairLeaseless(ctx, a)
 		l, err := s.granted(a, func(prev *mvccpb.KeyValue) time.Duration {
 			return s.vanishedWaitBy(a.sent, prev, a.before.TTL, ttls.of)
 		})
