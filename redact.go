@@ -250,7 +250,7 @@ func isScheme(s string) bool {
 // list: letters, digits and _ . -.
 func plainName(name string) bool {
 	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+		if !isNameByte(c) {
 			return false
 		}
 	}
