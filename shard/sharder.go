@@ -96,8 +96,9 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	defer closeSession()
 	// Liveness: hold our member key for as long as Run runs.
 	lc := s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity), sess)
+	ours := s.cfg.fingerprint() // see membership.follow
 	if _, ok := s.cfg.Store.(tenure.Publisher); ok {
-		lc.Value = s.cfg.fingerprint() // see membership.follow
+		lc.Value = ours
 	}
 	live, err := tenure.New(lc)
 	if err != nil {
@@ -110,7 +111,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 		}))
 	})
 	for _, m := range s.cfg.Members {
-		wg.Go(func() { members.follow(ctx, &s.cfg, m) })
+		wg.Go(func() { members.follow(ctx, &s.cfg, m, ours) })
 	}
 	for _, k := range s.cfg.Keys {
 		wg.Go(func() { fail(s.runKey(ctx, k, sess, task)) })

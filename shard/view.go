@@ -86,13 +86,13 @@ func (m *membership) set(member string, live bool) {
 // ctx is done: a member is live while a grant of its key to itself is.
 // An [tenure.Observer] does the watching, so store errors are retried and
 // expiries of crashed members reported. A live member whose grant
-// publishes another fingerprint than c's was given other members or keys:
-// the two disagree on who owns which key (the leases keep that safe, but
-// keys can stay unled or move back and forth), so it is logged, once per
-// fingerprint seen.
-func (m *membership) follow(ctx context.Context, c *Config, member string) {
+// publishes another fingerprint than ours (c's, computed once by Run) was
+// given other members or keys: the two disagree on who owns which key (the
+// leases keep that safe, but keys can stay unled or move back and forth),
+// so it is logged, once per fingerprint seen.
+func (m *membership) follow(ctx context.Context, c *Config, member, ours string) {
 	o := &tenure.Observer{Store: c.Store, Key: memberKey(c.Group, member), Poll: c.TTL / 3, Clock: c.Clock, Logger: c.Logger}
-	ours, warned := c.fingerprint(), ""
+	warned := ""
 	for r := range o.Changes(ctx) {
 		live := r.Holder == member
 		if live && r.Value != "" && r.Value != ours && r.Value != warned {
