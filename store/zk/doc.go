@@ -55,6 +55,12 @@
 //     grant's TTL, so the new holder does not start before the old one can
 //     have noticed. A released grant deletes its marker with its lease node
 //     and an expired one's session takes it along, so neither costs a Wait.
+//     The record names the data version its grant's write gave the key
+//     node: a record rewritten from outside (to name another session, say)
+//     does not match it, so the marker it names proves nothing, and the
+//     next grant waits the largest of its TTL, the last the Store saw and
+//     its own. (A record without that field, as earlier versions wrote, is
+//     taken at its word.)
 //     If the key node itself was deleted, a Store that saw the key granted
 //     waits the last TTL it saw, and never reports a term below the highest
 //     it saw (terms are zxids, which never go back anyway).

@@ -126,17 +126,14 @@ type placed struct {
 // grantNodes creates, over conn, whose session is sid, key's ephemeral
 // lease node and the grant's ephemeral marker and rewrites the key node in
 // one multi-operation, if the key node is still as prev read it (else
-// errRace). The grant's Wait is the last grant's TTL if that grant's
-// session still lives (its marker node exists: the lease node was deleted
-// from outside), or, if the key node is gone although this Store saw the
-// key granted, the TTL of the last grant it saw.
+// errRace). The grant's Wait is judged by waitAfter.
 func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key string, c tenure.Claim, prev node, sent0 time.Time) (placed, error) {
 	marker := s.markerPath(key, sid)
-	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(c.Identity, c.TTL, sid, c.Value)
-	version := int32(-1)
+	version := int32(0) // a new key's node, created below
 	if prev.st != nil {
 		version = prev.st.Version
 	}
+	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(c.Identity, c.TTL, sid, version+1, c.Value)
 	floor := s.seen.Highest(key)
 	alive := s.lastAlive(conn, sid, key, prev) // asked beside the grant
 	own := false                               // this session's own marker was in the way
@@ -157,7 +154,7 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 		switch {
 		case err == nil && len(res) == 3 && res[2].Stat != nil:
 			p := placed{term: uint64(res[2].Stat.Mzxid), version: res[2].Stat.Version, czxid: res[2].Stat.Czxid, sent: sent}
-			p.wait = waitAfter(prev, <-alive, floor, sent0)
+			p.wait = waitAfter(prev, <-alive, floor, c.TTL, sent0)
 			if own { // this session's own earlier grant may not know yet
 				p.wait = max(p.wait, seen.WaitSince(sent0, c.TTL))
 			}
@@ -211,17 +208,54 @@ func (s *Store) lastMarker(sid int64, key string, prev node) (string, bool) {
 }
 
 // waitAfter is the Wait of a grant made after key node prev, Acquire
-// having been sent at sent0: the last grant's TTL if its session lives on
-// (alive), or, if the key node is gone although this Store saw the key
-// granted (floor), the TTL of the last grant it saw.
-func waitAfter(prev node, alive bool, floor seen.Grant, sent0 time.Time) time.Duration {
+// having been sent at sent0 by a candidate of TTL own: the last grant's
+// TTL (see lastTTL) if its session lives on (alive) or if prev may hide a
+// live grant that its marker does not show (see suspect), or, if the key
+// node is gone although this Store saw the key granted (floor), the TTL
+// of the last grant it saw.
+func waitAfter(prev node, alive bool, floor seen.Grant, own time.Duration, sent0 time.Time) time.Duration {
 	switch {
-	case alive: // deleted from outside: its holder may not know
-		return seen.WaitSince(sent0, time.Duration(decode(prev.data).TTL))
+	case alive || suspect(prev): // deleted from outside: its holder may not know
+		return seen.WaitSince(sent0, lastTTL(prev, floor, own))
 	case prev.st == nil && floor.Term > 0: // the key node is gone
 		return seen.WaitSince(sent0, floor.TTL)
 	}
 	return 0
+}
+
+// vouched reports whether key node n's record is the one the last grant
+// wrote, so that the session it names is the grant's: it names a session,
+// and the data version it says the grant's write gave the key node is the
+// node's (a rewrite from outside bumps the version). A record of an
+// earlier tenure, which does not say, is taken at its word.
+func vouched(n node) bool {
+	rec := decode(n.data)
+	return n.st != nil && rec.Session != 0 && (rec.Version == 0 || rec.Version == n.st.Version)
+}
+
+// suspect reports whether key node prev was granted (its data version is
+// above 0) but its record is not vouched for: rewritten from outside, it
+// may name another session than the last grant's, whose marker then
+// cannot tell whether that grant's holder lives on.
+func suspect(prev node) bool {
+	return prev.st != nil && prev.st.Version > 0 && !vouched(prev)
+}
+
+// lastTTL is the TTL of the last grant that key node prev names, for the
+// next grant to wait out: the record's if it is vouched for; else, since
+// the record may lie, the largest of its TTL (if one tenure grants), the
+// TTL of the last grant this Store saw of the key (floor) and the
+// candidate's own (own).
+func lastTTL(prev node, floor seen.Grant, own time.Duration) time.Duration {
+	d := time.Duration(decode(prev.data).TTL)
+	if vouched(prev) {
+		return d
+	}
+	ttl := max(floor.TTL, own)
+	if d >= tenure.MinTTL && d <= tenure.MaxTTL {
+		ttl = max(ttl, d)
+	}
+	return ttl
 }
 
 // ownMarkerExists reports whether the multi-operation of grantNodes failed

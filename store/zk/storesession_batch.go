@@ -172,7 +172,7 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 	ops := make([]any, 0, 5*len(free))
 	for _, it := range free {
 		it.floor = s.seen.Highest(it.key)
-		data := encode(it.c.Identity, it.c.TTL, ss.id, it.c.Value)
+		data := encode(it.c.Identity, it.c.TTL, ss.id, it.prev.st.Version+1, it.c.Value)
 		ops = append(ops,
 			&zk.CreateRequest{Path: s.leasePath(it.key), Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
 			&zk.CreateRequest{Path: s.markerPath(it.key, ss.id), Acl: s.acl, Flags: zk.FlagEphemeral},
@@ -206,7 +206,7 @@ func (ss *storeSession) grantAll(ctx context.Context, free []*batchItem, res []t
 		term := uint64(st.Mzxid)
 		// The last grant's session was gone (see lastGone).
 		l := tenure.Lease{Key: it.key, Identity: it.c.Identity, Term: term, TTL: it.c.TTL,
-			Token: fmt.Sprintf("%x.%x", ss.id, term), Value: it.c.Value, Wait: waitAfter(it.prev, false, it.floor, sent0)}
+			Token: fmt.Sprintf("%x.%x", ss.id, term), Value: it.c.Value, Wait: waitAfter(it.prev, false, it.floor, it.c.TTL, sent0)}
 		s.seen.Observe(it.key, term, it.c.TTL)
 		it.sg = &sessionGrant{lease: l, version: st.Version, czxid: st.Czxid}
 		if it.err = ss.track(it.sg); it.err != nil {

@@ -68,7 +68,7 @@ func (ss *storeSession) adopt(ctx context.Context, key string, c tenure.Claim, n
 	if u, ok := ss.recall(key); ok {
 		select {
 		case alive := <-ss.s.lastAlive(ss.conn, ss.id, key, u.prev):
-			wait = waitAfter(u.prev, alive, u.floor, sent0)
+			wait = waitAfter(u.prev, alive, u.floor, c.TTL, sent0)
 		case <-ctx.Done():
 			ss.remember(key, u)
 			return tenure.Lease{}, false, ss.fail(ctx, "acquire", key, ctx.Err())

@@ -1,6 +1,8 @@
 package zk_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"testing"
@@ -129,4 +131,107 @@ func TestForeignChildOfKeyNode(t *testing.T) {
 			t.Fatalf("Get after the lease node was deleted = %+v, %v; want free", r, err)
 		}
 	})
+}
+
+// acquirers are the ways a candidate on store b can take a key: a plain
+// Acquire, a session's Acquire, and a session's AcquireBatch (with a
+// second, free key beside it, so that the batch's own multi-operation is
+// tried).
+func acquirers(t *testing.T, b *zk.Store, ttl time.Duration) map[string]func(ctx context.Context, key string) (tenure.Lease, error) {
+	ss := openSess(t, b, ttl)
+	return map[string]func(context.Context, string) (tenure.Lease, error){
+		"Acquire": func(ctx context.Context, key string) (tenure.Lease, error) {
+			return b.Acquire(ctx, key, "beta", ttl)
+		},
+		"SessionAcquire": func(ctx context.Context, key string) (tenure.Lease, error) {
+			return ss.Acquire(ctx, key, "beta", "")
+		},
+		"AcquireBatch": func(ctx context.Context, key string) (tenure.Lease, error) {
+			res := ss.(tenure.BatchAcquirer).AcquireBatch(ctx, []tenure.AcquireRequest{
+				{Key: key, Identity: "beta"}, {Key: key + "-free", Identity: "beta"}})
+			return res[0].Lease, res[0].Err
+		},
+	}
+}
+
+// wantWaitCovers fails t unless l2, acquired with the request sent at
+// acqSent, waits until old's holder, whose last Renew was sent at
+// renewSent, has reached its renew deadline, and not much longer.
+func wantWaitCovers(t *testing.T, old, l2 tenure.Lease, renewSent, acqSent time.Time) {
+	t.Helper()
+	if l2.Term <= old.Term {
+		t.Fatalf("the next grant has term %d, not above the old %d", l2.Term, old.Term)
+	}
+	if start, deadline := acqSent.Add(l2.Wait), renewSent.Add(old.TTL); start.Before(deadline) {
+		t.Fatalf("the next grant has Wait %s: it would start %s before the old holder's renew deadline (TTL %s)",
+			l2.Wait, deadline.Sub(start), old.TTL)
+	}
+	if l2.Wait > old.TTL+2*time.Second {
+		t.Fatalf("the next grant has Wait %s, more than the old TTL %s needs", l2.Wait, old.TTL)
+	}
+}
+
+// TestForgedRecordStillWaits: a key node whose record was rewritten with a
+// plain client to name another session (or none), and whose lease node was
+// then deleted, while the holder's session lives on. The next grant must
+// still wait out the holder's renew window, whichever way it is acquired:
+// before, the marker check asked after the session the record named, found
+// no marker, and the next holder started at once beside the old one.
+func TestForgedRecordStillWaits(t *testing.T) {
+	srv := server(t)
+	root := "/forgedsession-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st, b := open(t, "zk://"+srv.Addr+root), open(t, "zk://"+srv.Addr+root)
+	raw := rawConn(t, srv)
+	ctx := ctxT(t, 60*time.Second)
+	const ttl = 3 * time.Second
+	forgeries := map[string]func(rec map[string]any){
+		"SessionChanged": func(rec map[string]any) { rec["session"] = 0x123456789 },
+		"SessionRemoved": func(rec map[string]any) { delete(rec, "session") },
+	}
+	for path, acquire := range acquirers(t, b, ttl) {
+		for name, forge := range forgeries {
+			t.Run(path+"/"+name, func(t *testing.T) {
+				key := path + "-" + name
+				// Granted once before, so that a batch takes it in its multi.
+				l0, err := st.Acquire(ctx, key, "setup", ttl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Release(ctx, l0); err != nil {
+					t.Fatal(err)
+				}
+				l, err := st.Acquire(ctx, key, "alpha", ttl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				renewSent := time.Now()
+				if err := st.Renew(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+				kp := zk.KeyPath(root, key)
+				data, _, err := raw.Get(kp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := map[string]any{}
+				if err := json.Unmarshal(data, &rec); err != nil {
+					t.Fatal(err)
+				}
+				forge(rec)
+				data, _ = json.Marshal(rec)
+				if _, err := raw.Set(kp, data, -1); err != nil {
+					t.Fatal(err)
+				}
+				if err := raw.Delete(kp+"/lease", -1); err != nil {
+					t.Fatal(err)
+				}
+				acqSent := time.Now()
+				l2, err := acquire(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantWaitCovers(t, l, l2, renewSent, acqSent)
+			})
+		}
+	}
 }

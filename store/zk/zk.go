@@ -353,10 +353,17 @@ type record struct {
 	Session int64  `json:"session,omitempty"`
 	// Value is the value published with the grant; absent when none was.
 	Value string `json:"value,omitempty"`
+	// Version is the key node's data version that the grant's own write
+	// gives it, so that a record rewritten from outside (which bumps the
+	// version) can be told from the grant's (see vouched); absent in
+	// records written before it was added.
+	Version int32 `json:"version,omitempty"`
 }
 
-func encode(identity string, ttl time.Duration, session int64, value string) []byte {
-	b, _ := json.Marshal(record{Holder: identity, TTL: int64(ttl), Session: session, Value: value})
+// encode is the record of a grant to identity for ttl in session, whose
+// write gives the key node data version version.
+func encode(identity string, ttl time.Duration, session int64, version int32, value string) []byte {
+	b, _ := json.Marshal(record{Holder: identity, TTL: int64(ttl), Session: session, Version: version, Value: value})
 	return b
 }
 
