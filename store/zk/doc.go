@@ -55,12 +55,10 @@
 //     grant's TTL, so the new holder does not start before the old one can
 //     have noticed. A released grant deletes its marker with its lease node
 //     and an expired one's session takes it along, so neither costs a Wait.
-//     The record names the data version its grant's write gave the key
-//     node: a record rewritten from outside (to name another session, say)
-//     does not match it, so the marker it names proves nothing, and the
-//     next grant waits the largest of its TTL, the last the Store saw and
-//     its own. (A record without that field, as earlier versions wrote, is
-//     taken at its word.)
+//     A record rewritten from outside (to name another session, say) no
+//     longer matches the data version its grant wrote into it, so the next
+//     grant waits the largest of its TTL, the last the Store saw and its
+//     own (records of earlier versions, without that field, are trusted).
 //     If the key node itself was deleted, a Store that saw the key granted
 //     waits the last TTL it saw, and never reports a term below the highest
 //     it saw (terms are zxids, which never go back anyway).
@@ -69,6 +67,10 @@
 //     Renew finds a lease node deleted beside such a node. Where the key
 //     node's stat does not show the lease node as its only child, created
 //     by the grant's own write, reading the key costs one more request.
+//   - A lease node that no session owns (made by hand without the
+//     ephemeral flag) is not a grant, as nothing would ever end it: the key
+//     reads free, and the next grant replaces it and waits as above, since
+//     a holder whose lease node was replaced may lead until its Renew fails.
 //   - Every call is bounded by its context. While ZooKeeper is unreachable
 //     calls fail with the context's error (wrapped with the servers); the
 //     client reconnects by itself and later calls succeed once it is back.

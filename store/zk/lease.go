@@ -126,14 +126,16 @@ type placed struct {
 // grantNodes creates, over conn, whose session is sid, key's ephemeral
 // lease node and the grant's ephemeral marker and rewrites the key node in
 // one multi-operation, if the key node is still as prev read it (else
-// errRace). The grant's Wait is judged by waitAfter.
+// errRace), deleting first a lease node that no session owns (see
+// node.orphan). The grant's Wait is judged by waitAfter.
 func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key string, c tenure.Claim, prev node, sent0 time.Time) (placed, error) {
 	marker := s.markerPath(key, sid)
 	version := int32(0) // a new key's node, created below
 	if prev.st != nil {
 		version = prev.st.Version
 	}
-	kp, lp, data := s.keyPath(key), s.leasePath(key), encode(c.Identity, c.TTL, sid, version+1, c.Value)
+	kp := s.keyPath(key)
+	ops, set := s.grantOps(key, marker, encode(c.Identity, c.TTL, sid, version+1, c.Value), version, prev)
 	floor := s.seen.Highest(key)
 	alive := s.lastAlive(conn, sid, key, prev) // asked beside the grant
 	own := false                               // this session's own marker was in the way
@@ -144,16 +146,12 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 	}
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
-		res, err := call(ctx, func() ([]zk.MultiResponse, error) {
-			return conn.Multi(
-				&zk.CreateRequest{Path: lp, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
-				&zk.CreateRequest{Path: marker, Acl: s.acl, Flags: zk.FlagEphemeral},
-				&zk.SetDataRequest{Path: kp, Data: data, Version: version})
-		})
+		res, err := call(ctx, func() ([]zk.MultiResponse, error) { return conn.Multi(ops...) })
 		err = multiErr(res, err)
 		switch {
-		case err == nil && len(res) == 3 && res[2].Stat != nil:
-			p := placed{term: uint64(res[2].Stat.Mzxid), version: res[2].Stat.Version, czxid: res[2].Stat.Czxid, sent: sent}
+		case err == nil && len(res) == len(ops) && res[set].Stat != nil:
+			st := res[set].Stat
+			p := placed{term: uint64(st.Mzxid), version: st.Version, czxid: st.Czxid, sent: sent}
 			p.wait = waitAfter(prev, <-alive, floor, c.TTL, sent0)
 			if own { // this session's own earlier grant may not know yet
 				p.wait = max(p.wait, seen.WaitSince(sent0, c.TTL))
@@ -161,11 +159,13 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 			return p, nil
 		case err == nil:
 			return placed{}, errors.New("unexpected multi-operation response")
+		case prev.orphan && len(res) == len(ops) && errors.Is(res[0].Error, zk.ErrNoNode):
+			return placed{}, errRace // that lease node is gone: read the key again
 		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
 			if err := s.ensure(ctx, conn, kp); err != nil {
 				return placed{}, fmt.Errorf("create the key node: %w", err)
 			}
-		case !own && ownMarkerExists(res):
+		case !own && ownMarkerExists(res, set):
 			if err := s.takeOwnMarker(ctx, conn, marker); err != nil {
 				return placed{}, err
 			}
@@ -176,6 +176,25 @@ func (s *Store) grantNodes(ctx context.Context, conn *zk.Conn, sid int64, key st
 			return placed{unsure: len(res) == 0}, err
 		}
 	}
+}
+
+// grantOps are the operations of grantNodes's multi-operation, whose
+// lease node and key node data are data, if the key node is still at
+// version: the ephemeral lease node and marker created and the key node
+// rewritten, after the lease node is deleted if prev found it owned by no
+// session (see node.orphan). set is the index of the rewrite. The
+// deletion takes whatever lease node is there: the version check of the
+// key node in the same transaction fails if a grant came between.
+func (s *Store) grantOps(key, marker string, data []byte, version int32, prev node) (ops []any, set int) {
+	lp := s.leasePath(key)
+	if prev.orphan {
+		ops = append(ops, &zk.DeleteRequest{Path: lp, Version: -1})
+	}
+	ops = append(ops,
+		&zk.CreateRequest{Path: lp, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral},
+		&zk.CreateRequest{Path: marker, Acl: s.acl, Flags: zk.FlagEphemeral},
+		&zk.SetDataRequest{Path: s.keyPath(key), Data: data, Version: version})
+	return ops, len(ops) - 1
 }
 
 // lastAlive asks over conn, in the background, whether the session of the
@@ -210,12 +229,13 @@ func (s *Store) lastMarker(sid int64, key string, prev node) (string, bool) {
 // waitAfter is the Wait of a grant made after key node prev, Acquire
 // having been sent at sent0 by a candidate of TTL own: the last grant's
 // TTL (see lastTTL) if its session lives on (alive) or if prev may hide a
-// live grant that its marker does not show (see suspect), or, if the key
-// node is gone although this Store saw the key granted (floor), the TTL
-// of the last grant it saw.
+// live grant that its marker does not show (see suspect) or its lease
+// node is one that no session owns (node.orphan: created by hand, maybe
+// in place of a live grant's), or, if the key node is gone although this
+// Store saw the key granted (floor), the TTL of the last grant it saw.
 func waitAfter(prev node, alive bool, floor seen.Grant, own time.Duration, sent0 time.Time) time.Duration {
 	switch {
-	case alive || suspect(prev): // deleted from outside: its holder may not know
+	case alive || suspect(prev) || prev.orphan: // changed from outside: its holder may not know
 		return seen.WaitSince(sent0, lastTTL(prev, floor, own))
 	case prev.st == nil && floor.Term > 0: // the key node is gone
 		return seen.WaitSince(sent0, floor.TTL)
@@ -258,12 +278,14 @@ func lastTTL(prev node, floor seen.Grant, own time.Duration) time.Duration {
 	return ttl
 }
 
-// ownMarkerExists reports whether the multi-operation of grantNodes failed
-// because the session's own marker exists: a session of a
-// [tenure.StoreSession] outlives its grants, and the marker of one deleted
-// from outside stays until its holder is told.
-func ownMarkerExists(res []zk.MultiResponse) bool {
-	return len(res) == 3 && !errors.Is(res[0].Error, zk.ErrNodeExists) && errors.Is(res[1].Error, zk.ErrNodeExists)
+// ownMarkerExists reports whether the multi-operation of grantNodes,
+// whose key node rewrite is operation set (see grantOps), failed because
+// the session's own marker exists: a session of a [tenure.StoreSession]
+// outlives its grants, and the marker of one deleted from outside stays
+// until its holder is told.
+func ownMarkerExists(res []zk.MultiResponse, set int) bool {
+	return set >= 2 && len(res) == set+1 &&
+		!errors.Is(res[set-2].Error, zk.ErrNodeExists) && errors.Is(res[set-1].Error, zk.ErrNodeExists)
 }
 
 // takeOwnMarker deletes the session's own marker of an earlier grant of
@@ -448,21 +470,37 @@ func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
 type node struct {
 	data []byte
 	st   *zk.Stat
-	// kids are the key node's children, when read (known): only where
-	// the stat cannot tell whether the lease node is among them.
+	// kids are the key node's children that tell whether the key is
+	// held ("lease", or none), when read (known): only where the stat
+	// cannot tell whether the lease node is among them.
 	kids  []string
 	known bool
+	// orphan says that the lease node, when read, is owned by no session
+	// (EphemeralOwner 0): created by hand (with zkCli, say), since tenure
+	// creates lease nodes ephemeral only. No session's end would ever
+	// delete it, so it is not a grant: the key reads free, and the next
+	// grant deletes it (see grantOps) and waits (see waitAfter).
+	orphan bool
 }
 
 // held reports whether n, the key node, has its lease node: a child while
 // the key is held. A node created under the key node from outside (with
 // zkCli, say) is a child too: unless the lease node is plainly the only
-// child (see plainStat), the names of the children read decide.
+// child (see plainStat), the lease node read decides, and one that no
+// session owns is not a grant.
 func (n node) held() bool {
-	if n.st == nil || n.st.NumChildren == 0 {
+	if n.st == nil || n.st.NumChildren == 0 || n.orphan {
 		return false
 	}
 	return !n.known || slices.Contains(n.kids, "lease")
+}
+
+// withLeaseStat is key node n, read with its lease node, which exists (ok)
+// with stat lst or not: see withLeaseCounted and node.orphan.
+func withLeaseStat(n node, ok bool, lst *zk.Stat) node {
+	n = withLeaseCounted(n, ok)
+	n.orphan = ok && lst != nil && lst.EphemeralOwner == 0
+	return n
 }
 
 // plainStat reports whether the key node's stat alone says whether the key
@@ -482,15 +520,16 @@ func (s *Store) readNode(ctx context.Context, key string) (node, error) {
 	return s.readNodeOn(ctx, s.ctl, key)
 }
 
-// readNodeOn reads the key node over conn.
+// readNodeOn reads the key node over conn, and its lease node too unless
+// the key node's stat tells (see plainStat).
 func (s *Store) readNodeOn(ctx context.Context, conn *zk.Conn, key string) (node, error) {
 	got, err := call(ctx, func() (node, error) {
 		data, st, err := conn.Get(s.keyPath(key))
 		if err != nil || plainStat(st) {
 			return node{data: data, st: st}, err
 		}
-		kids, _, err := conn.Children(s.keyPath(key))
-		return node{data: data, st: st, kids: kids, known: true}, err
+		ok, lst, err := conn.Exists(s.leasePath(key))
+		return withLeaseStat(node{data: data, st: st}, ok, lst), err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return node{}, nil

@@ -124,8 +124,10 @@ func (ss *storeSession) batchLocked(ctx context.Context, items []*batchItem, res
 		switch r := ss.s.recordOf(it.key, it.prev); {
 		case it.err != nil:
 			res[it.i].Err = ss.fail(ctx, "acquire", it.key, it.err)
-		case it.prev.st == nil || rec.Session == ss.id:
-			alone = append(alone, it) // a key node still missing, or this session's own grant
+		case it.prev.st == nil || rec.Session == ss.id || it.prev.orphan:
+			// A key node still missing, this session's own grant, or a
+			// lease node no session owns, which the grant must delete.
+			alone = append(alone, it)
 		case r.Held():
 			ss.s.seen.Observe(it.key, r.Term, r.TTL)
 			res[it.i].Err = &tenure.HeldError{Record: r}

@@ -235,3 +235,85 @@ func TestForgedRecordStillWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistentLeaseNode: a lease node that no session owns, created by
+// hand with zkCli (after a release, or in place of a live grant's
+// ephemeral one), is not a grant: tenure creates lease nodes ephemeral
+// only. Before, it held the key for good: no session's end ever deleted
+// it, Get, Watch and `tenure status` showed the last holder leading
+// forever, and no candidate could acquire the key. Now the key reads
+// free, and the next grant, whichever way it is acquired, takes the key
+// (replacing the node with its own) and waits out the last holder's renew
+// window, since that holder may believe it still leads; that holder's
+// Renew fails.
+func TestPersistentLeaseNode(t *testing.T) {
+	srv := server(t)
+	root := "/persistentlease-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st, b := open(t, "zk://"+srv.Addr+root), open(t, "zk://"+srv.Addr+root)
+	raw := rawConn(t, srv)
+	ctx := ctxT(t, 60*time.Second)
+	const ttl = 3 * time.Second
+	for path, acquire := range acquirers(t, b, ttl) {
+		for _, replacing := range []bool{false, true} {
+			key := path + "-released"
+			if replacing {
+				key = path + "-replacing"
+			}
+			t.Run(key, func(t *testing.T) {
+				l0, err := st.Acquire(ctx, key, "setup", ttl) // a batch takes known keys in its multi
+				if err == nil {
+					err = st.Release(ctx, l0)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := st.Acquire(ctx, key, "alpha", ttl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				renewSent := time.Now()
+				if err := st.Renew(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+				lp := zk.KeyPath(root, key) + "/lease"
+				if replacing {
+					err = raw.Delete(lp, -1)
+				} else {
+					err = st.Release(ctx, l)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := raw.Create(lp, nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+					t.Fatal(err)
+				}
+				if r, err := b.Get(ctx, key); err != nil || r.Held() {
+					t.Fatalf("Get with a lease node no session owns = %+v, %v; want free", r, err)
+				}
+				wctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				ch, err := b.Watch(wctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := &watchSteps{ch: ch, terms: map[string]uint64{}}
+				if w.last = <-ch; w.last.Held() {
+					t.Fatalf("Watch with a lease node no session owns delivered %+v; want free", w.last)
+				}
+				acqSent := time.Now()
+				l2, err := acquire(ctx, key)
+				if err != nil {
+					t.Fatalf("acquire with a lease node no session owns: %v", err)
+				}
+				wantWaitCovers(t, l, l2, renewSent, acqSent)
+				w.expect(t, "granted", "beta")
+				if _, lst, err := raw.Exists(lp); err != nil || lst.EphemeralOwner == 0 {
+					t.Fatalf("the lease node after the grant: %+v, %v; want an ephemeral one", lst, err)
+				}
+				if replacing {
+					storetest.Tampered(t, "Renew of the grant whose lease node was replaced", st.Renew(ctx, l), key, tenure.ErrLost)
+				}
+			})
+		}
+	}
+}

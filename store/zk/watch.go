@@ -258,16 +258,18 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, lease, data
 		if lease {
 			type result struct {
 				ok bool
+				st *zk.Stat
 				ev <-chan zk.Event
 			}
 			r, err := call(ctx, func() (result, error) {
-				ok, _, ev, err := s.ctl.ExistsW(lp)
-				return result{ok, ev}, err
+				ok, st, ev, err := s.ctl.ExistsW(lp)
+				return result{ok, st, ev}, err
 			})
 			if err != nil {
 				return armed{}, err
 			}
 			a.lease, a.spent, n = r.ev, nil, withLease(n, r.ok)
+			n.orphan = r.ok && r.st != nil && r.st.EphemeralOwner == 0
 		}
 		data = data || fired(a.data)
 		if data {
@@ -282,7 +284,9 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, lease, data
 				return armed{}, err
 			}
 			// The lease node is as its watch last found it.
+			orphan := n.orphan
 			a.data, n = r.data, withLeaseCounted(r.n, slices.Contains(n.kids, "lease"))
+			n.orphan = orphan
 		}
 		lease, data = fired(a.lease), false
 	}
@@ -351,7 +355,7 @@ func (s *Store) armRead(ctx context.Context, key string) (armed, error) {
 		if err != nil {
 			return result{}, err
 		}
-		ok, _, lev, err := s.ctl.ExistsW(lp)
+		ok, lst, lev, err := s.ctl.ExistsW(lp)
 		if err != nil {
 			// Without the lease node's watch an expiry would go unseen:
 			// fail, as a failed read does.
@@ -360,7 +364,7 @@ func (s *Store) armRead(ctx context.Context, key string) (armed, error) {
 		if fired(dev) { // the key node changed since it was read: read it, and arm both again
 			return result{data: firedWatch}, nil
 		}
-		return result{lease: lev, data: dev, n: withLeaseCounted(node{data: d, st: st}, ok), known: true}, nil
+		return result{lease: lev, data: dev, n: withLeaseStat(node{data: d, st: st}, ok, lst), known: true}, nil
 	})
 	if err != nil {
 		return armed{}, err

@@ -185,7 +185,10 @@ func TestWatchFollowsOwnSessionsGrant(t *testing.T) {
 // node's deletion without arming the lease node's watch again: a lease
 // node created from outside, without a rewrite of the key node. The watch
 // arms the lease node's watch again after spentLeaseWait and reports the
-// key held, and the next grant is seen at once after that.
+// key held, and the next grant is seen at once after that. The lease node
+// is made ephemeral, by a live session (a plain client's): one that no
+// session owns is no grant and never reads held (TestPersistentLeaseNode),
+// so the last step makes one and the next grant takes the key from it.
 func TestWatchSeesLeaseNodeMadeAfterRelease(t *testing.T) {
 	defer zk.SpentLeaseWait(300 * time.Millisecond)()
 	srv := server(t)
@@ -211,17 +214,21 @@ func TestWatchSeesLeaseNodeMadeAfterRelease(t *testing.T) {
 	if w.last.Term != l.Term {
 		t.Fatalf("release delivered at term %d, want the grant's %d", w.last.Term, l.Term)
 	}
-	if _, err := raw.Create(zk.KeyPath(root, key)+"/lease", nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+	lp := zk.KeyPath(root, key) + "/lease"
+	if _, err := raw.Create(lp, nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	// The key node still names alpha's grant, and now has a lease node.
 	w.expect(t, "lease node created from outside", "alpha")
-	if err := raw.Delete(zk.KeyPath(root, key)+"/lease", -1); err != nil {
+	if err := raw.Delete(lp, -1); err != nil {
 		t.Fatal(err)
 	}
 	w.expect(t, "lease node deleted from outside", "")
-	if _, err := st.Acquire(ctx, key, "beta", 5*time.Second); err != nil {
+	if _, err := raw.Create(lp, nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := st.Acquire(ctx, key, "beta", 5*time.Second); err != nil {
+		t.Fatalf("Acquire with a lease node that no session owns: %v", err)
 	}
 	w.expect(t, "granted again", "beta")
 }

@@ -3,6 +3,7 @@ package zk_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,19 +185,39 @@ func TestBadURLs(t *testing.T) {
 
 // TestForeignNodesLookHeld checks that a key whose nodes tenure did not
 // write reads as held by "(unknown)" and that Acquire reports it held
-// rather than spinning.
+// rather than spinning, while its lease node is owned by a live session
+// (here a plain client's). A lease node that no session owns is no grant
+// (see TestPersistentLeaseNode): once the lease node is made again without
+// the ephemeral flag, Acquire takes the key, and since the node's data
+// names no TTL, waits its own.
 func TestForeignNodesLookHeld(t *testing.T) {
 	srv := server(t)
 	raw := rawConn(t, srv)
-	for _, p := range []string{"/foreign", "/foreign/k", "/foreign/k/lease"} {
-		if _, err := raw.Create(p, []byte("not json"), 0, gozk.WorldACL(gozk.PermAll)); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+	root := "/foreign-" + strconv.FormatInt(time.Now().UnixNano(), 36) // its nodes outlive the test
+	for _, p := range []string{root, root + "/k"} {
+		if _, err := raw.Create(p, []byte("not json"), 0, gozk.WorldACL(gozk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st := open(t, "zk://"+srv.Addr+"/foreign")
-	_, err := st.Acquire(ctxT(t, 10*time.Second), "k", "alpha", time.Second)
+	lp := root + "/k/lease"
+	if _, err := raw.Create(lp, []byte("not json"), gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	st := open(t, "zk://"+srv.Addr+root)
+	ctx := ctxT(t, 10*time.Second)
+	_, err := st.Acquire(ctx, "k", "alpha", time.Second)
 	var held *tenure.HeldError
 	if !errors.As(err, &held) || held.Record.Holder != "(unknown)" || held.Record.Term == 0 {
 		t.Fatalf("Acquire of a key held by foreign nodes: %v, want HeldError naming (unknown)", err)
+	}
+	if err := raw.Delete(lp, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Create(lp, []byte("not json"), 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Acquire(ctx, "k", "alpha", time.Second)
+	if err != nil || l.Wait < time.Second || l.Term <= held.Record.Term {
+		t.Fatalf("Acquire of a key whose foreign lease node no session owns = %+v, %v; want a grant above term %d that waits 1s", l, err, held.Record.Term)
 	}
 }
