@@ -2,6 +2,7 @@ package zk_test
 
 import (
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -231,4 +232,55 @@ func TestWatchSeesLeaseNodeMadeAfterRelease(t *testing.T) {
 		t.Fatalf("Acquire with a lease node that no session owns: %v", err)
 	}
 	w.expect(t, "granted again", "beta")
+}
+
+// TestWatchLeaseNodeNoSessionOwns follows a free key through a lease node
+// created by hand without the ephemeral flag (the lease node's watch
+// fires: one read) and then a rewrite of the key node (the data watch
+// fires: one read, the lease node as its watch last found it). A lease
+// node that no session owns is no grant (TestPersistentLeaseNode), so
+// the watch must never deliver the key held; before, it delivered
+// mallory leading, for good.
+func TestWatchLeaseNodeNoSessionOwns(t *testing.T) {
+	tm, st := tamperedStore(t, "/watchorphan-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	srv := server(t)
+	raw := rawConn(t, srv)
+	ctx := ctxT(t, 30*time.Second)
+	const key = "k"
+	l, err := st.Acquire(ctx, key, "alpha", 5*time.Second)
+	if err == nil {
+		err = st.Release(ctx, l)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := st.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-ch
+	if first.Held() {
+		t.Fatalf("initial record %+v, want free", first)
+	}
+	if _, err := raw.Create(zk.KeyPath(st.Path(), key)+"/lease", nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	tm.OverwriteGrant(t, key, "mallory")
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			if r.Held() {
+				t.Fatalf("the watch delivered %+v with a lease node that no session owns; want free", r)
+			}
+			if r.Term > first.Term {
+				return // the rewrite, seen free
+			}
+		case <-timeout:
+			t.Fatal("the rewrite of the key node was not delivered")
+		}
+	}
 }
