@@ -69,6 +69,12 @@
 //   - On loss of leadership, CMD's whole process group gets SIGTERM, then
 //     SIGKILL after --grace; the lease is released only after the
 //     supervisor exited.
+//   - The supervisor is the subreaper of CMD's descendants
+//     (PR_SET_CHILD_SUBREAPER): a process that leaves CMD's process group
+//     (setsid, a daemon's double fork) is orphaned to it, gets the signals
+//     the group gets, and is killed with CMD; when CMD exits, every
+//     descendant left, in its group or not, is killed before the exit is
+//     reported, so a CMD that daemonizes by itself is stopped at once.
 //   - SIGINT, SIGTERM and SIGHUP sent to tenure are forwarded to CMD's group;
 //     tenure waits for CMD and exits with its code. A signal while tenure is
 //     only campaigning ends it with 128+n, without running CMD.
@@ -78,8 +84,9 @@
 //
 // Non-guarantees:
 //
-//   - Processes that leave CMD's process group (setsid, setpgid, daemons)
-//     escape the supervisor's kill; so do processes CMD hands work to.
+//   - Processes CMD hands work to outside its descendants (systemd-run,
+//     at, another service) escape the supervisor; so do descendants that
+//     left CMD's process group if the supervisor itself is killed.
 //   - CMD runs in a background process group: if it reads from a terminal
 //     it is stopped by SIGTTIN. Leader-elected commands are usually daemons.
 //   - Safety rests on the monotonic clocks of this machine and of the store

@@ -34,9 +34,12 @@ const (
 //
 //   - at a deadline's termAt it sends SIGTERM to the group, at killAt SIGKILL;
 //   - on end of file on the channel (tenure died) it kills the group at once;
-//   - SIGTERM, SIGINT and SIGHUP are caught and ignored: tenure signals the
-//     whole group, CMD included, and the supervisor must outlive CMD;
-//   - when CMD exits, it kills whatever is left of the group, reports CMD's
+//   - SIGTERM, SIGINT and SIGHUP are caught, not obeyed: tenure signals the
+//     whole group, CMD included, and the supervisor must outlive CMD; it
+//     passes them on to CMD's descendants outside the group;
+//   - it is the subreaper of CMD's descendants (see becomeSubreaper), and
+//     what leaves the group gets the group's signals and deadlines;
+//   - when CMD exits, it kills every descendant left, reports CMD's
 //     exit code on the channel (so tenure need not wait for this process
 //     to exit) and exits with that code (128+n when CMD was killed by
 //     signal n).
@@ -79,6 +82,9 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		return exitCannotExec
 	}
 
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(stderr, "tenure: cannot adopt what the command leaves behind (processes that leave its process group will escape): %v\n", err)
+	}
 	argv := fs.Args()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TENURE_TERM="+strconv.FormatUint(first.term, 10))
@@ -88,12 +94,7 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		return exitCannotExec
 	}
 	mark(stepCmdStarted)
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	g := &group{cmd: cmd, done: done, pg: syscall.Getpgrp(), uc: uc}
+	g := &group{cmd: cmd, kids: reapChildren(cmd.Process.Pid), pg: syscall.Getpgrp(), uc: uc}
 	return g.enforce(first, termT, killT, sigs)
 }
 
@@ -117,8 +118,8 @@ func controlConn() (*net.UnixConn, error) {
 
 // group is CMD's process group, led by this supervisor.
 type group struct {
-	cmd  *exec.Cmd
-	done <-chan struct{} // closed once CMD exited and was reaped
+	cmd  *exec.Cmd // started; never waited for: kids reaps it
+	kids *children // CMD and the orphans it leaves
 	pg   int
 	uc   *net.UnixConn // the control channel
 }
@@ -149,6 +150,7 @@ func (g *group) enforce(first deadlineMsg, termT, killT *deadlineTimer, sigs <-c
 		case <-termT.C:
 			if monoNow() >= termAt {
 				_ = syscall.Kill(-g.pg, syscall.SIGTERM)
+				signalEscaped(g.pg, syscall.SIGTERM)
 			}
 		case <-killT.C:
 			if monoNow() >= killAt {
@@ -156,9 +158,13 @@ func (g *group) enforce(first deadlineMsg, termT, killT *deadlineTimer, sigs <-c
 			}
 		case <-eof:
 			return g.kill()
-		case <-sigs:
-			// tenure signals the whole group: CMD has it already.
-		case <-g.done:
+		case sig := <-sigs:
+			// tenure signals the whole group: CMD has it already, what
+			// left the group does not.
+			if sig, ok := sig.(syscall.Signal); ok {
+				signalEscaped(g.pg, sig)
+			}
+		case <-g.kids.cmdDone:
 			return g.exited()
 		}
 	}
@@ -186,20 +192,23 @@ func readDeadlines(uc *net.UnixConn) (msgs <-chan deadlineMsg, eof <-chan struct
 	return m, e
 }
 
-// kill kills CMD, waits until it is dead, then kills the rest of the
-// group (see exited). CMD goes first so that it is gone before the lease
-// files this process holds are closed by its own death.
+// kill kills CMD, waits until it is dead, then kills the rest (see
+// exited). CMD goes first so that it is gone before the lease files this
+// process holds are closed by its own death.
 func (g *group) kill() int {
 	_ = g.cmd.Process.Kill()
-	<-g.done
+	<-g.kids.cmdDone
 	return g.exited()
 }
 
-// exited is the end once CMD is dead: it kills what is left of the group,
-// reports CMD's exit code to tenure and returns it.
+// exited is the end once CMD is dead: it kills every descendant left,
+// within the group or not, then reports CMD's exit code to tenure and
+// returns it. Descendants go before the group: leaving the group can fail
+// (when tenure is gone), and the supervisor then dies with the group.
 func (g *group) exited() int {
 	mark(stepCmdExited)
-	code := exitCode(g.cmd.ProcessState)
+	code := g.kids.code
+	g.kids.killDescendants()
 	leaveAndKill(g.pg)
 	sendExit(g.uc, code)
 	mark(stepExitSent)
@@ -227,8 +236,8 @@ func exitCode(ps *os.ProcessState) int {
 	if ps == nil {
 		return exitRuntime
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		return waitCode(ws)
 	}
 	return ps.ExitCode()
 }

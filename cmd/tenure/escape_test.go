@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// escaper is a CMD that starts a process outside its process group, the
+// way a daemon does (setsid in a child whose parent then exits, so that
+// the process is an orphan in a session of its own, its standard files
+// closed), writes that
+// process's pid to pidFile and, if it is sent SIGTERM, the word "term" to
+// termFile. Then CMD runs rest.
+func escaper(pidFile, termFile, rest string) []string {
+	daemon := `trap 'echo term > ` + termFile + `; exit 0' TERM; echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`
+	return []string{"sh", "-c", `(setsid sh -c "$1" </dev/null >/dev/null 2>&1 &) ; ` + rest, "sh", daemon}
+}
+
+// TestRunKillsEscapedDescendants: a process CMD started outside its
+// process group, and orphaned, is killed when CMD exits, before tenure
+// exits (and so before the lease is released).
+func TestRunKillsEscapedDescendants(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "daemon.pid")
+	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet", "--"},
+		escaper(pidFile, filepath.Join(dir, "term"), `while [ ! -s `+pidFile+` ]; do sleep 0.01; done; exit 3`)...)
+	r := runTenure(t, args...)
+	if r.code != 3 {
+		t.Fatalf("exit code %d, want CMD's 3; stderr %s", r.code, r.stderr)
+	}
+	pid := readPID(t, pidFile, nil)
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the process CMD started in a session of its own (pid %d) outlived tenure run: kill(pid, 0) = %v", pid, err)
+	}
+}
+
+// TestRunStopsEscapedDescendantsOnSignal: SIGTERM to tenure reaches a
+// process CMD started outside its process group too (CMD waits for it to
+// stop), and tenure exits only after it is gone.
+func TestRunStopsEscapedDescendantsOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	pidFile, termFile := filepath.Join(dir, "daemon.pid"), filepath.Join(dir, "term")
+	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet", "--"},
+		// CMD waits, on SIGTERM, until what it started has it too.
+		escaper(pidFile, termFile, `trap 'while [ ! -s `+termFile+` ]; do sleep 0.01; done; exit 0' TERM; while :; do sleep 0.05; done`)...)
+	cmd, done := startTenure(t, nil, nil, args...)
+	pid := readPID(t, pidFile, done)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done, wait, "tenure run after SIGTERM")
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the process CMD started in a session of its own (pid %d) outlived tenure run's SIGTERM: kill(pid, 0) = %v", pid, err)
+	}
+	if data, err := os.ReadFile(termFile); err != nil || string(data) != "term\n" {
+		t.Errorf("the escaped process was not sent SIGTERM first: %q, %v", data, err)
+	}
+}
+
+// TestRunKilledTenureTakesEscapedDescendants: when tenure itself is
+// SIGKILLed, its supervisor kills a process CMD started outside its
+// process group too: nothing CMD started lives on as a second leader.
+func TestRunKilledTenureTakesEscapedDescendants(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "daemon.pid")
+	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet", "--"},
+		escaper(pidFile, filepath.Join(dir, "term"), `while :; do sleep 0.05; done`)...)
+	cmd, done := startTenure(t, nil, nil, args...)
+	pid := readPID(t, pidFile, done)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done, wait, "tenure run after SIGKILL")
+	waitExit(t, pid, wait, "the process CMD started in a session of its own")
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The supervisor is the subreaper of CMD's descendants (Linux's
+// PR_SET_CHILD_SUBREAPER): a process CMD starts and leaves (a daemon that
+// forks, calls setsid and lets its parent exit) is orphaned to the
+// supervisor, not to init, so it stays within reach when CMD's process
+// group no longer holds it. The supervisor reaps every child itself (see
+// reapChildren), passes the signals CMD's group gets on to the
+// descendants outside it (see signalEscaped), and kills them all before it
+// reports CMD's exit (see killDescendants), so nothing CMD started runs on
+// once tenure may release the lease.
+
+// becomeSubreaper makes this process the reaper of its orphaned
+// descendants.
+func becomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// children is what reapChildren reports.
+type children struct {
+	cmdDone chan struct{} // closed once CMD was reaped
+	code    int           // CMD's exit code, once cmdDone is closed
+	gone    chan struct{} // closed once this process has no child left
+}
+
+// reapChildren waits for every child of this process, CMD (pid cmdPid)
+// and the orphans left to this subreaper alike, until none is left.
+// Nothing else may wait for children: a wait for CMD alone would leave the
+// orphans as zombies. When CMD was the last child, gone is closed before
+// cmdDone, so that a caller finds at once that nothing is left to kill.
+func reapChildren(cmdPid int) *children {
+	c := &children{cmdDone: make(chan struct{}), code: exitRuntime, gone: make(chan struct{})}
+	go c.reap(cmdPid)
+	return c
+}
+
+func (c *children) reap(cmdPid int) {
+	var ws syscall.WaitStatus
+	for {
+		pid, more := reapOne(0, &ws)
+		if pid == cmdPid {
+			c.code = waitCode(ws)
+		}
+		if pid == cmdPid || !more {
+			break
+		}
+	}
+	for {
+		pid, more := reapOne(syscall.WNOHANG, &ws)
+		if !more {
+			close(c.gone)
+			close(c.cmdDone)
+			return
+		}
+		if pid == 0 {
+			break // children left, none of them exited yet
+		}
+	}
+	close(c.cmdDone)
+	for {
+		if _, more := reapOne(0, &ws); !more {
+			close(c.gone)
+			return
+		}
+	}
+}
+
+// reapOne reaps one exited child, waiting for one unless flags has
+// WNOHANG; pid is 0 if none had exited. more is false once this process
+// has no child at all.
+func reapOne(flags int, ws *syscall.WaitStatus) (pid int, more bool) {
+	for {
+		pid, err := syscall.Wait4(-1, ws, flags, nil)
+		if err != syscall.EINTR {
+			return pid, err == nil
+		}
+	}
+}
+
+// waitCode is an exit code in shell terms: 128+n if killed by signal n.
+func waitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// descendantsLimit bounds how long killDescendants goes on killing: a
+// process that forks faster than /proc can be read could otherwise hold
+// the supervisor, and so the lease, for good.
+const descendantsLimit = 5 * time.Second
+
+// killDescendants SIGKILLs every descendant of this process, again as
+// killed ones' children are orphaned to it, until it has no child left or
+// descendantsLimit passed. It returns at once when c.gone is closed.
+func (c *children) killDescendants() {
+	giveUp := time.NewTimer(descendantsLimit)
+	defer giveUp.Stop()
+	for d := 100 * time.Microsecond; ; d = min(2*d, 10*time.Millisecond) {
+		select {
+		case <-c.gone:
+			return
+		case <-giveUp.C:
+			return
+		default:
+		}
+		for pid := range descendants() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		poll := time.NewTimer(d)
+		select {
+		case <-c.gone:
+		case <-poll.C:
+		}
+		poll.Stop()
+	}
+}
+
+// signalEscaped sends sig to every descendant of this process outside
+// process group pg: pg itself gets its signals from tenure or the
+// deadline, and these processes would miss them.
+func signalEscaped(pg int, sig syscall.Signal) {
+	for pid, pgrp := range descendants() {
+		if pgrp != pg {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+}
+
+// descendants returns the process group of each descendant of this
+// process, by pid, from one reading of /proc (nil if it cannot be read).
+func descendants() map[int]int {
+	type proc struct{ pid, pgrp int }
+	kids := map[int][]proc{} // by parent
+	eachProc(func(pid int, f []string) bool {
+		if len(f) >= 3 {
+			ppid, _ := strconv.Atoi(f[1])
+			pgrp, _ := strconv.Atoi(f[2])
+			kids[ppid] = append(kids[ppid], proc{pid, pgrp})
+		}
+		return true
+	})
+	found := map[int]int{}
+	for next := []int{os.Getpid()}; len(next) > 0; {
+		parent := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, k := range kids[parent] {
+			if _, seen := found[k.pid]; !seen {
+				found[k.pid] = k.pgrp
+				next = append(next, k.pid)
+			}
+		}
+	}
+	return found
+}
