@@ -150,7 +150,7 @@ func (g *group) enforce(first deadlineMsg, termT, killT *deadlineTimer, sigs <-c
 		case <-termT.C:
 			if monoNow() >= termAt {
 				_ = syscall.Kill(-g.pg, syscall.SIGTERM)
-				signalEscaped(g.pg, syscall.SIGTERM)
+				go signalEscaped(g.pg, syscall.SIGTERM)
 			}
 		case <-killT.C:
 			if monoNow() >= killAt {
@@ -162,7 +162,7 @@ func (g *group) enforce(first deadlineMsg, termT, killT *deadlineTimer, sigs <-c
 			// tenure signals the whole group: CMD has it already, what
 			// left the group does not.
 			if sig, ok := sig.(syscall.Signal); ok {
-				signalEscaped(g.pg, sig)
+				go signalEscaped(g.pg, sig)
 			}
 		case <-g.kids.cmdDone:
 			return g.exited()

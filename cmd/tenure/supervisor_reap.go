@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -127,7 +128,8 @@ func (c *children) killDescendants() {
 
 // signalEscaped sends sig to every descendant of this process outside
 // process group pg: pg itself gets its signals from tenure or the
-// deadline, and these processes would miss them.
+// deadline, and these processes would miss them. It reads all of /proc
+// (milliseconds), so the supervisor runs it beside its loop.
 func signalEscaped(pg int, sig syscall.Signal) {
 	for pid, pgrp := range descendants() {
 		if pgrp != pg {
@@ -137,11 +139,14 @@ func signalEscaped(pg int, sig syscall.Signal) {
 }
 
 // descendants returns the process group of each descendant of this
-// process, by pid, from one reading of /proc (nil if it cannot be read).
+// process, by pid, from one reading of /proc (none if it cannot be read).
+// It yields the processor after each process read: the supervisor runs on
+// one, and its reaper must see CMD's exit at once.
 func descendants() map[int]int {
 	type proc struct{ pid, pgrp int }
 	kids := map[int][]proc{} // by parent
 	eachProc(func(pid int, f []string) bool {
+		runtime.Gosched()
 		if len(f) >= 3 {
 			ppid, _ := strconv.Atoi(f[1])
 			pgrp, _ := strconv.Atoi(f[2])
