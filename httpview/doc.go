@@ -56,10 +56,14 @@
 // The view learns of changes from the store's watch ([Handler.Run]) and,
 // faster, from the elector's events ([Handler.OnEvent]); both go through
 // the same rule (terms never go back), so each change is shown and
-// published once, in term order. Terms shorter than the store's watch
-// delivery can be missed, as by any [tenure.Observer]. Times are on the
-// view's clock (the elector's); renew_time is known only to the leader
-// itself and is null elsewhere.
+// published once, in term order. The one exception is the store's: once
+// the watch delivers a term older than one it delivered, which it does
+// only after the store showed it alone for a TTL (a term written far above
+// the key's counter has gone, a backup was restored), the view shows that
+// term, as a new one, and goes on from there. Terms shorter than the
+// store's watch delivery can be missed, as by any [tenure.Observer].
+// Times are on the view's clock (the elector's); renew_time is known only
+// to the leader itself and is null elsewhere.
 //
 // Nothing here blocks the elector: OnEvent takes a short lock and hands
 // events to /events clients without waiting; a client more than a few

@@ -103,7 +103,7 @@ func TestEventsOnePerLeadershipChange(t *testing.T) {
 		// Renewals are not changes: an hour of b's leadership sends nothing.
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		b.view.see("c", 9, time.Second, "", time.Now())
+		b.view.Observe(tenure.Record{Key: key, Holder: "c", Term: 9, TTL: time.Second})
 		if _, l := s.next(t); l.Name != "c" || l.Term != 9 {
 			t.Fatalf("event after an hour = %+v, want only the next change (c, term 9)", l)
 		}

@@ -59,3 +59,47 @@ func TestLeaseDurationFromALaterRecord(t *testing.T) {
 		t.Fatalf("Follow returned %v", err)
 	}
 }
+
+// TestFollowAfterAForgedHigherTerm: a term written far above the key's
+// counter (HSET term 1000000 on Redis), then a real grant at the
+// counter's next term. The Observer delivers that older term once the
+// store showed it for a TTL (its records are past its stale-news filter),
+// so the view must show it, and count it as a transition, instead of the
+// forged term's holder for good; /events must announce it. An elector's
+// event and a record of an older term merely read late stay ignored.
+func TestFollowAfterAForgedHigherTerm(t *testing.T) {
+	h := mustNew(t, Options{Key: key, Store: memory.New(nil)})
+	records := make(chan tenure.Record)
+	done := make(chan error, 1)
+	go func() { done <- h.Follow(context.Background(), records) }()
+	s := openEvents(t, h)
+	s.next(t) // subscribed: the current view
+	feed := func(rs ...tenure.Record) {
+		for _, r := range rs {
+			records <- r
+		}
+		records <- rs[len(rs)-1] // a repeat: received only once the last was applied
+	}
+	feed(tenure.Record{Key: key, Holder: "alpha", Term: 3, TTL: time.Second},
+		tenure.Record{Key: key, Holder: "alpha", Term: 1000000, TTL: time.Second})
+	s.next(t)
+	s.next(t)
+	feed(tenure.Record{Key: key, Holder: "beta", Term: 4, TTL: time.Minute})
+	if l := h.Current(); l.Name != "beta" || l.Term != 4 || l.Transitions != 2 || l.LeaseDuration != 60 {
+		t.Fatalf("the view after the observer delivered beta's grant in term 4, below the forged term: %+v, want beta in term 4 with 2 transitions and lease_duration 60", l)
+	}
+	if _, l := s.next(t); l.Name != "beta" || l.Term != 4 {
+		t.Fatalf("/events after beta's grant: %+v, want beta in term 4", l)
+	}
+	// From there, as ever: an elector's newer news, then a record of
+	// beta's term read before it, which is not news.
+	h.OnEvent(nil)(tenure.Event{Kind: tenure.EventLeaderChanged, Key: key, Holder: "gamma", Term: 5, Time: time.Now()})
+	feed(tenure.Record{Key: key, Term: 4, TTL: time.Minute})
+	if l := h.Current(); l.Name != "gamma" || l.Term != 5 || l.Transitions != 3 {
+		t.Fatalf("the view after gamma's term 5, then a late record of term 4: %+v, want gamma in term 5 with 3 transitions", l)
+	}
+	close(records)
+	if err := <-done; err != nil {
+		t.Fatalf("Follow returned %v", err)
+	}
+}

@@ -115,18 +115,18 @@ type sentView struct {
 	value  string
 }
 
-// apply records one sighting of (holder, term, ttl, value) at time at, and
-// reports whether the view changed: leadership, or the leader's value
+// apply records one sighting of (holder, term, ttl, value) from src at
+// time at, and reports whether the view changed: leadership, or the leader's value
 // learnt after its term (an elector event carries no value, nor a TTL,
 // which is filled in the same way but is no change to report). Called with
 // h.mu held.
-func (h *Handler) apply(holder string, term uint64, ttl time.Duration, value string, at time.Time) bool {
+func (h *Handler) apply(src leadership.Source, holder string, term uint64, ttl time.Duration, value string, at time.Time) bool {
 	s := &h.st
 	if h.elector != nil && holder == h.identity {
 		cfg := h.elector.Config()
 		ttl, value = cfg.TTL, cfg.Value
 	}
-	switch s.track.Apply(holder, term) {
+	switch s.track.Apply(src, holder, term) {
 	case leadership.Same:
 		if s.ttl == 0 && holder != "" {
 			// An elector's event (no TTL) showed this term first: the
@@ -216,11 +216,11 @@ func (h *Handler) OnEvent(next func(tenure.Event)) func(tenure.Event) {
 			case tenure.EventElected:
 				// Always published: the store's record may have shown this
 				// holder already, but is_self changes only now.
-				h.publish(ev.Identity, ev.Term, 0, "", ev.Time, true)
+				h.publish(leadership.FromElector, ev.Identity, ev.Term, 0, "", ev.Time, true)
 			case tenure.EventLost, tenure.EventReleased:
-				h.publish("", ev.Term, 0, "", ev.Time, true)
+				h.publish(leadership.FromElector, "", ev.Term, 0, "", ev.Time, true)
 			case tenure.EventLeaderChanged:
-				h.see(ev.Holder, ev.Term, 0, "", ev.Time)
+				h.publish(leadership.FromElector, ev.Holder, ev.Term, 0, "", ev.Time, false)
 			}
 		}
 		if next != nil {
@@ -229,19 +229,14 @@ func (h *Handler) OnEvent(next func(tenure.Event)) func(tenure.Event) {
 	}
 }
 
-// see applies one sighting and, if leadership changed, publishes the new
-// view to /events clients.
-func (h *Handler) see(holder string, term uint64, ttl time.Duration, value string, at time.Time) {
-	h.publish(holder, term, ttl, value, at, false)
-}
-
-// publish is see that, with always set, publishes the view even when
-// leadership did not change, because this process's own part in it did.
-func (h *Handler) publish(holder string, term uint64, ttl time.Duration, value string, at time.Time, always bool) {
+// publish applies one sighting from src and, if leadership changed, or
+// with always set even if it did not (because this process's own part in
+// it did), publishes the new view to /events clients.
+func (h *Handler) publish(src leadership.Source, holder string, term uint64, ttl time.Duration, value string, at time.Time, always bool) {
 	holder, value = bounded(holder, tenure.MaxIdentityLen), bounded(value, tenure.MaxValueLen)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.apply(holder, term, ttl, value, at) && !always {
+	if !h.apply(src, holder, term, ttl, value, at) && !always {
 		return
 	}
 	l := h.leaderLocked()
@@ -295,14 +290,19 @@ func (h *Handler) Follow(ctx context.Context, records <-chan tenure.Record) erro
 
 // Observe applies one record of the key, as [tenure.Observer.Changes]
 // delivers them, and publishes the view to /events clients if leadership
-// changed. Records of other keys are ignored. It never blocks: it takes a
+// changed. Records of other keys are ignored. Records must come in the
+// order the observer delivers them: a record of a term older than the
+// previous one is what the observer delivers once the store showed it
+// alone for a TTL (a term written far above the key's counter has gone,
+// a backup was restored), and the view shows it; one older than an
+// elector's event only was read before it, and is ignored. It never blocks: it takes a
 // short lock and hands events to clients without waiting. Safe for
 // concurrent use with [Handler.OnEvent].
 func (h *Handler) Observe(r tenure.Record) {
 	if (r.Key != "" && r.Key != h.opts.Key) || h.ownsNewer(r) {
 		return
 	}
-	h.see(r.Holder, r.Term, r.TTL, r.Value, h.clock.Now())
+	h.publish(leadership.FromObserver, r.Holder, r.Term, r.TTL, r.Value, h.clock.Now(), false)
 }
 
 // bounded returns s as the view keeps and serves it: s itself, or, if s is

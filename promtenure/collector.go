@@ -143,16 +143,16 @@ func (c *Collector) event(ev tenure.Event) {
 	switch ev.Kind {
 	case tenure.EventElected:
 		c.leading(true)
-		c.see(ev.Identity, ev.Term)
+		c.see(leadership.FromElector, ev.Identity, ev.Term)
 	case tenure.EventLost, tenure.EventReleased:
 		c.leading(false)
 		c.lost.WithLabelValues(reason(ev)).Inc()
 		if errors.Is(ev.Err, tenure.ErrStalled) {
 			c.stalls.Inc()
 		}
-		c.see("", ev.Term)
+		c.see(leadership.FromElector, "", ev.Term)
 	case tenure.EventLeaderChanged:
-		c.see(ev.Holder, ev.Term)
+		c.see(leadership.FromElector, ev.Holder, ev.Term)
 	case tenure.EventRenewFailed:
 		c.renewFailures.Inc()
 	case tenure.EventAcquired:
@@ -196,12 +196,12 @@ func (c *Collector) leading(on bool) {
 	c.isLeader.Set(v)
 }
 
-// see applies one sighting of the key's holder and term.
-func (c *Collector) see(holder string, term uint64) {
+// see applies one sighting of the key's holder and term, from src.
+func (c *Collector) see(src leadership.Source, holder string, term uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	before := c.track.Transitions
-	if c.track.Apply(holder, term) == leadership.Same {
+	if c.track.Apply(src, holder, term) == leadership.Same {
 		return
 	}
 	c.term.Set(float64(c.track.Term))
@@ -211,10 +211,14 @@ func (c *Collector) see(holder string, term uint64) {
 // Observe counts one record of the key, as [tenure.Observer.Changes]
 // delivers them: the term and the transitions. An observer that never
 // campaigns feeds its collector this way; an elector's collector may too,
-// to see changes while it is not campaigning.
+// to see changes while it is not campaigning. A record of a term older
+// than the previous record observed is what the observer delivers once
+// the store showed it alone for a TTL (a term written far above the key's
+// counter has gone): it is counted as the current term, a transition.
+// One older than an elector's event only is ignored, read before it.
 func (c *Collector) Observe(r tenure.Record) {
 	if r.Key == "" || r.Key == c.key {
-		c.see(r.Holder, r.Term)
+		c.see(leadership.FromObserver, r.Holder, r.Term)
 	}
 }
 

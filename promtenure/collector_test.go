@@ -167,3 +167,28 @@ func TestObserverMetrics(t *testing.T) {
 		)
 	})
 }
+
+// TestObserveAfterAForgedHigherTerm: a term written far above the key's
+// counter (HSET term 1000000 on Redis), then a real grant at the
+// counter's next term, which the Observer delivers once the store showed
+// it for a TTL. The term gauge and the transitions must follow it instead
+// of keeping the forged term for good; an elector's event and a record of
+// an older term merely read late stay ignored.
+func TestObserveAfterAForgedHigherTerm(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(key)
+	reg.MustRegister(m)
+	m.Observe(tenure.Record{Key: key, Holder: "alpha", Term: 3})
+	m.Observe(tenure.Record{Key: key, Holder: "alpha", Term: 1000000})
+	m.Observe(tenure.Record{Key: key, Holder: "beta", Term: 4})
+	has(t, "after beta's grant below the forged term", scrape(t, reg),
+		`tenure_term{key="job"} 4`,
+		`tenure_leadership_transitions_total{key="job"} 2`,
+	)
+	m.OnEvent(nil)(tenure.Event{Kind: tenure.EventLeaderChanged, Key: key, Holder: "gamma", Term: 5})
+	m.Observe(tenure.Record{Key: key, Term: 4}) // read before gamma's term: not news
+	has(t, "after gamma's term, then a late record of beta's", scrape(t, reg),
+		`tenure_term{key="job"} 5`,
+		`tenure_leadership_transitions_total{key="job"} 3`,
+	)
+}
