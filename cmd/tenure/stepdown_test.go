@@ -377,3 +377,46 @@ func TestPreferWaitsAndSaysSo(t *testing.T) {
 		t.Errorf("tenure prefer --quiet logged %q", logs2.String())
 	}
 }
+
+// TestDerivedKeyIsRefused: a --key that is itself a key kept beside
+// another key (its control key, preference key or a candidate slot) is a
+// usage error of the commands that keep such keys. Before, `tenure prefer
+// --key job~tenure-prefer` was accepted and held job~tenure-prefer~tenure-prefer,
+// which no elector reads, and `tenure run` or `tenure step-down` worked on
+// job's control key as if it were a lease of its own.
+func TestDerivedKeyIsRefused(t *testing.T) {
+	store := "file://" + t.TempDir()
+	parse := map[string]func([]string, io.Writer, io.Writer) (int, bool){
+		"prefer": func(a []string, o, e io.Writer) (int, bool) { _, c, d := parsePrefer(a, o, e); return c, d },
+		"step-down": func(a []string, o, e io.Writer) (int, bool) {
+			_, c, d := parseStepDown(a, o, e)
+			return c, d
+		},
+		"run": func(a []string, o, e io.Writer) (int, bool) { _, c, d := parseRun(a, o, e); return c, d },
+	}
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"prefer", []string{"--key", "job~tenure-prefer", "b"}, `--key "job~tenure-prefer" is the preference key of "job", not a lease: use --key "job"`},
+		{"prefer", []string{"--key", "job~tenure-control", "b"}, `--key "job~tenure-control" is the control key of "job", not a lease: use --key "job"`},
+		{"step-down", []string{"--key", "job~tenure-control"}, `--key "job~tenure-control" is the control key of "job", not a lease: use --key "job"`},
+		{"step-down", []string{"--key", "job~tenure-prefer"}, `--key "job~tenure-prefer" is the preference key of "job", not a lease: use --key "job"`},
+		{"run", []string{"--key", "job~tenure-control", "--", "true"}, `--key "job~tenure-control" is the control key of "job", not a lease: use --key "job"`},
+		{"run", []string{"--key", "job~tenure-candidate-03", "--", "true"}, `--key "job~tenure-candidate-03" is candidate slot 03 of "job", not a lease: use --key "job"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code, done := parse[tc.cmd](append([]string{"--store", store}, tc.args...), &stdout, &stderr)
+		if line := stderr.String(); !done || code != exitUsage || line != "tenure: "+tc.want+"\n" {
+			t.Errorf("tenure %s %q: done %t, exit %d, stderr %q; want exit %d and %q", tc.cmd, tc.args, done, code, line, exitUsage, tc.want)
+		}
+	}
+	// Keys that only look alike are leases of their own.
+	for _, k := range []string{"job~tenure-candidate-3", "job~tenure-prefer-x", "~tenure-control", "job~tenure-candidate-ab"} {
+		var stdout, stderr bytes.Buffer
+		if _, code, done := parseStepDown([]string{"--store", store, "--key", k}, &stdout, &stderr); done {
+			t.Errorf("tenure step-down --key %q: exit %d, stderr %q; want it accepted", k, code, stderr.String())
+		}
+	}
+}
