@@ -39,15 +39,7 @@ func TestHTTPViewFollowsAfterAForgedHigherTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := testserver.FreeAddr(t)
-	w, done := startTenureWith(t, "watch", "--store", srv.URL(0), "--key", key, "--http", addr)
-	t.Cleanup(func() { _ = w.cmd.Process.Signal(syscall.SIGTERM); <-done })
-	lines := make(chan string, 64)
-	go func() {
-		defer close(lines)
-		for sc := bufio.NewScanner(w.stdout); sc.Scan(); {
-			lines <- sc.Text()
-		}
-	}()
+	lines := watchLines(t, "watch", "--store", srv.URL(0), "--key", key, "--http", addr)
 	var view struct {
 		Name        string `json:"name"`
 		Term        uint64 `json:"term"`
@@ -107,4 +99,20 @@ func TestHTTPViewFollowsAfterAForgedHigherTerm(t *testing.T) {
 	if view.Transitions < 2 {
 		t.Errorf("the view counts %d transitions, want at least 2 (alpha's forged term, beta's)", view.Transitions)
 	}
+}
+
+// watchLines starts tenure with args, stopped with SIGTERM at the end of
+// the test, and returns the lines it prints, closed when it exits.
+func watchLines(t *testing.T, args ...string) <-chan string {
+	t.Helper()
+	w, done := startTenureWith(t, args...)
+	t.Cleanup(func() { _ = w.cmd.Process.Signal(syscall.SIGTERM); <-done })
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(w.stdout); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	return lines
 }
