@@ -116,10 +116,10 @@ type sentView struct {
 }
 
 // apply records one sighting of (holder, term, ttl, value) from src at
-// time at, and reports whether the view changed: leadership, or the leader's value
-// learnt after its term (an elector event carries no value, nor a TTL,
-// which is filled in the same way but is no change to report). Called with
-// h.mu held.
+// time at, and reports whether the view changed: leadership, or the
+// leader's value learnt after its term (an elector event carries no value,
+// nor a TTL, which is filled in the same way but is no change to report).
+// Called with h.mu held.
 func (h *Handler) apply(src leadership.Source, holder string, term uint64, ttl time.Duration, value string, at time.Time) bool {
 	s := &h.st
 	if h.elector != nil && holder == h.identity {
@@ -295,9 +295,9 @@ func (h *Handler) Follow(ctx context.Context, records <-chan tenure.Record) erro
 // previous one is what the observer delivers once the store showed it
 // alone for a TTL (a term written far above the key's counter has gone,
 // a backup was restored), and the view shows it; one older than an
-// elector's event only was read before it, and is ignored. It never blocks: it takes a
-// short lock and hands events to clients without waiting. Safe for
-// concurrent use with [Handler.OnEvent].
+// elector's event only was read before it, and is ignored. It never
+// blocks: it takes a short lock and hands events to clients without
+// waiting. Safe for concurrent use with [Handler.OnEvent].
 func (h *Handler) Observe(r tenure.Record) {
 	if (r.Key != "" && r.Key != h.opts.Key) || h.ownsNewer(r) {
 		return
