@@ -83,7 +83,9 @@ type Config struct {
 	// the session's, and must equal them when set.
 	Session *Session
 	// Key names the lease; candidates for the same job use the same key.
-	// Required.
+	// Required. A key that leadership control keeps beside another key
+	// (one ending in [ControlSuffix], [PreferSuffix], or [CandidateSuffix]
+	// and a slot number: see [BaseKey]) is reserved and refused.
 	Key string
 	// Identity names this candidate; unique among candidates. Required.
 	Identity string
@@ -235,19 +237,28 @@ func twoThirds(d time.Duration) time.Duration { return d/3*2 + d%3*2/3 }
 // Validate reports the first inconsistency in c, naming the field and its
 // value. It checks c as given; call it on c.WithDefaults() to check what an
 // elector would use. The rules: Store, Key and Identity set and valid;
+// Key not a key that leadership control keeps beside another ([BaseKey]);
 // Value valid (see [CheckValue]) and, if set, the store a [Publisher];
 // TTL within [TTLBounds] of the store ([MinTTL] to [MaxTTL] unless the store
 // is a [TTLRanger]); TTL > RenewDeadline > RenewInterval × Jitter > 0;
 // 1 ≤ Jitter ≤ [MaxJitter]; 0 < RetryInterval ≤ TTL;
 // 0 < RequestTimeout ≤ RenewDeadline; StallTimeout ≥ 0; StopTimeout ≥ 0.
 // With these, no timing arithmetic of the elector can overflow.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(false) }
+
+// validate is Validate; with derived, Key may be a derived key.
+func (c Config) validate(derived bool) error {
 	if c.Store == nil {
 		return invalidf("Config.Store is nil")
 	}
 	// The same rules as CheckAcquire, with messages that name the field.
 	if err := CheckKey(c.Key); err != nil {
 		return fmt.Errorf("Config.Key: %w", err)
+	}
+	if !derived {
+		if err := checkNotDerived("Config.Key", c.Key); err != nil {
+			return err
+		}
 	}
 	if err := checkName("identity", c.Identity, MaxIdentityLen); err != nil {
 		return fmt.Errorf("Config.Identity: %w", err)

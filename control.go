@@ -27,11 +27,15 @@ import (
 
 // Derived keys. A key used with [Config.Control] must leave room for the
 // longest suffix within [MaxKeyLen]: at most [MaxControlledKeyLen] bytes.
+// The derived keys are reserved: [Config.Validate], [RequestStepDown] and
+// [Prefer] refuse a key that is one of them (see [BaseKey]).
 const (
-	// ControlSuffix is appended to a key to name its control key.
+	// ControlSuffix is appended to a key to name its control key. A key
+	// ending in it (after at least one byte) is reserved.
 	ControlSuffix = "~tenure-control"
 	// CandidateSuffix, followed by a two-digit slot number, names the key's
-	// candidate registration slots.
+	// candidate registration slots. A key ending in it and 00 to
+	// [CandidateSlots]-1 (after at least one byte) is reserved.
 	CandidateSuffix = "~tenure-candidate-"
 	// CandidateSlots is how many candidates can be registered for one key
 	// at once; candidates beyond it still campaign but are not listed, and
@@ -62,6 +66,40 @@ func ControlKey(key string) string { return key + ControlSuffix }
 // candidateKey returns the key of registration slot i of key.
 func candidateKey(key string, i int) string {
 	return fmt.Sprintf("%s%s%02d", key, CandidateSuffix, i)
+}
+
+// BaseKey reports whether key is one of the keys leadership control keeps
+// beside another key, base: its control key ([ControlKey]), its preference
+// key ([PreferKey]) or one of its candidate slots (a two-digit number below
+// [CandidateSlots] after [CandidateSuffix]). what names which, for messages:
+// "the control key", "the preference key" or "candidate slot NN". A key
+// that is only a suffix ("~tenure-control") or only looks alike
+// ("job~tenure-candidate-3") is not one: ok is false.
+func BaseKey(key string) (base, what string, ok bool) {
+	if b, ok := strings.CutSuffix(key, ControlSuffix); ok && b != "" {
+		return b, "the control key", true
+	}
+	if b, ok := strings.CutSuffix(key, PreferSuffix); ok && b != "" {
+		return b, "the preference key", true
+	}
+	if i := strings.LastIndex(key, CandidateSuffix); i > 0 {
+		slot := key[i+len(CandidateSuffix):]
+		if len(slot) == 2 && isDigit(slot[0]) && isDigit(slot[1]) && int(slot[0]-'0')*10+int(slot[1]-'0') < CandidateSlots {
+			return key[:i], "candidate slot " + slot, true
+		}
+	}
+	return "", "", false
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// checkNotDerived returns an error wrapping ErrInvalid, naming field, key
+// and its base, if key is a derived key ([BaseKey]).
+func checkNotDerived(field, key string) error {
+	if base, what, ok := BaseKey(key); ok {
+		return invalidf("%s %q is %s of %q, reserved by leadership control; use %q", field, key, what, base, base)
+	}
+	return nil
 }
 
 // Control opts an elector in to leadership control (see [Config.Control]).
@@ -288,9 +326,13 @@ func checkStepDown(key string, req StepDownRequest) error {
 }
 
 // checkControlledKey checks key as a key of leadership control: a valid
-// key with room for the longest derived key's suffix.
+// key, not itself a derived key ([BaseKey]), with room for the longest
+// derived key's suffix.
 func checkControlledKey(key string) error {
 	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if err := checkNotDerived("key", key); err != nil {
 		return err
 	}
 	if len(key) > MaxControlledKeyLen {

@@ -37,9 +37,13 @@ type Elector struct {
 // ([Config.WithDefaults]). It returns an error wrapping [ErrInvalid] that
 // names the offending field if the result fails [Config.Validate]. New does
 // not contact the store.
-func New(cfg Config) (*Elector, error) {
+func New(cfg Config) (*Elector, error) { return newElector(cfg, false) }
+
+// newElector is New; with derived, cfg.Key may be a derived key
+// ([BaseKey]), as the preference key [Prefer] holds.
+func newElector(cfg Config, derived bool) (*Elector, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(derived); err != nil {
 		return nil, err
 	}
 	e := &Elector{cfg: cfg}

@@ -18,7 +18,8 @@ import (
 // key. [Prefer] holds the grant for as long as its context lives, so the
 // preference ends with the process that set it, on every store alike.
 
-// PreferSuffix is appended to a key to name its preference key.
+// PreferSuffix is appended to a key to name its preference key. A key
+// ending in it (after at least one byte) is reserved (see [BaseKey]).
 const PreferSuffix = "~tenure-prefer"
 
 // PreferKey returns the preference key of key: key + [PreferSuffix].
@@ -95,7 +96,8 @@ func Prefer(ctx context.Context, s Store, key, issuer string, ttl time.Duration,
 	if p.Delay < 0 || p.Delay > MaxTTL {
 		return invalidf("preference delay %s must be from 0 to %s", p.Delay, MaxTTL)
 	}
-	e, err := New(Config{Store: s, Key: PreferKey(key), Identity: issuer, TTL: ttl, Value: encodePreference(p), Logger: p.Logger})
+	// The preference key is reserved: New would refuse it.
+	e, err := newElector(Config{Store: s, Key: PreferKey(key), Identity: issuer, TTL: ttl, Value: encodePreference(p), Logger: p.Logger}, true)
 	if err != nil {
 		return err
 	}
