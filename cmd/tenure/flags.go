@@ -261,40 +261,21 @@ func checkKeyArgs(fs *flag.FlagSet, key *string) error {
 // checkControlledKey rejects a key longer than tenure.MaxControlledKeyLen,
 // which leaves no room for the suffix of the keys kept next to it (the
 // message names who needs the room and what the room is for), and a key
-// that is itself one of those kept next to another key: a preference set
-// on job~tenure-prefer would be a grant of job~tenure-prefer~tenure-prefer,
-// which no elector reads, and a tenure run or step-down of job's control
-// key would work on it as if it were a lease, beside job's electors.
+// that is itself one of those kept next to another key (tenure.BaseKey,
+// which the library refuses too, less helpfully for a flag): a preference
+// set on job~tenure-prefer would be a grant of
+// job~tenure-prefer~tenure-prefer, which no elector reads, and a tenure
+// run or step-down of job's control key would work on it as if it were a
+// lease, beside job's electors.
 func checkControlledKey(key, who, room string) error {
 	if len(key) > tenure.MaxControlledKeyLen {
 		return usageErrorf("--key is %d bytes; %s needs at most %d (room for %s)", len(key), who, tenure.MaxControlledKeyLen, room)
 	}
-	if base, what, ok := keptBeside(key); ok {
+	if base, what, ok := tenure.BaseKey(key); ok {
 		return usageErrorf("--key %q is %s of %q, not a lease: use --key %q", key, what, base, base)
 	}
 	return nil
 }
-
-// keptBeside reports whether key is one of the keys that leadership
-// control keeps beside a key, base: what says which (its control key,
-// preference key or a candidate slot).
-func keptBeside(key string) (base, what string, ok bool) {
-	if b, ok := strings.CutSuffix(key, tenure.ControlSuffix); ok && b != "" {
-		return b, "the control key", true
-	}
-	if b, ok := strings.CutSuffix(key, tenure.PreferSuffix); ok && b != "" {
-		return b, "the preference key", true
-	}
-	if i := strings.LastIndex(key, tenure.CandidateSuffix); i > 0 {
-		slot := key[i+len(tenure.CandidateSuffix):]
-		if len(slot) == 2 && isDigit(slot[0]) && isDigit(slot[1]) && int(slot[0]-'0')*10+int(slot[1]-'0') < tenure.CandidateSlots {
-			return key[:i], "candidate slot " + slot, true
-		}
-	}
-	return "", "", false
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // anotherID is checkTrimmed's other for an identity.
 const anotherID = "be another identity than"
