@@ -3,8 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // escaper is a CMD that starts a process outside its process group, the
@@ -77,4 +79,60 @@ func TestRunKilledTenureTakesEscapedDescendants(t *testing.T) {
 	}
 	waitDone(t, done, wait, "tenure run after SIGKILL")
 	waitExit(t, pid, wait, "the process CMD started in a session of its own")
+}
+
+// TestRunFrozenTenureEscapedDescendantsDie: with tenure frozen, the
+// supervisor stops what CMD started outside its process group by the
+// deadline too, as it stops CMD.
+func TestRunFrozenTenureEscapedDescendantsDie(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "daemon.pid")
+	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet", "--ttl", "1500ms", "--"},
+		escaper(pidFile, filepath.Join(dir, "term"), `while :; do sleep 0.05; done`)...)
+	cmd, done := startTenure(t, nil, nil, args...)
+	pid := readPID(t, pidFile, done)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, pid, wait, "the process a frozen tenure's CMD started in a session of its own")
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done, wait, "the resumed tenure")
+}
+
+// TestRunReapsOrphans: the orphans CMD leaves to the supervisor while it
+// runs are reaped as they exit, not kept as zombies until CMD ends.
+func TestRunReapsOrphans(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "cmd.pid")
+	// Ten orphans that each write a file and exit; CMD waits for the files.
+	cmd, done := startTenure(t, nil, nil, "run", "--store", "file://"+dir+"/state", "--key", "job", "--quiet", "--",
+		"sh", "-c", `for i in 0 1 2 3 4 5 6 7 8 9; do (setsid sh -c "echo > `+dir+`/o$i" &); done; `+
+			`while [ $(ls `+dir+` | grep -c '^o') -lt 10 ]; do sleep 0.01; done; `+
+			`echo $$ > `+pidFile+`.tmp; mv `+pidFile+`.tmp `+pidFile+`; while :; do sleep 0.05; done`)
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitDone(t, done, wait, "tenure run after SIGTERM")
+	}()
+	pid := readPID(t, pidFile, done)
+	f, ok := procStat(pid)
+	if !ok || len(f) < 2 {
+		t.Fatalf("cannot read /proc/%d/stat", pid)
+	}
+	sup, _ := strconv.Atoi(f[1])
+	// Nothing signals the reaping: poll until CMD is the supervisor's only
+	// child, the orphans gone and reaped.
+	deadline := time.Now().Add(wait)
+	for {
+		kids := childrenOf(t, sup)
+		if len(kids) == 1 && kids[0] == pid {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the supervisor (pid %d) has children %v while CMD (pid %d) runs; want CMD alone, the orphans reaped", sup, kids, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
