@@ -44,6 +44,10 @@ func reapChildren(cmdPid int) *children {
 	return c
 }
 
+// reap is reapChildren's goroutine: it reaps whatever exits until CMD
+// did, then, once it has seen whether any child is left (closing gone
+// first if none is), closes cmdDone, and goes on reaping until no child
+// is left.
 func (c *children) reap(cmdPid int) {
 	var ws syscall.WaitStatus
 	for {
