@@ -104,28 +104,11 @@ func TestPeerStatusAndWatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			first := agreed(t, w, settled, "", 0)
+			first := statusAgrees(t, g, w, agreed(t, w, settled, "", 0))
 			leader, err := strconv.ParseUint(first.Holder, 10, 64)
 			if err != nil || g.members[leader] == nil {
 				t.Fatalf("watch reports holder %q, not a member", first.Holder)
 			}
-			st := runTenure(t, "status", "--store", g.observerURL(), "--key", "job", "--json")
-			if st.code != exitOK {
-				t.Fatalf("tenure status exited %d; stderr %s", st.code, st.stderr)
-			}
-			var got recordJSON
-			if err := json.Unmarshal([]byte(st.stdout), &got); err != nil {
-				t.Fatalf("status --json printed %q: %v", st.stdout, err)
-			}
-			if !got.Held || got.Holder != first.Holder || got.Term != first.Term {
-				t.Fatalf("status = %+v; watch said %s in term %d", got, first.Holder, first.Term)
-			}
-			human := runTenure(t, "status", "--store", g.observerURL(), "--key", "job")
-			t.Logf("tenure status: %s", strings.TrimSpace(human.stdout))
-			if want := "job: " + first.Holder + " leads, term " + strconv.FormatUint(first.Term, 10); human.code != exitOK || !strings.HasPrefix(human.stdout, want) {
-				t.Fatalf("status = %d %q, want %q...", human.code, human.stdout, want)
-			}
-
 			g.stop(leader)
 			next := agreed(t, w, "", first.Holder, first.Term)
 			if id, _ := strconv.ParseUint(next.Holder, 10, 64); g.members[id] == nil {
@@ -136,6 +119,51 @@ func TestPeerStatusAndWatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statusAgrees checks that `tenure status` on g's observer URL, JSON and
+// text, reports the holder and term the watch w reported last (cur), and
+// returns the record they agreed on. Under load a member's failure
+// detector can fire and the group elect again between the watch's line
+// and a status read: then the watch must come to the term status saw, and
+// both are compared again.
+func statusAgrees(t *testing.T, g *peerGroup, w *lineReader, cur recordJSON) recordJSON {
+	t.Helper()
+	for range 5 {
+		got := peerStatus(t, g)
+		if got.Held && got.Term > cur.Term {
+			cur = agreed(t, w, "", "", got.Term-1)
+			continue
+		}
+		if !got.Held || got.Holder != cur.Holder || got.Term != cur.Term {
+			t.Fatalf("status = %+v; watch said %s in term %d", got, cur.Holder, cur.Term)
+		}
+		human := runTenure(t, "status", "--store", g.observerURL(), "--key", "job")
+		t.Logf("tenure status: %s", strings.TrimSpace(human.stdout))
+		want := "job: " + cur.Holder + " leads, term " + strconv.FormatUint(cur.Term, 10)
+		if human.code == exitOK && strings.HasPrefix(human.stdout, want) {
+			return cur
+		}
+		if again := peerStatus(t, g); !again.Held || again.Term <= cur.Term {
+			t.Fatalf("status = %d %q, want %q...", human.code, human.stdout, want)
+		}
+	}
+	t.Fatalf("the group elected again at each of 5 status reads")
+	return cur
+}
+
+// peerStatus is `tenure status --json` on g's observer URL.
+func peerStatus(t *testing.T, g *peerGroup) recordJSON {
+	t.Helper()
+	st := runTenure(t, "status", "--store", g.observerURL(), "--key", "job", "--json")
+	if st.code != exitOK {
+		t.Fatalf("tenure status exited %d; stderr %s", st.code, st.stderr)
+	}
+	var got recordJSON
+	if err := json.Unmarshal([]byte(st.stdout), &got); err != nil {
+		t.Fatalf("status --json printed %q: %v", st.stdout, err)
+	}
+	return got
 }
 
 // TestPeerStatusErrors: without the secret, or with no member up, `tenure
