@@ -61,18 +61,19 @@ const (
 
 // SplitKey tells a derived key (the control key or a candidate slot of a
 // key) from a key, and returns the key it derives from and, for a slot,
-// its number. Store adapters built on this package (peer/raft) share it.
+// its number. A preference key is a key of its own here (KindMain): peer
+// modes elect it like any key. Store adapters built on this package
+// (peer/raft) share it; the suffixes are read by [tenure.BaseKey].
 func SplitKey(key string) (base string, kind KeyKind, slot int) {
-	if b, ok := strings.CutSuffix(key, tenure.ControlSuffix); ok && b != "" {
+	b, _, ok := tenure.BaseKey(key)
+	switch {
+	case !ok || strings.HasSuffix(key, tenure.PreferSuffix):
+		return key, KindMain, 0
+	case strings.HasSuffix(key, tenure.ControlSuffix):
 		return b, KindControl, 0
 	}
-	if i := strings.LastIndex(key, tenure.CandidateSuffix); i > 0 {
-		digits := key[i+len(tenure.CandidateSuffix):]
-		if n, err := strconv.Atoi(digits); err == nil && len(digits) == 2 && n >= 0 && n < tenure.CandidateSlots {
-			return key[:i], KindSlot, n
-		}
-	}
-	return key, KindMain, 0
+	n, _ := strconv.Atoi(key[len(key)-2:]) // BaseKey checked: two digits
+	return b, KindSlot, n
 }
 
 // takeStepDown takes a step-down request as this node's coordinator:
