@@ -192,22 +192,7 @@ func TestForgedRecordStillWaits(t *testing.T) {
 		for name, forge := range forgeries {
 			t.Run(path+"/"+name, func(t *testing.T) {
 				key := path + "-" + name
-				// Granted once before, so that a batch takes it in its multi.
-				l0, err := st.Acquire(ctx, key, "setup", ttl)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := st.Release(ctx, l0); err != nil {
-					t.Fatal(err)
-				}
-				l, err := st.Acquire(ctx, key, "alpha", ttl)
-				if err != nil {
-					t.Fatal(err)
-				}
-				renewSent := time.Now()
-				if err := st.Renew(ctx, l); err != nil {
-					t.Fatal(err)
-				}
+				l, renewSent := grantedAgain(t, ctx, st, key, ttl)
 				kp := zk.KeyPath(root, key)
 				data, _, err := raw.Get(kp)
 				if err != nil {
@@ -236,6 +221,30 @@ func TestForgedRecordStillWaits(t *testing.T) {
 	}
 }
 
+// grantedAgain grants key to "alpha" on st and renews it once, returning
+// the lease and when the renewal was sent. The key is granted and released
+// once before, so that a batch takes it in its multi-operation (a batch
+// sends a key it never saw on its own).
+func grantedAgain(t *testing.T, ctx context.Context, st *zk.Store, key string, ttl time.Duration) (tenure.Lease, time.Time) {
+	t.Helper()
+	l0, err := st.Acquire(ctx, key, "setup", ttl)
+	if err == nil {
+		err = st.Release(ctx, l0)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Acquire(ctx, key, "alpha", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewSent := time.Now()
+	if err := st.Renew(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	return l, renewSent
+}
+
 // TestPersistentLeaseNode: a lease node that no session owns, created by
 // hand with zkCli (after a release, or in place of a live grant's
 // ephemeral one), is not a grant: tenure creates lease nodes ephemeral
@@ -260,22 +269,9 @@ func TestPersistentLeaseNode(t *testing.T) {
 				key = path + "-replacing"
 			}
 			t.Run(key, func(t *testing.T) {
-				l0, err := st.Acquire(ctx, key, "setup", ttl) // a batch takes known keys in its multi
-				if err == nil {
-					err = st.Release(ctx, l0)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := st.Acquire(ctx, key, "alpha", ttl)
-				if err != nil {
-					t.Fatal(err)
-				}
-				renewSent := time.Now()
-				if err := st.Renew(ctx, l); err != nil {
-					t.Fatal(err)
-				}
+				l, renewSent := grantedAgain(t, ctx, st, key, ttl)
 				lp := zk.KeyPath(root, key) + "/lease"
+				var err error
 				if replacing {
 					err = raw.Delete(lp, -1)
 				} else {
