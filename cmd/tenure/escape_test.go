@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure"
 )
 
 // escaper is a CMD that starts a process outside its process group, the
@@ -134,5 +138,34 @@ func TestRunReapsOrphans(t *testing.T) {
 			t.Fatalf("the supervisor (pid %d) has children %v while CMD (pid %d) runs; want CMD alone, the orphans reaped", sup, kids, pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRunLostLeadershipStubbornEscapedDescendants: when leadership is lost
+// while tenure is alive and CMD ignores SIGTERM, tenure's SIGKILL after
+// --grace must not kill the supervisor before it killed what CMD started
+// outside its process group (which ignores SIGTERM too): nothing CMD
+// started may outlive tenure's return, after which the lease is released.
+func TestRunLostLeadershipStubbornEscapedDescendants(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "daemon.pid")
+	store := &lossyStore{after: pidFile}
+	electorStore = func(s tenure.Store) tenure.Store {
+		store.Store = s
+		return store
+	}
+	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+
+	daemon := `echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "3s", "--grace", "100ms", "--",
+		"sh", "-c", `trap "" TERM; (setsid sh -c "$1" </dev/null >/dev/null 2>&1 &); while :; do sleep 0.05; done`, "sh", daemon}, &stdout, &stderr)
+	if code != exitRuntime {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitRuntime, stderr.String())
+	}
+	pid := readPID(t, pidFile, nil)
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the process CMD started in a session of its own (pid %d), ignoring SIGTERM, outlived tenure run's loss of leadership; stderr:\n%s", pid, stderr.String())
 	}
 }

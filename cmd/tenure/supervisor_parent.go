@@ -306,10 +306,33 @@ func (r *runner) await(ctx context.Context, sup *supervisor, log *slog.Logger) (
 	case <-sup.done:
 	case <-t.C:
 		log.Warn("tenure: the command outlived --grace; killing its process group", "grace", r.opts.grace)
+		killGroup(sup, pg)
+	}
+	return lost
+}
+
+// killGroup SIGKILLs CMD's process group pg but for the supervisor that
+// leads it, and waits for the supervisor to exit: told to by the end of
+// its control channel, it kills CMD and every descendant CMD left, in the
+// group or not (which it alone can find), before it exits. Killed with the
+// group, it would leave those outside it running. A supervisor that does
+// not exit in time (stopped) is killed with what is left of the group.
+func killGroup(sup *supervisor, pg int) {
+	_ = sup.conn.Close()
+	eachProc(func(pid int, f []string) bool {
+		if pid != pg && len(f) >= 3 && f[2] == strconv.Itoa(pg) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return true
+	})
+	t := time.NewTimer(descendantsLimit + time.Second)
+	defer t.Stop()
+	select {
+	case <-sup.done:
+	case <-t.C:
 		_ = syscall.Kill(-pg, syscall.SIGKILL)
 		<-sup.done
 	}
-	return lost
 }
 
 // followRenewals passes every deadline the elector sets for term on to
