@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -167,5 +169,56 @@ func TestRunLostLeadershipStubbornEscapedDescendants(t *testing.T) {
 	if alive(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the process CMD started in a session of its own (pid %d), ignoring SIGTERM, outlived tenure run's loss of leadership; stderr:\n%s", pid, stderr.String())
+	}
+}
+
+// countSigtermName makes the test binary countSigterm (see TestMain).
+const countSigtermName = "__count-sigterm"
+
+// countSigterm is a daemon for the tests: it leaves its process group
+// (setsid), writes its pid to dir/pid, then appends a line to dir/terms
+// for every SIGTERM it gets, until it is killed.
+func countSigterm(dir string) {
+	_, _ = syscall.Setsid()
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM)
+	pid := filepath.Join(dir, "pid")
+	_ = os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	_ = os.Rename(pid+".tmp", pid)
+	for range sigs {
+		f, err := os.OpenFile(filepath.Join(dir, "terms"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err == nil {
+			_, _ = f.WriteString("term\n")
+			_ = f.Close()
+		}
+	}
+	os.Exit(0)
+}
+
+// TestRunFrozenTenureEscapedDescendantsGetOneSigterm: at the deadline's
+// SIGTERM, what CMD started outside its process group gets SIGTERM once,
+// as the group does: many programs take a second SIGTERM as an order to
+// quit at once, without the graceful stop the first one began.
+func TestRunFrozenTenureEscapedDescendantsGetOneSigterm(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, done := startTenure(t, nil, nil, "run", "--store", "file://"+dir+"/state", "--key", "job", "--quiet", "--ttl", "1500ms", "--",
+		"sh", "-c", `"$1" `+countSigtermName+` "$2" </dev/null >/dev/null 2>&1 & trap "" TERM; while :; do sleep 0.05; done`, "sh", self, dir)
+	pid := readPID(t, filepath.Join(dir, "pid"), done)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, pid, wait, "the daemon a frozen tenure's CMD started in a session of its own")
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done, wait, "the resumed tenure")
+	data, err := os.ReadFile(filepath.Join(dir, "terms"))
+	if n := strings.Count(string(data), "term\n"); n != 1 {
+		t.Fatalf("the daemon outside CMD's group got SIGTERM %d times at the deadline, want once (%v)", n, err)
 	}
 }

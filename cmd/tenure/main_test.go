@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == superviseCmdName {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 2 && os.Args[1] == countSigtermName {
+		countSigterm(os.Args[2])
+	}
 	dir, err := os.MkdirTemp("", "tenure-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -149,8 +149,11 @@ func (g *group) enforce(first deadlineMsg, termT, killT *deadlineTimer, sigs <-c
 			}
 		case <-termT.C:
 			if monoNow() >= termAt {
+				// This process is in the group too: it gets the
+				// SIGTERM on sigs below and passes it on to what left
+				// the group, once (a second would be an order to quit
+				// at once for many programs).
 				_ = syscall.Kill(-g.pg, syscall.SIGTERM)
-				go signalEscaped(g.pg, syscall.SIGTERM)
 			}
 		case <-killT.C:
 			if monoNow() >= killAt {
