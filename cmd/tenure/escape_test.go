@@ -222,3 +222,32 @@ func TestRunFrozenTenureEscapedDescendantsGetOneSigterm(t *testing.T) {
 		t.Fatalf("the daemon outside CMD's group got SIGTERM %d times at the deadline, want once (%v)", n, err)
 	}
 }
+
+// TestRunLostLeadershipStoppedSupervisor: a supervisor that cannot do its
+// part (CMD stopped it) does not hold tenure: after --grace tenure kills
+// CMD itself, and the supervisor too once it failed to exit in time.
+func TestRunLostLeadershipStoppedSupervisor(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
+	store := &lossyStore{after: pidFile}
+	electorStore = func(s tenure.Store) tenure.Store {
+		store.Store = s
+		return store
+	}
+	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "3s", "--grace", "100ms", "--",
+		"sh", "-c", `trap "" TERM; kill -STOP $PPID; echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`}, &stdout, &stderr)
+	if code != exitRuntime {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitRuntime, stderr.String())
+	}
+	pid := readPID(t, pidFile, nil)
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("CMD (pid %d) outlived tenure run's loss of leadership; stderr:\n%s", pid, stderr.String())
+	}
+	if d := time.Since(start); d > 3*time.Second+descendantsLimit+3*time.Second {
+		t.Errorf("tenure run took %s to give up on a stopped supervisor", d)
+	}
+}
