@@ -89,8 +89,8 @@
 //     left CMD's process group if the supervisor itself is killed (it
 //     leads that group: kill -9 -PGID, or kill -9 0 inside CMD, kills it).
 //   - The supervisor kills descendants for at most 5 s: one it may not
-//     signal (running as another user, when tenure is not root) or one
-//     that cannot die runs on.
+//     signal (running as another user, when tenure is not root) runs on,
+//     as would descendants that fork faster than it reads /proc.
 //   - CMD runs in a background process group: if it reads from a terminal
 //     it is stopped by SIGTTIN. Leader-elected commands are usually daemons.
 //   - Safety rests on the monotonic clocks of this machine and of the store
