@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -249,5 +250,54 @@ func TestRunLostLeadershipStoppedSupervisor(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second+descendantsLimit+3*time.Second {
 		t.Errorf("tenure run took %s to give up on a stopped supervisor", d)
+	}
+}
+
+// stallStore answers every Renew with a failure that is not a loss, as a
+// store that cannot be reached does, once the file after exists (CMD's
+// daemon wrote it): the elector's leadership ends at its renew deadline.
+type stallStore struct {
+	tenure.Store
+	after string
+}
+
+func (s *stallStore) Renew(ctx context.Context, l tenure.Lease) error {
+	if _, err := os.Stat(s.after); err != nil {
+		return s.Store.Renew(ctx, l)
+	}
+	return errors.New("injected by the test: the store cannot be reached")
+}
+
+// TestRunRenewDeadlineSigtermOnce: when renewals fail until the renew
+// deadline, tenure leaves the group's SIGTERM to the supervisor, which
+// sends it at that same deadline: what CMD started outside its group
+// (which gets each SIGTERM the supervisor gets) is sent one, not two.
+// Two close together may merge in the kernel: the old code failed 3 of 6
+// runs.
+func TestRunRenewDeadlineSigtermOnce(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &stallStore{after: filepath.Join(dir, "pid")}
+	electorStore = func(s tenure.Store) tenure.Store {
+		store.Store = s
+		return store
+	}
+	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"run", "--store", "memory://stall-" + t.Name(), "--key", "job", "--ttl", "3s", "--grace", "300ms", "--",
+		"sh", "-c", `"$1" ` + countSigtermName + ` "$2" </dev/null >/dev/null 2>&1 & trap "" TERM; while :; do sleep 0.05; done`, "sh", self, dir}, &stdout, &stderr)
+	if code != exitRuntime {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitRuntime, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "renew deadline") {
+		t.Fatalf("leadership did not end at the renew deadline; stderr:\n%s", stderr.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "terms"))
+	if n := strings.Count(string(data), "term\n"); n != 1 {
+		t.Fatalf("the daemon outside CMD's group got SIGTERM %d times at the renew deadline, want once (%v); stderr:\n%s", n, err, stderr.String())
 	}
 }

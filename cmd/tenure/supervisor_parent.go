@@ -299,7 +299,13 @@ func (r *runner) await(ctx context.Context, sup *supervisor, log *slog.Logger) (
 	pg := sup.cmd.Process.Pid
 	lost = context.Cause(ctx)
 	log.Info("tenure: stopping the command", "why", lost.Error(), "grace", r.opts.grace)
-	_ = syscall.Kill(-pg, syscall.SIGTERM)
+	// At the renew deadline the supervisor sends the group SIGTERM itself
+	// (its stop deadline is that one, or an earlier one if a renewal's
+	// message never reached it): a second SIGTERM is, for many programs,
+	// an order to quit at once, without the graceful stop the first began.
+	if !errors.Is(lost, tenure.ErrRenewDeadline) {
+		_ = syscall.Kill(-pg, syscall.SIGTERM)
+	}
 	t := time.NewTimer(r.opts.grace)
 	defer t.Stop()
 	select {
