@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tenurehq/tenure"
 )
@@ -25,6 +28,37 @@ import (
 func escaper(pidFile, termFile, rest string) []string {
 	daemon := `trap 'echo term > ` + termFile + `; exit 0' TERM; echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`
 	return []string{"sh", "-c", `(setsid sh -c "$1" </dev/null >/dev/null 2>&1 &) ; ` + rest, "sh", daemon}
+}
+
+// startEscaper starts `tenure run` on a fresh local store with flags and
+// an escaper CMD running rest, waits for the escaped daemon's pid, and
+// kills the daemon at the end of the test whatever happened. It returns
+// tenure, its done channel, the daemon's pid and the daemon's term file.
+func startEscaper(t *testing.T, rest string, flags ...string) (cmd *exec.Cmd, done chan struct{}, pid int, termFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	pidFile, termFile := filepath.Join(dir, "daemon.pid"), filepath.Join(dir, "term")
+	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet"}, flags...)
+	args = append(append(args, "--"), escaper(pidFile, termFile, strings.ReplaceAll(rest, "TERMFILE", termFile))...)
+	cmd, done = startTenure(t, nil, nil, args...)
+	pid = readPID(t, pidFile, done)
+	killAtEnd(t, pid)
+	return cmd, done, pid, termFile
+}
+
+// killAtEnd SIGKILLs process pid at the end of the test, if it still
+// runs: through a pidfd opened now, so that a pid reused by then is not
+// hit.
+func killAtEnd(t *testing.T, pid int) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // already gone
+	}
+	t.Cleanup(func() {
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		_ = unix.Close(fd)
+	})
 }
 
 // TestRunKillsEscapedDescendants: a process CMD started outside its
@@ -50,13 +84,8 @@ func TestRunKillsEscapedDescendants(t *testing.T) {
 // process CMD started outside its process group too (CMD waits for it to
 // stop), and tenure exits only after it is gone.
 func TestRunStopsEscapedDescendantsOnSignal(t *testing.T) {
-	dir := t.TempDir()
-	pidFile, termFile := filepath.Join(dir, "daemon.pid"), filepath.Join(dir, "term")
-	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet", "--"},
-		// CMD waits, on SIGTERM, until what it started has it too.
-		escaper(pidFile, termFile, `trap 'while [ ! -s `+termFile+` ]; do sleep 0.01; done; exit 0' TERM; while :; do sleep 0.05; done`)...)
-	cmd, done := startTenure(t, nil, nil, args...)
-	pid := readPID(t, pidFile, done)
+	// CMD waits, on SIGTERM, until what it started has it too.
+	cmd, done, pid, termFile := startEscaper(t, `trap 'while [ ! -s TERMFILE ]; do sleep 0.01; done; exit 0' TERM; while :; do sleep 0.05; done`)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +103,7 @@ func TestRunStopsEscapedDescendantsOnSignal(t *testing.T) {
 // SIGKILLed, its supervisor kills a process CMD started outside its
 // process group too: nothing CMD started lives on as a second leader.
 func TestRunKilledTenureTakesEscapedDescendants(t *testing.T) {
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "daemon.pid")
-	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet", "--"},
-		escaper(pidFile, filepath.Join(dir, "term"), `while :; do sleep 0.05; done`)...)
-	cmd, done := startTenure(t, nil, nil, args...)
-	pid := readPID(t, pidFile, done)
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	cmd, done, pid, _ := startEscaper(t, `while :; do sleep 0.05; done`)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +115,7 @@ func TestRunKilledTenureTakesEscapedDescendants(t *testing.T) {
 // supervisor stops what CMD started outside its process group by the
 // deadline too, as it stops CMD.
 func TestRunFrozenTenureEscapedDescendantsDie(t *testing.T) {
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "daemon.pid")
-	args := append([]string{"run", "--store", "file://" + dir + "/state", "--key", "job", "--quiet", "--ttl", "1500ms", "--"},
-		escaper(pidFile, filepath.Join(dir, "term"), `while :; do sleep 0.05; done`)...)
-	cmd, done := startTenure(t, nil, nil, args...)
-	pid := readPID(t, pidFile, done)
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	cmd, done, pid, _ := startEscaper(t, `while :; do sleep 0.05; done`, "--ttl", "1500ms")
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +226,7 @@ func TestRunFrozenTenureEscapedDescendantsGetOneSigterm(t *testing.T) {
 	cmd, done := startTenure(t, nil, nil, "run", "--store", "file://"+dir+"/state", "--key", "job", "--quiet", "--ttl", "1500ms", "--",
 		"sh", "-c", `"$1" `+countSigtermName+` "$2" </dev/null >/dev/null 2>&1 & trap "" TERM; while :; do sleep 0.05; done`, "sh", self, dir)
 	pid := readPID(t, filepath.Join(dir, "pid"), done)
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	killAtEnd(t, pid)
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
