@@ -170,11 +170,7 @@ func TestRunLostLeadershipStubbornEscapedDescendants(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "daemon.pid")
 	store := &lossyStore{after: pidFile}
-	electorStore = func(s tenure.Store) tenure.Store {
-		store.Store = s
-		return store
-	}
-	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+	injectStore(t, &store.Store, store)
 
 	daemon := `echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`
 	var stdout, stderr bytes.Buffer
@@ -247,11 +243,7 @@ func TestRunFrozenTenureEscapedDescendantsGetOneSigterm(t *testing.T) {
 func TestRunLostLeadershipStoppedSupervisor(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
 	store := &lossyStore{after: pidFile}
-	electorStore = func(s tenure.Store) tenure.Store {
-		store.Store = s
-		return store
-	}
-	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+	injectStore(t, &store.Store, store)
 
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
@@ -298,11 +290,7 @@ func TestRunRenewDeadlineSigtermOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &stallStore{after: filepath.Join(dir, "pid")}
-	electorStore = func(s tenure.Store) tenure.Store {
-		store.Store = s
-		return store
-	}
-	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+	injectStore(t, &store.Store, store)
 
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"run", "--store", "memory://stall-" + t.Name(), "--key", "job", "--ttl", "3s", "--grace", "300ms", "--",

@@ -37,17 +37,25 @@ func (s *lossyStore) Renew(ctx context.Context, l tenure.Lease) error {
 	return s.Store.Renew(ctx, l)
 }
 
+// injectStore has tenure run's elector use w, which wraps the store tenure
+// opens (set into *inner), until the test ends. Tests that use it run
+// tenure in process and not in parallel.
+func injectStore(t *testing.T, inner *tenure.Store, w tenure.Store) {
+	t.Helper()
+	electorStore = func(s tenure.Store) tenure.Store {
+		*inner = s
+		return w
+	}
+	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+}
+
 // TestRunLostLeadershipStubbornCMD: when leadership is lost while tenure is
 // alive, CMD's group gets SIGTERM, then SIGKILL after --grace if it ignores
 // it; tenure returns only once CMD is dead, and exits 1.
 func TestRunLostLeadershipStubbornCMD(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
 	store := &lossyStore{after: pidFile}
-	electorStore = func(s tenure.Store) tenure.Store {
-		store.Store = s
-		return store
-	}
-	t.Cleanup(func() { electorStore = func(s tenure.Store) tenure.Store { return s } })
+	injectStore(t, &store.Store, store)
 
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
