@@ -499,8 +499,14 @@ func (n node) held() bool {
 // with stat lst or not: see withLeaseCounted and node.orphan.
 func withLeaseStat(n node, ok bool, lst *zk.Stat) node {
 	n = withLeaseCounted(n, ok)
-	n.orphan = ok && lst != nil && lst.EphemeralOwner == 0
+	n.orphan = ownedByNoSession(ok, lst)
 	return n
+}
+
+// ownedByNoSession reports whether a lease node that exists (ok) with stat
+// lst is one that no session owns (see node.orphan).
+func ownedByNoSession(ok bool, lst *zk.Stat) bool {
+	return ok && lst != nil && lst.EphemeralOwner == 0
 }
 
 // plainStat reports whether the key node's stat alone says whether the key

@@ -269,7 +269,7 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, lease, data
 				return armed{}, err
 			}
 			a.lease, a.spent, n = r.ev, nil, withLease(n, r.ok)
-			n.orphan = r.ok && r.st != nil && r.st.EphemeralOwner == 0
+			n.orphan = ownedByNoSession(r.ok, r.st)
 		}
 		data = data || fired(a.data)
 		if data {
