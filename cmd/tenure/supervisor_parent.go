@@ -325,8 +325,9 @@ func (r *runner) await(ctx context.Context, sup *supervisor, log *slog.Logger) (
 // not exit in time (stopped) is killed with what is left of the group.
 func killGroup(sup *supervisor, pg int) {
 	_ = sup.conn.Close()
+	group := strconv.Itoa(pg)
 	eachProc(func(pid int, f []string) bool {
-		if pid != pg && len(f) >= 3 && f[2] == strconv.Itoa(pg) {
+		if pid != pg && len(f) >= 3 && f[2] == group {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		return true
@@ -387,9 +388,9 @@ func groupAlive(pg int) bool {
 	if syscall.Kill(-pg, 0) == syscall.ESRCH {
 		return false
 	}
-	alive := false
+	alive, group := false, strconv.Itoa(pg)
 	if !eachProc(func(_ int, f []string) bool {
-		alive = len(f) >= 3 && f[2] == strconv.Itoa(pg) && f[0] != "Z"
+		alive = len(f) >= 3 && f[2] == group && f[0] != "Z"
 		return !alive
 	}) {
 		return true // /proc unreadable: assume the worst
