@@ -116,14 +116,7 @@ func TestRunKilledTenureTakesEscapedDescendants(t *testing.T) {
 // deadline too, as it stops CMD.
 func TestRunFrozenTenureEscapedDescendantsDie(t *testing.T) {
 	cmd, done, pid, _ := startEscaper(t, `while :; do sleep 0.05; done`, "--ttl", "1500ms")
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitExit(t, pid, wait, "the process a frozen tenure's CMD started in a session of its own")
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	waitDone(t, done, wait, "the resumed tenure")
+	freezeUntilGone(t, cmd, done, pid, "the process a frozen tenure's CMD started in a session of its own")
 }
 
 // TestRunReapsOrphans: the orphans CMD leaves to the supervisor while it
@@ -223,14 +216,7 @@ func TestRunFrozenTenureEscapedDescendantsGetOneSigterm(t *testing.T) {
 		"sh", "-c", `"$1" `+countSigtermName+` "$2" </dev/null >/dev/null 2>&1 & trap "" TERM; while :; do sleep 0.05; done`, "sh", self, dir)
 	pid := readPID(t, filepath.Join(dir, "pid"), done)
 	killAtEnd(t, pid)
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitExit(t, pid, wait, "the daemon a frozen tenure's CMD started in a session of its own")
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	waitDone(t, done, wait, "the resumed tenure")
+	freezeUntilGone(t, cmd, done, pid, "the daemon a frozen tenure's CMD started in a session of its own")
 	data, err := os.ReadFile(filepath.Join(dir, "terms"))
 	if n := strings.Count(string(data), "term\n"); n != 1 {
 		t.Fatalf("the daemon outside CMD's group got SIGTERM %d times at the deadline, want once (%v)", n, err)

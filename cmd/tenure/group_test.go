@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,18 +90,26 @@ func TestRunFrozenLeaderStubbornCMD(t *testing.T) {
 	cmd, done := startTenure(t, nil, nil, "run", "--store", "file://"+dir+"/state", "--key", "job", "--quiet", "--ttl", "1500ms", "--",
 		"sh", "-c", `trap "" TERM; echo $$ > `+pidFile+`; while :; do sleep 0.05; done`)
 	pid := readPID(t, pidFile, done)
+	freezeUntilGone(t, cmd, done, pid, "the CMD of a frozen tenure")
+	// Resumed, tenure finds its leadership gone and exits 1.
+	if code := exitCode(cmd.ProcessState); code != exitRuntime {
+		t.Fatalf("resumed tenure exited %d, want %d", code, exitRuntime)
+	}
+}
+
+// freezeUntilGone stops tenure (SIGSTOP) until process pid, one its
+// supervisor must end by the deadline on its own (what), has exited, then
+// resumes tenure and waits for it to exit.
+func freezeUntilGone(t *testing.T, cmd *exec.Cmd, done <-chan struct{}, pid int, what string) {
+	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitExit(t, pid, wait, "the CMD of a frozen tenure")
-	// Resumed, tenure finds its leadership gone and exits 1.
+	waitExit(t, pid, wait, what)
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, done, wait, "the resumed tenure")
-	if code := exitCode(cmd.ProcessState); code != exitRuntime {
-		t.Fatalf("resumed tenure exited %d, want %d", code, exitRuntime)
-	}
 }
 
 // childrenOf returns the pids of pid's children, from /proc.
