@@ -75,6 +75,9 @@
 //     the group gets, and is killed with CMD; when CMD exits, every
 //     descendant left, in its group or not, is killed before the exit is
 //     reported, so a CMD that daemonizes by itself is stopped at once.
+//     tenure is a subreaper too: if the supervisor is SIGKILLed with CMD's
+//     group (kill -9 0 inside CMD), what CMD left outside the group is
+//     orphaned to tenure, which kills it before it releases the lease.
 //   - SIGINT, SIGTERM and SIGHUP sent to tenure are forwarded to CMD's group;
 //     tenure waits for CMD and exits with its code. A signal while tenure is
 //     only campaigning ends it with 128+n, without running CMD.
@@ -86,8 +89,8 @@
 //
 //   - Processes CMD hands work to outside its descendants (systemd-run,
 //     at, another service) escape the supervisor; so do descendants that
-//     left CMD's process group if the supervisor itself is killed (it
-//     leads that group: kill -9 -PGID, or kill -9 0 inside CMD, kills it).
+//     left CMD's process group if tenure and the supervisor are both
+//     SIGKILLed, and one that moved into tenure's own process group.
 //   - The supervisor kills descendants for at most 5 s: one it may not
 //     signal (running as another user, when tenure is not root) runs on,
 //     as would descendants that fork faster than it reads /proc.

@@ -292,3 +292,41 @@ func TestRunRenewDeadlineSigtermOnce(t *testing.T) {
 		t.Fatalf("the daemon outside CMD's group got SIGTERM %d times at the renew deadline, want once (%v); stderr:\n%s", n, err, stderr.String())
 	}
 }
+
+// TestRunGroupKillTakesEscapedDescendants: `kill -9 0` in CMD kills its
+// whole process group, the supervisor that leads it included; what CMD
+// started outside the group is then orphaned to tenure, which kills it
+// before it releases the lease: the next leader's CMD (waiting as a
+// candidate all along) never finds it alive.
+func TestRunGroupKillTakesEscapedDescendants(t *testing.T) {
+	dir := t.TempDir()
+	pidFile, goFile := filepath.Join(dir, "daemon.pid"), filepath.Join(dir, "go")
+	store := "file://" + dir + "/state"
+	args := append([]string{"run", "--store", store, "--key", "job", "--quiet", "--"},
+		escaper(pidFile, filepath.Join(dir, "term"), `while [ ! -e `+goFile+` ]; do sleep 0.01; done; kill -9 0`)...)
+	first, firstDone := startTenure(t, nil, nil, args...)
+	pid := readPID(t, pidFile, firstDone)
+	killAtEnd(t, pid)
+
+	var nextErr bytes.Buffer
+	next, nextDone := startTenure(t, nil, &nextErr, "run", "--store", store, "--key", "job", "--quiet", "--",
+		"sh", "-c", `if kill -0 `+strconv.Itoa(pid)+` 2>/dev/null; then exit 7; fi`)
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, firstDone, wait, "tenure run after its CMD's kill -9 0")
+	if code := exitCode(first.ProcessState); code != 128+int(syscall.SIGKILL) {
+		t.Errorf("exit code %d, want %d (CMD killed by SIGKILL)", code, 128+int(syscall.SIGKILL))
+	}
+	waitDone(t, nextDone, wait, "the next leader's tenure run")
+	switch code := exitCode(next.ProcessState); code {
+	case 0:
+	case 7:
+		t.Fatalf("the next leader's CMD found the process the last one started in a session of its own (pid %d) alive", pid)
+	default:
+		t.Fatalf("the next leader exited %d; stderr:\n%s", code, nextErr.String())
+	}
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Fatalf("the process CMD started in a session of its own (pid %d) outlived its group's kill -9 0: kill(pid, 0) = %v", pid, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,10 @@ type supervisor struct {
 	done chan struct{} // closed once CMD is gone: the supervisor reported it, or exited
 	once sync.Once
 	code int // CMD's exit code (the supervisor's if it never ran CMD), once done
+
+	started  uint64      // the supervisor's start time, in clock ticks since boot
+	ran      atomic.Bool // the supervisor was told to run CMD
+	reported atomic.Bool // the supervisor reported CMD's exit
 }
 
 // finish records CMD's exit code and closes done, the first time.
@@ -60,19 +65,26 @@ func (r *runner) spawnSupervisor() (*supervisor, error) {
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second // if CMD's orphans hold our output pipes
-	err = cmd.Start()
+	started, err := adopted.start(cmd)
 	theirs.Close()
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("cannot start the supervisor %s: %w", r.self, err)
 	}
-	s := &supervisor{cmd: cmd, conn: conn, done: make(chan struct{})}
+	s := &supervisor{cmd: cmd, conn: conn, done: make(chan struct{}), started: started}
 	go func() {
 		_ = cmd.Wait()
+		adopted.reaped(cmd)
+		if s.ran.Load() && !s.reported.Load() {
+			// Killed before it could report: what CMD left outside its
+			// group, orphaned to tenure, goes before CMD counts as gone.
+			adopted.killOrphans(s.started)
+		}
 		s.finish(exitCode(cmd.ProcessState))
 	}()
 	go func() {
 		if code, ok := recvExit(conn); ok {
+			s.reported.Store(true)
 			s.finish(code)
 		}
 	}()
@@ -278,6 +290,7 @@ func (r *runner) startCmd(ctx context.Context, term *tenure.Term, sup *superviso
 	// The supervisor starts CMD on this message, with the elector's own
 	// deadline for this term (set at the acquisition, or later by a
 	// renewal), and follows it as renewals move it.
+	sup.ran.Store(true)
 	if err := feed.start(term, leaseFiles); err != nil {
 		_ = syscall.Kill(-sup.cmd.Process.Pid, syscall.SIGKILL)
 		<-sup.done
@@ -369,17 +382,7 @@ func followRenewals(term *tenure.Term, feed *deadlineFeed) (stop func()) {
 // with a growing period, as nothing signals it. In the normal course it
 // returns at once: the supervisor killed and reaped CMD already.
 func waitGroupGone(pg int, limit time.Duration) {
-	giveUp := time.NewTimer(limit)
-	defer giveUp.Stop()
-	for d := 100 * time.Microsecond; groupAlive(pg); d = min(2*d, 10*time.Millisecond) {
-		poll := time.NewTimer(d)
-		select {
-		case <-giveUp.C:
-			poll.Stop()
-			return
-		case <-poll.C:
-		}
-	}
+	pollUntil(limit, nil, func() bool { return !groupAlive(pg) })
 }
 
 // groupAlive reports whether process group pg has a member that is not a

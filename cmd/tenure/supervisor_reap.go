@@ -108,25 +108,41 @@ const descendantsLimit = 5 * time.Second
 // killed ones' children are orphaned to it, until it has no child left or
 // descendantsLimit passed. It returns at once when c.gone is closed.
 func (c *children) killDescendants() {
-	giveUp := time.NewTimer(descendantsLimit)
-	defer giveUp.Stop()
-	for d := 100 * time.Microsecond; ; d = min(2*d, 10*time.Millisecond) {
-		select {
-		case <-c.gone:
-			return
-		case <-giveUp.C:
-			return
-		default:
-		}
+	pollUntil(descendantsLimit, c.gone, func() bool {
 		for pid := range descendants() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		return false // done when c.gone is closed
+	})
+}
+
+// pollUntil calls try until it returns true, again and again with a pause
+// that grows from 100 µs to 10 ms in between, as nothing signals what it
+// waits for; it gives up after limit, and returns at once when stop (nil:
+// never) is closed. It reports whether try returned true or stop was
+// closed.
+func pollUntil(limit time.Duration, stop <-chan struct{}, try func() bool) bool {
+	giveUp := time.NewTimer(limit)
+	defer giveUp.Stop()
+	for d := 100 * time.Microsecond; ; d = min(2*d, 10*time.Millisecond) {
+		select {
+		case <-stop:
+			return true
+		default:
+		}
+		if try() {
+			return true
+		}
 		poll := time.NewTimer(d)
 		select {
-		case <-c.gone:
+		case <-stop:
+			poll.Stop()
+			return true
+		case <-giveUp.C:
+			poll.Stop()
+			return false
 		case <-poll.C:
 		}
-		poll.Stop()
 	}
 }
 

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// tenure run and tenure shard are subreapers too. The supervisor adopts
+// what CMD leaves outside its process group (see supervisor_reap.go), but
+// it leads that group, so a SIGKILL of the group kills it with CMD: `kill
+// -9 0` in a CMD script, an operator's `kill -9 -PGID`, or tenure's own
+// SIGKILL of a supervisor that did not exit in time (see killGroup). What
+// CMD started outside its group is then orphaned to tenure, not to init,
+// and tenure kills it (see orphanage.killOrphans) before the elector may
+// release the lease.
+
+// orphanage is this process's record of the children it started itself
+// (supervisors), so that it can tell the orphans it adopted from them.
+type orphanage struct {
+	mu   sync.Mutex
+	on   bool              // this process is a subreaper
+	sups map[int]*exec.Cmd // started supervisors not yet reaped, by pid
+}
+
+// adopted is this process's orphanage.
+var adopted = &orphanage{sups: map[int]*exec.Cmd{}}
+
+// adoptFor makes this process a subreaper if command is one that runs
+// supervisors. main calls it before anything starts; tests that run
+// `tenure run` in their own process do not, so the test binary adopts
+// nothing of other tests'.
+func adoptFor(command string, stderr io.Writer) {
+	if command != "run" && command != "shard" {
+		return
+	}
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(stderr, "tenure: cannot become a subreaper (what CMD starts outside its process group escapes if its supervisor is killed): %v\n", err)
+		return
+	}
+	adopted.mu.Lock()
+	adopted.on = true
+	adopted.mu.Unlock()
+}
+
+// start starts cmd, a supervisor, and records it, with the lock held so
+// that a sweep never takes it for an orphan. It returns the process's
+// start time in clock ticks since boot (0 if unknown).
+func (o *orphanage) start(cmd *exec.Cmd) (started uint64, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	o.sups[cmd.Process.Pid] = cmd
+	if f, ok := procStat(cmd.Process.Pid); ok {
+		started = startTime(f)
+	}
+	return started, nil
+}
+
+// reaped forgets cmd, a supervisor started by start, once its Wait has
+// returned.
+func (o *orphanage) reaped(cmd *exec.Cmd) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.sups[cmd.Process.Pid] == cmd {
+		delete(o.sups, cmd.Process.Pid)
+	}
+}
+
+// killOrphans SIGKILLs and reaps every orphan this process adopted that
+// started at or after since (clock ticks since boot: the start of the
+// supervisor whose death orphaned them, as everything CMD started came
+// after it), again as killed ones' children are orphaned to it, until none
+// is left or descendantsLimit passed; it returns how many were left. It
+// does nothing unless this process is a subreaper.
+//
+// An orphan is a child that is neither a supervisor this process started
+// nor in its own process group, where the children a store's SDK starts
+// (a kubeconfig's credential plugin) run, and which CMD's descendants do
+// not join unless they mean to.
+func (o *orphanage) killOrphans(since uint64) (left int) {
+	o.mu.Lock()
+	on := o.on
+	o.mu.Unlock()
+	if !on {
+		return 0
+	}
+	pollUntil(descendantsLimit, nil, func() bool {
+		left = o.sweep(since)
+		return left == 0
+	})
+	return left
+}
+
+// sweep reaps the orphans that exited and SIGKILLs the others, from one
+// reading of /proc; it returns how many it found not yet reaped. Each one
+// is this process's child until it reaps it, so its pid cannot be reused
+// in between.
+func (o *orphanage) sweep(since uint64) (found int) {
+	self, own := strconv.Itoa(os.Getpid()), syscall.Getpgrp()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	eachProc(func(pid int, f []string) bool {
+		if len(f) < 20 || f[1] != self || o.sups[pid] != nil || startTime(f) < since {
+			return true
+		}
+		if pgrp, err := strconv.Atoi(f[2]); err != nil || pgrp == own {
+			return true
+		}
+		if f[0] == "Z" {
+			var ws syscall.WaitStatus
+			if wpid, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); wpid == pid {
+				return true
+			}
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		found++
+		return true
+	})
+	return found
+}
+
+// startTime is the start time, in clock ticks since boot, in the fields of
+// /proc/PID/stat after the command name (procStat); 0 if absent.
+func startTime(f []string) uint64 {
+	if len(f) < 20 {
+		return 0
+	}
+	t, _ := strconv.ParseUint(f[19], 10, 64)
+	return t
+}
