@@ -73,8 +73,13 @@ func parseCandidate(r Record) (Candidate, bool) {
 // the one restarted last, already updated, so that a hand-over to it is
 // the last move), then by identity. It reads the [CandidateSlots] slots
 // one by one, so the list is not a snapshot of one instant. It blocks for
-// those reads and returns the first error.
+// those reads and returns the first error. A derived key ([BaseKey]) has
+// no candidates of its own: Candidates refuses it, before reading
+// anything, with an error wrapping [ErrInvalid] that names its base key.
 func Candidates(ctx context.Context, r Reader, key string) ([]Candidate, error) {
+	if err := checkNotDerived("key", key); err != nil {
+		return nil, err
+	}
 	var out []Candidate
 	seen := map[string]bool{}
 	for i := range CandidateSlots {

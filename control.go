@@ -28,7 +28,11 @@ import (
 // Derived keys. A key used with [Config.Control] must leave room for the
 // longest suffix within [MaxKeyLen]: at most [MaxControlledKeyLen] bytes.
 // The derived keys are reserved: [Config.Validate], [RequestStepDown] and
-// [Prefer] refuse a key that is one of them (see [BaseKey]).
+// [Prefer] refuse a key that is one of them (see [BaseKey]), and so do
+// [Candidates] and [ReadPreference], which would read keys derived from
+// it that nobody writes. A plain read of a derived key's own record
+// ([Reader.Get], an [Observer]) stays allowed: it is a diagnostic of the
+// raw record.
 const (
 	// ControlSuffix is appended to a key to name its control key. A key
 	// ending in it (after at least one byte) is reserved.

@@ -78,3 +78,39 @@ func TestDerivedKeyIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestDerivedKeyReadIsRefused: the reads that derive further keys from
+// their key, Candidates and ReadPreference, refuse a derived key with
+// ErrInvalid naming it and its base, before reading anything; keys that
+// only look alike are read as any key. Before, Candidates of
+// job~tenure-prefer read job~tenure-prefer~tenure-candidate-NN, which
+// nobody writes, and answered "none" without a word. A plain Get of a
+// derived key stays allowed: it shows the raw record.
+func TestDerivedKeyReadIsRefused(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New(nil)
+	for _, tc := range derivedKeys {
+		t.Run(tc.key, func(t *testing.T) {
+			check := func(what string, err error) {
+				t.Helper()
+				if tc.base == "" {
+					if err != nil {
+						t.Errorf("%s of %q: %v; want it read", what, tc.key, err)
+					}
+					return
+				}
+				want := fmt.Sprintf("%q is %s of %q, reserved by leadership control; use %q", tc.key, tc.what, tc.base, tc.base)
+				if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("%s of %q: %v; want ErrInvalid saying %s", what, tc.key, err, want)
+				}
+			}
+			_, err := tenure.Candidates(ctx, store, tc.key)
+			check("Candidates", err)
+			_, _, err = tenure.ReadPreference(ctx, store, tc.key)
+			check("ReadPreference", err)
+			if _, err := store.Get(ctx, tc.key); err != nil {
+				t.Errorf("Get of %q: %v; want the raw record", tc.key, err)
+			}
+		})
+	}
+}

@@ -68,8 +68,15 @@ func parsePreference(r Record) (p Preference, ok bool) {
 }
 
 // ReadPreference returns the live preference set on key, if any; ok is
-// false when there is none. It blocks for one store request.
+// false when there is none. It blocks for one store request. A derived
+// key ([BaseKey]) has no preference of its own: ReadPreference refuses
+// it, before reading anything, with an error wrapping [ErrInvalid] that
+// names its base key. (A plain [Reader.Get] of [PreferKey] shows the raw
+// record.)
 func ReadPreference(ctx context.Context, r Reader, key string) (p Preference, ok bool, err error) {
+	if err := checkNotDerived("key", key); err != nil {
+		return p, false, err
+	}
 	rec, err := r.Get(ctx, PreferKey(key))
 	if err != nil {
 		return p, false, err
