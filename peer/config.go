@@ -271,6 +271,16 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: peer: "+format, append([]any{tenure.ErrInvalid}, args...)...)
 }
 
+// checkNotDerived returns an error wrapping tenure.ErrInvalid, naming key
+// and its base, if key is a derived key ([tenure.BaseKey]): Candidates of
+// it would list what nobody registered for it.
+func checkNotDerived(key string) error {
+	if base, what, ok := tenure.BaseKey(key); ok {
+		return invalidf("key %q is %s of %q, reserved by leadership control; use %q", key, what, base, base)
+	}
+	return nil
+}
+
 // algorithmOptions converts the parameters of q that are not peer's into
 // alg's typed options, through the parser alg registered (see
 // [WithParams]); without one, or for an algorithm not registered (which

@@ -310,8 +310,14 @@ func (n *Node) derivedGet(key, base string, kind KeyKind, slot int) tenure.Recor
 // slots this node serves: with their priorities, ordered by ID. A node
 // hears only from those that talk to it: the coordinator hears every
 // member that follows it, but in bully and ring a follower hears mostly
-// from the coordinator. For the whole group ask an [Observer].
+// from the coordinator. For the whole group ask an [Observer]. A derived
+// key ([tenure.BaseKey]) has no candidates of its own: Candidates refuses
+// it, before anything else, with an error wrapping [tenure.ErrInvalid]
+// that names its base key.
 func (n *Node) Candidates(ctx context.Context, key string) ([]tenure.Candidate, error) {
+	if err := checkNotDerived(key); err != nil {
+		return nil, err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.enter(ctx, key); err != nil {
@@ -413,8 +419,13 @@ func cmpOr(a, b uint64) uint64 {
 // highest priority, then by ID), with when each member's node started (Since, on its
 // clock) where it says. A member that does not answer is not listed. It
 // blocks for one round of queries, like [Observer.Get], and fails only if
-// no member answers.
+// no member answers. A derived key ([tenure.BaseKey]) has no candidates of
+// its own: Candidates refuses it, asking no member, with an error wrapping
+// [tenure.ErrInvalid] that names its base key.
 func (o *Observer) Candidates(ctx context.Context, key string) ([]tenure.Candidate, error) {
+	if err := checkNotDerived(key); err != nil {
+		return nil, err
+	}
 	if err := o.use(ctx, key); err != nil {
 		return nil, err
 	}
