@@ -277,6 +277,19 @@ func checkControlledKey(key, who, room string) error {
 	return nil
 }
 
+// checkCandidatesKey rejects, for flag (--candidates), a key that is itself
+// one kept next to another key (tenure.BaseKey): it has no candidates or
+// preference of its own, and the library would read keys derived from it
+// that nobody writes. A plain read of such a key's own record (tenure
+// status without --candidates, tenure watch) stays allowed: it shows the
+// raw record.
+func checkCandidatesKey(flag, key string) error {
+	if base, what, ok := tenure.BaseKey(key); ok {
+		return usageErrorf("%s: --key %q is %s of %q, not a lease with candidates: use --key %q", flag, key, what, base, base)
+	}
+	return nil
+}
+
 // anotherID is checkTrimmed's other for an identity.
 const anotherID = "be another identity than"
 
@@ -375,6 +388,9 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 		return o, code, true
 	}
 	err := checkKeyArgs(fs, &o.key)
+	if err == nil && o.candidates {
+		err = checkCandidatesKey("--candidates", o.key)
+	}
 	if err == nil {
 		err = checkHTTPAddr(o.httpAddr)
 	}
