@@ -2,6 +2,7 @@ package httpview
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -24,11 +25,19 @@ type candidatesJSON struct {
 }
 
 // serveCandidates serves the registered candidates, best first. The
-// store's error is not shown: it may name the store.
+// store's error is not shown: it may name the store. A view of a derived
+// key ([tenure.BaseKey]) shows that key's own record, but it has no
+// candidates of its own: /candidates answers 400 naming the base key,
+// without reading the store.
 func (h *Handler) serveCandidates(w http.ResponseWriter, r *http.Request) {
+	body := candidatesJSON{Key: h.opts.Key, Candidates: []CandidateJSON{}}
+	if base, what, ok := tenure.BaseKey(h.opts.Key); ok {
+		body.Error = fmt.Sprintf("key %q is %s of %q, not a lease with candidates: use key %q", h.opts.Key, what, base, base)
+		writeJSON(w, http.StatusBadRequest, body)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	body := candidatesJSON{Key: h.opts.Key, Candidates: []CandidateJSON{}}
 	cs, err := tenure.Candidates(ctx, h.opts.Store, h.opts.Key)
 	if err != nil {
 		h.logger.Debug("httpview: cannot read the candidates", "key", h.opts.Key)

@@ -91,3 +91,40 @@ func TestPageShowsRegisteredCandidates(t *testing.T) {
 		t.Fatalf("the page never listed %q: %v", want, err)
 	}
 }
+
+// noReads is a Reader that fails the test if read.
+type noReads struct{ t *testing.T }
+
+func (r noReads) Get(_ context.Context, key string) (tenure.Record, error) {
+	r.t.Errorf("the view read %q", key)
+	return tenure.Record{Key: key}, nil
+}
+
+func (r noReads) Watch(_ context.Context, key string) (<-chan tenure.Record, error) {
+	r.t.Errorf("the view watched %q", key)
+	return nil, context.Canceled
+}
+
+// TestCandidatesOfDerivedKey: a view of a key kept beside another key (its
+// control key, preference key or a candidate slot) is made, since its own
+// record is a fair thing to show, but its /candidates answers 400 naming
+// the base key, without reading the store. Before, it read the derived
+// key's own candidate slots, which nobody writes, and answered 200 with no
+// candidates.
+func TestCandidatesOfDerivedKey(t *testing.T) {
+	for _, tc := range []struct{ key, what string }{
+		{"job~tenure-control", "the control key"},
+		{"job~tenure-prefer", "the preference key"},
+		{"job~tenure-candidate-03", "candidate slot 03"},
+	} {
+		view := mustNew(t, Options{Key: tc.key, Store: noReads{t}, Logger: slog.New(slog.DiscardHandler)})
+		rec := httptest.NewRecorder()
+		view.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/candidates", nil))
+		var body candidatesJSON
+		want := `key "` + tc.key + `" is ` + tc.what + ` of "job", not a lease with candidates: use key "job"`
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusBadRequest ||
+			body.Key != tc.key || body.Candidates == nil || len(body.Candidates) != 0 || body.Error != want {
+			t.Errorf("GET /candidates of %q: %d %s (%v); want 400 with error %q", tc.key, rec.Code, rec.Body, err, want)
+		}
+	}
+}

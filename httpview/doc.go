@@ -47,7 +47,9 @@
 //     [tenure.Config.Control] (as `tenure status --candidates` lists them),
 //     best first: {"key", "candidates": [{"id", "priority", "since",
 //     "leading"}]}; 503 when they cannot be read (peer stores keep no
-//     registry). Each request reads [tenure.CandidateSlots] keys.
+//     registry); 400, reading nothing, when the key is itself one kept
+//     beside another key ([tenure.BaseKey]), whose record the view still
+//     shows. Each request reads [tenure.CandidateSlots] keys.
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //

@@ -17,7 +17,9 @@ import (
 
 // Options configures a [Handler]. Key and Store are required.
 type Options struct {
-	// Key is the key whose leadership is shown.
+	// Key is the key whose leadership is shown. A key kept beside another
+	// key ([tenure.BaseKey]) is accepted, to show its raw record; it has
+	// no candidates of its own, so /candidates then answers 400.
 	Key string
 	// Store is where the view reads the key: any [tenure.Store], or a
 	// [tenure.Reader] such as a peer-mode observer. It is never written.
