@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -293,6 +294,12 @@ func TestRunRenewDeadlineSigtermOnce(t *testing.T) {
 	}
 }
 
+// exitIfRunning is a shell command that exits code if process pid runs
+// (exists and is not a zombie: one killed and not yet reaped runs no more).
+func exitIfRunning(pid, code int) string {
+	return fmt.Sprintf(`s=$(sed 's/.*) //' /proc/%d/stat 2>/dev/null | cut -c1); if [ -n "$s" ] && [ "$s" != Z ]; then exit %d; fi`, pid, code)
+}
+
 // TestRunGroupKillTakesEscapedDescendants: `kill -9 0` in CMD kills its
 // whole process group, the supervisor that leads it included; what CMD
 // started outside the group is then orphaned to tenure, which kills it
@@ -310,7 +317,7 @@ func TestRunGroupKillTakesEscapedDescendants(t *testing.T) {
 
 	var nextErr bytes.Buffer
 	next, nextDone := startTenure(t, nil, &nextErr, "run", "--store", store, "--key", "job", "--quiet", "--",
-		"sh", "-c", `if kill -0 `+strconv.Itoa(pid)+` 2>/dev/null; then exit 7; fi`)
+		"sh", "-c", exitIfRunning(pid, 7))
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -328,5 +335,39 @@ func TestRunGroupKillTakesEscapedDescendants(t *testing.T) {
 	}
 	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
 		t.Fatalf("the process CMD started in a session of its own (pid %d) outlived its group's kill -9 0: kill(pid, 0) = %v", pid, err)
+	}
+}
+
+// TestRunStoppedSupervisorEscapedDescendantsDie: CMD ignores SIGTERM and
+// stops its supervisor, then its leader is asked to step down: after
+// --grace tenure kills CMD's group, and what CMD started outside it, which
+// the stopped supervisor cannot kill, dies before the lease can go to the
+// next candidate, whose CMD finds it gone. With a 3 s TTL, waiting for the
+// supervisor to be killed first would let the lease lapse meanwhile.
+func TestRunStoppedSupervisorEscapedDescendantsDie(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "daemon.pid")
+	store := "file://" + dir + "/state"
+	// Only the first term stops its supervisor: the stepped-down leader
+	// campaigns again, and its later CMDs exit at once.
+	daemon := `echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`
+	_, firstDone := startTenure(t, nil, nil, "run", "--store", store, "--key", "job", "--quiet", "--ttl", "3s", "--grace", "100ms", "--",
+		"sh", "-c", `[ "$TENURE_TERM" = 1 ] || exit 0; (setsid sh -c "$1" </dev/null >/dev/null 2>&1 &); trap "" TERM; kill -STOP $PPID; while :; do sleep 0.05; done`, "sh", daemon)
+	pid := readPID(t, pidFile, firstDone)
+	killAtEnd(t, pid)
+
+	var nextErr bytes.Buffer
+	next, nextDone := startTenure(t, nil, &nextErr, "run", "--store", store, "--key", "job", "--quiet", "--",
+		"sh", "-c", exitIfRunning(pid, 7))
+	if r := runTenure(t, "step-down", "--store", store, "--key", "job"); r.code != 0 {
+		t.Fatalf("tenure step-down exited %d; stderr:\n%s", r.code, r.stderr)
+	}
+	waitDone(t, nextDone, wait, "the next leader's tenure run")
+	switch code := exitCode(next.ProcessState); code {
+	case 0:
+	case 7:
+		t.Fatalf("the next leader's CMD found the process the last one started in a session of its own (pid %d) alive", pid)
+	default:
+		t.Fatalf("the next leader exited %d; stderr:\n%s", code, nextErr.String())
 	}
 }

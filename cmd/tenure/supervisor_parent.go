@@ -333,11 +333,17 @@ func (r *runner) await(ctx context.Context, sup *supervisor, log *slog.Logger) (
 // killGroup SIGKILLs CMD's process group pg but for the supervisor that
 // leads it, and waits for the supervisor to exit: told to by the end of
 // its control channel, it kills CMD and every descendant CMD left, in the
-// group or not (which it alone can find), before it exits. Killed with the
-// group, it would leave those outside it running. A supervisor that does
-// not exit in time (stopped) is killed with what is left of the group.
+// group or not, before it exits. Killed with the group, it would leave
+// those outside it running. tenure kills those it finds under the
+// supervisor too, so that they are gone at once even if the supervisor
+// cannot act (stopped); one that does not exit in time is killed with what
+// is left of the group, and what it adopted since is adopted by tenure
+// (see orphanage.killOrphans).
 func killGroup(sup *supervisor, pg int) {
 	_ = sup.conn.Close()
+	for pid := range descendantsOf(pg) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	group := strconv.Itoa(pg)
 	eachProc(func(pid int, f []string) bool {
 		if pid != pg && len(f) >= 3 && f[2] == group {

@@ -109,7 +109,7 @@ const descendantsLimit = 5 * time.Second
 // descendantsLimit passed. It returns at once when c.gone is closed.
 func (c *children) killDescendants() {
 	pollUntil(descendantsLimit, c.gone, func() bool {
-		for pid := range descendants() {
+		for pid := range descendantsOf(os.Getpid()) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		return false // done when c.gone is closed
@@ -151,18 +151,18 @@ func pollUntil(limit time.Duration, stop <-chan struct{}, try func() bool) bool 
 // deadline, and these processes would miss them. It reads all of /proc
 // (milliseconds), so the supervisor runs it beside its loop.
 func signalEscaped(pg int, sig syscall.Signal) {
-	for pid, pgrp := range descendants() {
+	for pid, pgrp := range descendantsOf(os.Getpid()) {
 		if pgrp != pg {
 			_ = syscall.Kill(pid, sig)
 		}
 	}
 }
 
-// descendants returns the process group of each descendant of this
-// process, by pid, from one reading of /proc (none if it cannot be read).
-// It yields the processor after each process read: the supervisor runs on
+// descendantsOf returns the process group of each descendant of process
+// root, by pid, from one reading of /proc (none if it cannot be read). It
+// yields the processor after each process read: the supervisor runs on
 // one, and its reaper must see CMD's exit at once.
-func descendants() map[int]int {
+func descendantsOf(root int) map[int]int {
 	type proc struct{ pid, pgrp int }
 	kids := map[int][]proc{} // by parent
 	eachProc(func(pid int, f []string) bool {
@@ -175,7 +175,7 @@ func descendants() map[int]int {
 		return true
 	})
 	found := map[int]int{}
-	for next := []int{os.Getpid()}; len(next) > 0; {
+	for next := []int{root}; len(next) > 0; {
 		parent := next[len(next)-1]
 		next = next[:len(next)-1]
 		for _, k := range kids[parent] {
