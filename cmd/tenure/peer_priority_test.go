@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"slices"
 	"syscall"
 	"testing"
@@ -107,19 +106,13 @@ func stayFree(t *testing.T, c *cluster, obs string, d time.Duration) {
 // member with its own priority.
 func checkCandidatePriorities(t *testing.T, obs string, want map[string]int) {
 	t.Helper()
-	r := runTenure(t, "status", "--store", obs, "--key", "job", "--candidates", "--json")
-	var st struct {
-		Candidates []candidateJSON `json:"candidates"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Candidates) != len(want) {
-		t.Fatalf("status --candidates: exit %d, stdout %q, stderr %q; want %d members", r.code, r.stdout, r.stderr, len(want))
-	}
-	for _, cand := range st.Candidates {
+	cands := listedCandidates(t, obs, len(want))
+	for _, cand := range cands {
 		if p, ok := want[cand.ID]; !ok || p != cand.Priority {
-			t.Fatalf("status --candidates lists %+v; want priorities %v", st.Candidates, want)
+			t.Fatalf("status --candidates lists %+v; want priorities %v", cands, want)
 		}
 	}
-	if st.Candidates[0].ID != "2" {
-		t.Fatalf("status --candidates lists %+v; want the highest priority (2) first", st.Candidates)
+	if cands[0].ID != "2" {
+		t.Fatalf("status --candidates lists %+v; want the highest priority (2) first", cands)
 	}
 }

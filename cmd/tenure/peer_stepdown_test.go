@@ -36,13 +36,7 @@ func TestPeerStepDown(t *testing.T) {
 			t.Parallel()
 			c, obs := peerControlCluster(t, alg)
 			leader, i := startCandidates(t, c, "1", "2", "3")
-			r := runTenure(t, "status", "--store", obs, "--key", "job", "--candidates", "--json")
-			var st struct {
-				Candidates []candidateJSON `json:"candidates"`
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Candidates) != 3 {
-				t.Fatalf("status --candidates: exit %d, stdout %q, stderr %q; want the 3 members", r.code, r.stdout, r.stderr)
-			}
+			listedCandidates(t, obs, 3)
 
 			to := otherThan(leader.ID, "2", "1")
 			_, j := stepDownTo(t, c, alg, obs, to, leader, i)
@@ -52,7 +46,7 @@ func TestPeerStepDown(t *testing.T) {
 			default:
 			}
 
-			r = runTenure(t, "step-down", "--store", obs, "--key", "job", "--window", "5s")
+			r := runTenure(t, "step-down", "--store", obs, "--key", "job", "--window", "5s")
 			if r.code != exitOK || !strings.Contains(r.stdout, " leads, term") {
 				t.Fatalf("step-down: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 			}
@@ -68,6 +62,30 @@ func TestPeerStepDown(t *testing.T) {
 			c.stopAll(10 * time.Second)
 			checkWorkers(t, alg, c.events.events(), 3)
 		})
+	}
+}
+
+// listedCandidates returns the candidates `tenure status --candidates`
+// lists through the observer URL obs once it lists n of them. A member
+// is listed once it answers the observer: one started last may not yet
+// listen when another already leads, and nothing tells the test when it
+// does, so it asks again, for up to wait.
+func listedCandidates(t *testing.T, obs string, n int) []candidateJSON {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		r := runTenure(t, "status", "--store", obs, "--key", "job", "--candidates", "--json")
+		var st struct {
+			Candidates []candidateJSON `json:"candidates"`
+		}
+		err := json.Unmarshal([]byte(r.stdout), &st)
+		if err == nil && len(st.Candidates) == n {
+			return st.Candidates
+		}
+		if err != nil || len(st.Candidates) > n || time.Now().After(deadline) {
+			t.Fatalf("status --candidates: exit %d, stdout %q, stderr %q; want %d members", r.code, r.stdout, r.stderr, n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
