@@ -11,10 +11,11 @@ import (
 // --key that is itself a key kept beside another key (its control key,
 // preference key or a candidate slot) is a usage error naming the base key,
 // before the store is opened (with a plain file for a store, which would
-// fail with exit 1 once opened), as well as on a usable store. Before, it read KEY~tenure-candidate-NN of the derived
-// key, which nobody writes, and said "candidates: none registered". Without
-// --candidates the derived key's own record is still shown, and a key that
-// only looks alike still lists its candidates.
+// fail with exit 1 once opened), as well as on a usable store. Before, it
+// read KEY~tenure-candidate-NN of the derived key, which nobody writes,
+// and said "candidates: none registered". Without --candidates the derived
+// key's own record is still shown, and a key that only looks alike still
+// lists its candidates.
 func TestStatusCandidatesOfDerivedKey(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	notDir := filepath.Join(t.TempDir(), "plain-file")

@@ -294,17 +294,34 @@ func TestRunRenewDeadlineSigtermOnce(t *testing.T) {
 	}
 }
 
-// exitIfRunning is a shell command that exits code if process pid runs
-// (exists and is not a zombie: one killed and not yet reaped runs no more).
-func exitIfRunning(pid, code int) string {
-	return fmt.Sprintf(`s=$(sed 's/.*) //' /proc/%d/stat 2>/dev/null | cut -c1); if [ -n "$s" ] && [ "$s" != Z ]; then exit %d; fi`, pid, code)
+// startNextCandidate starts a second `tenure run` of key job on store: a
+// candidate whose CMD, once it leads, exits 7 if process pid runs (exists
+// and is not a zombie: one killed and not yet reaped runs no more). The
+// returned check waits for it to exit and fails t if its CMD found pid
+// running.
+func startNextCandidate(t *testing.T, store string, pid int) (check func()) {
+	t.Helper()
+	var stderr bytes.Buffer
+	running := fmt.Sprintf(`s=$(sed 's/.*) //' /proc/%d/stat 2>/dev/null | cut -c1); if [ -n "$s" ] && [ "$s" != Z ]; then exit 7; fi`, pid)
+	next, done := startTenure(t, nil, &stderr, "run", "--store", store, "--key", "job", "--quiet", "--", "sh", "-c", running)
+	return func() {
+		t.Helper()
+		waitDone(t, done, wait, "the next leader's tenure run")
+		switch code := exitCode(next.ProcessState); code {
+		case 0:
+		case 7:
+			t.Fatalf("the next leader's CMD found the process the last one started in a session of its own (pid %d) running", pid)
+		default:
+			t.Fatalf("the next leader exited %d; stderr:\n%s", code, stderr.String())
+		}
+	}
 }
 
 // TestRunGroupKillTakesEscapedDescendants: `kill -9 0` in CMD kills its
 // whole process group, the supervisor that leads it included; what CMD
 // started outside the group is then orphaned to tenure, which kills it
 // before it releases the lease: the next leader's CMD (waiting as a
-// candidate all along) never finds it alive.
+// candidate all along) never finds it running.
 func TestRunGroupKillTakesEscapedDescendants(t *testing.T) {
 	dir := t.TempDir()
 	pidFile, goFile := filepath.Join(dir, "daemon.pid"), filepath.Join(dir, "go")
@@ -315,9 +332,7 @@ func TestRunGroupKillTakesEscapedDescendants(t *testing.T) {
 	pid := readPID(t, pidFile, firstDone)
 	killAtEnd(t, pid)
 
-	var nextErr bytes.Buffer
-	next, nextDone := startTenure(t, nil, &nextErr, "run", "--store", store, "--key", "job", "--quiet", "--",
-		"sh", "-c", exitIfRunning(pid, 7))
+	checkNext := startNextCandidate(t, store, pid)
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -325,14 +340,7 @@ func TestRunGroupKillTakesEscapedDescendants(t *testing.T) {
 	if code := exitCode(first.ProcessState); code != 128+int(syscall.SIGKILL) {
 		t.Errorf("exit code %d, want %d (CMD killed by SIGKILL)", code, 128+int(syscall.SIGKILL))
 	}
-	waitDone(t, nextDone, wait, "the next leader's tenure run")
-	switch code := exitCode(next.ProcessState); code {
-	case 0:
-	case 7:
-		t.Fatalf("the next leader's CMD found the process the last one started in a session of its own (pid %d) alive", pid)
-	default:
-		t.Fatalf("the next leader exited %d; stderr:\n%s", code, nextErr.String())
-	}
+	checkNext()
 	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
 		t.Fatalf("the process CMD started in a session of its own (pid %d) outlived its group's kill -9 0: kill(pid, 0) = %v", pid, err)
 	}
@@ -350,24 +358,15 @@ func TestRunStoppedSupervisorEscapedDescendantsDie(t *testing.T) {
 	store := "file://" + dir + "/state"
 	// Only the first term stops its supervisor: the stepped-down leader
 	// campaigns again, and its later CMDs exit at once.
-	daemon := `echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`
-	_, firstDone := startTenure(t, nil, nil, "run", "--store", store, "--key", "job", "--quiet", "--ttl", "3s", "--grace", "100ms", "--",
-		"sh", "-c", `[ "$TENURE_TERM" = 1 ] || exit 0; (setsid sh -c "$1" </dev/null >/dev/null 2>&1 &); trap "" TERM; kill -STOP $PPID; while :; do sleep 0.05; done`, "sh", daemon)
+	args := append([]string{"run", "--store", store, "--key", "job", "--quiet", "--ttl", "3s", "--grace", "100ms", "--"},
+		escaper(pidFile, filepath.Join(dir, "term"), `[ "$TENURE_TERM" = 1 ] || exit 0; trap "" TERM; kill -STOP $PPID; while :; do sleep 0.05; done`)...)
+	_, firstDone := startTenure(t, nil, nil, args...)
 	pid := readPID(t, pidFile, firstDone)
 	killAtEnd(t, pid)
 
-	var nextErr bytes.Buffer
-	next, nextDone := startTenure(t, nil, &nextErr, "run", "--store", store, "--key", "job", "--quiet", "--",
-		"sh", "-c", exitIfRunning(pid, 7))
+	checkNext := startNextCandidate(t, store, pid)
 	if r := runTenure(t, "step-down", "--store", store, "--key", "job"); r.code != 0 {
 		t.Fatalf("tenure step-down exited %d; stderr:\n%s", r.code, r.stderr)
 	}
-	waitDone(t, nextDone, wait, "the next leader's tenure run")
-	switch code := exitCode(next.ProcessState); code {
-	case 0:
-	case 7:
-		t.Fatalf("the next leader's CMD found the process the last one started in a session of its own (pid %d) alive", pid)
-	default:
-		t.Fatalf("the next leader exited %d; stderr:\n%s", code, nextErr.String())
-	}
+	checkNext()
 }
