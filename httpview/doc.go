@@ -53,6 +53,12 @@
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //
+// The JSON answers and /events data write the runes a terminal would obey
+// or reorder text by (C1 controls, bidi overrides, zero-width characters),
+// which a holder or value written into the store from outside can hold,
+// as \u escapes, which decode to the same strings: an operator may read
+// them with curl.
+//
 // # Guarantees and non-guarantees
 //
 // The view learns of changes from the store's watch ([Handler.Run]) and,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/termsafe"
 )
 
 // clientBuffer is how many events an /events client may fall behind
@@ -50,7 +52,7 @@ func (h *Handler) subscribe() (*client, []byte) {
 	c := &client{ch: make(chan []byte, clientBuffer)}
 	h.clients[c] = struct{}{}
 	data, _ := json.Marshal(h.leaderLocked())
-	return c, data
+	return c, termsafe.JSON(data)
 }
 
 func (h *Handler) unsubscribe(c *client) {

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tenurehq/tenure/internal/termsafe"
 )
 
 //go:embed page.html
@@ -134,9 +136,11 @@ func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, body)
 }
 
+// writeJSON answers code with v as JSON, the runes a terminal must not get
+// raw escaped (see termsafe.JSON): an operator may read it with curl.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(termsafe.Writer{W: w}).Encode(v)
 }

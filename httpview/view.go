@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/leadership"
+	"github.com/tenurehq/tenure/internal/termsafe"
 )
 
 // Options configures a [Handler]. Key and Store are required.
@@ -253,7 +254,7 @@ func (h *Handler) publish(src leadership.Source, holder string, term uint64, ttl
 		return // a Leader always marshals
 	}
 	h.st.sent = sent
-	h.broadcastLocked(data)
+	h.broadcastLocked(termsafe.JSON(data))
 }
 
 // Run follows the key in Store with a [tenure.Observer] and updates the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +9,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/termsafe"
 )
 
 // Exit codes shared by every subcommand. `tenure run` otherwise passes its
@@ -125,15 +123,10 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// unprintable reports whether r must not reach a terminal raw: a control
-// character (an escape sequence's ESC, BEL...) or any other rune that is
-// neither printable nor a space.
-func unprintable(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }
-
 // terminalSafe reports whether s can be printed to a terminal as it is:
 // valid UTF-8 without unprintable runes.
 func terminalSafe(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unprintable)
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, termsafe.Unprintable)
 }
 
 // printable returns s with every rune that is not printable, and every
@@ -149,7 +142,7 @@ func printable(s string) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unprintable(r):
+		case termsafe.Unprintable(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:
@@ -158,40 +151,6 @@ func printable(s string) string {
 		i += n
 	}
 	return b.String()
-}
-
-// jsonWriter writes JSON text to w with every rune that must not reach a
-// terminal raw (see unprintable) and that encoding/json and slog leave as
-// it is (they escape only the runes below U+0020, and U+2028 and U+2029)
-// written as a \u escape: a C1 control such as U+009B (CSI, obeyed by
-// terminals that read C1 controls in UTF-8), a bidi override, a zero-width
-// space, from a holder or value written into the store from outside. JSON
-// text holds such runes only inside strings, where the escape stands for
-// the same rune, so the output decodes to the same values. Each Write
-// must hold whole JSON values, as json.Encoder and slog.JSONHandler write.
-type jsonWriter struct{ w io.Writer }
-
-func (j jsonWriter) Write(p []byte) (int, error) {
-	raw := func(r rune) bool { return r >= 0x7f && unprintable(r) }
-	if !bytes.ContainsFunc(p, raw) {
-		return j.w.Write(p)
-	}
-	b := make([]byte, 0, len(p)+64)
-	for i := 0; i < len(p); {
-		r, n := utf8.DecodeRune(p[i:])
-		if raw(r) {
-			for _, u := range utf16.AppendRune(nil, r) {
-				b = fmt.Appendf(b, `\u%04x`, u)
-			}
-		} else {
-			b = append(b, p[i:i+n]...)
-		}
-		i += n
-	}
-	if _, err := j.w.Write(b); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }
 
 func usageErrorf(format string, args ...any) error {

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"syscall"
+
+	"github.com/tenurehq/tenure/internal/termsafe"
 )
 
 // quietLogger logs warnings and errors only, as text to w.
@@ -27,7 +29,7 @@ func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, erro
 	case "", "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(jsonWriter{w}, opts)), nil
+		return slog.New(slog.NewJSONHandler(termsafe.Writer{W: w}, opts)), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", format)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/termsafe"
 	"github.com/tenurehq/tenure/peer"
 )
 
@@ -135,7 +136,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if o.json {
 		j := statusJSON{recordJSON: toJSON(rec), grantTimes: deriveGrantTimes(o.store.url, rec, readAt), StoreChecks: checks, Candidates: cands}
-		_ = json.NewEncoder(jsonWriter{stdout}).Encode(j)
+		_ = json.NewEncoder(termsafe.Writer{W: stdout}).Encode(j)
 	} else {
 		fmt.Fprintln(stdout, describe(rec))
 		printChecks(stdout, checks)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenurehq/tenure/internal/termsafe"
 	"github.com/tenurehq/tenure/internal/testserver"
 )
 
@@ -114,7 +115,7 @@ func TestJSONEscapesReachNoTerminal(t *testing.T) {
 	watched, _ := out.next()
 	out.interrupt()
 	for what, got := range map[string]string{"status": status.stdout, "watch": watched} {
-		if i := strings.IndexFunc(got, func(r rune) bool { return r != '\n' && unprintable(r) }); i >= 0 {
+		if i := strings.IndexFunc(got, func(r rune) bool { return r != '\n' && termsafe.Unprintable(r) }); i >= 0 {
 			t.Errorf("tenure %s --json printed %q raw: %q", what, []rune(got[i:])[0], got)
 		}
 		var rec recordJSON
@@ -136,7 +137,7 @@ func TestJSONLogEscapesReachNoTerminal(t *testing.T) {
 	}
 	logger.Warn("tenure: --exec hook failed", "leader", holder)
 	got := buf.String()
-	if i := strings.IndexFunc(got, func(r rune) bool { return r != '\n' && unprintable(r) }); i >= 0 {
+	if i := strings.IndexFunc(got, func(r rune) bool { return r != '\n' && termsafe.Unprintable(r) }); i >= 0 {
 		t.Errorf("the JSON log has %q raw: %q", []rune(got[i:])[0], got)
 	}
 	var line struct{ Leader string }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/termsafe"
 	"github.com/tenurehq/tenure/peer"
 )
 
@@ -89,7 +90,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if view != nil {
 		records = view.follow(ctx, records) // one watch for the view, the metrics and the output
 	}
-	enc := json.NewEncoder(jsonWriter{stdout})
+	enc := json.NewEncoder(termsafe.Writer{W: stdout})
 	for rec := range records {
 		if hk != nil {
 			hk.notify(rec)

@@ -1,0 +1,74 @@
+package termsafe
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestJSON(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`"plain"`, `"plain"`},
+		{`"été 東京 ✓"`, `"été 東京 ✓"`},                                         // printable: kept
+		{"\"a\u202eb\"", `"a\u202eb"`},                                       // bidi override
+		{"\"\u200b\u009b\u00ad\"", `"\u200b\u009b\u00ad"`},                   // zero-width space, CSI, soft hyphen
+		{"\"\U000e0001\"", `"\udb40\udc01"`},                                 // a tag character, above U+FFFF: a UTF-16 pair
+		{"{\"k\":\"\u2066x\u2069\",\"n\":1}", `{"k":"\u2066x\u2069","n":1}`}, // isolates, in an object
+	} {
+		got := JSON([]byte(tc.in))
+		if string(got) != tc.want {
+			t.Errorf("JSON(%q) = %s; want %s", tc.in, got, tc.want)
+		}
+		var a, b any
+		if err := json.Unmarshal([]byte(tc.in), &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got, &b); err != nil || !jsonEqual(a, b) {
+			t.Errorf("JSON(%q) decodes to %v (%v); want %v", tc.in, b, err, a)
+		}
+	}
+	if p := []byte(`"plain"`); &JSON(p)[0] != &p[0] {
+		t.Error("JSON copied text with nothing to escape")
+	}
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func TestWriter(t *testing.T) {
+	var out strings.Builder
+	if err := json.NewEncoder(Writer{W: &out}).Encode(map[string]string{"holder": "x\u202ey"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\"holder\":\"x\\u202ey\"}\n"; out.String() != want {
+		t.Errorf("Writer wrote %q; want %q", out.String(), want)
+	}
+}
+
+// FuzzJSON: whatever string a store hands over, its JSON encoding passed
+// through JSON decodes to the same string and holds no rune a terminal
+// must not get raw.
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{"", "job", "a\u202eb", "\u009b31m", "\U000e0001", "\xff\xfe", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := JSON(p)
+		if i := bytes.IndexFunc(got, Unprintable); i >= 0 {
+			t.Fatalf("JSON(%s) = %s: an unprintable rune at byte %d", p, got, i)
+		}
+		var back, want string
+		_ = json.Unmarshal(p, &want) // s with invalid UTF-8 replaced, as json.Marshal does
+		if err := json.Unmarshal(got, &back); err != nil || back != want {
+			t.Fatalf("JSON(%s) = %s decodes to %q (%v); want %q", p, got, back, err, want)
+		}
+	})
+}
