@@ -250,7 +250,7 @@ func TestErrorsDoNotGiveAwayAPasswordThatIsAWord(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"run", "-h"}, {"shard", "-h"}, {"status", "-h"}, {"watch", "-h"},
-		{"step-down", "-h"}, {"prefer", "-h"}, {"demo", "-h"}, {"version", "-h"}} {
+		{"step-down", "-h"}, {"prefer", "-h"}, {"demo", "-h"}, {"version", "-h"}, {"help", "run"}, {"help", "step-down"}} {
 		var stdout, stderr bytes.Buffer
 		if code := runInProcess(args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "sage") || stderr.Len() != 0 {
 			t.Errorf("tenure %v: code %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
@@ -261,6 +261,25 @@ func TestHelp(t *testing.T) {
 			if strings.Count(line, "(default") > 1 {
 				t.Errorf("tenure %v: a flag states its default twice: %q", args, strings.TrimSpace(line))
 			}
+		}
+	}
+}
+
+// TestHelpCommand: tenure help COMMAND prints COMMAND's own help (as
+// COMMAND -h does), not the top-level one; help of what is not a command
+// is a usage error.
+func TestHelpCommand(t *testing.T) {
+	var want, got, stderr bytes.Buffer
+	runInProcess([]string{"run", "-h"}, &want, &stderr)
+	if code := runInProcess([]string{"help", "run"}, &got, &stderr); code != exitOK || got.String() != want.String() {
+		t.Errorf("tenure help run: exit %d, stdout %.80q; want tenure run -h's, %.80q", code, got.String(), want.String())
+	}
+	for _, args := range [][]string{{"help", "nope"}, {"help", "run", "status"}, {"help", workerCmdName}} {
+		got.Reset()
+		stderr.Reset()
+		code := runInProcess(args, &got, &stderr)
+		if code != exitUsage || got.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), "tenure: help ") {
+			t.Errorf("tenure %v: exit %d, stdout %q, stderr %q; want %d and one line", args, code, got.String(), stderr.String(), exitUsage)
 		}
 	}
 }

@@ -64,7 +64,7 @@ Usage:
   tenure prefer [flags] --key KEY ID   prefer ID as KEY's holder while it runs
   tenure version                       print the version (also --version)
 
-Run "tenure COMMAND -h" for a command's flags. Stores are named by URL:
+Run "tenure COMMAND -h" (or "tenure help COMMAND") for a command's flags. Stores are named by URL:
   file:///var/lib/tenure   the local store (default: file:// = %s)
   memory://NAME            in-process only, for testing
 Registered schemes: %s
@@ -106,6 +106,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case superviseCmdName:
 		return superviseCmd(rest, stderr)
 	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 && name == "help" {
+			// tenure help COMMAND is tenure COMMAND -h.
+			if cmd, ok := subcommands[rest[0]]; ok && rest[0] != workerCmdName && len(rest) == 1 {
+				return cmd(ctx, []string{"-h"}, stdout, stderr)
+			}
+			return fail(stderr, usageErrorf("help %s: want one command (demo, run, shard, status, step-down, prefer, watch or version)", strings.Join(rest, " ")))
+		}
 		printUsage(stdout)
 		return exitOK
 	case "-version", "--version":
