@@ -72,21 +72,26 @@ func (r *runner) spawnSupervisor() (*supervisor, error) {
 		return nil, fmt.Errorf("cannot start the supervisor %s: %w", r.self, err)
 	}
 	s := &supervisor{cmd: cmd, conn: conn, done: make(chan struct{}), started: started}
+	received := make(chan struct{})
+	go func() {
+		defer close(received)
+		if code, ok := recvExit(conn); ok {
+			s.reported.Store(true)
+			s.finish(code)
+		}
+	}()
 	go func() {
 		_ = cmd.Wait()
 		adopted.reaped(cmd)
+		// The supervisor's end of the channel is closed now: its report,
+		// if it sent one, is read at once, and the receiver ends.
+		<-received
 		if s.ran.Load() && !s.reported.Load() {
 			// Killed before it could report: what CMD left outside its
 			// group, orphaned to tenure, goes before CMD counts as gone.
 			adopted.killOrphans(s.started)
 		}
 		s.finish(exitCode(cmd.ProcessState))
-	}()
-	go func() {
-		if code, ok := recvExit(conn); ok {
-			s.reported.Store(true)
-			s.finish(code)
-		}
 	}()
 	return s, nil
 }
