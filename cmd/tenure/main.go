@@ -64,7 +64,8 @@ Usage:
   tenure prefer [flags] --key KEY ID   prefer ID as KEY's holder while it runs
   tenure version                       print the version (also --version)
 
-Run "tenure COMMAND -h" (or "tenure help COMMAND") for a command's flags. Stores are named by URL:
+Run "tenure COMMAND -h" or "tenure help COMMAND" for a command's flags.
+Stores are named by URL:
   file:///var/lib/tenure   the local store (default: file:// = %s)
   memory://NAME            in-process only, for testing
 Registered schemes: %s
