@@ -39,7 +39,7 @@ func adoptFor(command string, stderr io.Writer) {
 		return
 	}
 	if err := becomeSubreaper(); err != nil {
-		fmt.Fprintf(stderr, "tenure: cannot become a subreaper (what CMD starts outside its process group escapes if its supervisor is killed): %v\n", err)
+		fmt.Fprintf(stderr, "tenure: warning: cannot become a subreaper (what CMD starts outside its process group escapes if its supervisor is killed): %v\n", err)
 		return
 	}
 	adopted.mu.Lock()
