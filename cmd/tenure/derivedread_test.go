@@ -49,4 +49,10 @@ func TestStatusCandidatesOfDerivedKey(t *testing.T) {
 			t.Errorf("tenure %s: exit %d, stdout %q, stderr %q; want exit %d and stdout %q", strings.Join(args, " "), r.code, r.stdout, r.stderr, exitFree, tc.want)
 		}
 	}
+	// A key from $TENURE_KEY: the message names the variable.
+	t.Setenv(envKey, "job~tenure-prefer")
+	want := "tenure: --candidates: $TENURE_KEY \"job~tenure-prefer\" is the preference key of \"job\", not a lease with candidates: set $TENURE_KEY to \"job\"\n"
+	if r := runTenure(t, "status", "--candidates", "--store", store); r.code != exitUsage || r.stderr != want {
+		t.Errorf("TENURE_KEY=job~tenure-prefer tenure status --candidates: exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, exitUsage, want)
+	}
 }

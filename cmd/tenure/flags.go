@@ -248,14 +248,14 @@ func checkTTLRange(name string, d time.Duration) error {
 
 // checkKeyArgs takes *key from $TENURE_KEY when --key was not given,
 // then checks the command line of a subcommand that takes no positional
-// arguments (noArgs) and the key (checkKeyFlag), in that order.
-func checkKeyArgs(fs *flag.FlagSet, key *string) error {
-	var keyFrom string
-	*key, keyFrom = orEnvFrom(*key, "--key", envKey)
+// arguments (noArgs) and the key (checkKeyFlag), in that order. from is
+// where the key came from, for messages: "--key" or "$TENURE_KEY".
+func checkKeyArgs(fs *flag.FlagSet, key *string) (from string, err error) {
+	*key, from = orEnvFrom(*key, "--key", envKey)
 	if err := noArgs(fs); err != nil {
-		return err
+		return from, err
 	}
-	return checkKeyFlag(*key, keyFrom)
+	return from, checkKeyFlag(*key, from)
 }
 
 // checkControlledKey rejects a key longer than tenure.MaxControlledKeyLen,
@@ -267,14 +267,25 @@ func checkKeyArgs(fs *flag.FlagSet, key *string) error {
 // job~tenure-prefer~tenure-prefer, which no elector reads, and a tenure
 // run or step-down of job's control key would work on it as if it were a
 // lease, beside job's electors.
-func checkControlledKey(key, who, room string) error {
+// from is where the key came from ("--key" or "$TENURE_KEY"), which the
+// message names.
+func checkControlledKey(key, from, who, room string) error {
 	if len(key) > tenure.MaxControlledKeyLen {
-		return usageErrorf("--key is %d bytes; %s needs at most %d (room for %s)", len(key), who, tenure.MaxControlledKeyLen, room)
+		return usageErrorf("%s is %d bytes; %s needs at most %d (room for %s)", from, len(key), who, tenure.MaxControlledKeyLen, room)
 	}
 	if base, what, ok := tenure.BaseKey(key); ok {
-		return usageErrorf("--key %q is %s of %q, not a lease: use --key %q", key, what, base, base)
+		return usageErrorf("%s %q is %s of %q, not a lease: %s", from, key, what, base, useKey(from, base))
 	}
 	return nil
+}
+
+// useKey is the advice to use key base instead, where the key came from
+// from: "use --key BASE" or "set $TENURE_KEY to BASE".
+func useKey(from, base string) string {
+	if from == "--key" {
+		return fmt.Sprintf("use --key %q", base)
+	}
+	return fmt.Sprintf("set %s to %q", from, base)
 }
 
 // checkCandidatesKey rejects, for flag (--candidates), a key that is itself
@@ -283,9 +294,9 @@ func checkControlledKey(key, who, room string) error {
 // that nobody writes. A plain read of such a key's own record (tenure
 // status without --candidates, tenure watch) stays allowed: it shows the
 // raw record.
-func checkCandidatesKey(flag, key string) error {
+func checkCandidatesKey(flag, key, from string) error {
 	if base, what, ok := tenure.BaseKey(key); ok {
-		return usageErrorf("%s: --key %q is %s of %q, not a lease with candidates: use --key %q", flag, key, what, base, base)
+		return usageErrorf("%s: %s %q is %s of %q, not a lease with candidates: %s", flag, from, key, what, base, useKey(from, base))
 	}
 	return nil
 }
@@ -387,9 +398,9 @@ func parseKeyCmd(name, help, jsonUsage string, args []string, stdout, stderr io.
 	if code, done := parseFlags(fs, args, help, stdout, stderr); done {
 		return o, code, true
 	}
-	err := checkKeyArgs(fs, &o.key)
+	keyFrom, err := checkKeyArgs(fs, &o.key)
 	if err == nil && o.candidates {
-		err = checkCandidatesKey("--candidates", o.key)
+		err = checkCandidatesKey("--candidates", o.key, keyFrom)
 	}
 	if err == nil {
 		err = checkHTTPAddr(o.httpAddr)

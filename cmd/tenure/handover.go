@@ -48,7 +48,7 @@ func (o *runOpts) checkControl(given bool) error {
 	case o.yieldAfter < 0 || o.yieldAfter > tenure.MaxTTL:
 		return usageErrorf("--yield-after %s is out of range: want 0 to %s", o.yieldAfter, tenure.MaxTTL)
 	}
-	if err := checkControlledKey(o.key, "tenure run", "the control key's suffix"); err != nil {
+	if err := checkControlledKey(o.key, o.keyFrom, "tenure run", "the control key's suffix"); err != nil {
 		return err
 	}
 	return o.peerPriority(given)

@@ -69,7 +69,7 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 		err = checkKeyFlag(o.key, keyFrom)
 	}
 	if err == nil {
-		err = checkControlledKey(o.key, "a preference", "the suffixes")
+		err = checkControlledKey(o.key, keyFrom, "a preference", "the suffixes")
 	}
 	if err == nil {
 		err = checkTTLRange("--ttl", o.ttl)

@@ -62,9 +62,9 @@ func parseStepDown(args []string, stdout, stderr io.Writer) (o stepDownOpts, cod
 	if code, done := parseFlags(fs, args, stepDownHelp, stdout, stderr); done {
 		return o, code, true
 	}
-	err := checkKeyArgs(fs, &o.key)
+	keyFrom, err := checkKeyArgs(fs, &o.key)
 	if err == nil {
-		err = checkControlledKey(o.key, "step-down", "the control key's suffix")
+		err = checkControlledKey(o.key, keyFrom, "step-down", "the control key's suffix")
 	}
 	if err == nil {
 		err = checkTTLRange("--window", o.window)

@@ -412,6 +412,21 @@ func TestDerivedKeyIsRefused(t *testing.T) {
 			t.Errorf("tenure %s %q: done %t, exit %d, stderr %q; want exit %d and %q", tc.cmd, tc.args, done, code, line, exitUsage, tc.want)
 		}
 	}
+	// From $TENURE_KEY, the message names the variable, as every error
+	// about a value from the environment does.
+	t.Setenv(envKey, "job~tenure-control")
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+	}{{"prefer", []string{"b"}}, {"step-down", nil}, {"run", []string{"--", "true"}}} {
+		var stdout, stderr bytes.Buffer
+		code, done := parse[tc.cmd](append([]string{"--store", store}, tc.args...), &stdout, &stderr)
+		want := `tenure: $TENURE_KEY "job~tenure-control" is the control key of "job", not a lease: set $TENURE_KEY to "job"` + "\n"
+		if line := stderr.String(); !done || code != exitUsage || line != want {
+			t.Errorf("TENURE_KEY=job~tenure-control tenure %s: done %t, exit %d, stderr %q; want exit %d and %q", tc.cmd, done, code, line, exitUsage, want)
+		}
+	}
+	t.Setenv(envKey, "")
 	// Keys that only look alike are leases of their own.
 	for _, k := range []string{"job~tenure-candidate-3", "job~tenure-prefer-x", "~tenure-control", "job~tenure-candidate-ab"} {
 		var stdout, stderr bytes.Buffer
