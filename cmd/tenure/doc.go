@@ -77,7 +77,8 @@
 //     reported, so a CMD that daemonizes by itself is stopped at once.
 //     tenure is a subreaper too: if the supervisor is SIGKILLed with CMD's
 //     group (kill -9 0 inside CMD), what CMD left outside the group is
-//     orphaned to tenure, which kills it before it releases the lease.
+//     orphaned to tenure, which kills it before it releases the lease. As a
+//     container's PID 1 it reaps the container's orphans as they exit.
 //   - SIGINT, SIGTERM and SIGHUP sent to tenure are forwarded to CMD's group;
 //     tenure waits for CMD and exits with its code. A signal while tenure is
 //     only campaigning ends it with 128+n, without running CMD.

@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // tenure run and tenure shard are subreapers too. The supervisor adopts
@@ -45,6 +47,27 @@ func adoptFor(command string, stderr io.Writer) {
 	adopted.mu.Lock()
 	adopted.on = true
 	adopted.mu.Unlock()
+	go adopted.reapOnSIGCHLD()
+}
+
+// reapDelay is how long reapOnSIGCHLD waits after a SIGCHLD before it
+// reads /proc: a supervisor's exit sends one at every handoff, which the
+// read must not slow down, and a burst of exits is read once.
+const reapDelay = time.Second
+
+// reapOnSIGCHLD reaps the orphans this process adopted that exited by
+// themselves, reapDelay after each SIGCHLD, for as long as the process
+// runs: as a container's PID 1, tenure adopts every orphan of the
+// container (a `kubectl exec` session's leftovers), and as a subreaper, a
+// descendant of CMD's its supervisor could not kill; without it they
+// would stay its zombies. It kills nothing.
+func (o *orphanage) reapOnSIGCHLD() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGCHLD)
+	for range sig {
+		time.Sleep(reapDelay)
+		o.sweep(0, false)
+	}
 }
 
 // start starts cmd, a supervisor, and records it, with the lock held so
@@ -92,17 +115,17 @@ func (o *orphanage) killOrphans(since uint64) (left int) {
 		return 0
 	}
 	pollUntil(descendantsLimit, nil, func() bool {
-		left = o.sweep(since)
+		left = o.sweep(since, true)
 		return left == 0
 	})
 	return left
 }
 
-// sweep reaps the orphans that exited and SIGKILLs the others, from one
-// reading of /proc; it returns how many it found not yet reaped. Each one
-// is this process's child until it reaps it, so its pid cannot be reused
-// in between.
-func (o *orphanage) sweep(since uint64) (found int) {
+// sweep reaps the orphans started at or after since that exited and, if
+// kill is set, SIGKILLs the others, from one reading of /proc; it returns
+// how many it found not yet reaped. Each one is this process's child until
+// it reaps it, so its pid cannot be reused in between.
+func (o *orphanage) sweep(since uint64, kill bool) (found int) {
 	self, own := strconv.Itoa(os.Getpid()), syscall.Getpgrp()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -119,7 +142,9 @@ func (o *orphanage) sweep(since uint64) (found int) {
 				return true
 			}
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if kill {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 		found++
 		return true
 	})
