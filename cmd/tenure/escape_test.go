@@ -163,20 +163,12 @@ func TestRunReapsOrphans(t *testing.T) {
 func TestRunLostLeadershipStubbornEscapedDescendants(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "daemon.pid")
-	store := &lossyStore{after: pidFile}
-	injectStore(t, &store.Store, store)
-
 	daemon := `echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "3s", "--grace", "100ms", "--",
-		"sh", "-c", `trap "" TERM; (setsid sh -c "$1" </dev/null >/dev/null 2>&1 &); while :; do sleep 0.05; done`, "sh", daemon}, &stdout, &stderr)
-	if code != exitRuntime {
-		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitRuntime, stderr.String())
-	}
+	stderr := runLosingLeadership(t, pidFile, `trap "" TERM; (setsid sh -c "$1" </dev/null >/dev/null 2>&1 &); while :; do sleep 0.05; done`, "sh", daemon)
 	pid := readPID(t, pidFile, nil)
 	if alive(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
-		t.Fatalf("the process CMD started in a session of its own (pid %d), ignoring SIGTERM, outlived tenure run's loss of leadership; stderr:\n%s", pid, stderr.String())
+		t.Fatalf("the process CMD started in a session of its own (pid %d), ignoring SIGTERM, outlived tenure run's loss of leadership; stderr:\n%s", pid, stderr)
 	}
 }
 
@@ -229,20 +221,12 @@ func TestRunFrozenTenureEscapedDescendantsGetOneSigterm(t *testing.T) {
 // CMD itself, and the supervisor too once it failed to exit in time.
 func TestRunLostLeadershipStoppedSupervisor(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
-	store := &lossyStore{after: pidFile}
-	injectStore(t, &store.Store, store)
-
-	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := run(context.Background(), []string{"run", "--store", "memory://lost-" + t.Name(), "--key", "job", "--ttl", "3s", "--grace", "100ms", "--",
-		"sh", "-c", `trap "" TERM; kill -STOP $PPID; echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; while :; do sleep 0.05; done`}, &stdout, &stderr)
-	if code != exitRuntime {
-		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitRuntime, stderr.String())
-	}
+	stderr := runLosingLeadership(t, pidFile, `trap "" TERM; kill -STOP $PPID; echo $$ > `+pidFile+`.tmp; mv `+pidFile+`.tmp `+pidFile+`; while :; do sleep 0.05; done`)
 	pid := readPID(t, pidFile, nil)
 	if alive(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
-		t.Fatalf("CMD (pid %d) outlived tenure run's loss of leadership; stderr:\n%s", pid, stderr.String())
+		t.Fatalf("CMD (pid %d) outlived tenure run's loss of leadership; stderr:\n%s", pid, stderr)
 	}
 	if d := time.Since(start); d > 3*time.Second+descendantsLimit+3*time.Second {
 		t.Errorf("tenure run took %s to give up on a stopped supervisor", d)
