@@ -267,25 +267,30 @@ func checkKeyArgs(fs *flag.FlagSet, key *string) (from string, err error) {
 // job~tenure-prefer~tenure-prefer, which no elector reads, and a tenure
 // run or step-down of job's control key would work on it as if it were a
 // lease, beside job's electors.
+//
 // from is where the key came from ("--key" or "$TENURE_KEY"), which the
 // message names.
 func checkControlledKey(key, from, who, room string) error {
 	if len(key) > tenure.MaxControlledKeyLen {
 		return usageErrorf("%s is %d bytes; %s needs at most %d (room for %s)", from, len(key), who, tenure.MaxControlledKeyLen, room)
 	}
-	if base, what, ok := tenure.BaseKey(key); ok {
-		return usageErrorf("%s %q is %s of %q, not a lease: %s", from, key, what, base, useKey(from, base))
-	}
-	return nil
+	return refuseDerived(key, from, "not a lease")
 }
 
-// useKey is the advice to use key base instead, where the key came from
-// from: "use --key BASE" or "set $TENURE_KEY to BASE".
-func useKey(from, base string) string {
-	if from == "--key" {
-		return fmt.Sprintf("use --key %q", base)
+// refuseDerived rejects key, from from ("--key" or "$TENURE_KEY"), if it is
+// one of the keys kept next to another key (tenure.BaseKey), saying what
+// it is not and which key to give instead: "use --key BASE" or "set
+// $TENURE_KEY to BASE".
+func refuseDerived(key, from, notA string) error {
+	base, what, ok := tenure.BaseKey(key)
+	if !ok {
+		return nil
 	}
-	return fmt.Sprintf("set %s to %q", from, base)
+	use := fmt.Sprintf("use --key %q", base)
+	if from != "--key" {
+		use = fmt.Sprintf("set %s to %q", from, base)
+	}
+	return usageErrorf("%s %q is %s of %q, %s: %s", from, key, what, base, notA, use)
 }
 
 // checkCandidatesKey rejects, for flag (--candidates), a key that is itself
@@ -295,8 +300,8 @@ func useKey(from, base string) string {
 // status without --candidates, tenure watch) stays allowed: it shows the
 // raw record.
 func checkCandidatesKey(flag, key, from string) error {
-	if base, what, ok := tenure.BaseKey(key); ok {
-		return usageErrorf("%s: %s %q is %s of %q, not a lease with candidates: %s", flag, from, key, what, base, useKey(from, base))
+	if err := refuseDerived(key, from, "not a lease with candidates"); err != nil {
+		return usageErrorf("%s: %v", flag, err)
 	}
 	return nil
 }
