@@ -346,16 +346,17 @@ func (r *runner) await(ctx context.Context, sup *supervisor, log *slog.Logger) (
 // (see orphanage.killOrphans).
 func killGroup(sup *supervisor, pg int) {
 	_ = sup.conn.Close()
-	for pid := range descendantsOf(pg) {
+	kids := readProcs()
+	for pid := range kids.descendants(pg) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	group := strconv.Itoa(pg)
-	eachProc(func(pid int, f []string) bool {
-		if pid != pg && len(f) >= 3 && f[2] == group {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, siblings := range kids {
+		for _, p := range siblings {
+			if p.pid != pg && p.pgrp == pg {
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			}
 		}
-		return true
-	})
+	}
 	t := time.NewTimer(descendantsLimit + time.Second)
 	defer t.Stop()
 	select {

@@ -159,21 +159,33 @@ func signalEscaped(pg int, sig syscall.Signal) {
 }
 
 // descendantsOf returns the process group of each descendant of process
-// root, by pid, from one reading of /proc (none if it cannot be read). It
-// yields the processor after each process read: the supervisor runs on
-// one, and its reaper must see CMD's exit at once.
-func descendantsOf(root int) map[int]int {
-	type proc struct{ pid, pgrp int }
-	kids := map[int][]proc{} // by parent
+// root, by pid, from one reading of /proc (none if it cannot be read).
+func descendantsOf(root int) map[int]int { return readProcs().descendants(root) }
+
+// procs is one reading of /proc: each process's pid and process group, by
+// parent.
+type procs map[int][]struct{ pid, pgrp int }
+
+// readProcs reads /proc once. It yields the processor after each process
+// read: the supervisor runs on one, and its reaper must see CMD's exit at
+// once.
+func readProcs() procs {
+	kids := procs{}
 	eachProc(func(pid int, f []string) bool {
 		runtime.Gosched()
 		if len(f) >= 3 {
 			ppid, _ := strconv.Atoi(f[1])
 			pgrp, _ := strconv.Atoi(f[2])
-			kids[ppid] = append(kids[ppid], proc{pid, pgrp})
+			kids[ppid] = append(kids[ppid], struct{ pid, pgrp int }{pid, pgrp})
 		}
 		return true
 	})
+	return kids
+}
+
+// descendants returns the process group of each descendant of process
+// root, by pid.
+func (kids procs) descendants(root int) map[int]int {
 	found := map[int]int{}
 	for next := []int{root}; len(next) > 0; {
 		parent := next[len(next)-1]
