@@ -335,16 +335,19 @@ func TestRunGroupKillTakesEscapedDescendants(t *testing.T) {
 // --grace tenure kills CMD's group, and what CMD started outside it, which
 // the stopped supervisor cannot kill, dies before the lease can go to the
 // next candidate, whose CMD finds it gone. With a 3 s TTL, waiting for the
-// supervisor to be killed first would let the lease lapse meanwhile.
+// supervisor to be killed first would let the lease lapse meanwhile; the
+// stopped supervisor is killed at once, so the task ends within its stop
+// timeout (the elector logs no overrun).
 func TestRunStoppedSupervisorEscapedDescendantsDie(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "daemon.pid")
 	store := "file://" + dir + "/state"
 	// Only the first term stops its supervisor: the stepped-down leader
 	// campaigns again, and its later CMDs exit at once.
-	args := append([]string{"run", "--store", store, "--key", "job", "--quiet", "--ttl", "3s", "--grace", "100ms", "--"},
+	args := append([]string{"run", "--store", store, "--key", "job", "--ttl", "3s", "--grace", "100ms", "--"},
 		escaper(pidFile, filepath.Join(dir, "term"), `[ "$TENURE_TERM" = 1 ] || exit 0; trap "" TERM; kill -STOP $PPID; while :; do sleep 0.05; done`)...)
-	_, firstDone := startTenure(t, nil, nil, args...)
+	var stderr bytes.Buffer
+	_, firstDone := startTenure(t, nil, &stderr, args...)
 	pid := readPID(t, pidFile, firstDone)
 	killAtEnd(t, pid)
 
@@ -353,4 +356,8 @@ func TestRunStoppedSupervisorEscapedDescendantsDie(t *testing.T) {
 		t.Fatalf("tenure step-down exited %d; stderr:\n%s", r.code, r.stderr)
 	}
 	checkNext()
+	waitDone(t, firstDone, wait, "the stepped-down tenure run")
+	if strings.Contains(stderr.String(), "still running after its context was cancelled") {
+		t.Fatalf("the stepped-down leader's task outlived its stop timeout; stderr:\n%s", stderr.String())
+	}
 }

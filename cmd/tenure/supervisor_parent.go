@@ -343,7 +343,9 @@ func (r *runner) await(ctx context.Context, sup *supervisor, log *slog.Logger) (
 // supervisor too, so that they are gone at once even if the supervisor
 // cannot act (stopped); one that does not exit in time is killed with what
 // is left of the group, and what it adopted since is adopted by tenure
-// (see orphanage.killOrphans).
+// (see orphanage.killOrphans). A supervisor found stopped (CMD may stop
+// its parent) is killed so at once, not after that wait, so that the task
+// ends before the lease can lapse.
 func killGroup(sup *supervisor, pg int) {
 	_ = sup.conn.Close()
 	kids := readProcs()
@@ -357,14 +359,17 @@ func killGroup(sup *supervisor, pg int) {
 			}
 		}
 	}
-	t := time.NewTimer(descendantsLimit + time.Second)
-	defer t.Stop()
-	select {
-	case <-sup.done:
-	case <-t.C:
+	pollUntil(descendantsLimit+time.Second, sup.done, func() bool { return stopped(pg) })
+	if !sup.exited() {
 		_ = syscall.Kill(-pg, syscall.SIGKILL)
 		<-sup.done
 	}
+}
+
+// stopped reports whether process pid is stopped by a signal or a tracer.
+func stopped(pid int) bool {
+	f, ok := procStat(pid)
+	return ok && len(f) > 0 && (f[0] == "T" || f[0] == "t")
 }
 
 // followRenewals passes every deadline the elector sets for term on to
