@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,37 @@ func TestPageWaitsForAFreeStream(t *testing.T) {
 		chromedp.Poll[chromedp.Void](status+` === "live" && document.getElementById("leader").textContent === "a"`),
 	); err != nil {
 		t.Fatalf("the page did not go live once a stream was free: %v", err)
+	}
+}
+
+// TestPageSaysWhyNoCandidates: the page of a derived key's view shows the
+// reason /candidates gives (the base key to use), not a bare "not
+// available".
+func TestPageSaysWhyNoCandidates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	store := memory.New(nil)
+	view := mustNew(t, Options{Key: "job~tenure-control", Store: store.Handle(), Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = view.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(view)
+	t.Cleanup(srv.Close)
+	bctx := browser(t, 60*time.Second)
+	registered := `document.getElementById("registered").textContent`
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Poll[chromedp.Void](registered+` !== "…"`),
+	); err != nil {
+		t.Fatalf("the page never showed the registered candidates: %v", err)
+	}
+	shown, err := chromedp.Run(bctx, chromedp.Evaluate[string](registered))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `use key "job"`; !strings.Contains(shown, want) {
+		t.Errorf("the page shows %q for the candidates of a derived key; want the reason, with %q", shown, want)
 	}
 }
