@@ -160,8 +160,8 @@ func TestTermFollowsTheElectorsTimeline(t *testing.T) {
 			}
 			// Each is the renewal's send time plus RenewDeadline: never
 			// further than RenewDeadline ahead of now.
-			if deadlines[i].Sub(time.Now()) > cfg.RenewDeadline {
-				t.Errorf("deadline %d is %s ahead, more than RenewDeadline", i, deadlines[i].Sub(time.Now()))
+			if time.Until(deadlines[i]) > cfg.RenewDeadline {
+				t.Errorf("deadline %d is %s ahead, more than RenewDeadline", i, time.Until(deadlines[i]))
 			}
 		}
 		r.stop()

@@ -106,7 +106,7 @@ func TestCampaignLeadsManyKeysWithoutAGoroutinePerKey(t *testing.T) {
 			if err := l.Context().Err(); err != nil {
 				t.Fatalf("k%d: leadership ended while idle: %v", i, context.Cause(l.Context()))
 			}
-			if d := l.Term().Deadline().Sub(time.Now()); d <= 0 || d > s.Config().RenewDeadline {
+			if d := time.Until(l.Term().Deadline()); d <= 0 || d > s.Config().RenewDeadline {
 				t.Fatalf("k%d: deadline %s away, want within the renew deadline", i, d)
 			}
 			if lease, ok := tenure.LeaseFrom(l.Context()); !ok || lease != l.Lease() {

@@ -197,7 +197,7 @@ func TestSessionLeadsManyKeysWithOneKeepAlivePerInterval(t *testing.T) {
 		}
 		for _, e := range f.electors[:3] {
 			st := e.Status()
-			if d := st.Deadline.Sub(time.Now()); d <= 0 || d > s.Config().RenewDeadline {
+			if d := time.Until(st.Deadline); d <= 0 || d > s.Config().RenewDeadline {
 				t.Errorf("%s: deadline %s away, want within the renew deadline", st.Key, d)
 			}
 		}

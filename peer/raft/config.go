@@ -228,8 +228,3 @@ func checkID(field, id string) error {
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: raft: "+format, append([]any{tenure.ErrInvalid}, args...)...)
 }
-
-type emptySnapshot struct{}
-
-func (emptySnapshot) Persist(sink hraft.SnapshotSink) error { return sink.Close() }
-func (emptySnapshot) Release()                              {}

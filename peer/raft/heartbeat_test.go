@@ -41,7 +41,6 @@ func (t *fastPathTransport) heartbeat(from *hraft.InmemTransport, fromID, fromAd
 	req := &hraft.AppendEntriesRequest{
 		RPCHeader: hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte(fromID), Addr: []byte(fromAddr)},
 		Term:      term,
-		Leader:    []byte(fromAddr),
 	}
 	if h := t.handler.Load(); h != nil {
 		(*h)(hraft.RPC{Command: req, RespChan: make(chan hraft.RPCResponse, 1)})

@@ -97,22 +97,6 @@ func transcript(gk groupKey, dialer, acceptor uint64, nd, na []byte) []byte {
 // not connect (itself, a non-member other than [wire.ObserverID]).
 var errMisaddressed = errors.New("peer: connection for another member or from a non-member")
 
-// readFrame reads one whole frame from r into buf (at least MaxFrameLen
-// bytes) and returns it. Deadlines are the caller's.
-func readFrame(r io.Reader, buf []byte) ([]byte, error) {
-	if _, err := io.ReadFull(r, buf[:4]); err != nil {
-		return nil, err
-	}
-	size, err := wire.FrameSize(buf[:4])
-	if err != nil {
-		return nil, err
-	}
-	if _, err := io.ReadFull(r, buf[4:size]); err != nil {
-		return nil, err
-	}
-	return buf[:size], nil
-}
-
 // dialHandshake authenticates a connection c that self dialled to member
 // to (self is [wire.ObserverID] for an observer):
 //

@@ -137,7 +137,7 @@ func BenchmarkLossPushed(b *testing.B) {
 		p50, p99 := stats.Percentile(d, 50), stats.Percentile(d, 99)
 		b.ReportMetric(float64(p50.Microseconds())/1000, name+"-p50-ms")
 		b.ReportMetric(float64(p99.Microseconds())/1000, name+"-p99-ms")
-		b.Log(fmt.Sprintf("%s over %d trials: median %s, p99 %s", name, len(d), p50, p99))
+		b.Logf("%s over %d trials: median %s, p99 %s", name, len(d), p50, p99)
 	}
 	report("cancel", cancelled)
 	report("successor-start", startedAfter)
@@ -184,7 +184,7 @@ func BenchmarkLossPushedRevoke(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(overlaps)), "overlaps")
-	b.Log(fmt.Sprintf("cancel over %d trials: median %s, p99 %s; %d overlaps, longest %s",
+	b.Logf("cancel over %d trials: median %s, p99 %s; %d overlaps, longest %s",
 		len(cancelled), stats.Percentile(cancelled, 50), stats.Percentile(cancelled, 99),
-		len(overlaps), stats.Percentile(overlaps, 100)))
+		len(overlaps), stats.Percentile(overlaps, 100))
 }

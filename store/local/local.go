@@ -3,9 +3,7 @@
 package local
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -123,16 +121,6 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		done:   make(chan struct{}),
 		grants: map[string]*grant{},
 	}, nil
-}
-
-// unwrapPath drops the *fs.PathError layer, whose message repeats the path
-// the caller already names.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // Dir returns the state directory of the handle.

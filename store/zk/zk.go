@@ -390,6 +390,6 @@ func (l logger) Printf(format string, args ...any) {
 			}
 		}
 	}
-	msg := storeurl.Scrub(l.secret, errors.New(fmt.Sprintf(format, args...))).Error()
+	msg := storeurl.Scrub(l.secret, fmt.Errorf(format, args...)).Error()
 	slog.Debug("zk client: " + msg)
 }
