@@ -50,6 +50,9 @@ type SessionConfig struct {
 	Rand *rand.Rand
 }
 
+// DefaultMaxAcquires is the default of [SessionConfig.MaxAcquires].
+const DefaultMaxAcquires = 64
+
 // Session shares one liveness session of a [SessionStore] among every
 // [Elector] given it in [Config.Session] and every [Leadership] its
 // Campaign returns, so that a process leading many keys sends one
@@ -69,9 +72,6 @@ type SessionConfig struct {
 //
 // A Session opens its store session lazily and is safe for concurrent use.
 // Close it once the electors using it have returned.
-// DefaultMaxAcquires is the default of [SessionConfig.MaxAcquires].
-const DefaultMaxAcquires = 64
-
 type Session struct {
 	cfg      SessionConfig
 	store    SessionStore

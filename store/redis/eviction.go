@@ -11,9 +11,9 @@ import (
 	"github.com/tenurehq/tenure/internal/storeurl"
 )
 
-// EvictionCheckParam, set to "skip", stops the store from checking the
-// server's maxmemory-policy, for a managed Redis that refuses CONFIG GET
-// and that you know runs with noeviction.
+// EvictionCheckParam is the URL parameter that, set to "skip", stops the
+// store from checking the server's maxmemory-policy, for a managed Redis
+// that refuses CONFIG GET and that you know runs with noeviction.
 const EvictionCheckParam = "tenure_eviction_check"
 
 // checkEviction makes sure, once per Store and before its first grant, that
