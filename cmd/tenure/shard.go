@@ -215,7 +215,7 @@ func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		runners[k].moves = true
 	}
 	sh, err := shard.New(shard.Config{
-		Store:    perKeyStore{store},
+		Store:    perKey(store),
 		Group:    o.group,
 		Identity: o.id,
 		Members:  o.members,
@@ -282,9 +282,28 @@ func (o *shardOpts) open(ctx context.Context, logger *slog.Logger) (tenure.Store
 // has killed CMD and exited, not a moment less. A session's grants share
 // one file, which lives in tenure alone and would end every grant at once
 // while the CMDs were still being killed. The optional abilities the
-// sharder's electors use are passed on; the others (values, step-downs,
-// defaults) it does not use.
+// sharder's electors use are passed on (values by perKeyPublisher: see
+// perKey); the others (step-downs, defaults) it does not use.
 type perKeyStore struct{ tenure.Store }
+
+// perKeyPublisher is a perKeyStore whose store publishes values: the
+// sharder publishes the fingerprint of its member and key lists with its
+// liveness grant, by which members given other lists are told apart.
+type perKeyPublisher struct{ perKeyStore }
+
+// perKey returns store as the sharder sees it: a perKeyStore, or a
+// perKeyPublisher if store is a [tenure.Publisher].
+func perKey(store tenure.Store) tenure.Store {
+	if _, ok := store.(tenure.Publisher); ok {
+		return perKeyPublisher{perKeyStore{store}}
+	}
+	return perKeyStore{store}
+}
+
+// AcquireClaim passes on the store's [tenure.Publisher.AcquireClaim].
+func (s perKeyPublisher) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	return s.Store.(tenure.Publisher).AcquireClaim(ctx, key, c)
+}
 
 // TTLRange passes on the store's range; (0, 0), no narrowing, if it has
 // none.

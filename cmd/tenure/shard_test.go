@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/syncbuf"
 	"github.com/tenurehq/tenure/shard"
 )
@@ -470,4 +472,42 @@ func TestShardKeysByName(t *testing.T) {
 		}
 	}
 	g.check(t)
+}
+
+// TestShardPublishesItsListsFingerprint: a `tenure shard` member's
+// liveness grant carries the fingerprint of its member and key lists, as
+// shard.Sharder publishes it, so `tenure status --key GROUP/members/ID`
+// shows it and a member started with other lists is logged by the others.
+func TestShardPublishesItsListsFingerprint(t *testing.T) {
+	keys := []string{"eu", "us", "asia"}
+	g := newShardGroup(t, keys)
+	g.start(t, "a", []string{"a", "b"})
+	g.awaitLeader(t, "eu", "a", 0)
+	st, err := tenure.Open(context.Background(), g.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.Get(context.Background(), "jobs/members/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.Value, "members=2 keys=3 sha256=") {
+		t.Errorf("member a's liveness value is %q, want its lists' fingerprint", r.Value)
+	}
+	g.start(t, "b", []string{"a", "b", "c"})
+	const warning = "was given other members or keys than this one"
+	deadline := time.Now().Add(wait)
+	for !strings.Contains(g.stderr["a"].String(), warning) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(g.stderr["a"].String(), warning) {
+		t.Errorf("member a did not log that b was given other lists")
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := g.procs[id].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, g.procs[id].Done, wait, "member "+id)
+	}
 }
