@@ -233,8 +233,9 @@ func (e *Elector) acquireInSession(ctx context.Context) (grant, error) {
 	deadline, err := g.add(sg, sent)
 	if err != nil {
 		// The session ended while the grant was being made, or the grant
-		// already led: give it back.
-		g.forget(ctx, sg, true)
+		// already led: give it back; unless another grant of the session
+		// holds it still, whose Resign releases it.
+		g.forget(ctx, sg, !errors.Is(err, ErrHeld))
 		return grant{}, err
 	}
 	return grant{lease: lease, sent: sent, deadline: deadline, session: sg}, nil

@@ -323,3 +323,55 @@ func TestCampaignBurstIsBoundedByMaxAcquires(t *testing.T) {
 		t.Errorf("MaxAcquires -1: %v, want ErrInvalid", err)
 	}
 }
+
+// TestCampaignOfAKeyTheSessionLeadsWaitsForResign: a second Campaign of a
+// key that a Leadership of the same session and identity holds waits for
+// its Resign, as for any holder. It must neither release the key under
+// the leadership (which its keep-alives would then never report lost) nor
+// lead a second term beside it.
+func TestCampaignOfAKeyTheSessionLeadsWaitsForResign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		s := newSession(t, mem)
+		first, err := s.Campaign(context.Background(), "job", "p1", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *tenure.Leadership)
+		go func() {
+			l, err := s.Campaign(context.Background(), "job", "p1", "")
+			if err != nil {
+				t.Errorf("second Campaign: %v", err)
+			}
+			got <- l
+		}()
+		time.Sleep(3 * ttl)
+		synctest.Wait()
+		select {
+		case l := <-got:
+			t.Errorf("second Campaign led term %d while term %d led (its context: %v)",
+				l.Lease().Term, first.Lease().Term, context.Cause(first.Context()))
+			resignAll([]*tenure.Leadership{first, l})
+			mustClose(t, s)
+			return
+		default:
+		}
+		if err := first.Context().Err(); err != nil {
+			t.Errorf("the first leadership ended: %v", context.Cause(first.Context()))
+		}
+		if r, _ := mem.Get(context.Background(), "job"); r.Holder != "p1" || r.Term != first.Lease().Term {
+			t.Errorf("the key's record is %+v while term %d leads, want it held by p1", r, first.Lease().Term)
+		}
+		resigned := time.Now()
+		first.Resign(context.Background())
+		second := <-got
+		if d := time.Since(resigned); d > 0 {
+			t.Errorf("second Campaign took %s after the Resign, want at once (it watches the key)", d)
+		}
+		if second.Lease().Term <= first.Lease().Term {
+			t.Errorf("second term %d, want above %d", second.Lease().Term, first.Lease().Term)
+		}
+		second.Resign(context.Background())
+		mustClose(t, s)
+	})
+}

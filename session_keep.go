@@ -70,10 +70,19 @@ func (sg *sessionGrant) notify(cause error) {
 
 // add registers a grant made in the generation and returns the deadline
 // its term starts from: the generation's. It fails with the cause if the
-// generation already ended, and if the grant already led once.
+// generation already ended, and if the grant already led once. A grant
+// that another grant of the generation still holds (the store handed the
+// key's live grant back to a second campaign of the same identity) fails
+// with a *[HeldError]: the caller must wait for its release as for any
+// holder, and must not give it back, which would release the key under
+// its leader.
 func (g *generation) add(sg *sessionGrant, sent time.Time) (time.Time, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.holds(sg.lease) {
+		l := sg.lease
+		return time.Time{}, &HeldError{Record: Record{Key: l.Key, Holder: l.Identity, Term: l.Term, TTL: l.TTL, Remaining: l.TTL, Value: l.Value}}
+	}
 	if g.ending {
 		return time.Time{}, g.cause
 	}
@@ -96,6 +105,21 @@ func (g *generation) add(sg *sessionGrant, sent time.Time) (time.Time, error) {
 	sg.seq = g.kaSent
 	g.grants[sg] = struct{}{}
 	return deadline, nil
+}
+
+// holds reports whether a grant of the generation holds l's term of l's
+// key: it leads, or its leadership ended and its release is still to come.
+// Called with g.mu held.
+func (g *generation) holds(l Lease) bool {
+	if g.used[l.Key] < l.Term {
+		return false
+	}
+	for sg := range g.grants {
+		if sg.lease.Key == l.Key && sg.lease.Term == l.Term {
+			return true
+		}
+	}
+	return false
 }
 
 // coveredSince returns the deadline of the last keep-alive (or the
