@@ -375,3 +375,39 @@ func TestCampaignOfAKeyTheSessionLeadsWaitsForResign(t *testing.T) {
 		mustClose(t, s)
 	})
 }
+
+// TestElectorsOfOneKeyInOneSessionTakeTurns: two electors of the same key
+// and identity in one session never run their tasks at once; each term
+// is led by one of them.
+func TestElectorsOfOneKeyInOneSessionTakeTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSession(t, memory.New(nil))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*ttl)
+		var running, most, terms atomic.Int32
+		var wg sync.WaitGroup
+		for range 2 {
+			e := sessionElector(t, s, "job")
+			wg.Go(func() {
+				_ = e.Run(ctx, func(ctx context.Context) error {
+					n := running.Add(1)
+					defer running.Add(-1)
+					terms.Add(1)
+					if n > most.Load() {
+						most.Store(n)
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(ttl / 2):
+					}
+					return nil
+				})
+			})
+		}
+		wg.Wait()
+		cancel()
+		if most.Load() > 1 || terms.Load() < 2 {
+			t.Errorf("%d terms, at most %d tasks at once; want turns, one task at a time", terms.Load(), most.Load())
+		}
+		mustClose(t, s)
+	})
+}
