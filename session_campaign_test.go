@@ -392,8 +392,7 @@ func TestElectorsOfOneKeyInOneSessionTakeTurns(t *testing.T) {
 					n := running.Add(1)
 					defer running.Add(-1)
 					terms.Add(1)
-					if n > most.Load() {
-						most.Store(n)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 					}
 					select {
 					case <-ctx.Done():
