@@ -117,6 +117,11 @@ func badStoreCases(store, notDir, corrupt string) []badInput {
 		{"libpq keyword string", []string{"status", "--store", "host=db user=app password=hunter2 dbname=app", "--key", "job"}, exitUsage, "store URL is a keyword=value list, not a URL"},
 		{"no scheme", []string{"status", "--store", "db.example/x", "--key", "job"}, exitUsage, "store URL has no scheme"},
 		{"unparseable URL", []string{"status", "--store", "redis://:hunter2@cache:port", "--key", "job"}, exitUsage, "store URL cannot be parsed: invalid port"},
+		// A query url.URL.Query cannot parse loses the parameter it
+		// held: the store would quietly use its default table or prefix.
+		{"postgres query with a ';'", []string{"status", "--store", "postgres://app:hunter2@127.0.0.1:1/db?tenure_table=a;b", "--key", "job"}, exitUsage, `the postgres URL "postgres://app:xxxxx@127.0.0.1:1/db?tenure_table=a;b" has a query that cannot be parsed`},
+		{"redis query with a bad escape", []string{"status", "--store", "redis://:hunter2@127.0.0.1:1/0?tenure_prefix=%zz", "--key", "job"}, exitUsage, `the redis URL "redis://:xxxxx@127.0.0.1:1/0?tenure_prefix=%zz" has a query that cannot be parsed`},
+		{"azblob query with a ';'", []string{"status", "--store", "azblob://c/p?poll=1s;x", "--key", "job"}, exitUsage, `azblob URL "azblob://c/p?poll=1s;x": the query cannot be parsed`},
 		{"relative file URL", []string{"status", "--store", "file:relative", "--key", "job"}, exitUsage, "relative path"},
 		{"state dir is a file", []string{"run", "--store", "file://" + notDir, "--key", "job", "--", "true"}, exitRuntime, "not a directory"},
 		{"corrupt state", []string{"run", "--store", "file://" + corrupt, "--key", "job", "--", "true"}, exitRuntime, `cannot read key "job"`},

@@ -46,7 +46,14 @@ func Server(rawURL string, schemes ...string) (*ServerURL, error) {
 		// localhost, and rest may well be a credential.
 		return nil, fmt.Errorf("%w: the %s URL %q has no host part (want %s://HOST...)", tenure.ErrInvalid, name, tenure.Redact(rawURL), name)
 	}
-	s := &ServerURL{Redacted: tenure.Redact(rawURL), name: name, raw: rawURL, u: u, query: u.Query()}
+	// url.URL.Query drops what it cannot parse ("tenure_table=a;b"), and
+	// with it a parameter the operator gave: the store would quietly use
+	// its default table or prefix, which another deployment may share.
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the %s URL %q has a query that cannot be parsed (a ';', or a bad %%-escape)", tenure.ErrInvalid, name, tenure.Redact(rawURL))
+	}
+	s := &ServerURL{Redacted: tenure.Redact(rawURL), name: name, raw: rawURL, u: u, query: query}
 	if u.User != nil {
 		s.Password, _ = u.User.Password()
 	}
@@ -93,7 +100,7 @@ func Hosts(u *url.URL, scheme, what string) (hosts []string, p string, err error
 	if u.Scheme != scheme {
 		return nil, "", fmt.Errorf("%w: %s URL %q must have the scheme %s", tenure.ErrInvalid, scheme, red, scheme)
 	}
-	if len(u.Query()) > 0 {
+	if u.RawQuery != "" {
 		return nil, "", fmt.Errorf("%w: %s URL %q: query parameters are not supported", tenure.ErrInvalid, scheme, red)
 	}
 	for _, hp := range strings.Split(u.Host, ",") {

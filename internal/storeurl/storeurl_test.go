@@ -17,8 +17,10 @@ func TestServer(t *testing.T) {
 		t.Fatalf("Server = %+v, %v; want the password, the URL redacted, and the URL for the driver", u, err)
 	}
 	for raw, want := range map[string]string{
-		"http://:hunter2@cache:6379": `is not a redis:// URL`,
-		"redis:hunter2@cache":        `has no host part (want redis://HOST...)`,
+		"http://:hunter2@cache:6379":                 `is not a redis:// URL`,
+		"redis:hunter2@cache":                        `has no host part (want redis://HOST...)`,
+		"redis://:hunter2@cache/0?tenure_prefix=a;b": `has a query that cannot be parsed`,
+		"redis://:hunter2@cache/0?tenure_prefix=%zz": `has a query that cannot be parsed`,
 	} {
 		_, err := Server(raw, "redis", "rediss")
 		if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
@@ -42,6 +44,7 @@ func TestHosts(t *testing.T) {
 	for raw, want := range map[string]string{
 		"zk://a:1":               `must have the scheme etcd`,
 		"etcd://a:1?x=y":         `query parameters are not supported`,
+		"etcd://a:1?x;y":         `query parameters are not supported`,
 		"etcd://u:hunter2@a,b:2": `endpoint "a" is not host:port`,
 	} {
 		u, _ := url.Parse(raw)

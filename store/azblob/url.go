@@ -84,7 +84,13 @@ func optionsFromURL(u *url.URL, getenv func(string) string) (Options, error) {
 		return Options{}, invalid("want azblob://CONTAINER/PREFIX")
 	}
 	o := Options{Container: u.Host, Prefix: strings.Trim(u.Path, "/")}
-	for name, vals := range u.Query() {
+	// Not u.Query(), which drops what it cannot parse ("poll=1s;x"), and
+	// with it a parameter the operator gave.
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return Options{}, invalid("the query cannot be parsed (a ';', or a bad %%-escape)")
+	}
+	for name, vals := range query {
 		if len(vals) != 1 {
 			return Options{}, invalid("parameter %q is given %d times", name, len(vals))
 		}
