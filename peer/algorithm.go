@@ -143,7 +143,8 @@ type ParamParser func(params url.Values) (options any, err error)
 type RegisterOption func(*algorithm)
 
 // WithParams makes [ParseURL] convert the URL's extra parameters with
-// parse. Without it, extra parameters are ignored.
+// parse. Without it, the algorithm takes no extra parameters: [ParseURL]
+// refuses them, naming one.
 func WithParams(parse ParamParser) RegisterOption {
 	return func(a *algorithm) { a.params = parse }
 }

@@ -3,6 +3,7 @@ package peer
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -157,7 +158,8 @@ func (c Config) IsObserver() bool { return c.ID == wire.ObserverID }
 // timeout (Go durations), no-preempt (1/true), key, priority (this
 // member's, 0 to 1000, default 1; 0 never leads). The others are the
 // algorithm's: its [ParamParser] turns them into Config.Options (see
-// [WithParams]); an algorithm without one ignores them. The host and path must be
+// [WithParams]); an algorithm without one takes none, and ParseURL
+// refuses them. The host and path must be
 // empty.
 //
 // Without id the URL opens a read-only [Observer] of the group (for
@@ -283,18 +285,25 @@ func checkNotDerived(key string) error {
 
 // algorithmOptions converts the parameters of q that are not peer's into
 // alg's typed options, through the parser alg registered (see
-// [WithParams]); without one, or for an algorithm not registered (which
-// [Config.Validate] reports), they are ignored.
+// [WithParams]). A registered algorithm without one takes no others: a
+// misspelt parameter ("priorty=0", "no-prempt=1") is refused rather than
+// ignored, which would run the member as if it were not given. For an
+// algorithm not registered, which [Config.Validate] reports, they are
+// ignored.
 func algorithmOptions(alg string, q url.Values) (any, error) {
-	parse := lookup(alg).params
-	if parse == nil {
-		return nil, nil
-	}
 	extra := url.Values{}
 	for k, v := range q {
 		if !slices.Contains(urlParams, k) {
 			extra[k] = v
 		}
 	}
-	return parse(extra)
+	a := lookup(alg)
+	switch {
+	case a.params != nil:
+		return a.params(extra)
+	case a.open == nil || len(extra) == 0:
+		return nil, nil
+	}
+	return nil, invalidf("unknown URL parameter %q for algorithm %s (known: %s)",
+		slices.Min(slices.Collect(maps.Keys(extra))), alg, strings.Join(urlParams, ", "))
 }

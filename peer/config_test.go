@@ -36,7 +36,7 @@ func TestParseURL(t *testing.T) {
 	secret := writeSecret(t, testSecret)
 	dir := t.TempDir()
 	raw := "peer://?id=2&peers=1=127.0.0.1:7001,2=127.0.0.1:7002&algorithm=ring&secret-file=" + secret +
-		"&state-dir=" + dir + "&heartbeat=20ms&timeout=100ms&no-preempt=1&key=jobs&raft-extra=x&priority=0"
+		"&state-dir=" + dir + "&heartbeat=20ms&timeout=100ms&no-preempt=1&key=jobs&priority=0"
 	u, _ := url.Parse(raw)
 	c, err := peer.ParseURL(u)
 	if err != nil {
@@ -88,6 +88,11 @@ func TestParseURLErrors(t *testing.T) {
 		{base + "id=1&priority=-1&secret-file=" + secret, `parameter priority="-1" is not an integer from 0 (never lead) to 1000`},
 		{base + "id=1&priority=1001&secret-file=" + secret, `priority="1001"`},
 		{base + "id=1&priority=high&secret-file=" + secret, `priority="high"`},
+		// A misspelt parameter is refused, not ignored: ignored, this one
+		// would let a member meant never to lead lead.
+		{base + "id=1&priorty=0&secret-file=" + secret, `unknown URL parameter "priorty" for algorithm bully (known: id, peers, algorithm,`},
+		{base + "id=1&algorithm=ring&no-prempt=1&secret-file=" + secret, `unknown URL parameter "no-prempt" for algorithm ring`},
+		{base + "id=1&algorithm=lowest&election-timeout=1s&secret-file=" + secret, `unknown URL parameter "election-timeout" for algorithm lowest`},
 		{"peer://host:1/?id=1", "only query parameters"},
 	} {
 		u, err := url.Parse(tc.url)
