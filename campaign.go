@@ -42,6 +42,7 @@ func (e *Elector) campaign(ctx context.Context) (_ grant, err error) {
 		start := c.Clock.Now()
 		gr, err := e.acquire(ctx, start)
 		took := c.Clock.Now().Sub(start)
+		e.keyAnswered(err)
 		unsure = err != nil && !errors.Is(err, ErrHeld) && !isPermanent(err)
 		if err == nil && e.crossedStepDown(ctx, gr) {
 			continue // given back; beforeAcquire holds back

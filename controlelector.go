@@ -18,6 +18,14 @@ type controlState struct {
 	stepped atomic.Uint64
 	// warned is set once the control key was found unusable (a peer store).
 	warned sync.Once
+	// warnMu guards keyAnswered and unusable: the warning that the control
+	// key is unusable waits until the key itself was answered without a
+	// permanent error. A store that refuses everything (a bad URL, a
+	// Redis that may evict, a TTL the store cannot grant) refuses the key
+	// too, and the caller reports that one error alone.
+	warnMu      sync.Mutex
+	keyAnswered bool  // an Acquire of the key ended without a permanent error
+	unusable    error // the control key's permanent error, not yet logged
 
 	mu     sync.Mutex
 	others []Candidate // the other registered candidates, as last read
@@ -128,15 +136,45 @@ func (e *Elector) controlRead(ctx context.Context) (controlGrant, bool) {
 }
 
 // controlError logs a failed read of the control key: once as a warning
-// if it can never work, else at debug level.
+// if it can never work, else at debug level. The warning waits for the
+// key's own Acquire to be answered (see keyAnswered): it is not logged if
+// that Acquire fails for good, as it does when the store refuses all.
 func (e *Elector) controlError(err error) {
 	if isPermanent(err) {
-		e.ctl.warned.Do(func() {
-			e.logStoreError("tenure: the store refuses the control key; step-down requests are ignored", err)
-		})
+		e.ctl.warnMu.Lock()
+		defer e.ctl.warnMu.Unlock()
+		if !e.ctl.keyAnswered {
+			if e.ctl.unusable == nil {
+				e.ctl.unusable = err
+			}
+			return
+		}
+		e.warnControlUnusable(err)
 		return
 	}
 	e.cfg.Logger.Debug("tenure: cannot read the control key", "key", e.cfg.Key, "id", e.cfg.Identity, "err", err)
+}
+
+// keyAnswered records that an Acquire of the key ended with err, and logs
+// the warning controlError held back if err is not permanent.
+func (e *Elector) keyAnswered(err error) {
+	if e.cfg.Control == nil || isPermanent(err) {
+		return
+	}
+	e.ctl.warnMu.Lock()
+	defer e.ctl.warnMu.Unlock()
+	e.ctl.keyAnswered = true
+	if e.ctl.unusable != nil {
+		e.warnControlUnusable(e.ctl.unusable)
+		e.ctl.unusable = nil
+	}
+}
+
+// warnControlUnusable logs, once, that the control key cannot be used.
+func (e *Elector) warnControlUnusable(err error) {
+	e.ctl.warned.Do(func() {
+		e.logStoreError("tenure: the store refuses the control key; step-down requests are ignored", err)
+	})
 }
 
 // beforeAcquire is what a candidate with Config.Control does before each

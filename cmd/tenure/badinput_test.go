@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // TestBadInput: every bad command line or unusable store gives one line on
@@ -321,4 +324,15 @@ func TestFailJoinsLines(t *testing.T) {
 	if got := stderr.String(); got != want {
 		t.Fatalf("fail printed %q, want %q", got, want)
 	}
+}
+
+// TestStoreRefusalOneLine: a store that refuses the key for good refuses
+// the control key too; tenure run reports the key's refusal alone, not
+// first a warning that step-down requests are ignored.
+func TestStoreRefusalOneLine(t *testing.T) {
+	dir := t.TempDir()
+	store := fmt.Sprintf("peer://?id=1&peers=1=127.0.0.1:%d,2=127.0.0.1:%d&algorithm=bully&secret-file=%s&state-dir=%s",
+		testserver.FreePort(t), testserver.FreePort(t), peerSecret(t, dir), dir)
+	checkRefused(t, []string{"run", "--key", "jobs", "--id", "2", "--store", store, "--", "true"},
+		exitUsage, `identity "2" is not this node's ID "1": a peer node campaigns only for itself`)
 }
