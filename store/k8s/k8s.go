@@ -70,7 +70,13 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	cfg, ns, err := t.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("k8s: %s", scrubText(err.Error(), secretsOf(cfg)))
+		msg := scrubText(err.Error(), secretsOf(cfg))
+		if t.kubeconfig != "" || t.context != "" {
+			// The URL named a kubeconfig or context that does not
+			// load: a bad URL, which no retry mends.
+			return nil, fmt.Errorf("%w: k8s URL %q: %s", tenure.ErrInvalid, tenure.Redact(storeurl.String(u)), msg)
+		}
+		return nil, fmt.Errorf("k8s: %s", msg)
 	}
 	if !isLabel(ns) {
 		return nil, fmt.Errorf("%w: k8s: namespace %q from the client configuration is not valid", tenure.ErrInvalid, ns)
