@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -73,6 +74,10 @@ func parseURL(u *url.URL) (target, error) {
 	return t, nil
 }
 
+// errNoConfig is restConfig's error when no client configuration was
+// found anywhere it looks.
+var errNoConfig = errors.New("no client configuration: no kubeconfig in $KUBECONFIG or ~/.kube/config, and no pod's service account; add ?kubeconfig=PATH to the URL")
+
 // inClusterNamespaceFile holds the namespace of a pod's service account.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
@@ -105,6 +110,11 @@ func (t target) restConfig() (*rest.Config, string, error) {
 	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: t.context})
 	cfg, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		// client-go's own message says to set KUBERNETES_MASTER, which
+		// this store does not read.
+		return nil, "", errNoConfig
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}

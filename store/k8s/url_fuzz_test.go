@@ -84,6 +84,19 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
+// With no client configuration anywhere, the error says where the store
+// looked and what to add, not client-go's advice to set
+// KUBERNETES_MASTER, which the store does not read.
+func TestNoClientConfiguration(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	_, err := Open(context.Background(), "k8s://jobs")
+	if err == nil || strings.Contains(err.Error(), "KUBERNETES_MASTER") || !strings.Contains(err.Error(), "add ?kubeconfig=PATH to the URL") {
+		t.Fatalf("Open with no configuration: %v; want an error saying to add ?kubeconfig=PATH", err)
+	}
+}
+
 func TestLeaseNames(t *testing.T) {
 	for key, want := range map[string]string{
 		"my-controller": "my-controller",
