@@ -66,7 +66,18 @@ func (b *bully) Tick(env peer.Env) {
 		// A higher member answered but never announced itself.
 		b.startElection(env)
 	case b.electing:
-	case leader == 0 && !now.Before(b.graceEnd):
+	case leader == 0 && now.Before(b.graceEnd):
+		// Starting, it says it is alive: a coordinator whose redials to
+		// it backed off while it was down reaches it within the grace,
+		// so a recovering member that ranks higher learns of a healthy
+		// leader before it would stand (with NoPreempt, it must not
+		// depose one).
+		for _, id := range env.Group().IDs() {
+			if id != env.Self() {
+				env.Send(id, wire.Message{Type: wire.Heartbeat})
+			}
+		}
+	case leader == 0:
 		b.startElection(env)
 	case leader != 0 && leader != env.Self() && above(env, env.Self(), leader) && !env.Config().NoPreempt && !now.Before(b.graceEnd):
 		// A lower member coordinates: take over.

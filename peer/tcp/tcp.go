@@ -545,6 +545,12 @@ func (t *Transport) admit(c net.Conn) *session {
 			delete(t.conns, old)
 		}
 		t.members[s.peer] = c
+		// A member that just connected is up: messages to it go out at
+		// once, not only once the redial backoff its downtime built up
+		// (up to a second) has passed.
+		if p := t.peers[s.peer]; p != nil {
+			p.downUntil.Store(0)
+		}
 	}
 	return s
 }

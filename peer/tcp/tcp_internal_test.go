@@ -544,3 +544,33 @@ func TestTCPStepDownAuthenticated(t *testing.T) {
 		t.Errorf("stats %+v: want the forged frame and the bad handshake counted as BadMAC, the replays as Replayed and Stale", st)
 	}
 }
+
+// TestTCPMemberThatConnectsIsReachable: while a member is down, the
+// redials to it back off (up to a second, during which Send refuses at
+// once); once it connects, messages to it go out at once. A coordinator
+// backed off so was still silent to a restarted member after its startup
+// grace, and the member stood for election, deposing a healthy leader
+// (bully with no-preempt=1).
+func TestTCPMemberThatConnectsIsReachable(t *testing.T) {
+	g, gk := wireGroup(t, 2)
+	tr := wireListen(t, g, 1, nil)
+	beat := wire.Message{Type: wire.Heartbeat, To: 2}
+	for deadline := time.Now().Add(10 * time.Second); tr.Stats().DialFailures < 4; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: member 2, down, was not redialed 4 times", tr.Stats())
+		}
+		tr.Send(beat)
+	}
+	if err := tr.Send(beat); !errors.Is(err, transport.ErrUnreachable) {
+		t.Fatalf("Send to a member just found down = %v, want ErrUnreachable", err)
+	}
+	c, s := wireDial(t, g.Addr(1), gk, 2, 1)
+	defer c.Close()
+	c.Write(s.out.Seal(byte(wire.Heartbeat), wire.Message{Type: wire.Heartbeat, From: 2, To: 1, Ref: 7}))
+	if m := <-tr.Recv(); m.Ref != 7 {
+		t.Fatalf("got %v", m)
+	}
+	if err := tr.Send(beat); err != nil {
+		t.Fatalf("Send to member 2 right after it connected = %v, want it sent", err)
+	}
+}
