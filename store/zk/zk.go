@@ -82,10 +82,8 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 	if root == "/" {
 		root = DefaultPath
 	}
-	for _, r := range root {
-		if unicode.IsControl(r) || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0 && r <= 0xffff {
-			return nil, fmt.Errorf("%w: zk URL %q: path %q has characters ZooKeeper refuses", tenure.ErrInvalid, red, root)
-		}
+	if err := checkRoot(root); err != nil {
+		return nil, fmt.Errorf("%w: zk URL %q: path %q %s", tenure.ErrInvalid, red, root, err)
 	}
 	s := &Store{
 		servers:  servers,
@@ -208,6 +206,21 @@ func (s *Store) Close() error {
 	}
 	wg.Go(s.ctl.Close)
 	wg.Wait()
+	return nil
+}
+
+// checkRoot says what is wrong with root, a URL's cleaned path, as the
+// path of the store's nodes: characters ZooKeeper refuses (found here, not
+// at the first grant), or ZooKeeper's own /zookeeper tree.
+func checkRoot(root string) error {
+	for _, r := range root {
+		if unicode.IsControl(r) || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0 && r <= 0xffff {
+			return errors.New("has characters ZooKeeper refuses")
+		}
+	}
+	if root == "/zookeeper" || strings.HasPrefix(root, "/zookeeper/") {
+		return errors.New("is in the tree ZooKeeper reserves for itself")
+	}
 	return nil
 }
 
