@@ -102,8 +102,10 @@ func describe(r tenure.Record) string {
 		}
 		return fmt.Sprintf("%s: no leader (last term %d)", r.Key, r.Term)
 	}
-	s := fmt.Sprintf("%s: %s leads, term %d, ttl %s, %s left", r.Key, shown(r.Holder), r.Term,
-		r.TTL, r.Remaining.Round(time.Millisecond))
+	s := fmt.Sprintf("%s: %s leads, term %d", r.Key, shown(r.Holder), r.Term)
+	if r.TTL > 0 {
+		s += fmt.Sprintf(", ttl %s, %s left", r.TTL, r.Remaining.Round(time.Millisecond))
+	} // else a store with no lease time (peer raft): "ttl 0s, 0s left" would read as expired
 	if r.Value != "" {
 		v, more := cut(r.Value, tenure.MaxValueLen)
 		s += fmt.Sprintf(", value %q%s", v, more)

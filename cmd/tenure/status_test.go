@@ -6,6 +6,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure"
 )
 
 func TestStatus(t *testing.T) {
@@ -133,4 +136,18 @@ func (lr *lineReader) record(t *testing.T, want string) recordJSON {
 		t.Fatalf("watch printed %q (%v); want a JSON record of key job with a time", line, err)
 	}
 	return r
+}
+
+// TestDescribeWithoutLeaseTime: a held record with no lease time (peer
+// raft's: the group knows a leader, not a TTL) reads as held, without a
+// "ttl 0s, 0s left" that would say it has expired.
+func TestDescribeWithoutLeaseTime(t *testing.T) {
+	got := describe(tenure.Record{Key: "job", Holder: "2", Term: 7})
+	if want := "job: 2 leads, term 7"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
+	got = describe(tenure.Record{Key: "job", Holder: "2", Term: 7, TTL: 2 * time.Second, Remaining: 1500 * time.Millisecond})
+	if want := "job: 2 leads, term 7, ttl 2s, 1.5s left"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
 }
