@@ -165,12 +165,7 @@ func TestPageWaitsForAFreeStream(t *testing.T) {
 	a := startReal(t, store.Handle(), "a")
 	<-a.started
 	view := mustNew(t, Options{Key: key, Store: store.Handle(), MaxStreams: 1, Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { _ = view.Run(ctx); close(ran) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(view)
-	t.Cleanup(srv.Close)
+	srv := serveView(t, view)
 	held, err := http.Get(srv.URL + "/events") // takes the one stream
 	if err != nil || held.StatusCode != 200 {
 		t.Fatalf("the first stream: %v, %v", held, err)
@@ -191,6 +186,17 @@ func TestPageWaitsForAFreeStream(t *testing.T) {
 	}
 }
 
+// serveView runs view and serves it until t ends.
+func serveView(t *testing.T, view *Handler) *httptest.Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = view.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(view)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // TestPageSaysWhyNoCandidates: the page of a derived key's view shows the
 // reason /candidates gives (the base key to use), not a bare "not
 // available".
@@ -200,12 +206,7 @@ func TestPageSaysWhyNoCandidates(t *testing.T) {
 	}
 	store := memory.New(nil)
 	view := mustNew(t, Options{Key: "job~tenure-control", Store: store.Handle(), Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { _ = view.Run(ctx); close(ran) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(view)
-	t.Cleanup(srv.Close)
+	srv := serveView(t, view)
 	bctx := browser(t, 60*time.Second)
 	registered := `document.getElementById("registered").textContent`
 	if err := chromedp.Do(bctx,
