@@ -10,7 +10,9 @@ const (
 	EventElected EventKind = iota + 1
 	// EventLost: leadership was taken from this candidate or became
 	// doubtful, and its task was cancelled; Err says why: an error matching
-	// [ErrLost], [ErrRenewDeadline] or [ErrStalled].
+	// [ErrLost], [ErrRenewDeadline] or [ErrStalled]. It is reported as the
+	// task is cancelled, before the task returns (an [EventTaskOverrun]
+	// follows if it is late) and before the lease is given back.
 	EventLost
 	// EventLeaderChanged: the key's holder changed, as seen by a candidate
 	// while campaigning; Holder is "" when nobody leads.

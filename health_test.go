@@ -128,15 +128,23 @@ func TestOverrunningTaskBlocksCampaign(t *testing.T) {
 			t.Fatalf("task overran StopTimeout: Healthy = %v, status %+v", err, e.Status())
 		}
 		mu.Lock()
-		var overrun *tenure.Event
+		var overrun, lost *tenure.Event
 		for i := range events {
-			if events[i].Kind == tenure.EventTaskOverrun {
+			switch {
+			case events[i].Kind == tenure.EventTaskOverrun:
 				overrun = &events[i]
+			case events[i].Kind == tenure.EventLost && overrun == nil:
+				lost = &events[i]
 			}
 		}
 		mu.Unlock()
 		if overrun == nil || overrun.Time.Sub(tm.done) != cfg.StopTimeout || overrun.Term != tm.lease.Term {
 			t.Fatalf("overrun event %+v, want one StopTimeout (%s) after cancellation at %v", overrun, cfg.StopTimeout, tm.done)
+		}
+		// The loss is reported as the task is cancelled, before the
+		// overrun, not once the task returns.
+		if lost == nil || !lost.Time.Equal(tm.done) || lost.Term != tm.lease.Term || !errors.Is(lost.Err, tenure.ErrRenewDeadline) {
+			t.Fatalf("lost event before the overrun: %+v, want one for term %d at the cancellation (%v)", lost, tm.lease.Term, tm.done)
 		}
 		f.Heal()
 		time.Sleep(deaf - cfg.StopTimeout - 2*time.Millisecond)

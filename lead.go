@@ -104,6 +104,13 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	}
 	if t.started {
 		e.endTerm()
+		if isLoss(cause) {
+			// Reported as the task is cancelled, not once it returned: a
+			// slow task's overrun follows its loss, and observers (logs,
+			// metrics, the status page) stop showing a leader the status
+			// no longer shows.
+			e.emit(Event{Kind: EventLost, Term: lease.Term, Err: cause})
+		}
 	}
 	cancelRenews()
 	<-watchDone
@@ -121,12 +128,8 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 		t.result = e.awaitTask(lease, t.done)
 	}
 	e.giveBack(ctx, gr, !errors.Is(cause, ErrLost))
-	if t.started {
-		kind := EventReleased
-		if isLoss(cause) {
-			kind = EventLost
-		}
-		e.emit(Event{Kind: kind, Term: lease.Term, Err: cause})
+	if t.started && !isLoss(cause) {
+		e.emit(Event{Kind: EventReleased, Term: lease.Term, Err: cause})
 	}
 	return t.started, t.result, cause
 }
