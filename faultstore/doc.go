@@ -27,8 +27,9 @@
 //     from reaching the store at one instant, so their order follows the
 //     seed rather than the scheduler.
 //   - [Wrap] keeps every ability of the inner store (its defaults, TTL
-//     range, whether its watch polls). A partition ends open watches (the channel is closed, as when a
-//     connection drops) and fails new ones; a pause holds deliveries back
+//     range, whether its watch polls, values, sessions, step-down
+//     requests). A partition ends open watches (the channel is closed, as
+//     when a connection drops) and fails new ones; a pause holds deliveries back
 //     until Resume.
 //   - An injected error wraps [ErrInjected] and never [tenure.ErrLost],
 //     [tenure.ErrInvalid] or [tenure.ErrClosed]: callers see a transient

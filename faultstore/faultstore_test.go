@@ -393,3 +393,43 @@ func TestDecisionsDoNotDependOnTheOrderOfOperations(t *testing.T) {
 		t.Fatalf("Gets all drew the same fault at rate 0.5: %v", g1)
 	}
 }
+
+// stepper is a store that carries step-down requests itself, as the peer
+// stores do.
+type stepper struct {
+	tenure.Store
+	asked chan string
+}
+
+func (s stepper) RequestStepDown(_ context.Context, key string, _ tenure.StepDownRequest) (tenure.StepDown, error) {
+	s.asked <- key
+	return tenure.StepDown{}, nil
+}
+
+// publisherOnly is a store that publishes values but has no sessions, as
+// the peer stores.
+type publisherOnly struct{ tenure.Publisher }
+
+func TestWrapForwardsStepDowner(t *testing.T) {
+	for _, inner := range []tenure.Store{memory.New(nil), publisherOnly{memory.New(nil)}, ranged{memory.New(nil)}} {
+		sd := stepper{Store: inner, asked: make(chan string, 1)}
+		f := faultstore.New(faultstore.Plan{})
+		w := faultstore.Wrap(sd, f)
+		if _, ok := w.(tenure.StepDowner); !ok {
+			t.Fatalf("wrapping a StepDowner (%T) hid the ability", inner)
+		}
+		if _, err := tenure.RequestStepDown(t.Context(), w, "k", tenure.StepDownRequest{}); err != nil {
+			t.Fatalf("RequestStepDown: %v", err)
+		}
+		if got := <-sd.asked; got != "k" {
+			t.Fatalf("the inner store was asked about %q, want k", got)
+		}
+		f.Partition(faultstore.FailFast)
+		if _, err := tenure.RequestStepDown(t.Context(), w, "k", tenure.StepDownRequest{}); !errors.Is(err, faultstore.ErrInjected) {
+			t.Fatalf("RequestStepDown during a partition: %v, want ErrInjected", err)
+		}
+		if _, ok := faultstore.Wrap(inner, f).(tenure.StepDowner); ok {
+			t.Fatalf("wrapping a store that is no StepDowner (%T) made one", inner)
+		}
+	}
+}

@@ -22,19 +22,67 @@ var _ tenure.Store = (*Store)(nil)
 // Wrap returns inner behind f. If inner is a [tenure.Publisher] so is the
 // result: its AcquireClaim goes through f as Acquire does. If inner is also
 // a [tenure.SessionStore] so is the result, its sessions' calls going
-// through f too.
+// through f too. If inner is a [tenure.StepDowner] so is the result, its
+// RequestStepDown going through f as Acquire does.
 func Wrap(inner tenure.Store, f *Faults) tenure.Store {
 	s := &Store{inner: inner, faults: f}
+	sd, steps := inner.(tenure.StepDowner)
 	p, ok := inner.(tenure.Publisher)
 	if !ok {
+		if steps {
+			return &stepDownStore{s, stepDowner{s, sd}}
+		}
 		return s
 	}
 	w := &publisher{Store: s, inner: p}
 	if ss, ok := inner.(tenure.SessionStore); ok {
-		return &sessionPublisher{publisher: w, inner: ss}
+		sp := &sessionPublisher{publisher: w, inner: ss}
+		if steps {
+			return &stepDownSessionPublisher{sp, stepDowner{s, sd}}
+		}
+		return sp
+	}
+	if steps {
+		return &stepDownPublisher{w, stepDowner{s, sd}}
 	}
 	return w
 }
+
+// stepDowner forwards the [tenure.StepDowner] ability of a wrapped store.
+type stepDowner struct {
+	s  *Store
+	sd tenure.StepDowner
+}
+
+// RequestStepDown implements [tenure.StepDowner], with the faults of
+// Acquire.
+func (d stepDowner) RequestStepDown(ctx context.Context, key string, req tenure.StepDownRequest) (tenure.StepDown, error) {
+	return value(ctx, d.s, OpAcquire, func() (tenure.StepDown, error) { return d.sd.RequestStepDown(ctx, key, req) })
+}
+
+// The wrappers of a StepDowner, one per combination of the other abilities.
+type (
+	stepDownStore struct {
+		*Store
+		stepDowner
+	}
+	stepDownPublisher struct {
+		*publisher
+		stepDowner
+	}
+	stepDownSessionPublisher struct {
+		*sessionPublisher
+		stepDowner
+	}
+)
+
+var (
+	_ tenure.StepDowner   = (*stepDownStore)(nil)
+	_ tenure.Publisher    = (*stepDownPublisher)(nil)
+	_ tenure.StepDowner   = (*stepDownPublisher)(nil)
+	_ tenure.SessionStore = (*stepDownSessionPublisher)(nil)
+	_ tenure.StepDowner   = (*stepDownSessionPublisher)(nil)
+)
 
 // publisher is a Store around a [tenure.Publisher], keeping the ability.
 type publisher struct {
