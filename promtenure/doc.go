@@ -29,10 +29,12 @@
 //     after the first.
 //   - tenure_acquire_attempts_total{key} and
 //     tenure_acquire_failures_total{key,reason}: Acquire requests and those
-//     that granted nothing, reason "held" or "error" (needs
-//     [Collector.Store]).
+//     that granted nothing, reason "held" or "error" (from the elector's
+//     events: 0 on an observer).
 //   - tenure_renew_latency_seconds{key}: histogram of successful renewal
-//     round trips (needs [Collector.Store]).
+//     round trips (from the elector's events: empty on an observer and on
+//     an elector that leads through a [tenure.Session], whose session
+//     renews for it).
 //   - tenure_renew_failures_total{key}: transient renewal failures retried.
 //   - tenure_leadership_lost_total{key,reason}: this process's terms that
 //     ended, by reason: lost, renew_deadline, stalled, task_returned,
