@@ -44,7 +44,7 @@ type Env interface {
 	Now() time.Time
 	Config() Config
 	// Send sends m to member to, filling From, To and Epoch. The error is the
-	// transport's (see [Transport.Send]).
+	// transport's (see [transport.Transport.Send]).
 	Send(to uint64, m wire.Message) error
 	// Alive reports whether id is this node or was heard from within
 	// Timeout and not marked dead since.

@@ -46,7 +46,7 @@ func NewPool[C interface{ Close() error }](g Group, dial func(ctx context.Contex
 // member: it dials when there is no connection, and when a kept connection
 // fails (the member closed it while idle) it dials once more and repeats
 // the query. A failed connection is closed. It blocks until query
-// returned, or ctx is done or p closed ([CtxErr] says which).
+// returned, or ctx is done or p closed ([Pool.CtxErr] says which).
 func Query[C interface{ Close() error }, T any](ctx context.Context, p *Pool[C], id uint64, query func(context.Context, C) (T, error)) (T, error) {
 	var zero T
 	s := p.slots[id]
