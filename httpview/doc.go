@@ -37,7 +37,8 @@
 //     leader stopped renewing or its task stalled and overran; without
 //     one, 200 while a read of the key succeeds.
 //   - /readyz: 200 only on a healthy leader, 503 on followers and
-//     observers; /readyz?standbyok makes healthy followers 200 too.
+//     observers; /readyz?standbyok makes healthy followers and observers
+//     200 too.
 //   - /events: text/event-stream. The current view at once, then one
 //     event named "leader" per leadership change (a new term with a
 //     holder, or the key becoming free), and one when this process's own
