@@ -42,10 +42,11 @@
 // live member follows the same coordinator within about Timeout plus a
 // round of the ring (two heartbeats per dead member skipped); an election
 // whose candidate died on the way is abandoned after 2n hops and retried.
-// Which live member wins after such faults is not specified (the highest
-// live ID in a clean election). Two coordinators can exist during a
-// partition; their epochs differ and the lower one steps down when it hears
-// of the higher. Fence with the epoch.
+// Which live member wins after such faults is not specified (in a clean
+// election, the live member of the highest priority, then the highest
+// ID). Two coordinators can exist during a partition; their epochs
+// differ and the lower one steps down when it hears of the higher. Fence
+// with the epoch.
 //
 // Without a partition, no two members' leader tasks run at once across
 // re-elections: the new coordinator grants its lease only after the
