@@ -10,9 +10,10 @@
 //
 // Every member sends a heartbeat to every other member each heartbeat
 // interval (n(n−1) messages per interval: meant for small groups). A member
-// that finds itself the lowest live candidate takes a fresh epoch and sends
-// Coordinator to all (n−1 messages, or n−2 after the coordinator died); a
-// coordinator that hears a lower candidate steps down. A starting member
+// that finds itself the first live candidate in that order takes a fresh
+// epoch and sends Coordinator to all (n−1 messages, or n−2 after the
+// coordinator died); a coordinator that hears a candidate before it in
+// that order steps down. A starting member
 // listens for Timeout before standing, flagging its heartbeats "abstain" so
 // the coordinator keeps its place meanwhile. The first in that order always
 // preempts: a recovering member of a higher priority (or of the same
