@@ -264,14 +264,10 @@ func (e *Elector) awaitTask(lease Lease, done <-chan error) error {
 		return err
 	case <-t.C():
 	}
-	e.mu.Lock()
-	e.status.TaskOverrun = true
-	e.mu.Unlock()
+	e.setOverrun(true)
 	e.emit(Event{Kind: EventTaskOverrun, Term: lease.Term})
 	err := <-done
-	e.mu.Lock()
-	e.status.TaskOverrun = false
-	e.mu.Unlock()
+	e.setOverrun(false)
 	return err
 }
 

@@ -81,3 +81,11 @@ func (e *Elector) setError(err error) {
 	defer e.mu.Unlock()
 	e.status.LastError = err.Error()
 }
+
+// setOverrun records whether a cancelled task is running past
+// [Config.StopTimeout].
+func (e *Elector) setOverrun(on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.status.TaskOverrun = on
+}
