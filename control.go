@@ -130,8 +130,9 @@ type Control struct {
 	// yet seen (registrations are re-read about once per TTL),
 	// can lose to a lower one. It never preempts a leader.
 	Priority int
-	// Step is the head start given per priority rank. Default
-	// [Config.RetryInterval].
+	// Step is the head start given per priority rank. Zero gives
+	// [Config.RetryInterval], read when the head start is taken:
+	// [Config.WithDefaults] and [Elector.Config] leave it zero.
 	Step time.Duration
 	// YieldAfter, if positive, makes this elector, while it leads, hand
 	// over (as [RequestStepDown] does, with a window of one TTL) to the
