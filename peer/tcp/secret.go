@@ -50,13 +50,16 @@ const MinSecretBits = 96
 //	head -c 48 /dev/urandom | base64 > /etc/tenure/peer.secret
 //	chmod 600 /etc/tenure/peer.secret
 //
-// It refuses, each with a one-line error wrapping [tenure.ErrInvalid] that
-// names the path and the fix (never the content):
-//   - a file readable or writable by group or others (mode & 0o066 != 0):
-//     "chmod 600 PATH";
+// It refuses, each with a one-line error wrapping [tenure.ErrInvalid]
+// that never shows the content:
+//   - a file that is not a regular file, or is readable or writable by
+//     group or others (mode & 0o066 != 0): the error names the path, and
+//     for the mode the fix "chmod 600 PATH";
 //   - a secret whose estimated entropy ([EstimateEntropy]) is below
-//     [MinSecretBits]: "head -c 48 /dev/urandom | base64 > PATH";
-//   - a missing, unreadable, short or oversized file.
+//     [MinSecretBits]: the error names the path and the fix
+//     "head -c 48 /dev/urandom | base64 > PATH";
+//   - a missing, unreadable, short or oversized file: the error says
+//     "the secret file", without the path.
 func LoadSecret(path string) (Secret, error) {
 	return loadSecret(path, secretNaming{
 		the:     "the secret file",
