@@ -105,10 +105,11 @@
 //	peer://?id=2&peers=1=10.0.0.1:7001,2=10.0.0.2:7001,3=10.0.0.3:7001&algorithm=bully&secret-file=/etc/tenure/peer.secret&state-dir=/var/lib/tenure[&heartbeat=100ms&timeout=500ms&no-preempt=1&key=NAME]
 //
 // Every member gets the same peers list and secret file and its own id.
-// The secret file's content never appears in errors or logs; its path
-// appears only in the errors about the file itself (a mode open to group
-// or others, too little entropy), which must say which file to fix, and
-// [tenure.Redact] hides the secret-file parameter everywhere else.
+// The secret file's content never appears in errors or logs, nor does its
+// path: [tenure.Redact] hides the secret-file parameter, and the errors
+// about the file itself (a mode open to group or others, too little
+// entropy) name it as "the file named by secret-file" and say how to fix
+// it ([tcp.LoadSecretParam]).
 //
 // # Observers: the URL without id
 //
