@@ -199,7 +199,10 @@ var ErrNoWatch = fmt.Errorf("%w: watch disabled by faultstore.PollOnly", tenure.
 
 // PollOnly returns s with a Watch that always fails with [ErrNoWatch], so
 // electors and observers on it poll, as they do while a store cannot watch.
-// It keeps s's [tenure.Publisher] and [tenure.SessionStore] abilities.
+// It keeps s's [tenure.Publisher] and [tenure.SessionStore] abilities and
+// no other: s's [tenure.Defaulter], [tenure.TTLRanger] and
+// [tenure.StepDowner] are hidden, so use it on stores without them, such
+// as the memory and local stores.
 func PollOnly(s tenure.Store) tenure.Store {
 	p, ok := s.(tenure.Publisher)
 	if !ok {
