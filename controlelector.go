@@ -16,16 +16,16 @@ type controlState struct {
 	// elector obeyed: while that request is live it holds back, even when
 	// the request named nobody.
 	stepped atomic.Uint64
-	// warned is set once the control key was found unusable (a peer store).
-	warned sync.Once
-	// warnMu guards keyAnswered and unusable: the warning that the control
-	// key is unusable waits until the key itself was answered without a
-	// permanent error. A store that refuses everything (a bad URL, a
-	// Redis that may evict, a TTL the store cannot grant) refuses the key
-	// too, and the caller reports that one error alone.
+	// warnMu guards the three fields below. The warning that the control
+	// key is unusable (a peer store) is logged once, and only after the
+	// key itself was answered without a permanent error: a store that
+	// refuses everything (a bad URL, a Redis that may evict, a TTL the
+	// store cannot grant) refuses the key too, and the caller reports that
+	// one error alone.
 	warnMu      sync.Mutex
 	keyAnswered bool  // an Acquire of the key ended without a permanent error
 	unusable    error // the control key's permanent error, not yet logged
+	warned      bool  // the warning was logged
 
 	mu     sync.Mutex
 	others []Candidate // the other registered candidates, as last read
@@ -171,10 +171,12 @@ func (e *Elector) keyAnswered(err error) {
 }
 
 // warnControlUnusable logs, once, that the control key cannot be used.
+// Called with e.ctl.warnMu held.
 func (e *Elector) warnControlUnusable(err error) {
-	e.ctl.warned.Do(func() {
+	if !e.ctl.warned {
+		e.ctl.warned = true
 		e.logStoreError("tenure: the store refuses the control key; step-down requests are ignored", err)
-	})
+	}
 }
 
 // beforeAcquire is what a candidate with Config.Control does before each
