@@ -215,14 +215,7 @@ func TestCampaignWaitsWhileHeldAndRespectsCtx(t *testing.T) {
 			t.Errorf("Campaign for a held key until ctx ended: %v, want DeadlineExceeded", err)
 		}
 		cancel()
-		got := make(chan *tenure.Leadership)
-		go func() {
-			l, err := s.Campaign(context.Background(), "job", "p1", "")
-			if err != nil {
-				t.Errorf("Campaign: %v", err)
-			}
-			got <- l
-		}()
+		got := campaignInBackground(t, s, "job", "p1")
 		synctest.Wait()
 		select {
 		case <-got:
@@ -337,14 +330,7 @@ func TestCampaignOfAKeyTheSessionLeadsWaitsForResign(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan *tenure.Leadership)
-		go func() {
-			l, err := s.Campaign(context.Background(), "job", "p1", "")
-			if err != nil {
-				t.Errorf("second Campaign: %v", err)
-			}
-			got <- l
-		}()
+		got := campaignInBackground(t, s, "job", "p1")
 		time.Sleep(3 * ttl)
 		synctest.Wait()
 		select {
@@ -409,4 +395,18 @@ func TestElectorsOfOneKeyInOneSessionTakeTurns(t *testing.T) {
 		}
 		mustClose(t, s)
 	})
+}
+
+// campaignInBackground runs s.Campaign(key, id) in a goroutine and sends
+// its Leadership (nil if it failed, which fails t) on the returned channel.
+func campaignInBackground(t *testing.T, s *tenure.Session, key, id string) <-chan *tenure.Leadership {
+	got := make(chan *tenure.Leadership)
+	go func() {
+		l, err := s.Campaign(context.Background(), key, id, "")
+		if err != nil {
+			t.Errorf("Campaign(%q, %q) in the background: %v", key, id, err)
+		}
+		got <- l
+	}()
+	return got
 }
