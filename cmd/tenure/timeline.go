@@ -66,13 +66,29 @@ func markAt(step string, ago time.Duration) {
 
 // markEvent records the elector events that are handoff steps.
 func markEvent(ev tenure.Event) {
+	for _, m := range eventMarks(ev) {
+		markAt(m.step, m.ago)
+	}
+}
+
+// eventMark is one step an elector event stands for, and how long before
+// the event it happened.
+type eventMark struct {
+	step string
+	ago  time.Duration
+}
+
+// eventMarks returns the handoff steps ev stands for. A loss is not a
+// release: EventLost is reported as the task is cancelled, before the task
+// returns and before the lease is given back (if it still can be).
+func eventMarks(ev tenure.Event) []eventMark {
 	switch {
 	case ev.Kind == tenure.EventLeaderChanged && ev.Holder == "":
-		mark(stepSeenFree)
+		return []eventMark{{step: stepSeenFree}}
 	case ev.Kind == tenure.EventAcquired:
-		markAt(stepAcquireSent, ev.Took)
-		mark(stepAcquired)
-	case ev.Kind == tenure.EventReleased || ev.Kind == tenure.EventLost:
-		mark(stepReleased)
+		return []eventMark{{stepAcquireSent, ev.Took}, {step: stepAcquired}}
+	case ev.Kind == tenure.EventReleased:
+		return []eventMark{{step: stepReleased}}
 	}
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tenurehq/tenure"
 )
 
 // With TENURE_DEBUG_TIMELINE set, one run of CMD records the steps of its
@@ -58,6 +60,31 @@ func TestBreakdown(t *testing.T) {
 			if got[i][k] != v {
 				t.Errorf("handoff %d step %s: %v, want %v", i, k, got[i][k], v)
 			}
+		}
+	}
+}
+
+// Only a release is marked as one: a loss is reported as the task is
+// cancelled, before the task returns and before the lease is given back,
+// so marking it "released" would put the release before CMD had stopped.
+func TestEventMarks(t *testing.T) {
+	for _, c := range []struct {
+		ev   tenure.Event
+		want []string
+	}{
+		{tenure.Event{Kind: tenure.EventReleased}, []string{stepReleased}},
+		{tenure.Event{Kind: tenure.EventLost, Err: tenure.ErrLost}, nil},
+		{tenure.Event{Kind: tenure.EventAcquired, Took: time.Millisecond}, []string{stepAcquireSent, stepAcquired}},
+		{tenure.Event{Kind: tenure.EventLeaderChanged}, []string{stepSeenFree}},
+		{tenure.Event{Kind: tenure.EventLeaderChanged, Holder: "b"}, nil},
+		{tenure.Event{Kind: tenure.EventRenewed}, nil},
+	} {
+		var got []string
+		for _, m := range eventMarks(c.ev) {
+			got = append(got, m.step)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%v: steps %v, want %v", c.ev.Kind, got, c.want)
 		}
 	}
 }
