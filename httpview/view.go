@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/leadership"
@@ -313,14 +312,8 @@ func (h *Handler) Observe(r tenure.Record) {
 // character, and its size. No tenure grant carries such a holder or value:
 // it was written into the store from outside, and may be megabytes long.
 func bounded(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
+	head, more := termsafe.Cut(s, max)
+	return head + more
 }
 
 // endStreams ends the open /events streams.

@@ -77,21 +77,11 @@ func toJSON(r tenure.Record) recordJSON {
 // the clipboard). tenure itself grants no such identity ([tenure.CheckAcquire]).
 // One longer than [tenure.MaxIdentityLen] is cut there, with its size.
 func shown(s string) string {
-	s, more := cut(s, tenure.MaxIdentityLen)
+	s, more := termsafe.Cut(s, tenure.MaxIdentityLen)
 	if !terminalSafe(s) {
 		s = strconv.Quote(s)
 	}
 	return s + more
-}
-
-// cut returns s's first max bytes and, if s is longer, a note of its
-// size to follow them: a string written into the store from outside can
-// be megabytes long, which no operator reads.
-func cut(s string, max int) (string, string) {
-	if len(s) <= max {
-		return s, ""
-	}
-	return s[:max], fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // describe renders a record for people.
@@ -107,7 +97,7 @@ func describe(r tenure.Record) string {
 		s += fmt.Sprintf(", ttl %s, %s left", r.TTL, r.Remaining.Round(time.Millisecond))
 	} // else a store with no lease time (peer raft): "ttl 0s, 0s left" would read as expired
 	if r.Value != "" {
-		v, more := cut(r.Value, tenure.MaxValueLen)
+		v, more := termsafe.Cut(r.Value, tenure.MaxValueLen)
 		s += fmt.Sprintf(", value %q%s", v, more)
 	}
 	return s

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -149,5 +150,18 @@ func TestDescribeWithoutLeaseTime(t *testing.T) {
 	got = describe(tenure.Record{Key: "job", Holder: "2", Term: 7, TTL: 2 * time.Second, Remaining: 1500 * time.Millisecond})
 	if want := "job: 2 leads, term 7, ttl 2s, 1.5s left"; got != want {
 		t.Errorf("describe = %q, want %q", got, want)
+	}
+}
+
+// A holder written from outside, longer than tenure grants, in a script
+// of more than one byte per character, is cut before a character: it
+// stays readable instead of being quoted whole for a split character.
+func TestDescribeCutsLongHolderBeforeACharacter(t *testing.T) {
+	holder := "a" + strings.Repeat("ж", tenure.MaxIdentityLen) // 2 bytes each
+	got := describe(tenure.Record{Key: "job", Holder: holder, Term: 7})
+	kept := "a" + strings.Repeat("ж", (tenure.MaxIdentityLen-1)/2)
+	want := fmt.Sprintf("job: %s... (%d bytes) leads, term 7", kept, len(holder))
+	if got != want {
+		t.Errorf("describe = %.80q..., want %.80q...", got, want)
 	}
 }

@@ -61,3 +61,19 @@ func (w Writer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Cut returns s's first max bytes at most, cut before a character so that
+// valid UTF-8 stays valid, and, if s is longer than max, a note of its
+// size to follow them ("... (N bytes)"); else s and "". A holder or value
+// written into the store from outside can be megabytes long, which no
+// operator reads.
+func Cut(s string, max int) (head, more string) {
+	if len(s) <= max {
+		return s, ""
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], fmt.Sprintf("... (%d bytes)", len(s))
+}

@@ -72,3 +72,27 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// Cut keeps valid UTF-8 valid: a long holder in another script is cut
+// before a character, not inside one (which a terminal would get as an
+// invalid byte, and the CLI would quote whole).
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		s         string
+		max       int
+		head, end string
+	}{
+		{"short", 10, "short", ""},
+		{"exactly10!", 10, "exactly10!", ""},
+		{"abcdefghijk", 10, "abcdefghij", "... (11 bytes)"},
+		{"ééééé", 5, "éé", "... (10 bytes)"}, // byte 5 is inside the third é
+		{"ééééé", 4, "éé", "... (10 bytes)"},
+		{"\xff\xfe\xfd", 2, "\xff\xfe", "... (3 bytes)"}, // not UTF-8: cut where asked
+		{"€x", 0, "", "... (4 bytes)"},
+	} {
+		head, more := Cut(c.s, c.max)
+		if head != c.head || more != c.end {
+			t.Errorf("Cut(%q, %d) = %q, %q; want %q, %q", c.s, c.max, head, more, c.head, c.end)
+		}
+	}
+}
