@@ -270,13 +270,13 @@ func TestRollingRestartWithHandover(t *testing.T) {
 	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet", "--handover"}, nil)
 	ids := []string{"a", "b", "c"}
 	_, _, i := startLeader(t, c, ids[0])
-	for _, id := range ids[1:] {
-		time.Sleep(20 * time.Millisecond) // registered in order: since differs
+	waitCandidates(t, c, 1)
+	for n, id := range ids[1:] {
 		if _, err := c.start(id); err != nil {
 			t.Fatal(err)
 		}
+		waitCandidates(t, c, n+2) // registered in order: since differs
 	}
-	waitCandidates(t, c, 3)
 	for _, id := range ids {
 		if err := c.signal(id, syscall.SIGTERM); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/store/redis"
@@ -356,7 +357,7 @@ local start = ms()
 while ms() - start < 1000 do end
 return 1`, nil).Err()
 	}()
-	time.Sleep(300 * time.Millisecond) // the busy script started
+	awaitBusy(t, srv)
 	ctx, cancel := context.WithTimeout(ctxFor(t), 100*time.Millisecond)
 	_, err := ss.Acquire(ctx, key, "alpha", "")
 	cancel()
@@ -407,5 +408,30 @@ func TestSessionBatchAfterScriptFlush(t *testing.T) {
 			t.Fatalf("batch result %d after SCRIPT FLUSH: %+v, %v", i, r.Lease, r.Err)
 		}
 		wantHeldBy(t, st, r.Lease)
+	}
+}
+
+// awaitBusy returns once the server has stopped answering: a PING from a
+// client of its own gets no answer within 50 ms, as while a script runs.
+func awaitBusy(t *testing.T, srv *testserver.RedisServer) {
+	t.Helper()
+	opt, err := goredis.ParseURL(srv.URL(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.ContextTimeoutEnabled = true // else a PING waits out ReadTimeout, not its context
+	c := goredis.NewClient(opt)
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(ctxFor(t), 50*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still answers PING (%v): the busy script never started", err)
+		}
 	}
 }
