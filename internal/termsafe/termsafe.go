@@ -63,7 +63,7 @@ func (w Writer) Write(p []byte) (int, error) {
 }
 
 // Cut returns s's first max bytes at most, cut before a character so that
-// valid UTF-8 stays valid, and, if s is longer than max, a note of its
+// valid UTF-8 stays valid (and at max bytes in text that is not), and, if s is longer than max, a note of its
 // size to follow them ("... (N bytes)"); else s and "". A holder or value
 // written into the store from outside can be megabytes long, which no
 // operator reads.
@@ -71,9 +71,14 @@ func Cut(s string, max int) (head, more string) {
 	if len(s) <= max {
 		return s, ""
 	}
+	// In valid UTF-8 a character starts at most UTFMax-1 bytes back; in
+	// anything else, cut where asked.
 	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
+	for n > 0 && max-n < utf8.UTFMax-1 && !utf8.RuneStart(s[n]) {
 		n--
+	}
+	if !utf8.RuneStart(s[n]) {
+		n = max
 	}
 	return s[:n], fmt.Sprintf("... (%d bytes)", len(s))
 }

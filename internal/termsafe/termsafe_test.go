@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestJSON(t *testing.T) {
@@ -95,4 +96,30 @@ func TestCut(t *testing.T) {
 			t.Errorf("Cut(%q, %d) = %q, %q; want %q, %q", c.s, c.max, head, more, c.head, c.end)
 		}
 	}
+}
+
+// FuzzCut: the head is a prefix of s of at most max bytes, valid UTF-8
+// whenever s is, and no more than one character shorter than max.
+func FuzzCut(f *testing.F) {
+	f.Add("ééééé", 5)
+	f.Add("abc", 0)
+	f.Add("\xff€", 2)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		if max < 0 || max > 1<<16 {
+			return
+		}
+		head, more := Cut(s, max)
+		if !strings.HasPrefix(s, head) || len(head) > max && more != "" {
+			t.Fatalf("Cut(%q, %d) = %q, %q: not a prefix within max", s, max, head, more)
+		}
+		if (more == "") != (len(s) <= max) {
+			t.Fatalf("Cut(%q, %d) = %q, %q: size note wrong", s, max, head, more)
+		}
+		if more != "" && max-len(head) >= utf8.UTFMax {
+			t.Fatalf("Cut(%q, %d) = %q: cut %d bytes short", s, max, head, max-len(head))
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(head) {
+			t.Fatalf("Cut(%q, %d) = %q: split a character", s, max, head)
+		}
+	})
 }
