@@ -396,9 +396,10 @@ func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 }
 
 // Release implements [tenure.Store]: a read checks that the key node's
-// zxid is still this grant's term, then one multi-operation checks that
-// its version is still this grant's and deletes the lease node and the
-// grant's marker; the grant's session is then closed.
+// zxid is still this grant's term and that its lease node is the one the
+// grant created, then one multi-operation checks that its version is still
+// this grant's and deletes the lease node and the grant's marker; the
+// grant's session is then closed.
 func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 	g, err := s.held(ctx, l)
 	if err != nil {
@@ -421,18 +422,15 @@ var errSuperseded = errors.New("the grant was superseded")
 // releaseNodes deletes, over conn, the lease node and marker of key's
 // grant of term term, after which the key node had version version: a
 // read checks that the key node's zxid is still term (a key node deleted
-// and created again from outside starts counting versions afresh), then
-// one multi-operation checks its version and deletes both. It returns
-// errSuperseded if the grant is not the key's any more.
+// and created again from outside starts counting versions afresh) and
+// that the lease node is the grant's (see ownLeaseNode), then one
+// multi-operation checks the key node's version and deletes both. It
+// returns errSuperseded if the grant is not the key's any more.
 func (s *Store) releaseNodes(ctx context.Context, conn *zk.Conn, key string, term uint64, version int32, marker string) error {
-	st, err := call(ctx, func() (*zk.Stat, error) {
-		_, st, err := conn.Exists(s.keyPath(key))
-		return st, err
-	})
-	switch {
+	switch ok, err := s.ownLeaseNode(ctx, conn, key, term); {
 	case err != nil:
 		return err
-	case st == nil || uint64(st.Mzxid) != term:
+	case !ok:
 		return errSuperseded
 	}
 	ops := []any{
@@ -452,6 +450,31 @@ func (s *Store) releaseNodes(ctx context.Context, conn *zk.Conn, key string, ter
 			return err
 		}
 	}
+}
+
+// ownLeaseNode reports, with one read over conn (two when a child of the
+// key node was made or deleted since its last write), whether key's grant
+// of term term is still the key's: the key node's zxid is term, and its
+// lease node is the one the grant's multi-operation created (its creation
+// zxid is term). A lease node deleted and made again by hand (zkCli, with
+// a session of its own or none) is then not deleted by the old holder's
+// release: the key node alone, unchanged by that, cannot tell. A node
+// replaced between this read and the deletion is not seen; ZooKeeper
+// cannot make a deletion depend on a node's creation.
+func (s *Store) ownLeaseNode(ctx context.Context, conn *zk.Conn, key string, term uint64) (bool, error) {
+	return call(ctx, func() (bool, error) {
+		_, st, err := conn.Exists(s.keyPath(key))
+		switch {
+		case err != nil:
+			return false, err
+		case st == nil || uint64(st.Mzxid) != term:
+			return false, nil
+		case plainStat(st): // no child made or deleted since the grant's write
+			return st.NumChildren == 1, nil
+		}
+		ok, lst, err := conn.Exists(s.leasePath(key))
+		return ok && lst != nil && uint64(lst.Czxid) == term, err
+	})
 }
 
 // Get implements [tenure.Store] with one read of the key node.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,6 +309,62 @@ func TestPersistentLeaseNode(t *testing.T) {
 				}
 				if replacing {
 					storetest.Tampered(t, "Renew of the grant whose lease node was replaced", st.Renew(ctx, l), key, tenure.ErrLost)
+				}
+			})
+		}
+	}
+}
+
+// TestReleaseLeavesHandMadeLeaseNode: the lease node of a live grant is
+// deleted with a plain client and made again by hand, ephemeral in the
+// tool's own session (an operator holding the key while they repair
+// something) or persistent. The key node, its zxid and version are as the
+// grant left them. The old holder's Release, on its way out, must see the
+// grant is gone (ErrLost) and leave the new node alone: before, it checked
+// the key node only and deleted whatever lease node was there, freeing
+// the key under the tool that held it.
+func TestReleaseLeavesHandMadeLeaseNode(t *testing.T) {
+	srv := server(t)
+	root := "/handmadelease-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st := open(t, "zk://"+srv.Addr+root)
+	raw := rawConn(t, srv)
+	ctx := ctxT(t, 60*time.Second)
+	ss := openSess(t, st, 5*time.Second)
+	acquire := map[string]func(key string) (tenure.Lease, error){
+		"Store":   func(key string) (tenure.Lease, error) { return st.Acquire(ctx, key, "alpha", 5*time.Second) },
+		"Session": func(key string) (tenure.Lease, error) { return ss.Acquire(ctx, key, "alpha", "") },
+	}
+	release := map[string]func(l tenure.Lease) error{
+		"Store":   func(l tenure.Lease) error { return st.Release(ctx, l) },
+		"Session": func(l tenure.Lease) error { return ss.Release(ctx, l) },
+	}
+	for _, path := range []string{"Store", "Session"} {
+		for _, flags := range []int32{gozk.FlagEphemeral, 0} {
+			name := path + "/ephemeral"
+			if flags == 0 {
+				name = path + "/persistent"
+			}
+			t.Run(name, func(t *testing.T) {
+				key := strings.ReplaceAll(name, "/", "-")
+				l, err := acquire[path](key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lp := zk.KeyPath(root, key) + "/lease"
+				if err := raw.Delete(lp, -1); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := raw.Create(lp, []byte("maintenance"), flags, gozk.WorldACL(gozk.PermAll)); err != nil {
+					t.Fatal(err)
+				}
+				_, before, err := raw.Exists(lp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				storetest.Tampered(t, "Release of the grant whose lease node was made again by hand", release[path](l), key, tenure.ErrLost)
+				ok, after, err := raw.Exists(lp)
+				if err != nil || !ok || after.Czxid != before.Czxid {
+					t.Fatalf("the hand-made lease node after the old holder's Release: exists %v, %+v, %v; want it left alone", ok, after, err)
 				}
 			})
 		}
