@@ -125,6 +125,9 @@
 //     session's renew window (PREFIX:session:ID:exp outlives the session
 //     by a TTL for that), as for plain grants; a deleted session key ends
 //     every grant in it, and the next keep-alive returns [tenure.ErrLost].
+//     If that expiry key is gone too (deleted with the session's key, or
+//     the session ended over a TTL before the key is taken), the next grant
+//     waits a whole TTL: nothing tells the two apart.
 //   - Across a crash of a server with appendfsync always, a session and its
 //     grants survive with their server-time expiry; a server that lost its
 //     data makes the next keep-alive return [tenure.ErrLost].

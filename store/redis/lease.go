@@ -168,7 +168,11 @@ end
 if last[1] then
 	local exp = whole(last[2])
 	if last[4] and last[4] ~= '' then
-		exp = whole(redis.pcall('GET', last[4] .. ':exp') or '0')
+		-- The session's expiry key outlives the session by a TTL. Without
+		-- it, the session ended over a TTL ago or its keys were deleted
+		-- from outside, which nothing tells apart: no expiry (nil) makes
+		-- the grant wait as for a lost record.
+		exp = whole(redis.pcall('GET', last[4] .. ':exp'))
 	end
 	local window = math.max(tonumber(ARGV[7]), tonumber(ARGV[3]), whole(last[5]) or 0)
 	if last[3] ~= '1' and (not exp or exp - now > window) then

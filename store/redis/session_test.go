@@ -123,8 +123,18 @@ func TestSessionKeepAliveRacesRelease(t *testing.T) {
 // Deleting the session's own key from outside ends every grant in it at
 // once: the next keep-alive says the session is lost, and the next holder
 // of a grant waits out the session's renew window, which the session's
-// expiry key still records.
+// expiry key still records. Deleting the expiry key too (redis-cli --scan
+// --pattern 'tenure:session:ID*' | xargs redis-cli del) leaves no record
+// of that window: the next holder must then wait a whole TTL. Before, it
+// took the expiry key's absence for a session that expired long ago, and
+// started at once beside the old holder, which learns of its loss only at
+// its next keep-alive.
 func TestSessionKeyDeletedFromOutside(t *testing.T) {
+	t.Run("SessionKey", func(t *testing.T) { sessionKeysDeleted(t, false) })
+	t.Run("WithExpiryKey", func(t *testing.T) { sessionKeysDeleted(t, true) })
+}
+
+func sessionKeysDeleted(t *testing.T, withExp bool) {
 	srv := testserver.Redis(t, false)
 	st, other := open(t, srv.URL(0)), open(t, srv.URL(0))
 	ttl := 5 * time.Second
@@ -140,7 +150,7 @@ func TestSessionKeyDeletedFromOutside(t *testing.T) {
 		t.Fatalf("session keys %v, %v: want the session and its expiry", keys, err)
 	}
 	for _, k := range keys {
-		if len(k) < 4 || k[len(k)-4:] != ":exp" {
+		if withExp || len(k) < 4 || k[len(k)-4:] != ":exp" {
 			if err := c.Del(ctxFor(t), k).Err(); err != nil {
 				t.Fatal(err)
 			}
