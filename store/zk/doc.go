@@ -57,6 +57,8 @@
 //     grant's TTL, so the new holder does not start before the old one can
 //     have noticed. A released grant deletes its marker with its lease node
 //     and an expired one's session takes it along, so neither costs a Wait.
+//     So a marker deleted from outside, then its grant's lease node, reads
+//     as a release: the next grant carries no Wait. Never delete markers.
 //     A record rewritten from outside (to name another session, say) no
 //     longer matches the data version its grant wrote into it, so the next
 //     grant waits the largest of its TTL, the last the Store saw and its
