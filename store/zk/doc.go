@@ -44,7 +44,8 @@
 //   - Release deletes the lease node in a multi-operation that first checks
 //     the key node's version (and, read just before, its zxid and that the
 //     lease node is the one the grant created: a lease node deleted and made
-//     again by hand, say to hold the key during repairs, is left alone), so
+//     again by hand, say to hold the key during repairs, is left alone, and
+//     reads as held by "(unknown)", not by the grant's holder), so
 //     it can only delete the grant it was given; Renew checks the key node's
 //     version, zxid and child, so Renew and Release of a lease that is not
 //     current (superseded, its lease node deleted, its key node rewritten or

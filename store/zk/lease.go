@@ -504,7 +504,17 @@ type node struct {
 	// delete it, so it is not a grant: the key reads free, and the next
 	// grant deletes it (see grantOps) and waits (see waitAfter).
 	orphan bool
+	// leaseCzxid is the lease node's creation zxid, when read (else 0). A
+	// grant creates its lease node in the write that sets the key node's
+	// data, so one created later was made by hand (see handMade).
+	leaseCzxid int64
 }
+
+// handMade reports whether n's lease node, as read, was created after the
+// key node's data was last written: made by hand (zkCli create -e) after
+// the grant's own lease node was deleted, so the grant that the key
+// node's data names does not hold it.
+func (n node) handMade() bool { return n.st != nil && n.leaseCzxid > n.st.Mzxid }
 
 // held reports whether n, the key node, has its lease node: a child while
 // the key is held. A node created under the key node from outside (with
@@ -523,7 +533,17 @@ func (n node) held() bool {
 func withLeaseStat(n node, ok bool, lst *zk.Stat) node {
 	n = withLeaseCounted(n, ok)
 	n.orphan = ownedByNoSession(ok, lst)
+	n.leaseCzxid = leaseCzxid(ok, lst)
 	return n
+}
+
+// leaseCzxid is the creation zxid of a lease node that exists (ok) with
+// stat lst, else 0.
+func leaseCzxid(ok bool, lst *zk.Stat) int64 {
+	if !ok || lst == nil {
+		return 0
+	}
+	return lst.Czxid
 }
 
 // ownedByNoSession reports whether a lease node that exists (ok) with stat
@@ -591,8 +611,10 @@ func (s *Store) recordOf(key string, n node) tenure.Record {
 	if n.held() {
 		rec := decode(n.data)
 		r.Holder, r.TTL, r.Value = rec.Holder, time.Duration(rec.TTL), rec.Value
-		if r.Holder == "" {
-			r.Holder = unknownHolder // held, but the node was not written by tenure
+		if r.Holder == "" || n.handMade() {
+			// Held, but the node was not written by tenure, or the lease
+			// node is not the grant's that the data names.
+			r.Holder, r.Value = unknownHolder, ""
 		}
 		r.Remaining = r.TTL // an upper bound: see the package doc
 	}

@@ -315,6 +315,27 @@ func TestPersistentLeaseNode(t *testing.T) {
 	}
 }
 
+// wantHandMadeHeld fails t unless Get and Watch show key, whose lease
+// node was made again by hand with a session of its own, held by someone
+// unknown: not by the holder the key node's data names, whose grant is
+// gone (before, they showed that holder leading still, and its own watch
+// saw nothing amiss).
+func wantHandMadeHeld(t *testing.T, ctx context.Context, st *zk.Store, key string) {
+	t.Helper()
+	if r, err := st.Get(ctx, key); err != nil || !r.Held() || r.Holder == "alpha" {
+		t.Fatalf("Get with a hand-made ephemeral lease node = %+v, %v; want held by someone unknown", r, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := st.Watch(wctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; !r.Held() || r.Holder == "alpha" {
+		t.Fatalf("Watch with a hand-made ephemeral lease node delivered %+v; want held by someone unknown", r)
+	}
+}
+
 // TestReleaseLeavesHandMadeLeaseNode: the lease node of a live grant is
 // deleted with a plain client and made again by hand, ephemeral in the
 // tool's own session (an operator holding the key while they repair
@@ -360,6 +381,9 @@ func TestReleaseLeavesHandMadeLeaseNode(t *testing.T) {
 				_, before, err := raw.Exists(lp)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if flags != 0 {
+					wantHandMadeHeld(t, ctx, st, key)
 				}
 				storetest.Tampered(t, "Release of the grant whose lease node was made again by hand", release[path](l), key, tenure.ErrLost)
 				ok, after, err := raw.Exists(lp)

@@ -269,7 +269,7 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, lease, data
 				return armed{}, err
 			}
 			a.lease, a.spent, n = r.ev, nil, withLease(n, r.ok)
-			n.orphan = ownedByNoSession(r.ok, r.st)
+			n.orphan, n.leaseCzxid = ownedByNoSession(r.ok, r.st), leaseCzxid(r.ok, r.st)
 		}
 		data = data || fired(a.data)
 		if data {
@@ -284,9 +284,9 @@ func (s *Store) rearmFired(ctx context.Context, key string, a armed, lease, data
 				return armed{}, err
 			}
 			// The lease node is as its watch last found it.
-			orphan := n.orphan
+			orphan, czxid := n.orphan, n.leaseCzxid
 			a.data, n = r.data, withLeaseCounted(r.n, slices.Contains(n.kids, "lease"))
-			n.orphan = orphan
+			n.orphan, n.leaseCzxid = orphan, czxid
 		}
 		lease, data = fired(a.lease), false
 	}
