@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenurehq/tenure"
@@ -21,8 +22,14 @@ var _ tenure.SessionStore = (*Store)(nil)
 // together, whatever the number of grants: the lease's keep-alive on the
 // store's keep-alive stream, and a TimeToLive that lists the keys still
 // attached to the lease, from which it tells the grants deleted or
-// rewritten from outside. Close revokes the lease, which deletes every
-// holder key of the session at once.
+// rewritten without the lease from outside. When etcd's revision moved
+// since the last keep-alive, a third request reads the holder keys
+// changed since (keys only), to tell the grants rewritten from outside on
+// the lease (etcdctl put --ignore-lease); etcd reads every holder key
+// under the prefix to answer it, so on an etcd that other writers keep
+// busy it costs server work that grows with the keys under the prefix.
+// Close revokes the lease, which
+// deletes every holder key of the session at once.
 //
 // etcd counts lease TTLs in whole seconds: ttl is rounded up, so grants
 // may outlive the session's TTL by under a second, never the other way.
@@ -37,7 +44,8 @@ func (s *Store) OpenSession(ctx context.Context, ttl time.Duration) (tenure.Stor
 	if err != nil {
 		return nil, s.fail(ctx, "open a session (grant an etcd lease)", "", err)
 	}
-	return &session{s: s, id: g.ID, ttl: ttl, grants: map[string]tenure.Lease{}}, nil
+	return &session{s: s, id: g.ID, ttl: ttl, grants: map[string]tenure.Lease{},
+		checked: g.ResponseHeader.GetRevision(), rewritten: map[string]bool{}}, nil
 }
 
 // session is a [tenure.StoreSession] on one etcd lease.
@@ -48,6 +56,16 @@ type session struct {
 
 	mu     sync.Mutex
 	grants map[string]tenure.Lease // by holder key
+	// checked is the etcd revision up to which every change to the holder
+	// keys was compared with the grants (see changedSince); tracked counts
+	// the grants added, so that a keep-alive does not move checked past
+	// a grant added while it read (see track).
+	checked int64
+	tracked uint64
+	// rewritten holds the holder keys on the lease that were rewritten
+	// from outside: no grant of the session's, but not strays to delete
+	// either (see sweep). Forgotten once no longer attached.
+	rewritten map[string]bool
 }
 
 // Acquire implements [tenure.StoreSession] with one transaction, the one
@@ -65,10 +83,19 @@ func (ss *session) Acquire(ctx context.Context, key, identity, value string) (te
 	if err != nil {
 		return l, err
 	}
-	ss.mu.Lock()
-	ss.grants[s.holderKey(key)] = l
-	ss.mu.Unlock()
+	ss.track(l)
 	return l, nil
+}
+
+// track adds grant l to the session's grants. A keep-alive may have read
+// the holder keys changed after l's write while l was not among them yet:
+// the next one reads them again from l's write on.
+func (ss *session) track(l tenure.Lease) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.grants[ss.s.holderKey(l.Key)] = l
+	ss.checked = min(ss.checked, int64(l.Term))
+	ss.tracked++
 }
 
 // KeepAlive implements [tenure.StoreSession].
@@ -79,6 +106,7 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	}
 	type attached struct {
 		keys [][]byte
+		rev  int64 // etcd's revision when they were listed
 		err  error
 	}
 	listed := make(chan attached, 1)
@@ -90,7 +118,7 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 		case r.TTL < 0:
 			listed <- attached{err: errSessionGone}
 		default:
-			listed <- attached{keys: r.Keys}
+			listed <- attached{keys: r.Keys, rev: r.ResponseHeader.GetRevision()}
 		}
 	}()
 	kerr := s.keepAlive(ctx, ss.id)
@@ -103,31 +131,89 @@ func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	case a.err != nil:
 		return nil, s.fail(ctx, "list the session's keys", "", a.err)
 	}
-	return ss.sweep(a.keys), nil
+	ch, err := ss.changedSince(ctx, a.rev)
+	if err != nil {
+		return nil, s.fail(ctx, "read the session's changed keys", "", err)
+	}
+	return ss.sweep(a.keys, ch), nil
+}
+
+// changes are the holder keys changed between two revisions, as read
+// with the session's tracked count then.
+type changes struct {
+	kvs     map[string]*mvccpb.KeyValue // without values
+	rev     int64                       // read up to this revision
+	tracked uint64
+}
+
+// changedSince returns the holder keys (without values) changed since the
+// revision up to which the session checked them, and the revision they
+// were read at; nothing, without a request, if etcd's revision rev has
+// not moved since (an idle cluster: keep-alives write nothing).
+func (ss *session) changedSince(ctx context.Context, rev int64) (changes, error) {
+	ss.mu.Lock()
+	ch := changes{rev: ss.checked, tracked: ss.tracked}
+	ss.mu.Unlock()
+	if rev <= ch.rev {
+		return ch, nil
+	}
+	s := ss.s
+	r, err := s.c.Get(ctx, s.holderKey(""), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithMinModRev(ch.rev+1))
+	if err != nil {
+		return changes{}, err
+	}
+	ch.kvs, ch.rev = make(map[string]*mvccpb.KeyValue, len(r.Kvs)), r.Header.GetRevision()
+	for _, kv := range r.Kvs {
+		ch.kvs[string(kv.Key)] = kv
+	}
+	return ch, nil
+}
+
+// isGrantKV reports whether holder key kv, read without its value (and
+// its lease: keys-only reads leave it out, and TimeToLive's list of
+// attached keys tells), is still grant l: created by the grant's own write
+// and never written since.
+func isGrantKV(kv *mvccpb.KeyValue, l tenure.Lease) bool {
+	return kv.CreateRevision == int64(l.Term) && kv.ModRevision == int64(l.Term)
 }
 
 var errSessionGone = errors.New("session lease gone")
 
-// sweep compares the keys attached to the lease with the session's
-// grants: it forgets and returns the grants whose holder key is no longer
-// attached, and deletes in the background the attached keys that are no
-// grant (an acquisition whose reply was lost).
-func (ss *session) sweep(keys [][]byte) []tenure.Lease {
+// sweep compares the keys attached to the lease, and the holder keys
+// changed (ch), with the session's grants: it forgets and
+// returns the grants whose holder key is no longer attached or was
+// rewritten, and deletes in the background the attached keys that are no
+// grant (an acquisition whose reply was lost) and were not rewritten from
+// outside (those end with the session's lease).
+func (ss *session) sweep(keys [][]byte, ch changes) []tenure.Lease {
 	on := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		on[string(k)] = true
 	}
 	ss.mu.Lock()
+	if ss.tracked == ch.tracked { // else a grant came since: read from its write on
+		ss.checked = max(ss.checked, ch.rev)
+	}
 	var gone []tenure.Lease
 	for hk, l := range ss.grants {
-		if !on[hk] {
+		kv, ok := ch.kvs[hk]
+		if !on[hk] || ok && !isGrantKV(kv, l) {
 			gone = append(gone, l)
 			delete(ss.grants, hk)
+			if on[hk] {
+				ss.rewritten[hk] = true
+			}
 		}
 	}
 	var strays []string
+	for hk := range ss.rewritten {
+		if !on[hk] {
+			delete(ss.rewritten, hk)
+		}
+	}
 	for hk := range on {
-		if _, ok := ss.grants[hk]; !ok {
+		if _, ok := ss.grants[hk]; !ok && !ss.rewritten[hk] {
 			strays = append(strays, hk)
 		}
 	}

@@ -92,9 +92,7 @@ func (ss *session) acquireChunk(ctx context.Context, reqs []tenure.AcquireReques
 			return s.vanishedWaitBy(a.sent, prev, a.before.TTL, ttls.of)
 		})
 		if err == nil {
-			ss.mu.Lock()
-			ss.grants[s.holderKey(a.key)] = l
-			ss.mu.Unlock()
+			ss.track(l)
 		}
 		res[i].Lease, res[i].Err = l, err
 	}
