@@ -390,6 +390,14 @@ func TestReleaseLeavesHandMadeLeaseNode(t *testing.T) {
 				if err != nil || !ok || after.Czxid != before.Czxid {
 					t.Fatalf("the hand-made lease node after the old holder's Release: exists %v, %+v, %v; want it left alone", ok, after, err)
 				}
+				if flags == 0 {
+					return
+				}
+				// Campaigning again, the old holder must not take the
+				// node for a grant of its own whose answer it lost.
+				if l2, err := acquire[path](key); !errors.Is(err, tenure.ErrHeld) {
+					t.Fatalf("Acquire again by the old holder with the hand-made node in place = %+v, %v; want ErrHeld", l2, err)
+				}
 			})
 		}
 	}
