@@ -28,8 +28,8 @@ var _ tenure.SessionStore = (*Store)(nil)
 // the lease (etcdctl put --ignore-lease); etcd reads every holder key
 // under the prefix to answer it, so on an etcd that other writers keep
 // busy it costs server work that grows with the keys under the prefix.
-// Close revokes the lease, which
-// deletes every holder key of the session at once.
+// Close revokes the lease, which deletes every holder key of the session
+// at once.
 //
 // etcd counts lease TTLs in whole seconds: ttl is rounded up, so grants
 // may outlive the session's TTL by under a second, never the other way.
