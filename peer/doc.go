@@ -205,7 +205,10 @@
 // rounded up to the member's residue. Every message carries the sender's
 // highest epoch; a coordinator that hears of a higher one steps down (its
 // Watch reports it at once and Renew returns ErrLost) and a heartbeat
-// claiming an older epoch is rejected.
+// claiming an older epoch is rejected. Epochs never wrap: once no epoch of
+// its residue fits in 64 bits (a member that holds the secret can announce
+// 2^64-1), a member refuses to coordinate, logs why once, and the group
+// stays without a coordinator until the epoch files are reset.
 //
 // # Transport and security
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -46,6 +47,8 @@ type Node struct {
 	issued       []uint64                             // epochs this node was coordinator under, in order
 	sd           stepDown                             // the last step-down request taken (stepdown.go)
 	started      time.Time                            // when the node started
+	// exhaustedLogged: the epochs ran out, and that was logged (once).
+	exhaustedLogged bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -320,17 +323,24 @@ func (n *Node) raiseEpoch(e uint64) error {
 // nextEpoch returns the smallest epoch above every known one that only this
 // member may issue: epochs are congruent to the member's rank modulo the
 // group size, so two coordinators never share an epoch, even when elected on
-// both sides of a partition from the same starting point.
-func (n *Node) nextEpoch() uint64 {
+// both sides of a partition from the same starting point. ok is false when
+// no such epoch fits in 64 bits: the epochs are used up, and wrapping
+// around would issue a fencing term below one already issued.
+func (n *Node) nextEpoch() (e uint64, ok bool) {
 	size := uint64(n.cfg.Group.Len())
 	rank := uint64(n.cfg.Group.Index(n.self))
-	e := n.maxEpoch + 1
-	if rem := e % size; rem <= rank {
-		e += rank - rem
-	} else {
-		e += size - rem + rank
+	if n.maxEpoch == math.MaxUint64 {
+		return 0, false
 	}
-	return e
+	e = n.maxEpoch + 1
+	step := size - e%size + rank
+	if rem := e % size; rem <= rank {
+		step = rank - rem
+	}
+	if e > math.MaxUint64-step {
+		return 0, false
+	}
+	return e + step, true
 }
 
 // elect makes this node coordinator under a fresh epoch.
@@ -342,7 +352,16 @@ func (n *Node) elect() (uint64, error) {
 		return 0, fmt.Errorf("peer: member %d resigned or holds back for a step-down, and abstains until %s", n.self,
 			later(n.abstainUntil, n.holdUntil).Format(time.RFC3339Nano))
 	}
-	e := n.nextEpoch()
+	e, ok := n.nextEpoch()
+	if !ok {
+		err := fmt.Errorf("peer: member %d cannot coordinate: the epochs are used up (highest known %d); "+
+			"it never issues a lower one: every member's epoch file must be reset once no term issued is in use", n.self, n.maxEpoch)
+		if !n.exhaustedLogged {
+			n.exhaustedLogged = true
+			n.log.Error(err.Error(), "id", n.self)
+		}
+		return 0, err
+	}
 	if err := n.raiseEpoch(e); err != nil {
 		return 0, fmt.Errorf("peer: persisting epoch %d: %w", e, err)
 	}
