@@ -2,11 +2,13 @@ package peer_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer/internal/simtest"
 )
 
@@ -15,7 +17,8 @@ import (
 // restored from elsewhere) must never issue a smaller one: max(known)+1
 // wrapped to 0 and made the member coordinator under a small epoch, a
 // fencing term that went backwards. Every algorithm must instead stay
-// without a coordinator (and say so), the epochs it knows unchanged.
+// without a coordinator (and say so), the epochs it knows unchanged, and
+// Acquire say ErrTermsExhausted, as a store's does, so electors stop.
 func TestEpochNeverWraps(t *testing.T) {
 	for _, alg := range []string{"bully", "ring", "lowest"} {
 		for _, top := range []uint64{math.MaxUint64, math.MaxUint64 - 1} {
@@ -43,8 +46,12 @@ func TestEpochNeverWraps(t *testing.T) {
 						if s.Epoch < top {
 							t.Errorf("member %d: highest epoch went back from %d to %d", id, top, s.Epoch)
 						}
-						if l, err := n.Acquire(context.Background(), "job", n.Identity(), time.Second); err == nil && l.Term < top {
+						l, err := n.Acquire(context.Background(), "job", n.Identity(), time.Second)
+						if err == nil && l.Term < top {
 							t.Errorf("member %d granted term %d after knowing %d", id, l.Term, top)
+						}
+						if top == math.MaxUint64 && !errors.Is(err, tenure.ErrTermsExhausted) {
+							t.Errorf("member %d Acquire = %v, want ErrTermsExhausted (no epoch is left)", id, err)
 						}
 					}
 				})

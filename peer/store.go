@@ -76,7 +76,9 @@ func (n *Node) recordLocked(now time.Time) tenure.Record {
 // error matching [ErrHandover]) and no lease for this epoch is
 // outstanding; the lease's Term is the coordinator epoch. If another member
 // is coordinator it returns a *[tenure.HeldError] naming it; while none is
-// known, an error matching [ErrElecting]. ttl is how long the node assumes
+// known, an error matching [ErrElecting], or [tenure.ErrTermsExhausted]
+// once this node can issue no higher epoch (it knows 2^64-1, or the
+// highest of its residue). ttl is how long the node assumes
 // the lease may be used after its last successful renewal once it stops
 // being current (see the package doc); leadership ends by the algorithm,
 // not by time.
@@ -133,6 +135,10 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 	}
 	switch {
 	case n.leader == 0:
+		if _, ok := n.nextEpoch(); !ok {
+			return tenure.Lease{}, fmt.Errorf("%w: member %d knows epoch %d and can issue no higher one (reset the members' epoch files once no term is in use)",
+				tenure.ErrTermsExhausted, n.self, n.maxEpoch)
+		}
 		return tenure.Lease{}, fmt.Errorf("%w (member %d, last epoch %d)", ErrElecting, n.self, n.maxEpoch)
 	case n.isCoordinator() && n.granted != n.leaderEpoch && now.Before(n.holdUntil):
 		// Elected while a step-down's hold-back naming another member
