@@ -58,7 +58,9 @@
 // or reorder text by (C1 controls, bidi overrides, zero-width characters),
 // which a holder or value written into the store from outside can hold,
 // as \u escapes, which decode to the same strings: an operator may read
-// them with curl.
+// them with curl. Every answer has a Content-Type and says
+// X-Content-Type-Options: nosniff, so no browser takes a holder or value
+// for markup.
 //
 // # Guarantees and non-guarantees
 //

@@ -23,8 +23,11 @@ const readTimeout = 2 * time.Second
 
 // ServeHTTP serves the routes listed in the package doc. Paths are
 // relative to where the handler is mounted; mount it under a prefix with
-// [http.StripPrefix].
+// [http.StripPrefix]. Every answer says X-Content-Type-Options: nosniff:
+// the JSON and /events carry holders and values written into the store
+// from outside, never to be taken for markup.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	switch strings.TrimSuffix(r.URL.Path, "/") {
 	case "":
 		h.serveRoot(w, r)
@@ -51,7 +54,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // view to everyone else, so clients that send no Accept header get JSON.
 func (h *Handler) serveRoot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Accept")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if strings.Contains(r.Header.Get("Accept"), "text/html") {
 		page, _ := pageFS.ReadFile("page.html")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
