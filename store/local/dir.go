@@ -43,10 +43,14 @@ func openDir(path string, group bool) (*dirHandle, error) {
 	rest := splitPath(path)
 	links := 0
 	euid := uint32(os.Geteuid())
+	where := "/" // the directory cur is, for messages
 	for len(rest) > 0 {
 		name := rest[0]
 		rest = rest[1:]
 		last := len(rest) == 0
+		if err := checkAncestor(cur, where, euid); err != nil {
+			return nil, fmt.Errorf("%w: cannot use state directory %q: %v", ErrUnsafe, path, err)
+		}
 		st, err := statOrCreate(cur, name, group, last)
 		if err != nil {
 			return nil, fail("%v", err)
@@ -68,6 +72,7 @@ func openDir(path string, group bool) (*dirHandle, error) {
 				return nil, fail("the link %s changed while it was read; try again", name)
 			}
 			if strings.HasPrefix(target, "/") {
+				where = "/"
 				unix.Close(cur)
 				cur, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 				if err != nil {
@@ -88,6 +93,7 @@ func openDir(path string, group bool) (*dirHandle, error) {
 		}
 		unix.Close(cur)
 		cur = next
+		where = filepath.Join(where, name)
 		if last {
 			f := os.NewFile(uintptr(cur), path)
 			cur = -1
@@ -101,6 +107,27 @@ func openDir(path string, group bool) (*dirHandle, error) {
 	}
 	// path was "/" or ended in a link to it.
 	return nil, fail("the root directory cannot be a state directory")
+}
+
+// checkAncestor refuses cur, a directory on the way to the state
+// directory (where is its path, for messages), if a user other than root
+// and this one could rename what it holds: it belongs to another user, or
+// others may write it and it is not sticky (as /tmp is). Such a user could
+// move the state directory, or a directory above it, aside; the next Open
+// would then create a fresh one, where terms restart at 1 while the old
+// holder still leads in the moved one.
+func checkAncestor(cur int, where string, euid uint32) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(cur, &st); err != nil {
+		return fmt.Errorf("stat %s: %v", where, err)
+	}
+	switch {
+	case st.Uid != 0 && st.Uid != euid:
+		return fmt.Errorf("%s, on the way to it, is owned by uid %d, neither root nor this user, who could move the state directory aside; use a directory whose parents are root's or yours", where, st.Uid)
+	case st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0:
+		return fmt.Errorf("%s, on the way to it, is writable by others and not sticky, so anyone could move the state directory aside and terms would restart at 1; run chmod o-w %s (or chmod +t %s)", where, where, where)
+	}
+	return nil
 }
 
 // statOrCreate stats name in the directory cur without following a link,

@@ -104,10 +104,14 @@
 // who can write it (they can take and break every lease in it).
 //
 //   - Open resolves the directory one component at a time and follows a
-//     symbolic link only if root or the user owns it. The directory must be
-//     owned by the user and not writable by group or others; otherwise Open
-//     fails with [ErrUnsafe], naming the directory and the chmod that fixes
-//     it. Every later operation is relative to the opened directory (openat,
+//     symbolic link only if root or the user owns it. Every directory on
+//     the way must belong to root or the user and, unless sticky (as /tmp
+//     is), not be writable by others: whoever can rename its entries could
+//     move the state directory aside, and a fresh one created in its place
+//     would grant the key again while the old holder still leads. The
+//     directory itself must be owned by the user and not writable by group
+//     or others. Otherwise Open fails with [ErrUnsafe], naming the
+//     directory and the chmod that fixes it. Every later operation is relative to the opened directory (openat,
 //     renameat, unlinkat) with O_NOFOLLOW, so nothing in or above the
 //     directory is ever followed, and only regular files owned by the user
 //     are used: a link, FIFO, device or socket in place of a file is an
