@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,13 +45,19 @@ type EpochFile struct {
 }
 
 // OpenEpochFile returns the epoch file of member id in dir, creating dir
-// (mode 0700) if needed. It does not read the file; call Load.
+// (mode 0700) if needed. On Unix dir must belong to the user and be
+// closed to writes by group and others (else an error wrapping
+// [tenure.ErrInvalid] naming it): whoever can write it can take the epoch
+// back. It does not read the file; call Load.
 func OpenEpochFile(dir string, id uint64) (*EpochFile, error) {
 	if dir == "" {
 		return nil, invalidf("no state directory given (set state-dir)")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("peer: creating the state directory: %w", err)
+	}
+	if err := checkStateDir(dir); err != nil {
+		return nil, err
 	}
 	return &EpochFile{dir: dir, path: filepath.Join(dir, "peer-"+strconv.FormatUint(id, 10)+".epoch")}, nil
 }
@@ -59,14 +66,28 @@ func OpenEpochFile(dir string, id uint64) (*EpochFile, error) {
 func (f *EpochFile) Path() string { return f.path }
 
 // Load returns the saved epoch, 0 if the file does not exist, or an error
-// wrapping [ErrCorrupt].
+// wrapping [ErrCorrupt]. It never blocks: a symbolic link, FIFO, device or
+// directory in the file's place is an error naming it (on Unix a link is
+// never followed), and at most one byte more than an epoch file is read.
 func (f *EpochFile) Load() (uint64, error) {
-	b, err := os.ReadFile(f.path)
-	if errors.Is(err, os.ErrNotExist) {
+	r, err := os.OpenFile(f.path, os.O_RDONLY|epochOpenFlags, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return 0, nil
-	}
-	if err != nil {
+	case isLink(err):
+		return 0, fmt.Errorf("%w: %s is a symbolic link, which is never followed: remove it", ErrCorrupt, f.path)
+	case err != nil:
 		return 0, fmt.Errorf("peer: reading the epoch file: %w", err)
+	}
+	defer r.Close()
+	if fi, err := r.Stat(); err != nil {
+		return 0, fmt.Errorf("peer: reading the epoch file: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%w: %s is not a regular file (%s): remove it", ErrCorrupt, f.path, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(r, epochFileLen+1))
+	if err != nil {
+		return 0, fmt.Errorf("peer: reading the epoch file %s: %w", f.path, err)
 	}
 	return decodeEpoch(b, f.path)
 }
