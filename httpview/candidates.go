@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -24,8 +25,9 @@ type candidatesJSON struct {
 	Error      string          `json:"error,omitempty"`
 }
 
-// serveCandidates serves the registered candidates, best first. The
-// store's error is not shown: it may name the store. A view of a derived
+// serveCandidates serves the registered candidates, best first, as read
+// within the last candidatesFresh (see readCandidates). The store's error
+// is not shown: it may name the store. A view of a derived
 // key ([tenure.BaseKey]) shows that key's own record, but it has no
 // candidates of its own: /candidates answers 400 naming the base key,
 // without reading the store.
@@ -36,9 +38,7 @@ func (h *Handler) serveCandidates(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, body)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-	defer cancel()
-	cs, err := tenure.Candidates(ctx, h.opts.Store, h.opts.Key)
+	cs, err := h.readCandidates(r.Context())
 	if err != nil {
 		h.logger.Debug("httpview: cannot read the candidates", "key", h.opts.Key)
 		body.Error = "cannot read the candidates of the key from the store (peer stores keep no registry)"
@@ -51,4 +51,37 @@ func (h *Handler) serveCandidates(w http.ResponseWriter, r *http.Request) {
 			Since: c.Since, Leading: leader != "" && c.Identity == leader})
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// candidatesFresh is how long one read of the candidate slots answers
+// /candidates. The view has no authentication, and each read is
+// [tenure.CandidateSlots] store requests from the candidate's own process,
+// on the store its renewals need: however fast requests come, the view
+// reads the slots at most once per candidatesFresh.
+const candidatesFresh = time.Second
+
+// candidateCache is the last read of the candidate slots.
+type candidateCache struct {
+	mu  sync.Mutex // held across a read: concurrent requests wait for it and share it
+	at  time.Time  // when it was read; zero: never
+	cs  []tenure.Candidate
+	err error
+}
+
+// readCandidates returns the candidates of the key, read now or less than
+// candidatesFresh ago, and the read's error. A request arriving during a
+// read waits for it (at most readTimeout); the read is not cut short by
+// the request that started it going away.
+func (h *Handler) readCandidates(ctx context.Context) ([]tenure.Candidate, error) {
+	c := &h.cands
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if age := h.clock.Now().Sub(c.at); !c.at.IsZero() && age >= 0 && age < candidatesFresh {
+		return c.cs, c.err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	c.cs, c.err = tenure.Candidates(ctx, h.opts.Store, h.opts.Key)
+	c.at = h.clock.Now()
+	return c.cs, c.err
 }

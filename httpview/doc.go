@@ -50,7 +50,9 @@
 //     "leading"}]}; 503 when they cannot be read (peer stores keep no
 //     registry); 400, reading nothing, when the key is itself one kept
 //     beside another key ([tenure.BaseKey]), whose record the view still
-//     shows. Each request reads [tenure.CandidateSlots] keys.
+//     shows. The view reads the [tenure.CandidateSlots] keys at most once
+//     a second, however fast requests come: requests within a second of a
+//     read share it.
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //

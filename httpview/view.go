@@ -418,4 +418,6 @@ type Handler struct {
 	identity string          // the elector's
 	st       state
 	clients  map[*client]struct{}
+
+	cands candidateCache // /candidates' last read (its own lock)
 }
