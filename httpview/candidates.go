@@ -26,7 +26,7 @@ type candidatesJSON struct {
 }
 
 // serveCandidates serves the registered candidates, best first, as read
-// within the last candidatesFresh (see readCandidates). The store's error
+// within the last readFresh (see sharedRead). The store's error
 // is not shown: it may name the store. A view of a derived
 // key ([tenure.BaseKey]) shows that key's own record, but it has no
 // candidates of its own: /candidates answers 400 naming the base key,
@@ -53,35 +53,43 @@ func (h *Handler) serveCandidates(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// candidatesFresh is how long one read of the candidate slots answers
-// /candidates. The view has no authentication, and each read is
-// [tenure.CandidateSlots] store requests from the candidate's own process,
-// on the store its renewals need: however fast requests come, the view
-// reads the slots at most once per candidatesFresh.
-const candidatesFresh = time.Second
+// readFresh is how long one store read answers the requests that need it
+// (/candidates, an observer's /healthz and /readyz). The view has no
+// authentication, and its reads come from the candidate's or observer's
+// own process, on the store (connections, quota) renewals need: however
+// fast requests come, the view makes each read at most once per
+// readFresh.
+const readFresh = time.Second
 
-// candidateCache is the last read of the candidate slots.
-type candidateCache struct {
+// sharedRead is the last result of one kind of store read, shared by the
+// requests that come within readFresh of it.
+type sharedRead[T any] struct {
 	mu  sync.Mutex // held across a read: concurrent requests wait for it and share it
 	at  time.Time  // when it was read; zero: never
-	cs  []tenure.Candidate
+	v   T
 	err error
 }
 
-// readCandidates returns the candidates of the key, read now or less than
-// candidatesFresh ago, and the read's error. A request arriving during a
-// read waits for it (at most readTimeout); the read is not cut short by
-// the request that started it going away.
-func (h *Handler) readCandidates(ctx context.Context) ([]tenure.Candidate, error) {
-	c := &h.cands
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if age := h.clock.Now().Sub(c.at); !c.at.IsZero() && age >= 0 && age < candidatesFresh {
-		return c.cs, c.err
+// get returns the result of read, made now or less than readFresh ago by
+// clock. A request arriving during a read waits for it (at most
+// readTimeout); the read is not cut short by the request that started it
+// going away.
+func (s *sharedRead[T]) get(ctx context.Context, clock tenure.Clock, read func(context.Context) (T, error)) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if age := clock.Now().Sub(s.at); !s.at.IsZero() && age >= 0 && age < readFresh {
+		return s.v, s.err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 	defer cancel()
-	c.cs, c.err = tenure.Candidates(ctx, h.opts.Store, h.opts.Key)
-	c.at = h.clock.Now()
-	return c.cs, c.err
+	s.v, s.err = read(ctx)
+	s.at = clock.Now()
+	return s.v, s.err
+}
+
+// readCandidates returns the candidates of the key (see sharedRead).
+func (h *Handler) readCandidates(ctx context.Context) ([]tenure.Candidate, error) {
+	return h.cands.get(ctx, h.clock, func(ctx context.Context) ([]tenure.Candidate, error) {
+		return tenure.Candidates(ctx, h.opts.Store, h.opts.Key)
+	})
 }

@@ -35,7 +35,8 @@
 //   - /healthz: liveness. With an elector, 200 while
 //     [tenure.Elector.Healthy] returns nil and 503 with the reason when a
 //     leader stopped renewing or its task stalled and overran; without
-//     one, 200 while a read of the key succeeds.
+//     one, 200 while a read of the key succeeds (one read a second at
+//     most, shared by the checks that come meanwhile).
 //   - /readyz: 200 only on a healthy leader, 503 on followers and
 //     observers; /readyz?standbyok makes healthy followers and observers
 //     200 too.

@@ -18,7 +18,7 @@ import (
 //go:embed page.html
 var pageFS embed.FS
 
-// readTimeout bounds the store read of an observer's /healthz.
+// readTimeout bounds each store read of the view (see sharedRead).
 const readTimeout = 2 * time.Second
 
 // ServeHTTP serves the routes listed in the package doc. Paths are
@@ -95,14 +95,17 @@ type health struct {
 }
 
 // healthy is the liveness check: the elector's, or for an observer a
-// store read. The store's error is not shown: it may name the store.
+// store read, shared by the checks within readFresh of it (see
+// sharedRead). The store's error is not shown: it may name the store.
 func (h *Handler) healthy(ctx context.Context) error {
 	if e := h.candidate(); e != nil {
 		return e.Healthy()
 	}
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	if _, err := h.opts.Store.Get(ctx, h.opts.Key); err != nil {
+	_, err := h.health.get(ctx, h.clock, func(ctx context.Context) (struct{}, error) {
+		_, err := h.opts.Store.Get(ctx, h.opts.Key)
+		return struct{}{}, err
+	})
+	if err != nil {
 		h.logger.Debug("httpview: health check cannot read the key", "key", h.opts.Key)
 		return fmt.Errorf("httpview: cannot read key %q from the store", h.opts.Key)
 	}

@@ -419,5 +419,6 @@ type Handler struct {
 	st       state
 	clients  map[*client]struct{}
 
-	cands candidateCache // /candidates' last read (its own lock)
+	cands  sharedRead[[]tenure.Candidate] // /candidates' last read (its own lock)
+	health sharedRead[struct{}]           // an observer's health checks' last read
 }
