@@ -92,11 +92,12 @@
 // ([Options.MaxStreams]), which hold their connections, but not the
 // connections themselves: that is the server's job. A candidate serving
 // it in its own process should bound them, as `tenure run --http` does
-// (at most 128 connections through golang.org/x/net/netutil's
-// LimitListener, header and idle timeouts on its [http.Server]): a flood
-// of connections that takes the process's file descriptors makes its
-// next renewal fail, and it steps down. With fewer streams allowed than
-// connections, streams cannot take the connections probes need.
+// (at most 128 connections, a new one closing the oldest that is idle
+// or still sending its request; header and idle timeouts on its
+// [http.Server]): a flood of connections that takes the process's file
+// descriptors makes its next renewal fail, and it steps down. With fewer
+// streams allowed than connections, streams cannot take the connections
+// probes need.
 //
 // # Alerting
 //

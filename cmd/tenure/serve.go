@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/httpview"
@@ -26,13 +25,15 @@ import (
 // a flood of idle connections takes every file descriptor the process
 // may have, and the leader's next renewal, which opens a file (the local
 // store) or a connection (the others), fails: the leader steps down. So
-// the server holds at most viewMaxConns connections (more wait in the
-// kernel's accept queue until one closes), drops a keep-alive connection
-// idle for viewIdleTimeout, and a request whose headers take longer than
-// viewHeaderTimeout or exceed viewMaxHeaderBytes. Of those connections,
-// /events streams, which last, may hold httpview.DefaultMaxStreams; the
-// rest stay for probes and scrapes. An /events stream that stops reading
-// is dropped by package httpview's write deadline.
+// the server holds at most viewMaxConns connections; when all are open, a
+// new one closes the oldest that is idle or still sending its request
+// (see connLimiter), so held connections cannot keep a probe out. It drops
+// a keep-alive connection idle for viewIdleTimeout, and a request whose
+// headers take longer than viewHeaderTimeout or exceed viewMaxHeaderBytes.
+// Of those connections, /events streams, which last, may hold
+// httpview.DefaultMaxStreams; the rest stay for probes and scrapes. An
+// /events stream that stops reading is dropped by package httpview's
+// write deadline.
 const (
 	viewMaxConns       = 128
 	viewHeaderTimeout  = 10 * time.Second
@@ -97,7 +98,9 @@ func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*vi
 	}
 	srv := &http.Server{Handler: loopbackHosts(view), ReadHeaderTimeout: viewHeaderTimeout, IdleTimeout: viewIdleTimeout,
 		MaxHeaderBytes: viewMaxHeaderBytes}
-	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: netutil.LimitListener(ln, viewMaxConns), srv: srv}, nil
+	limited := newConnLimiter(ln, viewMaxConns)
+	limited.install(srv)
+	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: limited, srv: srv}, nil
 }
 
 // loopbackHosts serves a request that reached the view through a loopback

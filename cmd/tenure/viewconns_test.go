@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tenurehq/tenure/store/memory"
+)
+
+// TestViewProbeGetsThroughHeldConnections: anyone who reaches --http could
+// take every one of its viewMaxConns connections and keep them: a request
+// answered now and then on each (keep-alive), or a request line sent byte
+// by byte. A liveness probe then waited in the kernel's accept queue
+// until it timed out, and a kubelet restarted the leader. Connections
+// that are not in the middle of serving a request give way, oldest
+// first, to a new one.
+func TestViewProbeGetsThroughHeldConnections(t *testing.T) {
+	st := memory.New(nil)
+	defer st.Close()
+	logger := slog.New(slog.DiscardHandler)
+	v, err := listenView("127.0.0.1:0", "job", st, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v.serve(ctx, logger)
+	addr := v.ln.Addr().String()
+	// Streams being served stay: the oldest connections, yet never closed
+	// to make room.
+	var streams []net.Conn
+	for range 4 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, c)
+	}
+	for i := range viewMaxConns - len(streams) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if i%2 == 1 {
+			io.WriteString(c, "GET /readyz?standb") // and nothing more: still sending its request
+			continue
+		}
+		io.WriteString(c, "GET /readyz?standbyok HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close() // kept alive, idle
+	}
+	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 3 {
+		resp, err := client.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatalf("probe %d behind %d held connections: %v", i, viewMaxConns, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("probe %d: %s", i, resp.Status)
+		}
+	}
+	for i, c := range streams {
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := io.Copy(io.Discard, c); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("/events stream %d was closed (%v) to make room", i, err)
+		}
+	}
+}
