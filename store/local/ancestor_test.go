@@ -17,8 +17,9 @@ import (
 // next Open then created a fresh directory in its place and granted the
 // key again, while the holder that opened the old one still led: two
 // leaders, and in a new process terms restarting at 1. Open refuses a
-// parent writable by others unless it is sticky (/tmp), or owned by
-// another user, naming it and the fix.
+// parent writable by others unless it is sticky (/tmp), or (unless the
+// store is shared with a group) owned by another user, naming it and the
+// fix.
 func TestOpenRefusesUnsafeParents(t *testing.T) {
 	t.Parallel()
 	base := openTempDir(t)
@@ -73,4 +74,11 @@ func TestOpenRefusesUnsafeParents(t *testing.T) {
 	}
 	_, err = local.Open(filepath.Join(theirs, "state"))
 	wantOneLine(t, "Open under another user's parent", err, local.ErrUnsafe, theirs, "owned by uid 65534")
+	// A group's directory often belongs to one of its members, who may
+	// take and break every lease of a group-shared store anyway.
+	s, err = local.Open(filepath.Join(theirs, "shared"), local.GroupShared())
+	if err != nil {
+		t.Fatalf("group-shared Open under a member's parent: %v", err)
+	}
+	s.Close()
 }

@@ -105,8 +105,9 @@
 //
 //   - Open resolves the directory one component at a time and follows a
 //     symbolic link only if root or the user owns it. Every directory on
-//     the way must belong to root or the user and, unless sticky (as /tmp
-//     is), not be writable by others: whoever can rename its entries could
+//     the way must belong to root or the user (any user with
+//     [GroupShared]) and, unless sticky (as /tmp is), not be writable by
+//     others: whoever can rename its entries could
 //     move the state directory aside, and a fresh one created in its place
 //     would grant the key again while the old holder still leads. The
 //     directory itself must be owned by the user and not writable by group
