@@ -46,9 +46,11 @@ type EpochFile struct {
 
 // OpenEpochFile returns the epoch file of member id in dir, creating dir
 // (mode 0700) if needed. On Unix dir must belong to the user and be
-// closed to writes by group and others (else an error wrapping
-// [tenure.ErrInvalid] naming it): whoever can write it can take the epoch
-// back. It does not read the file; call Load.
+// closed to writes by group and others, and every directory above it
+// belong to root or the user and be closed to writes by others unless
+// sticky (else an error wrapping [tenure.ErrInvalid] naming it): whoever
+// can write dir, or move it aside, can take the epoch back. It does not
+// read the file; call Load.
 func OpenEpochFile(dir string, id uint64) (*EpochFile, error) {
 	if dir == "" {
 		return nil, invalidf("no state directory given (set state-dir)")

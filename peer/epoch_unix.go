@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -17,17 +18,16 @@ const epochOpenFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 func isLink(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
 // checkStateDir refuses a state directory that anyone but this user may
-// write: whoever can write it can delete or rewrite the epoch file, and a
-// member whose epoch went back issues fencing terms below ones already
-// issued.
+// write, or move aside: whoever can write it can delete or rewrite the
+// epoch file, and whoever can rename entries of a directory above it can
+// put an empty one in its place; either way the member's epoch goes back
+// and it issues fencing terms below ones already issued. Every directory
+// above must belong to root or this user and, unless sticky (as /tmp
+// is), not be writable by others.
 func checkStateDir(dir string) error {
-	fi, err := os.Stat(dir)
+	st, err := statOf(dir)
 	if err != nil {
 		return fmt.Errorf("peer: the state directory: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
 	}
 	euid := os.Geteuid()
 	switch {
@@ -36,5 +36,32 @@ func checkStateDir(dir string) error {
 	case st.Mode&0o022 != 0:
 		return invalidf("state directory %s is writable by group or others (mode %04o), who could rewrite the epoch file; run chmod go-w %s", dir, st.Mode&0o7777, dir)
 	}
-	return nil
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("peer: the state directory: %w", err)
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		st, err := statOf(p)
+		if err != nil {
+			return fmt.Errorf("peer: the state directory: %w", err)
+		}
+		switch {
+		case st.Uid != 0 && int(st.Uid) != euid:
+			return invalidf("%s, above state directory %s, is owned by uid %d, neither root nor this user, who could move the state directory aside; use a directory whose parents are root's or yours", p, dir, st.Uid)
+		case st.Mode&0o002 != 0 && st.Mode&syscall.S_ISVTX == 0:
+			return invalidf("%s, above state directory %s, is writable by others and not sticky, so anyone could move the state directory aside; run chmod o-w %s (or chmod +t %s)", p, dir, p, p)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// statOf returns the Unix status of path, following links.
+func statOf(path string) (*syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return &st, nil
 }

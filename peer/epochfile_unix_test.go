@@ -74,7 +74,9 @@ func TestEpochFileNotARegularFile(t *testing.T) {
 // directory can delete or rewrite the epoch file, and a member whose epoch
 // went back issues fencing terms below ones already issued. Like the
 // local store's directory, it must be the user's and closed to group and
-// others; OpenEpochFile refuses anything else, naming it and the fix.
+// others, and so must be, to others, the directories above it (whoever may
+// rename in one can move the state directory aside); OpenEpochFile
+// refuses anything else, naming it and the fix.
 func TestOpenEpochFileRefusesUnsafeDir(t *testing.T) {
 	base := t.TempDir()
 	for i, mode := range []os.FileMode{0o777, 0o770, 0o777 | os.ModeSticky, 0o720} {
@@ -90,9 +92,37 @@ func TestOpenEpochFileRefusesUnsafeDir(t *testing.T) {
 			t.Errorf("OpenEpochFile of a %s directory = %v, want an error naming it and chmod go-w", mode, err)
 		}
 	}
+	// A parent anyone may write, not sticky: anyone could move the state
+	// directory aside and the member would start again from epoch 0.
+	wide := filepath.Join(base, "wide")
+	if err := os.Mkdir(wide, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(wide, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.OpenEpochFile(filepath.Join(wide, "state"), 1); err == nil || !strings.Contains(err.Error(), "chmod o-w "+wide) {
+		t.Errorf("OpenEpochFile under a 0777 parent = %v, want an error naming it and chmod o-w", err)
+	}
+	if err := os.Chmod(wide, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.OpenEpochFile(filepath.Join(wide, "state"), 1); err != nil {
+		t.Errorf("OpenEpochFile under a sticky parent (as /tmp): %v", err)
+	}
 	if os.Geteuid() != 0 {
 		t.Log("not root: the case of another user's directory is skipped (it needs chown)")
 		return
+	}
+	theirsAbove := filepath.Join(base, "theirs-above")
+	if err := os.Mkdir(theirsAbove, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirsAbove, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.OpenEpochFile(filepath.Join(theirsAbove, "state"), 1); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("OpenEpochFile under another user's directory = %v, want an error naming its owner", err)
 	}
 	theirs := filepath.Join(base, "theirs")
 	if err := os.Mkdir(theirs, 0o700); err != nil {
