@@ -122,3 +122,55 @@ func TestMayPass(t *testing.T) {
 		}
 	}
 }
+
+// refusedStoreURL returns a Redis URL on a loopback port nothing listens
+// on: every connection to it is refused, and tenure waits for it.
+func refusedStoreURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "redis://" + addr + "/0"
+}
+
+// TestRunStoppedWhileWaitingForTheStore: a tenure run still waiting for
+// its store to answer, stopped with SIGINT or SIGTERM, exits at once with
+// 128+n, as a candidate waiting for the key does. It used to hold the
+// signal until the wait ran out (one TTL: here a minute), then exit 1
+// saying the store could not be read.
+func TestRunStoppedWhileWaitingForTheStore(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			var stdout bytes.Buffer
+			cmd := exec.Command(tenureBin, "run", "--store", refusedStoreURL(t), "--key", "stopped-waiting", "--ttl", "1m", "--", "sh", "-c", "echo ran")
+			cmd.Stdout = &stdout
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := reapAtEnd(t, cmd)
+			var log []string
+			for sc := bufio.NewScanner(stderr); !strings.Contains(strings.Join(log, "\n"), waitingLine); {
+				if !sc.Scan() {
+					t.Fatalf("tenure run ended before saying it waits for the store: %q", log)
+				}
+				log = append(log, sc.Text())
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			// Well within the minute it would otherwise wait.
+			waitDone(t, done, 20*time.Second, "tenure run stopped while waiting for the store")
+			if code := exitCode(cmd.ProcessState); code != 128+int(sig) || stdout.Len() != 0 {
+				t.Fatalf("exit %d, stdout %q; want %d and nothing run", code, stdout.String(), 128+int(sig))
+			}
+		})
+	}
+}

@@ -262,8 +262,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	store, err := o.openStore(ctx, logger)
-	if err != nil {
+	store, sig, err := o.openUnlessSignalled(ctx, logger, sigs)
+	switch {
+	case sig != 0:
+		return 128 + int(sig)
+	case err != nil:
 		return fail(stderr, err)
 	}
 	defer store.Close()
@@ -362,6 +365,41 @@ func (o *runOpts) openStore(ctx context.Context, logger *slog.Logger) (tenure.St
 			"key", o.key, "id", o.id, "store", u)
 	}
 	return store, nil
+}
+
+// openUnlessSignalled is openStore, given up at the first of sigs (the
+// signals tenure run handles) that arrives before it returns: a candidate
+// waiting for a store that cannot be reached yet is stopped as one waiting
+// for the key is, at once and with 128+n, not after up to one TTL of
+// reads and with exit 1. It then returns that signal and no store. A
+// signal that arrives once the store is open stays in sigs, for the runner.
+func (o *runOpts) openUnlessSignalled(ctx context.Context, logger *slog.Logger, sigs <-chan os.Signal) (tenure.Store, syscall.Signal, error) {
+	openCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan syscall.Signal, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case s := <-sigs:
+			got <- s.(syscall.Signal)
+			cancel()
+		case <-openCtx.Done():
+		}
+	}()
+	store, err := o.openStore(openCtx, logger)
+	cancel()
+	<-watched
+	select {
+	case sig := <-got:
+		if store != nil {
+			store.Close()
+		}
+		logger.Info("tenure: stopped by a signal before the store answered; nothing was started", "key", o.key, "id", o.id, "signal", sig.String())
+		return nil, sig, nil
+	default:
+		return store, 0, err
+	}
 }
 
 // runnerEnv is what every runner of one tenure process shares: the
