@@ -117,8 +117,15 @@ func preferCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer store.Close()
 	// Say "preferring" only once this command's grant holds: while another
 	// preference holds, Prefer waits for it to end, and says so first.
-	obs := &tenure.Observer{Store: store, Key: tenure.PreferKey(o.key)}
-	if cur, ok, err := tenure.ReadPreference(ctx, store, o.key); err == nil && ok {
+	// Its log goes where the command's does (--log-format, --quiet).
+	obs := &tenure.Observer{Store: store, Key: tenure.PreferKey(o.key), Logger: o.logger}
+	// Read once, as status and step-down do: a store that cannot be read
+	// now is an error, not a wait without end.
+	cur, ok, err := tenure.ReadPreference(ctx, store, o.key)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("cannot read key %q: %w", tenure.PreferKey(o.key), err))
+	}
+	if ok {
 		fmt.Fprintf(stdout, "%s: waiting for the preference for %s to end\n", o.key, shown(cur.Holder))
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
