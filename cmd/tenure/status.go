@@ -60,8 +60,11 @@ type statusJSON struct {
 	recordJSON
 	grantTimes
 	StoreChecks []string `json:"store_checks,omitempty"`
-	// Candidates is --candidates: the registered candidates, best first.
-	Candidates []candidateJSON `json:"candidates,omitempty"`
+	// Candidates is --candidates: the registered candidates, best first;
+	// [] when none is (listCandidates returns a non-nil slice), absent
+	// without --candidates (nil), so that a script asking for the list
+	// always finds one.
+	Candidates []candidateJSON `json:"candidates,omitzero"`
 }
 
 func toJSON(r tenure.Record) recordJSON {
