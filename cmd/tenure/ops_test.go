@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurehq/tenure/internal/syncbuf"
 	"github.com/tenurehq/tenure/internal/testserver"
 )
 
@@ -98,6 +99,40 @@ func TestLogFormatJSON(t *testing.T) {
 	}
 	if !sawTerm {
 		t.Fatalf("no log line carries the term:\n%s", r.stderr)
+	}
+}
+
+// TestLogFormatJSONOnSignal: the line tenure run logs when it forwards a
+// signal to CMD carries the key and the identity too, as every line of
+// --log-format json does. It used to carry only the signal and the group.
+func TestLogFormatJSONOnSignal(t *testing.T) {
+	var stderr syncbuf.Buffer
+	cmd := exec.Command(tenureBin, "run", "--store", "file://"+t.TempDir(), "--key", "logs", "--id", "me", "--log-format", "json",
+		"--", "sh", "-c", "echo started; exec sleep 60")
+	cmd.Stderr = &stderr
+	out := startPiped(t, cmd, syscall.SIGKILL)
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "started\n" {
+		t.Fatalf("CMD said %q (%v); want started", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); exitCode(cmd.ProcessState) != 128+int(syscall.SIGTERM) {
+		t.Fatalf("tenure run on SIGTERM: %v; want CMD's 143", err)
+	}
+	forwarded := false
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		if m["key"] != "logs" || m["id"] != "me" {
+			t.Errorf("log line %q lacks key=logs id=me", line)
+		}
+		forwarded = forwarded || strings.Contains(line, "forwarding signal")
+	}
+	if !forwarded {
+		t.Fatalf("no log line says the signal was forwarded:\n%s", stderr.String())
 	}
 }
 

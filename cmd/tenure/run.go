@@ -443,7 +443,7 @@ func (r *runner) stop(sig syscall.Signal) {
 		r.sig = sig
 	}
 	if r.pg != 0 {
-		r.logger.Info("tenure: forwarding signal to the command", "signal", sig.String(), "pgid", r.pg)
+		r.logger.Info("tenure: forwarding signal to the command", "key", r.opts.key, "id", r.opts.id, "signal", sig.String(), "pgid", r.pg)
 		_ = syscall.Kill(-r.pg, sig)
 		return
 	}

@@ -186,7 +186,7 @@ func (v *viewServer) follow(ctx context.Context, in <-chan tenure.Record) <-chan
 func (v *viewServer) start(ctx context.Context, logger *slog.Logger) {
 	go func() {
 		if err := v.srv.Serve(v.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("tenure: the --http server stopped", "err", err)
+			logger.Error("tenure: the --http server stopped", "key", v.key, "err", err)
 		}
 	}()
 	go func() {

@@ -127,7 +127,7 @@ func (r *runner) prepare() {
 	go func() {
 		s, err := r.spawnSupervisor()
 		if err != nil {
-			r.logger.Warn("tenure: cannot start a standby supervisor; will retry once elected", "err", err)
+			r.logger.Warn("tenure: cannot start a standby supervisor; will retry once elected", "key", r.opts.key, "id", r.opts.id, "err", err)
 		}
 		r.standby <- s
 	}()
