@@ -56,10 +56,16 @@ func TestRunTryAndWaitGiveUpOnAHeldKey(t *testing.T) {
 	}
 }
 
+// TestRunTryWaitBadCombinations: --try and --wait combinations that make
+// no sense are usage errors. Among them --wait 0 ("$WAIT" with WAIT=0, to
+// mean "do not wait"), which used to campaign without a limit: a cron job
+// queued up behind the holder, what --wait is there to prevent.
 func TestRunTryWaitBadCombinations(t *testing.T) {
+	// A case wrongly accepted must not run on the user's local store.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	for _, args := range [][]string{
 		{"--try", "--restart"}, {"--wait", "1s", "--restart"}, {"--try", "--wait", "1s"}, {"--wait", "-1s"},
-		{"--log-format", "xml"},
+		{"--log-format", "xml"}, {"--wait", "0"}, {"--wait", "0s"},
 	} {
 		r := runTenure(t, append(append([]string{"run", "--key", "k"}, args...), "--", "true")...)
 		if r.code != exitUsage || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {

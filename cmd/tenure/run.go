@@ -84,7 +84,7 @@ type runOpts struct {
 	yieldAfter     time.Duration // --yield-after
 	// Which of --id, --ttl and --grace were given; the others take the
 	// store's defaults (tenure.Defaulter) or ours.
-	idSet, ttlSet, graceSet bool
+	idSet, ttlSet, graceSet, waitSet bool
 	// Where --key, --id and --advertise came from, for messages: the
 	// flag, its variable ($TENURE_ID...) or, for the identity, $POD_NAME.
 	keyFrom, idFrom, advertiseFrom string
@@ -120,7 +120,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	if o.store, err = sf.resolve(os.LookupEnv); err != nil {
 		return o, fail(stderr, err), true
 	}
-	o.ttlSet = given(fs, "ttl")
+	o.ttlSet, o.waitSet = given(fs, "ttl"), given(fs, "wait")
 	if err := o.validate(fs.Args()); err != nil {
 		return o, fail(stderr, err), true
 	}
@@ -147,6 +147,9 @@ func (o *runOpts) validate(cmdline []string) error {
 	switch {
 	case o.wait < 0:
 		return usageErrorf("--wait %s must not be negative", o.wait)
+	case o.waitSet && o.wait == 0:
+		// Not "no limit": that is leaving --wait out.
+		return usageErrorf("--wait %s must be positive: use --try to give up at once, or leave --wait out to campaign without a limit", o.wait)
 	case (o.try || o.wait > 0) && o.restart:
 		return usageErrorf("--try and --wait are for one run of CMD; they cannot be combined with --restart")
 	case o.try && o.wait > 0:
