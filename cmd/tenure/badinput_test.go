@@ -78,11 +78,17 @@ func badFlagCases(store, corrupt string) []badInput {
 		{"empty command", run, exitUsage, "no command given"},
 		{"empty command after --", append(run, "--"), exitUsage, "no command given"},
 		{"command not found", append(run, "--", "no-such-command-tenure-test"), exitUsage, `command "no-such-command-tenure-test" not found`},
+		// There, but not a program: not "not found".
+		{"command not executable", append(run, "--", corrupt+"/k-job.state"), exitUsage, `command "` + corrupt + `/k-job.state" cannot be run: permission denied`},
+		{"command a directory", append(run, "--", corrupt), exitUsage, `command "` + corrupt + `" cannot be run: is a directory`},
 		{"corrupt state, status", []string{"status", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
 		{"empty --exec", []string{"watch", "--store", store, "--key", "job", "--exec", " "}, exitUsage, `invalid value " " for flag -exec: it must be a command`},
 		{"corrupt state, watch", []string{"watch", "--store", "file://" + corrupt, "--key", "job"}, exitRuntime, `cannot read key "job"`},
 		{"status without key", []string{"status", "--store", store}, exitUsage, "--key is required"},
-		{"status extra argument", []string{"status", "--store", store, "--key", "job", "extra"}, exitUsage, `unexpected argument "extra"`},
+		// "tenure: status: ...", not "tenure: tenure status: ...".
+		{"status extra argument", []string{"status", "--store", store, "--key", "job", "extra"}, exitUsage, `tenure: status: unexpected argument "extra"`},
+		{"watch extra argument", []string{"watch", "--store", store, "--key", "job", "extra"}, exitUsage, `tenure: watch: unexpected argument "extra"`},
+		{"prefer without an ID", []string{"prefer", "--store", store, "--key", "job"}, exitUsage, `tenure: prefer takes one argument`},
 		{"watch bad flag", []string{"watch", "--json=maybe", "--key", "job"}, exitUsage, "invalid boolean value"},
 		{"empty --store-file, status", []string{"status", "--store-file=", "--key", "job"}, exitUsage, "--store-file is given but empty"},
 		{"escape in a flag's name", []string{"status", "--store", store, "--key", "job", "-\x1b[2J"}, exitUsage, `flag provided but not defined: -\x1b[2J`},

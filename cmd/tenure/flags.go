@@ -330,7 +330,8 @@ func checkTrimmed(from, other, s string) error {
 // noArgs rejects positional arguments of a subcommand that takes none.
 func noArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
-		return usageErrorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		// "status: ...": fail adds the "tenure: " the flag set's name has.
+		return usageErrorf("%s: unexpected argument %q", strings.TrimPrefix(fs.Name(), "tenure "), fs.Arg(0))
 	}
 	return nil
 }

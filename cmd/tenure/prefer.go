@@ -63,7 +63,7 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	var err error
 	switch {
 	case fs.NArg() != 1:
-		err = usageErrorf("tenure prefer takes one argument, the preferred candidate's ID (got %d)", fs.NArg())
+		err = usageErrorf("prefer takes one argument, the preferred candidate's ID (got %d)", fs.NArg())
 	default:
 		o.holder = fs.Arg(0)
 		err = checkKeyFlag(o.key, keyFrom)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -183,7 +184,11 @@ func (o *runOpts) checkCommand(verb, usage string, cmdline []string) error {
 	}
 	path, err := exec.LookPath(cmdline[0])
 	if err != nil {
-		return usageErrorf("%s: command %q not found: %v", verb, cmdline[0], errors.Unwrap(err))
+		what := "not found"
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			what = "cannot be run" // it is there: not executable, or a directory
+		}
+		return usageErrorf("%s: command %q %s: %v", verb, cmdline[0], what, errors.Unwrap(err))
 	}
 	o.path, o.args = path, cmdline[1:]
 	return nil
