@@ -219,8 +219,13 @@ func awaitHandover(ctx context.Context, store tenure.Store, o stepDownOpts, sd t
 	_ = store.Release(rctx, sd.Grant) // the window's work is done; it may have expired already
 	rcancel()
 	note := ""
-	if o.to != "" && rec.Holder != o.to {
+	switch {
+	case o.to != "" && rec.Holder != o.to:
 		note = fmt.Sprintf(" (%s did not take over within the window)", o.to)
+	case rec.Holder == sd.Leader.Holder:
+		// The same candidate in a later term: "a leads, term 2" alone
+		// reads as a hand-over to an operator about to take a down.
+		note = fmt.Sprintf(" (nobody else took over within the window: %s leads again)", shown(rec.Holder))
 	}
 	fmt.Fprintf(stdout, "%s: %s leads, term %d, %s after the request%s\n", o.key, shown(rec.Holder), rec.Term,
 		time.Since(began).Round(time.Millisecond), note)

@@ -435,3 +435,20 @@ func TestDerivedKeyIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestStepDownOfALoneLeaderSaysItLeadsAgain: with no other candidate, the
+// leader that stepped down takes the key back once the window ends, and
+// step-down says that nobody else took over. It used to print only "a
+// leads, term 2", which reads as a hand-over: an operator moving
+// leadership off a node before maintenance went on with the leader.
+func TestStepDownOfALoneLeaderSaysItLeadsAgain(t *testing.T) {
+	c := testCluster(t, "job", []string{"--ttl", "2s", "--quiet"}, nil)
+	startCandidates(t, c, "a")
+	r := runTenure(t, "step-down", "--store", c.storeURL, "--key", "job", "--window", "500ms")
+	if r.code != exitOK || !strings.Contains(r.stdout, "job: a leads, term 2,") ||
+		!strings.Contains(r.stdout, "(nobody else took over within the window: a leads again)") {
+		t.Fatalf("step-down of a lone leader: exit %d, stdout %q, stderr %q; want 0, a leading again, said so", r.code, r.stdout, r.stderr)
+	}
+	c.stopAll(10 * time.Second)
+	requireNoOverlap(t, c)
+}
