@@ -44,7 +44,10 @@ func (o *Observer) Current(ctx context.Context) (Record, error) {
 // from outside, or a store restored from a backup, then delays the
 // changes that follow (by up to twice that, the store's watch and the
 // observer each waiting it out) but does not stop them (see [Follow]).
-// Store errors are logged and retried. The channel is closed when ctx is
+// Store errors are logged and retried; one that keeps coming back (the
+// store down) is logged at once, then at most once per minute with the
+// number of repeats left out, until the operation succeeds again. The
+// channel is closed when ctx is
 // done. Changes does not block.
 func (o *Observer) Changes(ctx context.Context) <-chan Record {
 	out := make(chan Record)
@@ -65,9 +68,10 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 		poll = time.Second
 	}
 	get := func(ctx context.Context) (Record, error) { return o.Store.Get(ctx, o.Key) }
+	var warns warnLimiter
 	warn := func(msg string, err error) {
-		if err != nil && ctx.Err() == nil {
-			logger.Warn(msg, "key", o.Key, "err", err)
+		if ctx.Err() == nil {
+			warns.report(logger, clock.Now(), msg, o.Key, err)
 		}
 	}
 	var d deliverer // shared by every watch: no stale news
@@ -89,4 +93,41 @@ func (o *Observer) run(ctx context.Context, out chan<- Record) {
 		<-pctx.Done()
 		stop()
 	}
+}
+
+// observerWarnEvery is how often an [Observer] logs a failure that keeps
+// coming back. It polls every second while the store is down, which logged
+// two lines a second (a watch and a read failing) for as long as it was.
+const observerWarnEvery = time.Minute
+
+// warnLimiter logs an observer's failures, each message's first at once and
+// then at most one per observerWarnEvery, with the count of those left out
+// ("repeated"). A success of the operation a message is about forgets it,
+// so that its next failure is logged at once. Not safe for concurrent use.
+type warnLimiter struct {
+	last    map[string]time.Time // when each message was last logged
+	skipped map[string]int       // repeats of it left out since
+}
+
+// report logs err, a failure of the operation msg is about, if it is
+// due, or forgets msg if err is nil.
+func (l *warnLimiter) report(logger *slog.Logger, now time.Time, msg, key string, err error) {
+	if err == nil {
+		delete(l.last, msg)
+		delete(l.skipped, msg)
+		return
+	}
+	if l.last == nil {
+		l.last, l.skipped = make(map[string]time.Time), make(map[string]int)
+	}
+	if at, ok := l.last[msg]; ok && now.Sub(at) < observerWarnEvery {
+		l.skipped[msg]++
+		return
+	}
+	attrs := []any{"key", key, "err", err}
+	if n := l.skipped[msg]; n > 0 {
+		attrs = append(attrs, "repeated", n)
+	}
+	logger.Warn(msg, attrs...)
+	l.last[msg], l.skipped[msg] = now, 0
 }
