@@ -142,6 +142,37 @@ func TestLogFormatJSONOnSignal(t *testing.T) {
 	}
 }
 
+// TestLogFormatJSONCommandCannotStart: when CMD cannot be started once
+// elected (a script whose interpreter is missing: found on $PATH, refused
+// by exec), the supervisor's line saying why is JSON with the key and the
+// identity under --log-format json, as tenure's own are. It used to be the
+// plain line "tenure: cannot start ...", in the middle of the JSON log.
+func TestLogFormatJSONCommandCannotStart(t *testing.T) {
+	dir := t.TempDir()
+	script := dir + "/job.sh"
+	if err := os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := runTenure(t, "run", "--store", "file://"+dir, "--key", "logs", "--id", "me", "--log-format", "json", "--", script)
+	if r.code != 126 {
+		t.Fatalf("exit %d, want 126 (CMD could not be run); stderr:\n%s", r.code, r.stderr)
+	}
+	said := false
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		if m["key"] != "logs" || m["id"] != "me" {
+			t.Errorf("log line %q lacks key=logs id=me", line)
+		}
+		said = said || m["msg"] == "tenure: cannot start "+script && strings.Contains(fmt.Sprint(m["err"]), "no such file")
+	}
+	if !said {
+		t.Fatalf("no log line says why CMD could not start:\n%s", r.stderr)
+	}
+}
+
 // TestHTTPView: the leader's and an observer's --http answer who leads,
 // readiness, and Prometheus metrics, as a client would ask them.
 func TestHTTPView(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -23,8 +24,8 @@ const (
 	exitCannotExec = 126 // the command could not be started
 )
 
-// superviseCmd is `tenure __supervise -- CMD [ARGS...]`, started by `tenure
-// run` while it campaigns, as the leader of a new process group, with fd 3
+// superviseCmd is `tenure __supervise [-log-format json] -- CMD [ARGS...]`,
+// started by `tenure run` while it campaigns, as the leader of a new process group, with fd 3
 // its end of the control channel (see controlMsgLen). It waits for the
 // first message, which carries the term and the lease files, then runs CMD
 // in its process group with TENURE_TERM set, keeps the lease files open
@@ -54,9 +55,11 @@ func superviseCmd(args []string, stderr io.Writer) int {
 	// other P to look for work on, nor another thread to start.
 	runtime.GOMAXPROCS(1)
 	fs := newFlagSet(superviseCmdName)
+	logFormat := fs.String("log-format", "text", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		return fail(stderr, usageErrorf("%s is internal to tenure run", superviseCmdName))
 	}
+	say := newSupervisorLog(stderr, *logFormat)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	uc, err := controlConn()
@@ -78,24 +81,52 @@ func superviseCmd(args []string, stderr io.Writer) int {
 		killT, err = newDeadlineTimer(first.killAt)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tenure: cannot arm the lease deadline: %v\n", err)
+		say.warn("cannot arm the lease deadline", err)
 		return exitCannotExec
 	}
 
 	if err := becomeSubreaper(); err != nil {
-		fmt.Fprintf(stderr, "tenure: cannot adopt what the command leaves behind (processes that leave its process group will escape): %v\n", err)
+		say.warn("cannot adopt what the command leaves behind (processes that leave its process group will escape)", err)
 	}
 	argv := fs.Args()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TENURE_TERM="+strconv.FormatUint(first.term, 10))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "tenure: cannot start %s: %v\n", argv[0], err)
+		say.warn("cannot start "+argv[0], err)
 		return exitCannotExec
 	}
 	mark(stepCmdStarted)
 	g := &group{cmd: cmd, kids: reapChildren(cmd.Process.Pid), pg: syscall.Getpgrp(), uc: uc}
 	return g.enforce(first, termT, killT, sigs)
+}
+
+// supervisorLog writes the supervisor's own messages to tenure's stderr:
+// the plain line "tenure: MSG: ERR", or, under tenure run --log-format
+// json (which tenure passes on), a JSON log line with the key and the
+// identity (from TENURE_KEY and TENURE_ID, which tenure sets for the
+// supervisor), as every line of tenure's own log is: a plain line in the
+// middle of a JSON log breaks whatever reads it.
+type supervisorLog struct {
+	w    io.Writer
+	json *slog.Logger // nil: plain lines
+}
+
+func newSupervisorLog(w io.Writer, format string) supervisorLog {
+	l := supervisorLog{w: w}
+	if format == "json" {
+		l.json, _ = newLogger(w, format, slog.LevelInfo)
+	}
+	return l
+}
+
+// warn says that msg failed, for the reason err.
+func (l supervisorLog) warn(msg string, err error) {
+	if l.json != nil {
+		l.json.Warn("tenure: "+msg, "key", os.Getenv(envKey), "id", os.Getenv(envID), "err", err.Error())
+		return
+	}
+	fmt.Fprintf(l.w, "tenure: %s: %v\n", msg, err)
 }
 
 // controlConn is the supervisor's end of the control channel, fd 3.

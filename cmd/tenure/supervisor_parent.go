@@ -58,7 +58,11 @@ func (r *runner) spawnSupervisor() (*supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	argv := append([]string{superviseCmdName, "--", r.opts.path}, r.opts.args...)
+	argv := []string{superviseCmdName}
+	if r.opts.logFormat == "json" {
+		argv = append(argv, "-log-format", "json") // its own messages, too
+	}
+	argv = append(append(argv, "--", r.opts.path), r.opts.args...)
 	cmd := exec.Command(r.self, argv...)
 	cmd.Env = append(os.Environ(), "TENURE_KEY="+r.opts.key, "TENURE_ID="+r.opts.id)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.stdout, r.stderr
