@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -341,4 +342,34 @@ func TestStoreRefusalOneLine(t *testing.T) {
 		testserver.FreePort(t), testserver.FreePort(t), peerSecret(t, dir), dir)
 	checkRefused(t, []string{"run", "--key", "jobs", "--id", "2", "--store", store, "--", "true"},
 		exitUsage, `identity "2" is not this node's ID "1": a peer node campaigns only for itself`)
+}
+
+// TestFlagGivenEmptyIsNotTheEnvironment: --key or --id given empty (--key
+// "$KEY" with $KEY unset) is a usage error, not $TENURE_KEY or $TENURE_ID,
+// which tenure run sets in its CMD's environment. They used to be taken
+// from there: "tenure step-down --key "$OTHER"" in a CMD stepped down the
+// key of the tenure run that started it, and a tenure run there campaigned
+// for that key under its leader's identity.
+func TestFlagGivenEmptyIsNotTheEnvironment(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv(envKey, "job")
+	t.Setenv(envID, "me")
+	store := "file://" + t.TempDir()
+	for _, args := range [][]string{
+		{"status", "--store", store, "--key", ""},
+		{"watch", "--store", store, "--key="},
+		{"step-down", "--store", store, "--key", ""},
+		{"prefer", "--store", store, "--key", "", "b"},
+		{"run", "--store", store, "--key", "", "--try", "--", "true"},
+		{"run", "--store", store, "--id", "", "--try", "--", "true"},
+		{"shard", "--store", store, "--group", "g", "--members", "me,b", "--id", "", "--shards", "1", "--", "true"},
+	} {
+		flag := "--key"
+		if slices.Contains(args, "--id") {
+			flag = "--id"
+		}
+		t.Run(strings.Join(args[:1], " ")+" "+flag, func(t *testing.T) {
+			checkRefused(t, args, exitUsage, flag+" is given but empty")
+		})
+	}
 }

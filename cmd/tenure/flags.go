@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +68,24 @@ func orEnvFrom(flag, flagName, name string) (value, from string) {
 		return v, "$" + name
 	}
 	return "", flagName
+}
+
+// refuseGivenEmpty rejects --key or --id (those of names fs has) given
+// empty, as by --key "$KEY" with $KEY unset: it would fall back to
+// $TENURE_KEY or $TENURE_ID, which tenure run sets in CMD's environment,
+// so that tenure step-down --key "$OTHER" in a CMD would step down the key
+// of the tenure run that started it, and a tenure run there would campaign
+// for that key under its leader's identity. As with --store given empty,
+// only leaving the flag out means the environment.
+func refuseGivenEmpty(fs *flag.FlagSet, names ...string) error {
+	env := map[string]string{"key": envKey, "id": envID}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil && slices.Contains(names, f.Name) && f.Value.String() == "" {
+			err = usageErrorf("--%s is given but empty; leave it out to take $%s", f.Name, env[f.Name])
+		}
+	})
+	return err
 }
 
 // maxStoreFile bounds what --store-file reads: a URL, not a file's worth.
@@ -251,6 +270,9 @@ func checkTTLRange(name string, d time.Duration) error {
 // arguments (noArgs) and the key (checkKeyFlag), in that order. from is
 // where the key came from, for messages: "--key" or "$TENURE_KEY".
 func checkKeyArgs(fs *flag.FlagSet, key *string) (from string, err error) {
+	if err := refuseGivenEmpty(fs, "key"); err != nil {
+		return "--key", err
+	}
 	*key, from = orEnvFrom(*key, "--key", envKey)
 	if err := noArgs(fs); err != nil {
 		return from, err

@@ -58,10 +58,11 @@ func parsePrefer(args []string, stdout, stderr io.Writer) (o preferOpts, code in
 	if code, done := parseFlags(fs, args, preferHelp, stdout, stderr); done {
 		return o, code, true
 	}
+	err := refuseGivenEmpty(fs, "key") // before the environment fills it in
 	var keyFrom string
 	o.key, keyFrom = orEnvFrom(o.key, "--key", envKey)
-	var err error
 	switch {
+	case err != nil:
 	case fs.NArg() != 1:
 		err = usageErrorf("prefer takes one argument, the preferred candidate's ID (got %d)", fs.NArg())
 	default:

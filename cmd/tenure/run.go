@@ -114,6 +114,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOpts, code int, don
 	if code, done := parseFlags(fs, args, runHelp, stdout, stderr); done {
 		return o, code, true
 	}
+	if err := refuseGivenEmpty(fs, "key", "id"); err != nil {
+		return o, fail(stderr, err), true
+	}
 	o.key, o.keyFrom = orEnvFrom(o.key, "--key", envKey)
 	o.id, o.idFrom = orEnvFrom(o.id, "--id", envID)
 	o.advertise, o.advertiseFrom = orEnvFrom(o.advertise, "--advertise", envAdvertise)

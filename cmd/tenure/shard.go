@@ -84,6 +84,9 @@ func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int,
 	if code, done := parseFlags(fs, args, shardHelp, stdout, stderr); done {
 		return o, code, true
 	}
+	if err := refuseGivenEmpty(fs, "id"); err != nil {
+		return o, fail(stderr, err), true
+	}
 	o.id, o.idFrom = orEnvFrom(o.id, "--id", envID)
 	var err error
 	if o.store, err = sf.resolve(os.LookupEnv); err != nil {
