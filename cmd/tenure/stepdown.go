@@ -161,6 +161,13 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "tenure: nobody leads %q; nothing to step down\n", o.key)
 		return exitFree
 	}
+	var held *tenure.HeldError
+	if errors.As(err, &held) {
+		// The library's message quotes the control key's record too:
+		// "...: tenure: key "job~tenure-control" is held by ...".
+		return fail(stderr, fmt.Errorf("step-down of %q: another step-down is under way, %s left of its window; try again after it",
+			o.key, held.Record.Remaining.Round(time.Millisecond)))
+	}
 	if err != nil {
 		return fail(stderr, fmt.Errorf("step-down of %q: %w", o.key, err))
 	}

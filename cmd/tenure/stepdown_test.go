@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/syncbuf"
+	"github.com/tenurehq/tenure/internal/testserver"
 )
 
 // requireNoOverlap fails t if two workers ever ran at once or terms did
@@ -451,4 +452,29 @@ func TestStepDownOfALoneLeaderSaysItLeadsAgain(t *testing.T) {
 	}
 	c.stopAll(10 * time.Second)
 	requireNoOverlap(t, c)
+}
+
+// TestSecondStepDownIsRefusedInOneLine: a step-down while another one's
+// window is live (one made with --no-wait) is refused (exit 1) with one
+// line that says so once. It used to quote the control key's record
+// after the library's message: "...is under way for 9.8s: tenure: key
+// "job~tenure-control" is held by "tenure-step-down" (term 1, 9.8s left)".
+func TestSecondStepDownIsRefusedInOneLine(t *testing.T) {
+	t.Parallel()
+	store := testserver.Redis(t, false).URL(0)
+	holdKey(t, store, "job")
+	var out bytes.Buffer
+	startTenure(t, &out, nil, "run", "--store", store, "--key", "job", "--id", "b", "--quiet", "--", "sleep", "60")
+	waitFor(t, func() bool {
+		r := runTenure(t, "status", "--store", store, "--key", "job", "--candidates")
+		return strings.Contains(r.stdout, "candidates (2,")
+	})
+	if r := runTenure(t, "step-down", "--store", store, "--key", "job", "--no-wait"); r.code != exitOK {
+		t.Fatalf("first step-down --no-wait: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r := runTenure(t, "step-down", "--store", store, "--key", "job")
+	if r.code != exitRuntime || strings.Count(r.stderr, "\n") != 1 || strings.Count(r.stderr, "tenure") != 1 ||
+		!strings.HasPrefix(r.stderr, `tenure: step-down of "job": another step-down is under way, `) {
+		t.Fatalf("second step-down: exit %d, stderr %q; want %d and one line saying another is under way", r.code, r.stderr, exitRuntime)
+	}
 }
