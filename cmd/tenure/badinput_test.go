@@ -90,6 +90,7 @@ func badFlagCases(store, corrupt string) []badInput {
 		{"status extra argument", []string{"status", "--store", store, "--key", "job", "extra"}, exitUsage, `tenure: status: unexpected argument "extra"`},
 		{"watch extra argument", []string{"watch", "--store", store, "--key", "job", "extra"}, exitUsage, `tenure: watch: unexpected argument "extra"`},
 		{"prefer without an ID", []string{"prefer", "--store", store, "--key", "job"}, exitUsage, `tenure: prefer takes one argument`},
+		{"prefer --ttl under run's floor", []string{"prefer", "--store", store, "--key", "job", "--ttl", "100ms", "b"}, exitUsage, `--ttl 100ms is out of range: want 500ms to`},
 		{"watch bad flag", []string{"watch", "--json=maybe", "--key", "job"}, exitUsage, "invalid boolean value"},
 		{"empty --store-file, status", []string{"status", "--store-file=", "--key", "job"}, exitUsage, "--store-file is given but empty"},
 		{"escape in a flag's name", []string{"status", "--store", store, "--key", "job", "-\x1b[2J"}, exitUsage, `flag provided but not defined: -\x1b[2J`},

@@ -72,6 +72,8 @@ type viewServer struct {
 	store   tenure.Reader
 	ln      net.Listener
 	srv     *http.Server
+	// kernelPort: --http asked for port 0, and the kernel chose one.
+	kernelPort bool
 }
 
 // listenView listens on addr, so that an address in use fails the command
@@ -100,7 +102,8 @@ func listenView(addr, key string, store tenure.Reader, logger *slog.Logger) (*vi
 		MaxHeaderBytes: viewMaxHeaderBytes}
 	limited := newConnLimiter(ln, viewMaxConns)
 	limited.install(srv)
-	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: limited, srv: srv}, nil
+	_, port, _ := net.SplitHostPort(addr)
+	return &viewServer{view: view, metrics: metrics, key: key, store: store, ln: limited, srv: srv, kernelPort: port == "0"}, nil
 }
 
 // loopbackHosts serves a request that reached the view through a loopback
@@ -180,10 +183,18 @@ func (v *viewServer) follow(ctx context.Context, in <-chan tenure.Record) <-chan
 	return out
 }
 
-// start answers requests until ctx is done; then it shuts the server
-// down. It returns at once. The view learns of the key only from
+// start logs the address it serves on and answers requests until ctx is
+// done; then it shuts the server down. It returns at once. The view learns of the key only from
 // [viewServer.follow] and the elector's events.
 func (v *viewServer) start(ctx context.Context, logger *slog.Logger) {
+	// The address bound. With port 0 the kernel chose it, and it is said
+	// whatever the log level (tenure watch logs warnings only): nothing
+	// else tells the operator where the view is.
+	level := slog.LevelInfo
+	if v.kernelPort {
+		level = slog.LevelWarn
+	}
+	logger.Log(ctx, level, "tenure: serving the --http view", "key", v.key, "addr", v.ln.Addr().String())
 	go func() {
 		if err := v.srv.Serve(v.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("tenure: the --http server stopped", "key", v.key, "err", err)
