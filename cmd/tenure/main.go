@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
@@ -188,6 +189,20 @@ func oneLine(msg string) string {
 // errors wrapping tenure.ErrInvalid and tenure.ErrUnknownScheme),
 // exitRuntime otherwise. Control characters and invalid UTF-8 in err (a
 // record rewritten with the store's own client can put any bytes there)
+// oneShotWait bounds how long a command that asks the store once
+// (status, step-down, prefer, watch's first read) waits for its answer.
+const oneShotWait = 30 * time.Second
+
+// unanswered says that the store did not answer within oneShotWait when
+// err is that deadline (ctx's, ended): a store client that retries on its
+// own (etcd's) otherwise reports only "context deadline exceeded".
+func unanswered(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("the store did not answer within %s: %w", oneShotWait, err)
+	}
+	return err
+}
+
 // are printed escaped, never raw.
 func fail(stderr io.Writer, err error) int {
 	msg := printable(oneLine(strings.TrimPrefix(err.Error(), "tenure: ")))

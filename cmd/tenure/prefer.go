@@ -114,7 +114,7 @@ func preferCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	openCtx, cancel := context.WithTimeout(ctx, oneShotWait)
 	store, err := openStore(openCtx, o.store)
 	cancel()
 	if err != nil {

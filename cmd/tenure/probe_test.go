@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -172,5 +173,64 @@ func TestRunStoppedWhileWaitingForTheStore(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q; want %d and nothing run", code, stdout.String(), 128+int(sig))
 			}
 		})
+	}
+}
+
+// TestWatchStoppedWhileWaitingForTheStore: tenure watch stopped while it
+// still waits for its store to answer ends as any stopped watch does,
+// exit 0, not 1 with "cannot read key".
+func TestWatchStoppedWhileWaitingForTheStore(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(tenureBin, "watch", "--store", refusedStoreURL(t), "--key", "stopped-waiting")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := reapAtEnd(t, cmd)
+	var log []string
+	sc := bufio.NewScanner(stderr)
+	for !strings.Contains(strings.Join(log, "\n"), waitingLine) {
+		if !sc.Scan() {
+			t.Fatalf("tenure watch ended before saying it waits for the store: %q", log)
+		}
+		log = append(log, sc.Text())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		log = append(log, sc.Text())
+	}
+	waitDone(t, done, 20*time.Second, "tenure watch stopped while waiting for the store")
+	if code := exitCode(cmd.ProcessState); code != 0 || strings.Contains(strings.Join(log, "\n"), "cannot read") {
+		t.Fatalf("exit %d, log %q; want 0 and no error", code, log)
+	}
+}
+
+// unanswered names the deadline a store client that retries on its own
+// ran into, and leaves every other error alone.
+func TestUnanswered(t *testing.T) {
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	err := unanswered(expired, fmt.Errorf("etcd: %w", context.DeadlineExceeded))
+	if want := "the store did not answer within 30s: etcd: context deadline exceeded"; err.Error() != want {
+		t.Errorf("unanswered = %q, want %q", err, want)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	for _, c := range []struct {
+		ctx context.Context
+		err error
+	}{
+		{context.Background(), context.DeadlineExceeded}, // a deadline of the store's own
+		{stopped, context.Canceled},
+		{expired, errors.New("refused")},
+	} {
+		if got := unanswered(c.ctx, c.err); got != c.err {
+			t.Errorf("unanswered(%v) = %v, want it unchanged", c.err, got)
+		}
 	}
 }

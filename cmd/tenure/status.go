@@ -112,7 +112,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if done {
 		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, oneShotWait)
 	defer cancel()
 	store, err := openStore(peer.WithLogger(ctx, quietLogger(stderr)), o.store)
 	if err != nil {
@@ -122,7 +122,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	rec, err := store.Get(ctx, o.key)
 	readAt := time.Now()
 	if err != nil {
-		return fail(stderr, fmt.Errorf("cannot read key %q: %w", o.key, err))
+		return fail(stderr, fmt.Errorf("cannot read key %q: %w", o.key, unanswered(ctx, err)))
 	}
 	checks := storeChecks(ctx, store) // what the store verified of its server (Redis: eviction)
 	cands, err := listCandidates(ctx, store, o, rec)

@@ -136,7 +136,7 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if done {
 		return code
 	}
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	openCtx, cancel := context.WithTimeout(ctx, oneShotWait)
 	defer cancel()
 	store, err := openStore(openCtx, o.store)
 	if err != nil {
@@ -169,7 +169,7 @@ func stepDownCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			o.key, held.Record.Remaining.Round(time.Millisecond)))
 	}
 	if err != nil {
-		return fail(stderr, fmt.Errorf("step-down of %q: %w", o.key, err))
+		return fail(stderr, fmt.Errorf("step-down of %q: %w", o.key, unanswered(openCtx, err)))
 	}
 	to := o.to
 	if to == "" {

@@ -64,11 +64,14 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	openCtx, cancel := context.WithTimeout(ctx, oneShotWait)
 	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key, logger)
 	cancel()
+	if err != nil && ctx.Err() != nil {
+		return exitOK // stopped while it waited for the store: a stop like any other
+	}
 	if err != nil {
-		return fail(stderr, err)
+		return fail(stderr, unanswered(openCtx, err))
 	}
 	defer store.Close()
 	var view *viewServer
