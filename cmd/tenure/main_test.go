@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -218,3 +219,53 @@ func startTenureWith(t testing.TB, args ...string) (*pipedCmd, chan struct{}) {
 
 // afterWait fires after wait.
 func afterWait() <-chan time.Time { return time.After(wait) }
+
+// loggedCmd is a started tenure process whose log (stderr) is read line
+// by line.
+type loggedCmd struct {
+	cmd   *exec.Cmd
+	lines *bufio.Scanner
+	log   []string // the lines read so far
+}
+
+// startLogged starts tenure with args, stdout to stdout (if not nil) and
+// stderr piped for awaitLog; it is killed at the end of the test if still
+// running. done is closed when it exited.
+func startLogged(t testing.TB, stdout io.Writer, args ...string) (*loggedCmd, chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(tenureBin, args...)
+	cmd.Stdout = stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &loggedCmd{cmd: cmd, lines: bufio.NewScanner(stderr)}, reapAtEnd(t, cmd)
+}
+
+// awaitLog reads the log until a line contains s, and returns that line.
+// It fails t if the process ends first; one that says nothing is killed
+// after wait.
+func (c *loggedCmd) awaitLog(t testing.TB, s string) string {
+	t.Helper()
+	timer := time.AfterFunc(wait, func() { _ = c.cmd.Process.Kill() })
+	defer timer.Stop()
+	for c.lines.Scan() {
+		c.log = append(c.log, c.lines.Text())
+		if strings.Contains(c.lines.Text(), s) {
+			return c.lines.Text()
+		}
+	}
+	t.Fatalf("tenure %s ended without logging %q: %q", c.cmd.Args[1], s, c.log)
+	return ""
+}
+
+// readLog reads the rest of the log, until the process closes it.
+func (c *loggedCmd) readLog() []string {
+	for c.lines.Scan() {
+		c.log = append(c.log, c.lines.Text())
+	}
+	return c.log
+}

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tenurehq/tenure/internal/syncbuf"
 	"github.com/tenurehq/tenure/internal/testserver"
 )
 
@@ -40,45 +38,15 @@ func TestRunWaitsForAStoreThatIsStarting(t *testing.T) {
 			if err := srv.stop(); err != nil {
 				t.Fatal(err)
 			}
-			var stdout bytes.Buffer
-			cmd := exec.Command(tenureBin, "run", "--store", srv.url, "--key", "probe-"+name, "--ttl", "30s", "--", "sh", "-c", "echo led")
-			cmd.Stdout = &stdout
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := make(chan string, 64)
-			go func() {
-				defer close(lines)
-				for sc := bufio.NewScanner(stderr); sc.Scan(); {
-					lines <- sc.Text()
-				}
-			}()
-			done := reapAtEnd(t, cmd)
-			var log []string
-			for waiting := false; !waiting; {
-				select {
-				case l, ok := <-lines:
-					if !ok {
-						t.Fatalf("tenure run ended before saying it waits for the store: %q", log)
-					}
-					log = append(log, l)
-					waiting = strings.Contains(l, waitingLine)
-				case <-time.After(time.Minute):
-					t.Fatalf("tenure run did not say it waits for the store: %q", log)
-				}
-			}
+			var stdout syncbuf.Buffer
+			c, done := startLogged(t, &stdout, "run", "--store", srv.url, "--key", "probe-"+name, "--ttl", "30s", "--", "sh", "-c", "echo led")
+			c.awaitLog(t, waitingLine)
 			if err := srv.start(); err != nil {
 				t.Fatal(err)
 			}
-			for l := range lines {
-				log = append(log, l)
-			}
+			log := c.readLog()
 			waitDone(t, done, time.Minute, "tenure run")
-			if code := exitCode(cmd.ProcessState); code != 0 || stdout.String() != "led\n" {
+			if code := exitCode(c.cmd.ProcessState); code != 0 || stdout.String() != "led\n" {
 				t.Fatalf("tenure run: exit %d, stdout %q, stderr %q; want 0 and its command run", code, stdout.String(), log)
 			}
 			if n := strings.Count(strings.Join(log, "\n"), waitingLine); n != 1 {
@@ -146,30 +114,16 @@ func TestRunStoppedWhileWaitingForTheStore(t *testing.T) {
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			var stdout bytes.Buffer
-			cmd := exec.Command(tenureBin, "run", "--store", refusedStoreURL(t), "--key", "stopped-waiting", "--ttl", "1m", "--", "sh", "-c", "echo ran")
-			cmd.Stdout = &stdout
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
+			var stdout syncbuf.Buffer
+			c, done := startLogged(t, &stdout, "run", "--store", refusedStoreURL(t), "--key", "stopped-waiting", "--ttl", "1m", "--", "sh", "-c", "echo ran")
+			c.awaitLog(t, waitingLine)
+			if err := c.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := reapAtEnd(t, cmd)
-			var log []string
-			for sc := bufio.NewScanner(stderr); !strings.Contains(strings.Join(log, "\n"), waitingLine); {
-				if !sc.Scan() {
-					t.Fatalf("tenure run ended before saying it waits for the store: %q", log)
-				}
-				log = append(log, sc.Text())
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
+			c.readLog()
 			// Well within the minute it would otherwise wait.
 			waitDone(t, done, 20*time.Second, "tenure run stopped while waiting for the store")
-			if code := exitCode(cmd.ProcessState); code != 128+int(sig) || stdout.Len() != 0 {
+			if code := exitCode(c.cmd.ProcessState); code != 128+int(sig) || stdout.String() != "" {
 				t.Fatalf("exit %d, stdout %q; want %d and nothing run", code, stdout.String(), 128+int(sig))
 			}
 		})
@@ -181,31 +135,14 @@ func TestRunStoppedWhileWaitingForTheStore(t *testing.T) {
 // exit 0, not 1 with "cannot read key".
 func TestWatchStoppedWhileWaitingForTheStore(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(tenureBin, "watch", "--store", refusedStoreURL(t), "--key", "stopped-waiting")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
+	c, done := startLogged(t, nil, "watch", "--store", refusedStoreURL(t), "--key", "stopped-waiting")
+	c.awaitLog(t, waitingLine)
+	if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := reapAtEnd(t, cmd)
-	var log []string
-	sc := bufio.NewScanner(stderr)
-	for !strings.Contains(strings.Join(log, "\n"), waitingLine) {
-		if !sc.Scan() {
-			t.Fatalf("tenure watch ended before saying it waits for the store: %q", log)
-		}
-		log = append(log, sc.Text())
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for sc.Scan() {
-		log = append(log, sc.Text())
-	}
+	log := c.readLog()
 	waitDone(t, done, 20*time.Second, "tenure watch stopped while waiting for the store")
-	if code := exitCode(cmd.ProcessState); code != 0 || strings.Contains(strings.Join(log, "\n"), "cannot read") {
+	if code := exitCode(c.cmd.ProcessState); code != 0 || strings.Contains(strings.Join(log, "\n"), "cannot read") {
 		t.Fatalf("exit %d, log %q; want 0 and no error", code, log)
 	}
 }

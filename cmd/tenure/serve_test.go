@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -225,31 +223,15 @@ func TestLoopbackViewAnswersWithoutHost(t *testing.T) {
 // and the log says which, even where only warnings are logged (tenure
 // watch), so that an operator (or a script) can reach the view.
 func TestHTTPViewSaysItsAddress(t *testing.T) {
-	cmd := exec.Command(tenureBin, "watch", "--store", "file://"+t.TempDir(), "--key", "web", "--http", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := reapAtEnd(t, cmd)
-	// Bounded: a tenure watch that never says it goes on running.
-	timer := time.AfterFunc(wait, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
-	var addr string
-	for sc := bufio.NewScanner(stderr); addr == "" && sc.Scan(); {
-		if line := sc.Text(); strings.Contains(line, "serving the --http view") {
-			_, addr, _ = strings.Cut(line, "addr=")
-			addr, _, _ = strings.Cut(addr, " ")
-		}
-	}
+	c, done := startLogged(t, nil, "watch", "--store", "file://"+t.TempDir(), "--key", "web", "--http", "127.0.0.1:0")
+	_, addr, _ := strings.Cut(c.awaitLog(t, "serving the --http view"), "addr=")
+	addr, _, _ = strings.Cut(addr, " ")
 	if addr == "" || strings.HasSuffix(addr, ":0") {
 		t.Fatalf("tenure watch --http 127.0.0.1:0 did not log the address it serves on (got %q)", addr)
 	}
 	if code, _ := get(t, "http://"+addr+"/healthz"); code != 200 {
 		t.Fatalf("GET /healthz on the logged address %s: %d", addr, code)
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	waitDone(t, done, wait, "tenure watch")
 }
