@@ -62,14 +62,9 @@ func openDir(path string, group bool) (*dirHandle, error) {
 			if links++; links > maxLinks {
 				return nil, fail("too many levels of symbolic links")
 			}
-			target, err := readlinkat(cur, name)
+			target, err := readLink(cur, name, &st)
 			if err != nil {
-				return nil, fail("read link %s: %v", name, err)
-			}
-			// The link read must be the one whose owner was checked.
-			var again unix.Stat_t
-			if err := unix.Fstatat(cur, name, &again, unix.AT_SYMLINK_NOFOLLOW); err != nil || again.Ino != st.Ino || again.Dev != st.Dev {
-				return nil, fail("the link %s changed while it was read; try again", name)
+				return nil, fail("%v", err)
 			}
 			if strings.HasPrefix(target, "/") {
 				where = "/"
@@ -107,6 +102,21 @@ func openDir(path string, group bool) (*dirHandle, error) {
 	}
 	// path was "/" or ended in a link to it.
 	return nil, fail("the root directory cannot be a state directory")
+}
+
+// readLink returns the target of name, a symbolic link in directory cur
+// whose status (owner checked by the caller) is st, and checks that the
+// link read is that one.
+func readLink(cur int, name string, st *unix.Stat_t) (string, error) {
+	target, err := readlinkat(cur, name)
+	if err != nil {
+		return "", fmt.Errorf("read link %s: %v", name, err)
+	}
+	var again unix.Stat_t
+	if err := unix.Fstatat(cur, name, &again, unix.AT_SYMLINK_NOFOLLOW); err != nil || again.Ino != st.Ino || again.Dev != st.Dev {
+		return "", fmt.Errorf("the link %s changed while it was read; try again", name)
+	}
+	return target, nil
 }
 
 // checkAncestor refuses cur, a directory on the way to the state
