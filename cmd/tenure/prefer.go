@@ -127,7 +127,12 @@ func preferCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	obs := &tenure.Observer{Store: store, Key: tenure.PreferKey(o.key), Logger: o.logger}
 	// Read once, as status and step-down do: a store that cannot be read
 	// now is an error, not a wait without end.
-	cur, ok, err := tenure.ReadPreference(ctx, store, o.key)
+	readCtx, cancel := context.WithTimeout(ctx, oneShotWait)
+	cur, ok, err := tenure.ReadPreference(readCtx, store, o.key)
+	if err != nil {
+		err = unanswered(readCtx, err) // before cancel
+	}
+	cancel()
 	if err != nil {
 		return fail(stderr, fmt.Errorf("cannot read key %q: %w", tenure.PreferKey(o.key), err))
 	}

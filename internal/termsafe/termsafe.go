@@ -63,10 +63,10 @@ func (w Writer) Write(p []byte) (int, error) {
 }
 
 // Cut returns s's first max bytes at most, cut before a character so that
-// valid UTF-8 stays valid (and at max bytes in text that is not), and, if s is longer than max, a note of its
-// size to follow them ("... (N bytes)"); else s and "". A holder or value
-// written into the store from outside can be megabytes long, which no
-// operator reads.
+// valid UTF-8 stays valid (and at max bytes in text that is not), and, if
+// s is longer than max, a note of its size to follow them ("... (N
+// bytes)"); else s and "". A holder or value written into the store from
+// outside can be megabytes long, which no operator reads.
 func Cut(s string, max int) (head, more string) {
 	if len(s) <= max {
 		return s, ""
