@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/termsafe"
 )
 
@@ -194,10 +195,12 @@ func oneLine(msg string) string {
 const oneShotWait = 30 * time.Second
 
 // unanswered says that the store did not answer within oneShotWait when
-// err is that deadline (ctx's, ended): a store client that retries on its
-// own (etcd's) otherwise reports only "context deadline exceeded".
+// err is that deadline (ctx's, passed, as ctxerr judges it: a socket
+// deadline set from ctx can fire before ctx's own timer): a store client
+// that retries on its own (etcd's) otherwise reports only "context
+// deadline exceeded".
 func unanswered(ctx context.Context, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctxerr.Err(ctx), context.DeadlineExceeded) {
 		return fmt.Errorf("the store did not answer within %s: %w", oneShotWait, err)
 	}
 	return err

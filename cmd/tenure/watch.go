@@ -66,12 +66,15 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, oneShotWait)
 	store, err := openProbed(peer.WithLogger(openCtx, logger), o.store, o.key, logger)
+	if err != nil {
+		err = unanswered(openCtx, err) // before cancel, which would hide the deadline
+	}
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return exitOK // stopped while it waited for the store: a stop like any other
 	}
 	if err != nil {
-		return fail(stderr, unanswered(openCtx, err))
+		return fail(stderr, err)
 	}
 	defer store.Close()
 	var view *viewServer
