@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -77,5 +82,48 @@ func TestRunAsPIDOneReapsOrphans(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("tenure as PID 1 (pid %d outside) left its orphan %d in state %s for %s", pid, orphan, f[0], wait)
 		}
+	}
+}
+
+// TestNotSubreaperWarningIsLogged: when tenure cannot become a subreaper,
+// the warning goes through the command's logger (it was printed as text
+// before the flags were read, so --log-format json got a line that was
+// not JSON), once, with the key fields of any other line.
+func TestNotSubreaperWarningIsLogged(t *testing.T) {
+	adopted.mu.Lock()
+	adopted.err = errors.New("prctl refused")
+	adopted.mu.Unlock()
+	t.Cleanup(func() {
+		adopted.mu.Lock()
+		adopted.err = nil
+		adopted.mu.Unlock()
+	})
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"run", "--store", "memory://" + t.Name(), "--key", "job",
+		"--log-format", "json", "--", "true"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	warned := 0
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line is not JSON: %q (%v)", line, err)
+		}
+		if msg, _ := rec["msg"].(string); strings.Contains(msg, "subreaper") {
+			warned++
+			if rec["level"] != "WARN" || rec["err"] != "prctl refused" {
+				t.Errorf("warning %v: want level WARN and err %q", rec, "prctl refused")
+			}
+		}
+	}
+	if warned != 1 {
+		t.Fatalf("%d subreaper warnings, want 1; stderr:\n%s", warned, stderr.String())
+	}
+
+	stderr.Reset()
+	if code := run(context.Background(), []string{"run", "--store", "memory://" + t.Name(), "--key", "job",
+		"--quiet", "--", "true"}, &stdout, &stderr); code != exitOK || stderr.Len() != 0 {
+		t.Fatalf("--quiet: exit code %d, stderr %q; want 0 and nothing", code, stderr.String())
 	}
 }

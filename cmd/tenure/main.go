@@ -32,7 +32,7 @@ const (
 func main() {
 	if len(os.Args) > 1 {
 		oneProcFor(os.Args[1])
-		adoptFor(os.Args[1], os.Stderr)
+		adoptFor(os.Args[1])
 	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

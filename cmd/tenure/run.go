@@ -435,6 +435,7 @@ func (o *runOpts) runnerEnv(stdout, stderr io.Writer) (runnerEnv, error) {
 	if o.quiet {
 		env.logger = slog.New(slog.DiscardHandler)
 	}
+	adopted.warnNotSubreaper(env.logger)
 	return env, nil
 }
 

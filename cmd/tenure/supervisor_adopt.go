@@ -1,8 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -26,6 +25,7 @@ import (
 type orphanage struct {
 	mu   sync.Mutex
 	on   bool              // this process is a subreaper
+	err  error             // why it could not become one (see warnNotSubreaper)
 	sups map[int]*exec.Cmd // started supervisors not yet reaped, by pid
 }
 
@@ -35,19 +35,31 @@ var adopted = &orphanage{sups: map[int]*exec.Cmd{}}
 // adoptFor makes this process a subreaper if command is one that runs
 // supervisors. main calls it before anything starts; tests that run
 // `tenure run` in their own process do not, so the test binary adopts
-// nothing of other tests'.
-func adoptFor(command string, stderr io.Writer) {
+// nothing of other tests'. A failure is kept for warnNotSubreaper: the
+// command's logger, which --log-format and --quiet shape, does not exist
+// yet.
+func adoptFor(command string) {
 	if command != "run" && command != "shard" {
 		return
 	}
-	if err := becomeSubreaper(); err != nil {
-		fmt.Fprintf(stderr, "tenure: warning: cannot become a subreaper (what CMD starts outside its process group escapes if its supervisor is killed): %v\n", err)
-		return
-	}
+	err := becomeSubreaper()
 	adopted.mu.Lock()
-	adopted.on = true
+	adopted.on, adopted.err = err == nil, err
 	adopted.mu.Unlock()
-	go adopted.reapOnSIGCHLD()
+	if err == nil {
+		go adopted.reapOnSIGCHLD()
+	}
+}
+
+// warnNotSubreaper logs, once the command's logger exists, that this
+// process could not become a subreaper, if adoptFor failed.
+func (o *orphanage) warnNotSubreaper(logger *slog.Logger) {
+	o.mu.Lock()
+	err := o.err
+	o.mu.Unlock()
+	if err != nil {
+		logger.Warn("tenure: cannot become a subreaper: what CMD starts outside its process group escapes if its supervisor is killed", "err", err)
+	}
 }
 
 // reapDelay is how long reapOnSIGCHLD waits after a SIGCHLD before it
