@@ -22,16 +22,26 @@ func quietLogger(w io.Writer) *slog.Logger {
 const logFormatUsage = "log lines as `text` (key=value) or json (one object per line)"
 
 // newLogger returns the logger --log-format asks for, writing level and
-// above to w.
+// above to w. JSON lines give durations as text ("1.5s"), as text lines
+// and tenure's flags do, not as slog's default count of nanoseconds.
 func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch format {
 	case "", "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		opts.ReplaceAttr = durationText
 		return slog.New(slog.NewJSONHandler(termsafe.Writer{W: w}, opts)), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", format)
+}
+
+// durationText is a ReplaceAttr that writes durations as text.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // debugStats prints the process's live heap and goroutine count on each
