@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/tenurehq/tenure/internal/dirsafe"
 )
 
 // epochOpenFlags make opening the epoch file fail on a symbolic link
@@ -22,8 +24,7 @@ func isLink(err error) bool { return errors.Is(err, syscall.ELOOP) }
 // epoch file, and whoever can rename entries of a directory above it can
 // put an empty one in its place; either way the member's epoch goes back
 // and it issues fencing terms below ones already issued. Every directory
-// above must belong to root or this user and, unless sticky (as /tmp
-// is), not be writable by others.
+// above must pass [dirsafe.CheckParent].
 func checkStateDir(dir string) error {
 	st, err := statOf(dir)
 	if err != nil {
@@ -45,11 +46,9 @@ func checkStateDir(dir string) error {
 		if err != nil {
 			return fmt.Errorf("peer: the state directory: %w", err)
 		}
-		switch {
-		case st.Uid != 0 && int(st.Uid) != euid:
-			return invalidf("%s, above state directory %s, is owned by uid %d, neither root nor this user, who could move the state directory aside; use a directory whose parents are root's or yours", p, dir, st.Uid)
-		case st.Mode&0o002 != 0 && st.Mode&syscall.S_ISVTX == 0:
-			return invalidf("%s, above state directory %s, is writable by others and not sticky, so anyone could move the state directory aside; run chmod o-w %s (or chmod +t %s)", p, dir, p, p)
+		o := dirsafe.Owner{UID: st.Uid, GID: st.Gid, Mode: uint32(st.Mode)}
+		if err := dirsafe.CheckParent(p, o, uint32(euid), false); err != nil {
+			return invalidf("%s, above state directory %s, %v", p, dir, err)
 		}
 		if p == filepath.Dir(p) {
 			return nil

@@ -134,4 +134,22 @@ func TestOpenEpochFileRefusesUnsafeDir(t *testing.T) {
 	if _, err := peer.OpenEpochFile(theirs, 1); err == nil || !strings.Contains(err.Error(), "uid 65534") {
 		t.Errorf("OpenEpochFile of another user's directory = %v, want an error naming its owner", err)
 	}
+	// A parent another group may write: its members could move the state
+	// directory aside. Root's own group 0 is root's private group.
+	groups := filepath.Join(base, "groups")
+	if err := os.Mkdir(groups, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(groups, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.OpenEpochFile(filepath.Join(groups, "state"), 1); err != nil {
+		t.Errorf("OpenEpochFile under a 0775 parent of root's group: %v", err)
+	}
+	if err := os.Chown(groups, 0, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.OpenEpochFile(filepath.Join(groups, "state2"), 1); err == nil || !strings.Contains(err.Error(), "chmod g-w "+groups) {
+		t.Errorf("OpenEpochFile under a parent group 65534 may write = %v, want an error naming it and chmod g-w", err)
+	}
 }

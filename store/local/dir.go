@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tenurehq/tenure/internal/dirsafe"
 )
 
 // termsDir is the subdirectory of the state directory that keeps, per key,
@@ -121,23 +123,14 @@ func readLink(cur int, name string, st *unix.Stat_t) (string, error) {
 
 // checkAncestor refuses cur, a directory on the way to the state
 // directory (where is its path, for messages), if a user other than root
-// and this one could rename what it holds: it belongs to another user
-// (unless the store is shared with a group, whose members are trusted as
-// much and whose directories often belong to one of them), or others may
-// write it and it is not sticky (as /tmp is). Such a user could move the
-// state directory, or a directory above it, aside; the next Open would
-// then create a fresh one, where terms restart at 1 while the old holder
-// still leads in the moved one.
+// and this one could rename what it holds (see [dirsafe.CheckParent]).
 func checkAncestor(cur int, where string, euid uint32, group bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(cur, &st); err != nil {
 		return fmt.Errorf("stat %s: %v", where, err)
 	}
-	switch {
-	case !group && st.Uid != 0 && st.Uid != euid:
-		return fmt.Errorf("%s, on the way to it, is owned by uid %d, neither root nor this user, who could move the state directory aside; use a directory whose parents are root's or yours", where, st.Uid)
-	case st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0:
-		return fmt.Errorf("%s, on the way to it, is writable by others and not sticky, so anyone could move the state directory aside and terms would restart at 1; run chmod o-w %s (or chmod +t %s)", where, where, where)
+	if err := dirsafe.CheckParent(where, dirsafe.Owner{UID: st.Uid, GID: st.Gid, Mode: st.Mode}, euid, group); err != nil {
+		return fmt.Errorf("%s, on the way to it, %v", where, err)
 	}
 	return nil
 }

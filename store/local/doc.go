@@ -107,7 +107,8 @@
 //     symbolic link only if root or the user owns it. Every directory on
 //     the way must belong to root or the user (any user with
 //     [GroupShared]) and, unless sticky (as /tmp is), not be writable by
-//     others: whoever can rename its entries could
+//     others, nor (without [GroupShared]) by a group other than the
+//     user's private group: whoever can rename its entries could
 //     move the state directory aside, and a fresh one created in its place
 //     would grant the key again while the old holder still leads. The
 //     directory itself must be owned by the user and not writable by group
