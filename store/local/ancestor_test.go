@@ -18,8 +18,8 @@ import (
 // key again, while the holder that opened the old one still led: two
 // leaders, and in a new process terms restarting at 1. Open refuses a
 // parent writable by others unless it is sticky (/tmp), or (unless the
-// store is shared with a group) owned by another user or writable by a
-// group other than the user's private group, naming it and the fix.
+// store is shared with a group) owned by another user, naming it and the
+// fix.
 func TestOpenRefusesUnsafeParents(t *testing.T) {
 	t.Parallel()
 	base := openTempDir(t)
@@ -82,16 +82,35 @@ func TestOpenRefusesUnsafeParents(t *testing.T) {
 	}
 	s.Close()
 
-	// A group's members can rename entries of a directory the group may
-	// write: in a private store that is another party, unless the group
-	// is the user's own private group (umask 002 setups).
+}
+
+// TestOpenRefusesParentsAnotherGroupMayWrite: a group's members can
+// rename entries of a directory the group may write; in a private store
+// that is another party, unless the group is the user's own private group
+// (umask 002 setups) or the store is shared with that group on purpose.
+func TestOpenRefusesParentsAnotherGroupMayWrite(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: a directory of another group needs chown")
+	}
+	base := openTempDir(t)
+	mkdir := func(path string, mode os.FileMode) string {
+		t.Helper()
+		if err := os.Mkdir(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
 	groups := mkdir(filepath.Join(base, "groups"), 0o775)
 	if err := os.Chown(groups, 0, 65534); err != nil {
 		t.Fatal(err)
 	}
-	_, err = local.Open(filepath.Join(groups, "state"))
+	_, err := local.Open(filepath.Join(groups, "state"))
 	wantOneLine(t, "Open under a parent writable by group 65534", err, local.ErrUnsafe, groups, "chmod g-w "+groups)
-	s, err = local.Open(filepath.Join(groups, "shared"), local.GroupShared())
+	s, err := local.Open(filepath.Join(groups, "shared"), local.GroupShared())
 	if err != nil {
 		t.Fatalf("group-shared Open under a parent its group may write: %v", err)
 	}
