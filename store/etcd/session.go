@@ -20,16 +20,20 @@ var _ tenure.SessionStore = (*Store)(nil)
 // lease, and every grant in it a holder key attached to that lease, as in
 // etcd's own concurrency.Session. A keep-alive costs two requests sent
 // together, whatever the number of grants: the lease's keep-alive on the
-// store's keep-alive stream, and a TimeToLive that lists the keys still
-// attached to the lease, from which it tells the grants deleted or
-// rewritten without the lease from outside. When etcd's revision moved
-// since the last keep-alive, a third request reads the holder keys
-// changed since (keys only), to tell the grants rewritten from outside on
-// the lease (etcdctl put --ignore-lease); etcd reads every holder key
-// under the prefix to answer it, so on an etcd that other writers keep
-// busy it costs server work that grows with the keys under the prefix
-// (about 3.5 ms of an embedded etcd's time for 10,000 holder keys, on a
-// 2-core VM: some 0.1 % of a core per session at TTL 10 s).
+// store's keep-alive stream, and a TimeToLive whose answer carries etcd's
+// revision. When that revision moved since the last check (a write
+// anywhere in etcd moves it; keep-alives do not), two more tell the
+// grants taken away from outside: a TimeToLive that lists the keys still
+// attached to the lease (the grants deleted or rewritten without the
+// lease), and a read of the holder keys changed since (keys only: the
+// grants rewritten on the lease, etcdctl put --ignore-lease). etcd reads
+// every holder key under the prefix to answer the latter, so on an etcd
+// that other writers keep busy a keep-alive costs server work that grows
+// with the keys under the prefix (about 3.5 ms of an embedded etcd's time
+// for 10,000 holder keys, on a 2-core VM: some 0.1 % of a core per
+// session at TTL 10 s); on a quiet one it does not grow with them. The
+// revision is that of the etcd member the client talks to: a write that
+// member has not applied yet is seen by the keep-alive after.
 // Close revokes the lease, which deletes every holder key of the session
 // at once.
 //
@@ -64,6 +68,10 @@ type session struct {
 	// a grant added while it read (see track).
 	checked int64
 	tracked uint64
+	// quietAt is the etcd revision at which the session was last checked
+	// in full (see check); while etcd's revision stays there, nothing was
+	// deleted or written and a keep-alive checks nothing.
+	quietAt int64
 	// rewritten holds the holder keys on the lease that were rewritten
 	// from outside: no grant of the session's, but not strays to delete
 	// either (see sweep). Forgotten once no longer attached.
@@ -100,44 +108,99 @@ func (ss *session) track(l tenure.Lease) {
 	ss.tracked++
 }
 
-// KeepAlive implements [tenure.StoreSession].
+// KeepAlive implements [tenure.StoreSession]. It sends the lease's
+// keep-alive and, beside it, a TimeToLive without the attached keys,
+// whose answer carries etcd's revision. Unless that revision moved since
+// the last full check (a quiet etcd: keep-alives write nothing, and any
+// delete or write of a holder key moves it), that is all; else it lists
+// the keys attached to the lease and reads the holder keys changed since
+// (see check).
 func (ss *session) KeepAlive(ctx context.Context) ([]tenure.Lease, error) {
 	s := ss.s
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	type attached struct {
-		keys [][]byte
-		rev  int64 // etcd's revision when they were listed
-		err  error
-	}
-	listed := make(chan attached, 1)
-	go func() {
-		r, err := s.c.TimeToLive(ctx, ss.id, clientv3.WithAttachedKeys())
-		switch {
-		case err != nil:
-			listed <- attached{err: err}
-		case r.TTL < 0:
-			listed <- attached{err: errSessionGone}
-		default:
-			listed <- attached{keys: r.Keys, rev: r.ResponseHeader.GetRevision()}
-		}
-	}()
+	probed := make(chan attached, 1)
+	go func() { probed <- ss.timeToLive(ctx, false) }()
 	kerr := s.keepAlive(ctx, ss.id)
-	a := <-listed
+	p := <-probed
+	if err := ss.lost(ctx, kerr, p.err); err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	quiet, tracked := p.rev == ss.quietAt, ss.tracked
+	ss.mu.Unlock()
+	if quiet {
+		return nil, nil
+	}
+	return ss.check(ctx, p.rev, tracked)
+}
+
+// attached are the keys attached to the session's lease, as TimeToLive
+// listed them.
+type attached struct {
+	keys [][]byte
+	rev  int64 // etcd's revision when they were listed
+	err  error
+}
+
+// timeToLive asks for the session lease's TTL, and with keys for the
+// keys attached to it.
+func (ss *session) timeToLive(ctx context.Context, keys bool) attached {
+	var opts []clientv3.LeaseOption
+	if keys {
+		opts = append(opts, clientv3.WithAttachedKeys())
+	}
+	r, err := ss.s.c.TimeToLive(ctx, ss.id, opts...)
 	switch {
-	case errors.Is(a.err, errSessionGone) || isLeaseNotFound(kerr) || isLeaseNotFound(a.err):
-		return nil, fmt.Errorf("%w: the session's etcd lease expired or was revoked", tenure.ErrLost)
+	case err != nil:
+		return attached{err: err}
+	case r.TTL < 0:
+		return attached{err: errSessionGone}
+	}
+	return attached{keys: r.Keys, rev: r.ResponseHeader.GetRevision()}
+}
+
+// lost turns the errors of a keep-alive (kerr) and of a TimeToLive (terr)
+// into KeepAlive's: ErrLost if the lease is gone.
+func (ss *session) lost(ctx context.Context, kerr, terr error) error {
+	s := ss.s
+	switch {
+	case errors.Is(terr, errSessionGone) || isLeaseNotFound(kerr) || isLeaseNotFound(terr):
+		return fmt.Errorf("%w: the session's etcd lease expired or was revoked", tenure.ErrLost)
 	case kerr != nil:
-		return nil, s.fail(ctx, "keep the session alive", "", kerr)
-	case a.err != nil:
-		return nil, s.fail(ctx, "list the session's keys", "", a.err)
+		return s.fail(ctx, "keep the session alive", "", kerr)
+	case terr != nil:
+		return s.fail(ctx, "ask for the session's TTL and keys", "", terr)
 	}
-	ch, err := ss.changedSince(ctx, a.rev)
-	if err != nil {
-		return nil, s.fail(ctx, "read the session's changed keys", "", err)
+	return nil
+}
+
+// check lists the keys attached to the session's lease and, at the same
+// time, reads the holder keys changed since the last check (etcd's
+// revision was rev after the keep-alive), and compares both with the
+// grants (see sweep). If no grant was added since tracked, the session is
+// then known to be checked up to the older of the two reads' revisions:
+// the next keep-alive that finds etcd's revision still there checks
+// nothing.
+func (ss *session) check(ctx context.Context, rev int64, tracked uint64) ([]tenure.Lease, error) {
+	listed := make(chan attached, 1)
+	go func() { listed <- ss.timeToLive(ctx, true) }()
+	ch, cerr := ss.changedSince(ctx, rev)
+	a := <-listed
+	if err := ss.lost(ctx, nil, a.err); err != nil {
+		return nil, err
 	}
-	return ss.sweep(a.keys, ch), nil
+	if cerr != nil {
+		return nil, ss.s.fail(ctx, "read the session's changed keys", "", cerr)
+	}
+	gone := ss.sweep(a.keys, ch)
+	ss.mu.Lock()
+	if ss.tracked == tracked {
+		ss.quietAt = min(a.rev, ch.rev)
+	}
+	ss.mu.Unlock()
+	return gone, nil
 }
 
 // changes are the holder keys changed between two revisions, as read
