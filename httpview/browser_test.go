@@ -2,6 +2,7 @@ package httpview
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -153,11 +154,11 @@ func TestPageInBrowser(t *testing.T) {
 	}
 }
 
-// TestPageWaitsForAFreeStream: a page whose /events request is refused
-// (503: MaxStreams streams open) says it is disconnected, and goes live
-// once a stream closes, without a reload. An EventSource does not retry
-// after such an answer by itself; the page does, 10 s later.
-func TestPageWaitsForAFreeStream(t *testing.T) {
+// TestPageReconnectsWhenItsStreamIsTaken: with MaxStreams streams open, a
+// new /events stream ends the oldest one of its address; the page whose
+// stream ended reconnects by itself, without a reload, and goes live
+// again, its new stream ending the oldest one in turn.
+func TestPageReconnectsWhenItsStreamIsTaken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}
@@ -166,23 +167,22 @@ func TestPageWaitsForAFreeStream(t *testing.T) {
 	<-a.started
 	view := mustNew(t, Options{Key: key, Store: store.Handle(), MaxStreams: 1, Logger: slog.New(slog.DiscardHandler)})
 	srv := serveView(t, view)
-	held, err := http.Get(srv.URL + "/events") // takes the one stream
-	if err != nil || held.StatusCode != 200 {
-		t.Fatalf("the first stream: %v, %v", held, err)
-	}
 	bctx := browser(t, 60*time.Second)
 	status := `document.getElementById("status").textContent`
-	if err := chromedp.Do(bctx,
-		chromedp.Navigate(srv.URL+"/"),
-		chromedp.Poll[chromedp.Void](status+`.startsWith("disconnected")`),
-	); err != nil {
-		t.Fatalf("the page refused a stream never said so: %v", err)
+	live := status + ` === "live" && document.getElementById("leader").textContent === "a"`
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.Poll[chromedp.Void](live)); err != nil {
+		t.Fatalf("the page never went live: %v", err)
 	}
-	held.Body.Close()
-	if err := chromedp.Do(bctx,
-		chromedp.Poll[chromedp.Void](status+` === "live" && document.getElementById("leader").textContent === "a"`),
-	); err != nil {
-		t.Fatalf("the page did not go live once a stream was free: %v", err)
+	taker, err := http.Get(srv.URL + "/events") // takes the page's one stream
+	if err != nil || taker.StatusCode != 200 {
+		t.Fatalf("a second stream: %v, %v", taker, err)
+	}
+	defer taker.Body.Close()
+	if _, err := io.ReadAll(taker.Body); err != nil { // ended by the page's new stream
+		t.Fatalf("reading the stream that took the page's: %v", err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Poll[chromedp.Void](live)); err != nil {
+		t.Fatalf("the page did not go live again: %v", err)
 	}
 }
 

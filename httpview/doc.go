@@ -44,7 +44,10 @@
 //     event named "leader" per leadership change (a new term with a
 //     holder, or the key becoming free), and one when this process's own
 //     elector is elected or steps down (is_self changes), each with the
-//     JSON view as data. 503 while [Options.MaxStreams] streams are open.
+//     JSON view as data. With [Options.MaxStreams] streams open, a new
+//     stream ends the oldest one of the remote address that holds the
+//     most (see [Options.MaxStreams]), whose EventSource reconnects: one
+//     address's streams never keep another's out.
 //   - /candidates: the candidates registered for the key by electors with
 //     [tenure.Config.Control] (as `tenure status --candidates` lists them),
 //     best first: {"key", "candidates": [{"id", "priority", "since",

@@ -3,6 +3,7 @@ package httpview
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -24,8 +25,13 @@ const keepAlive = 30 * time.Second
 var writeTimeout = 10 * time.Second
 
 // client is one /events stream. Its channel is closed when the publisher
-// drops it for falling behind.
-type client struct{ ch chan []byte }
+// drops it for falling behind, or when a new stream takes its place (see
+// subscribe).
+type client struct {
+	ch   chan []byte
+	addr string // the remote host, without the port
+	seq  uint64 // the order streams were opened in
+}
 
 // broadcastLocked hands data to every client without waiting: a client
 // whose buffer is full is dropped. Called with h.mu held.
@@ -40,25 +46,62 @@ func (h *Handler) broadcastLocked(data []byte) {
 	}
 }
 
-// subscribe registers a client and returns it with the current view, so
-// no change falls between the two, or returns nil if MaxStreams clients
-// are registered.
-func (h *Handler) subscribe() (*client, []byte) {
+// subscribe registers a client of the remote host addr and returns it
+// with the current view, so no change falls between the two. With
+// MaxStreams clients registered, it first ends one (see evictLocked): a
+// new stream always gets in.
+func (h *Handler) subscribe(addr string) (*client, []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.clients) >= h.opts.MaxStreams {
-		return nil, nil
+		h.evictLocked(addr)
 	}
-	c := &client{ch: make(chan []byte, clientBuffer)}
+	h.streams++
+	c := &client{ch: make(chan []byte, clientBuffer), addr: addr, seq: h.streams}
 	h.clients[c] = struct{}{}
 	data, _ := json.Marshal(h.leaderLocked())
 	return c, termsafe.JSON(data)
 }
 
+// evictLocked makes room for a stream from the remote host addr: it ends
+// the oldest stream of the host holding the most streams, the new one
+// counted, and on a tie addr's own, else the oldest stream of those tied.
+// So a host takes a stream from another only while that one holds more
+// than it would: streams from one host, however many it opens, never keep
+// another's out, and the streams a flood ends are its own. The ended
+// stream's client, an EventSource, reconnects and gets the current view.
+// Called with h.mu held; O(MaxStreams).
+func (h *Handler) evictLocked(addr string) {
+	held := make(map[string]int, len(h.clients)+1)
+	held[addr]++
+	for c := range h.clients {
+		held[c.addr]++
+	}
+	worse := func(c, than *client) bool { // c is the better victim
+		switch n, m := held[c.addr], held[than.addr]; {
+		case n != m:
+			return n > m
+		case c.addr != than.addr && (c.addr == addr || than.addr == addr):
+			return c.addr == addr
+		}
+		return c.seq < than.seq
+	}
+	var victim *client
+	for c := range h.clients {
+		if victim == nil || worse(c, victim) {
+			victim = c
+		}
+	}
+	if victim != nil {
+		delete(h.clients, victim)
+		close(victim.ch)
+	}
+}
+
 func (h *Handler) unsubscribe(c *client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.clients, c) // closed by broadcastLocked only
+	delete(h.clients, c) // if still there: closed by broadcastLocked, evictLocked and endStreams only
 }
 
 // clients returns how many /events streams are open.
@@ -70,16 +113,12 @@ func (h *Handler) clientCount() int {
 
 // serveEvents streams Server-Sent Events: the current view at once, then
 // one "leader" event per leadership change, each with the JSON view as
-// data. It returns when the client goes away or falls behind. With
-// MaxStreams streams open, it answers 503.
+// data. It returns when the client goes away or falls behind, or when a
+// new stream takes its place (with MaxStreams streams open; see
+// evictLocked).
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	c, data := h.subscribe()
-	if c == nil {
-		w.Header().Set("Retry-After", "10")
-		http.Error(w, fmt.Sprintf("too many /events streams (%d) are open", h.opts.MaxStreams), http.StatusServiceUnavailable)
-		return
-	}
+	c, data := h.subscribe(remoteHost(r))
 	defer h.unsubscribe(c)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -114,4 +153,15 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// remoteHost is the host of r's remote address, the unit streams are
+// shared by: the address a connection came from, never a header a client
+// could set. Behind a proxy every stream has the proxy's.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

@@ -30,6 +30,12 @@ type stream struct {
 
 func openEvents(t *testing.T, h http.Handler) *stream {
 	t.Helper()
+	return openEventsFrom(t, h, "192.0.2.1:1234")
+}
+
+// openEventsFrom is openEvents from the remote address remote.
+func openEventsFrom(t *testing.T, h http.Handler, remote string) *stream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	s := &stream{cancel: cancel, lines: bufio.NewScanner(pr), done: make(chan struct{})}
@@ -37,7 +43,9 @@ func openEvents(t *testing.T, h http.Handler) *stream {
 	go func() {
 		defer close(s.done)
 		defer pw.Close()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/events", nil).WithContext(ctx))
+		r := httptest.NewRequest(http.MethodGet, "/events", nil).WithContext(ctx)
+		r.RemoteAddr = remote
+		h.ServeHTTP(w, r)
 	}()
 	t.Cleanup(func() { cancel(); pr.Close(); <-s.done })
 	return s
@@ -213,8 +221,8 @@ func TestEventsDropsAClientThatStopsReading(t *testing.T) {
 }
 
 // TestEventsBoundsTheStreams: with MaxStreams streams open, one more
-// /events request is answered 503 with Retry-After, and a stream that
-// closes frees its place.
+// /events request gets a stream, and the oldest stream ends, so the count
+// stays at MaxStreams.
 func TestEventsBoundsTheStreams(t *testing.T) {
 	h, err := New(Options{Key: "k", Store: memory.New(nil).Handle(), MaxStreams: 2})
 	if err != nil {
@@ -228,28 +236,56 @@ func TestEventsBoundsTheStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("a stream: %d, want 200", resp.StatusCode)
+		}
+		if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil { // subscribed
+			t.Fatalf("a stream's first line: %v", err)
+		}
 		return resp
 	}
 	a, b := open(), open()
+	defer a.Body.Close()
 	defer b.Body.Close()
-	if a.StatusCode != 200 || b.StatusCode != 200 {
-		t.Fatalf("the first two streams: %d and %d, want 200", a.StatusCode, b.StatusCode)
-	}
 	c := open()
-	c.Body.Close()
-	if c.StatusCode != http.StatusServiceUnavailable || c.Header.Get("Retry-After") == "" {
-		t.Fatalf("a third stream: %d, Retry-After %q; want 503 with Retry-After", c.StatusCode, c.Header.Get("Retry-After"))
+	defer c.Body.Close()
+	if _, err := io.ReadAll(a.Body); err != nil { // ends when the server ends it
+		t.Fatalf("the oldest stream, ended for a third: %v", err)
 	}
-	a.Body.Close()
-	for h.clientCount() > 1 { // the server sees the close when its next write fails or the request context ends
-		runtime.Gosched()
-	}
-	d := open()
-	defer d.Body.Close()
-	if d.StatusCode != 200 {
-		t.Fatalf("a stream after one closed: %d, want 200", d.StatusCode)
+	if n := h.clientCount(); n != 2 {
+		t.Fatalf("%d streams open, want MaxStreams (2)", n)
 	}
 	if _, err := New(Options{Key: "k", Store: memory.New(nil).Handle(), MaxStreams: -1}); !errors.Is(err, tenure.ErrInvalid) {
 		t.Fatalf("MaxStreams -1: %v, want ErrInvalid", err)
+	}
+}
+
+// TestEventsOneHostCannotKeepAnotherOut: streams from one remote address,
+// however many it opens, never keep another address's stream out, and a
+// flood from one address ends its own streams, not another's.
+func TestEventsOneHostCannotKeepAnotherOut(t *testing.T) {
+	h, err := New(Options{Key: "k", Store: memory.New(nil).Handle(), MaxStreams: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := openEventsFrom(t, h, "198.51.100.7:1000")
+	first.next(t)
+	openEventsFrom(t, h, "198.51.100.7:1001").next(t)
+	other := openEventsFrom(t, h, "203.0.113.9:1000") // every slot held by 198.51.100.7
+	other.next(t)
+	select {
+	case <-first.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the oldest stream of the address holding every slot did not end for another address's")
+	}
+	for i := range 5 {
+		openEventsFrom(t, h, fmt.Sprintf("198.51.100.7:%d", 2000+i)).next(t)
+	}
+	h.Observe(tenure.Record{Key: "k", Holder: "a", Term: 1, TTL: time.Second})
+	if _, l := other.next(t); l.Name != "a" {
+		t.Fatalf("the other address's stream got %+v, want leader a", l)
+	}
+	if n := h.clientCount(); n != 2 {
+		t.Fatalf("%d streams open, want MaxStreams (2)", n)
 	}
 }

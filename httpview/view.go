@@ -37,11 +37,15 @@ type Options struct {
 	// History is how many leadership changes the view keeps for the
 	// timeline; default 100.
 	History int
-	// MaxStreams bounds the /events streams open at once; one more is
-	// answered 503 with Retry-After. A stream holds its connection for as
-	// long as the client reads, so without a bound streams could take
-	// every connection the server allows and starve the probes and
-	// scrapes. Default [DefaultMaxStreams].
+	// MaxStreams bounds the /events streams open at once. A stream holds
+	// its connection for as long as the client reads, so without a bound
+	// streams could take every connection the server allows and starve the
+	// probes and scrapes. With MaxStreams open, a new stream ends the
+	// oldest one of the remote host (IP address) that holds the most, so
+	// that one host's streams, idle or not, never keep another's out; the
+	// ended stream's client, an EventSource, reconnects. Behind a proxy,
+	// where every stream comes from its address, that is the oldest
+	// stream. Default [DefaultMaxStreams].
 	MaxStreams int
 	// Clock is the time source of the observer and of the times shown;
 	// default the clock of Options.Elector, else [tenure.SystemClock].
@@ -418,6 +422,7 @@ type Handler struct {
 	identity string          // the elector's
 	st       state
 	clients  map[*client]struct{}
+	streams  uint64 // /events streams opened so far
 
 	cands  sharedRead[[]tenure.Candidate] // /candidates' last read (its own lock)
 	health sharedRead[struct{}]           // an observer's health checks' last read

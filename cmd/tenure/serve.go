@@ -31,7 +31,8 @@ import (
 // a keep-alive connection idle for viewIdleTimeout, and a request whose
 // headers take longer than viewHeaderTimeout or exceed viewMaxHeaderBytes.
 // Of those connections, /events streams, which last, may hold
-// httpview.DefaultMaxStreams; the rest stay for probes and scrapes. An
+// httpview.DefaultMaxStreams (a new one ends the oldest of the remote
+// address holding the most); the rest stay for probes and scrapes. An
 // /events stream that stops reading is dropped by package httpview's
 // write deadline.
 const (
