@@ -96,7 +96,8 @@
 // connections themselves: that is the server's job. A candidate serving
 // it in its own process should bound them, as `tenure run --http` does
 // (at most 128 connections, a new one closing the oldest that is idle
-// or still sending its request; header and idle timeouts on its
+// or still sending its request of the remote address holding the most;
+// header and idle timeouts on its
 // [http.Server]): a flood of connections that takes the process's file
 // descriptors makes its next renewal fail, and it steps down. With fewer
 // streams allowed than connections, streams cannot take the connections

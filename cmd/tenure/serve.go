@@ -26,8 +26,10 @@ import (
 // may have, and the leader's next renewal, which opens a file (the local
 // store) or a connection (the others), fails: the leader steps down. So
 // the server holds at most viewMaxConns connections; when all are open, a
-// new one closes the oldest that is idle or still sending its request
-// (see connLimiter), so held connections cannot keep a probe out. It drops
+// new one closes the oldest that is idle or still sending its request of
+// the remote address holding the most (see connLimiter), so held
+// connections cannot keep a probe out, nor a flood from another address
+// close its connection. It drops
 // a keep-alive connection idle for viewIdleTimeout, and a request whose
 // headers take longer than viewHeaderTimeout or exceed viewMaxHeaderBytes.
 // Of those connections, /events streams, which last, may hold

@@ -11,8 +11,15 @@ import (
 // connLimiter bounds the connections of the --http server, like
 // golang.org/x/net/netutil's LimitListener, but it never lets connections
 // that hold no request in service keep a new one out: with max open, a new
-// connection closes the oldest one that is idle between keep-alive
-// requests or still sending its request. Anyone who reaches the port could
+// connection closes one that is idle between keep-alive requests or still
+// sending its request: the oldest such connection of the remote address
+// (IP) that holds the most connections, the new one counted and, on a
+// tie, preferred. So a flood from one address closes its own connections,
+// never another address's, however fast it comes: a liveness probe from
+// elsewhere that has connected but not yet sent its request is not closed
+// by a flood of more than max connections within its round trip (all
+// from one address, as through a proxy, it is the oldest connection that
+// goes). Anyone who reaches the port could
 // otherwise hold every connection (a request every minute on each, or a
 // request line sent a byte at a time), and a liveness probe would wait in
 // the kernel's accept queue until it timed out. Only connections whose
@@ -32,6 +39,7 @@ type connLimiter struct {
 type connUse struct {
 	since   time.Time // accepted, or last became idle
 	serving bool      // a handler is serving its request
+	host    string    // the remote address, without the port
 }
 
 type connUseKey struct{}
@@ -75,35 +83,61 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		host := remoteIP(c)
 		l.mu.Lock()
 		if len(l.conns) >= l.max {
-			l.evictLocked()
+			l.evictLocked(host)
 		}
 		if len(l.conns) >= l.max {
 			l.mu.Unlock()
 			c.Close() // every connection is serving a request
 			continue
 		}
-		l.conns[c] = &connUse{since: time.Now()}
+		l.conns[c] = &connUse{since: time.Now(), host: host}
 		l.mu.Unlock()
 		return c, nil
 	}
 }
 
-// evictLocked closes the oldest connection that no handler is serving.
-// The caller holds l.mu.
-func (l *connLimiter) evictLocked() {
-	var oldest net.Conn
-	var at time.Time
+// evictLocked makes room for a connection from host: it closes the
+// oldest connection no handler is serving of the address holding the most
+// connections, host's new one counted, host's own on a tie (see
+// connLimiter). The caller holds l.mu. O(max).
+func (l *connLimiter) evictLocked(host string) {
+	held := make(map[string]int, len(l.conns)+1)
+	held[host]++
+	for _, u := range l.conns {
+		held[u.host]++
+	}
+	better := func(u, than *connUse) bool { // u is the better one to close
+		switch n, m := held[u.host], held[than.host]; {
+		case n != m:
+			return n > m
+		case u.host != than.host && (u.host == host || than.host == host):
+			return u.host == host
+		}
+		return u.since.Before(than.since)
+	}
+	var victim net.Conn
 	for c, u := range l.conns {
-		if !u.serving && (oldest == nil || u.since.Before(at)) {
-			oldest, at = c, u.since
+		if !u.serving && (victim == nil || better(u, l.conns[victim])) {
+			victim = c
 		}
 	}
-	if oldest != nil {
-		oldest.Close()
-		delete(l.conns, oldest)
+	if victim != nil {
+		victim.Close()
+		delete(l.conns, victim)
 	}
+}
+
+// remoteIP is the IP address c comes from, or its whole remote address
+// if that has no port.
+func remoteIP(c net.Conn) string {
+	addr := c.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }
 
 // connState is the server's [http.Server.ConnState].

@@ -85,3 +85,57 @@ func TestViewProbeGetsThroughHeldConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestViewProbeOutlastsAFloodFromElsewhere: a liveness probe has
+// connected but not yet sent its request (its round trip under way) when
+// more than viewMaxConns connections arrive from another address. The
+// limiter used to close the oldest connection not being served, the
+// probe's: a flood faster than a probe's round trip delayed it. Now a
+// flood from one address closes its own connections.
+func TestViewProbeOutlastsAFloodFromElsewhere(t *testing.T) {
+	st := memory.New(nil)
+	defer st.Close()
+	logger := slog.New(slog.DiscardHandler)
+	v, err := listenView("127.0.0.1:0", "job", st, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v.serve(ctx, logger)
+	addr := v.ln.Addr().String()
+	// The probe comes from 127.0.0.2 (Linux answers all of 127/8 on lo).
+	probe, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot dial from 127.0.0.2: %v", err)
+	}
+	defer probe.Close()
+	for range viewMaxConns {
+		c, err := net.Dial("tcp", addr) // from 127.0.0.1, sending nothing
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	// One more, answered: the server has accepted every connection before
+	// it, in order, the probe's first.
+	last, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer last.Close()
+	io.WriteString(last, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	if _, err := http.ReadResponse(bufio.NewReader(last), nil); err != nil {
+		t.Fatalf("the flood's last connection: %v", err)
+	}
+	probe.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(probe, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(probe), nil)
+	if err != nil {
+		t.Fatalf("the probe, connected before %d connections from another address: %v", viewMaxConns+1, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the probe: %s", resp.Status)
+	}
+}
