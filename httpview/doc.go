@@ -60,6 +60,9 @@
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //
+// Every route answers GET and HEAD (HEAD /events: the headers, and no
+// stream); other methods get 405 with Allow: the view changes nothing.
+//
 // The JSON answers and /events data write the runes a terminal would obey
 // or reorder text by (C1 controls, bidi overrides, zero-width characters),
 // which a holder or value written into the store from outside can hold,

@@ -117,12 +117,19 @@ func (h *Handler) clientCount() int {
 // new stream takes its place (with MaxStreams streams open; see
 // evictLocked).
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	c, data := h.subscribe(remoteHost(r))
-	defer h.unsubscribe(c)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
+	if r.Method == http.MethodHead {
+		// Its answer has no body to stream: it would hold a stream, whose
+		// writes go nowhere and never fail, for as long as the client kept
+		// the connection.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	rc := http.NewResponseController(w)
+	c, data := h.subscribe(remoteHost(r))
+	defer h.unsubscribe(c)
 	w.WriteHeader(http.StatusOK)
 	// write writes one message within writeTimeout, where the
 	// ResponseWriter supports deadlines (http.Server's does).

@@ -25,9 +25,15 @@ const readTimeout = 2 * time.Second
 // relative to where the handler is mounted; mount it under a prefix with
 // [http.StripPrefix]. Every answer says X-Content-Type-Options: nosniff:
 // the JSON and /events carry holders and values written into the store
-// from outside, never to be taken for markup.
+// from outside, never to be taken for markup. The view is read-only: a
+// method other than GET or HEAD is answered 405.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "httpview: the view is read-only: it answers GET and HEAD only", http.StatusMethodNotAllowed)
+		return
+	}
 	switch strings.TrimSuffix(r.URL.Path, "/") {
 	case "":
 		h.serveRoot(w, r)
