@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,14 +54,19 @@ type Collector struct {
 	lost            *prometheus.CounterVec
 	stalls          prometheus.Counter
 	overruns        prometheus.Counter
+	renewed         atomic.Bool // renewLatency has an observation: Collect exports it
 
 	key string
 	all []prometheus.Collector
 }
 
-// New returns a collector for key. Every metric is present from the
-// start (counters at 0, not leading), so followers and observers export
-// them too.
+// New returns a collector for key. Every metric but the renewal
+// histogram is present from the start (counters at 0, not leading), so
+// followers and observers export them too. The histogram is exported from
+// the first renewal on: an observer, and an elector leading through a
+// [tenure.Session] (whose session renews for it), never have one, and
+// its 17 series would be half of each key's, for a process leading
+// thousands of keys in one session.
 func New(key string) *Collector {
 	k := prometheus.Labels{"key": key}
 	c := &Collector{key: key}
@@ -118,10 +124,14 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements [prometheus.Collector].
+// Collect implements [prometheus.Collector]. It leaves the renewal
+// histogram out until it has an observation (see [New]).
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	renewed := c.renewed.Load()
 	for _, m := range c.all {
-		m.Collect(ch)
+		if m != prometheus.Collector(c.renewLatency) || renewed {
+			m.Collect(ch)
+		}
 	}
 }
 
@@ -236,4 +246,7 @@ func (c *Collector) Run(ctx context.Context, store tenure.Reader) error {
 }
 
 // observeRenew records one renewal's round trip.
-func (c *Collector) observeRenew(d time.Duration) { c.renewLatency.Observe(d.Seconds()) }
+func (c *Collector) observeRenew(d time.Duration) {
+	c.renewLatency.Observe(d.Seconds())
+	c.renewed.Store(true)
+}

@@ -17,7 +17,8 @@
 //
 // # Metrics
 //
-// Every metric is present from the start, on followers and observers too.
+// Every metric but the renewal histogram is present from the start, on
+// followers and observers too.
 //
 //   - leader_election_master_status{name}: gauge, 1 while this process
 //     leads; name is the key. The name and label client-go uses, so
@@ -32,9 +33,10 @@
 //     that granted nothing, reason "held" or "error" (from the elector's
 //     events: 0 on an observer).
 //   - tenure_renew_latency_seconds{key}: histogram of successful renewal
-//     round trips (from the elector's events: empty on an observer and on
-//     an elector that leads through a [tenure.Session], whose session
-//     renews for it).
+//     round trips, from the first one on (from the elector's events: never
+//     on an observer nor on an elector that leads through a
+//     [tenure.Session], whose session renews for it; its 17 series per key
+//     would be half of a scrape of thousands of keys).
 //   - tenure_renew_failures_total{key}: transient renewal failures retried.
 //   - tenure_leadership_lost_total{key,reason}: this process's terms that
 //     ended, by reason: lost, renew_deadline, stalled, task_returned,

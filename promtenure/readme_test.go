@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tenurehq/tenure"
 )
 
 // TestREADMEMetricsTable: the README's table of metrics lists exactly
@@ -51,7 +54,9 @@ func TestREADMEMetricsTable(t *testing.T) {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(New(key))
+	c := New(key)
+	reg.MustRegister(c)
+	c.OnEvent(nil)(tenure.Event{Kind: tenure.EventRenewed, Key: key, Took: time.Millisecond}) // the histogram is exported from the first renewal
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
