@@ -41,8 +41,10 @@ type Options struct {
 	// its connection for as long as the client reads, so without a bound
 	// streams could take every connection the server allows and starve the
 	// probes and scrapes. With MaxStreams open, a new stream ends the
-	// oldest one of the remote host (IP address) that holds the most, so
-	// that one host's streams, idle or not, never keep another's out; the
+	// oldest one of the remote host (IP address) that holds the most, the
+	// new stream counted and, on a tie, its own host's: one host's
+	// streams, idle or not, never keep another's out, and a host takes a
+	// stream from another only while that one holds more than it; the
 	// ended stream's client, an EventSource, reconnects. Behind a proxy,
 	// where every stream comes from its address, that is the oldest
 	// stream. Default [DefaultMaxStreams].
