@@ -60,7 +60,8 @@
 //   - /metrics: [Options.Metrics], if set; 404 otherwise. Package
 //     promtenure provides Prometheus metrics to put there.
 //
-// Every route answers GET and HEAD (HEAD /events: the headers, and no
+// Every route answers GET, HEAD and OPTIONS (as GET: a load balancer's
+// health check may send it; HEAD and OPTIONS /events: the headers, and no
 // stream); other methods get 405 with Allow: the view changes nothing.
 //
 // The JSON answers and /events data write the runes a terminal would obey

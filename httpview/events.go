@@ -120,10 +120,10 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
-	if r.Method == http.MethodHead {
-		// Its answer has no body to stream: it would hold a stream, whose
-		// writes go nowhere and never fail, for as long as the client kept
-		// the connection.
+	if r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		// HEAD's answer has no body to stream: it would hold a stream,
+		// whose writes go nowhere and never fail, for as long as the
+		// client kept the connection. OPTIONS asks for no stream.
 		w.WriteHeader(http.StatusOK)
 		return
 	}

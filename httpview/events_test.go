@@ -290,35 +290,37 @@ func TestEventsOneHostCannotKeepAnotherOut(t *testing.T) {
 	}
 }
 
-// TestEventsHEADHoldsNoStream: HEAD /events answers the stream's headers
-// and returns. It used to open a stream whose writes went nowhere, so it
-// never failed and held one of MaxStreams for as long as the client kept
-// its connection.
+// TestEventsHEADHoldsNoStream: HEAD (and OPTIONS) /events answers the
+// stream's headers and returns. HEAD used to open a stream whose writes
+// went nowhere, so it never failed and held one of MaxStreams for as long
+// as the client kept its connection.
 func TestEventsHEADHoldsNoStream(t *testing.T) {
 	h, err := New(Options{Key: "k", Store: memory.New(nil).Handle(), MaxStreams: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := httptest.NewRecorder()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodHead, "/events", nil).WithContext(ctx))
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("HEAD /events still served after 10s, %d stream(s) open", h.clientCount())
-	}
-	if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("HEAD /events: %d, Content-Type %q; want 200, text/event-stream", w.Code, w.Header().Get("Content-Type"))
+	for _, m := range []string{http.MethodHead, http.MethodOptions} {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h.ServeHTTP(w, httptest.NewRequest(m, "/events", nil).WithContext(ctx))
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s /events still served after 10s, %d stream(s) open", m, h.clientCount())
+		}
+		if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("%s /events: %d, Content-Type %q; want 200, text/event-stream", m, w.Code, w.Header().Get("Content-Type"))
+		}
 	}
 }
 
-// TestViewIsReadOnly: a method other than GET and HEAD gets 405 with
-// Allow on every route, where it used to get the view.
+// TestViewIsReadOnly: a method other than GET, HEAD and OPTIONS gets 405
+// with Allow on every route, where it used to get the view.
 func TestViewIsReadOnly(t *testing.T) {
 	h, err := New(Options{Key: "k", Store: memory.New(nil).Handle()})
 	if err != nil {
@@ -328,18 +330,20 @@ func TestViewIsReadOnly(t *testing.T) {
 	// method on /events) ends at once.
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions, "PATCH"} {
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, "PATCH"} {
 		for _, path := range []string{"/", "/healthz", "/readyz", "/events", "/candidates", "/metrics"} {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, httptest.NewRequest(m, path, nil).WithContext(ended))
-			if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD" {
-				t.Errorf("%s %s: %d, Allow %q; want 405, GET, HEAD", m, path, w.Code, w.Header().Get("Allow"))
+			if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD, OPTIONS" {
+				t.Errorf("%s %s: %d, Allow %q; want 405, GET, HEAD, OPTIONS", m, path, w.Code, w.Header().Get("Allow"))
 			}
 		}
 	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodHead, "/healthz", nil))
-	if w.Code != 200 {
-		t.Errorf("HEAD /healthz: %d, want 200", w.Code)
+	for _, m := range []string{http.MethodHead, http.MethodOptions} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(m, "/healthz", nil))
+		if w.Code != 200 {
+			t.Errorf("%s /healthz: %d, want 200", m, w.Code)
+		}
 	}
 }

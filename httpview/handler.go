@@ -18,6 +18,9 @@ import (
 //go:embed page.html
 var pageFS embed.FS
 
+// allowed is the Allow header of a 405: the methods the view answers.
+const allowed = "GET, HEAD, OPTIONS"
+
 // readTimeout bounds each store read of the view (see sharedRead).
 const readTimeout = 2 * time.Second
 
@@ -26,12 +29,16 @@ const readTimeout = 2 * time.Second
 // [http.StripPrefix]. Every answer says X-Content-Type-Options: nosniff:
 // the JSON and /events carry holders and values written into the store
 // from outside, never to be taken for markup. The view is read-only: a
-// method other than GET or HEAD is answered 405.
+// method other than GET, HEAD or OPTIONS is answered 405. OPTIONS is
+// answered as GET (HAProxy's option httpchk sends OPTIONS / by default),
+// but at /events as HEAD.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "httpview: the view is read-only: it answers GET and HEAD only", http.StatusMethodNotAllowed)
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		w.Header().Set("Allow", allowed)
+		http.Error(w, "httpview: the view is read-only: it answers GET, HEAD and OPTIONS only", http.StatusMethodNotAllowed)
 		return
 	}
 	switch strings.TrimSuffix(r.URL.Path, "/") {
