@@ -48,6 +48,31 @@ type SessionConfig struct {
 	// under the session's lock. Deterministic tests set it. Default: a
 	// randomly seeded source per Campaign.
 	Rand *rand.Rand
+	// OnKeepAlive, if set, is called once each keep-alive of the store
+	// session has returned, and when the session's renew deadline passes
+	// with none back, from the session's keep-alive goroutine: it must
+	// not block. It is what a process leading many keys through
+	// the session can measure its leadership's health by (promtenure's
+	// SessionCollector), since its electors renew nothing of their own.
+	OnKeepAlive func(SessionKeepAlive)
+}
+
+// SessionKeepAlive is one keep-alive of a [Session]'s store session, as
+// [SessionConfig.OnKeepAlive] receives it.
+type SessionKeepAlive struct {
+	// Sent is when the keep-alive was sent, on the session's clock; Took
+	// is how long it took to return. When the renew deadline passed with
+	// no keep-alive back, Sent is the last successful one's and Took 0.
+	Sent time.Time
+	Took time.Duration
+	// Err is nil if it extended every grant in the session. Otherwise it
+	// matches [ErrLost] or [ErrRenewDeadline] if the store session ended
+	// with it (every grant in it ended), or is a transient failure that
+	// the session retries after [SessionConfig.RetryInterval].
+	Err error
+	// Grants is how many grants the store session holds after it; Gone
+	// how many it reported taken away from outside (each ended).
+	Grants, Gone int
 }
 
 // DefaultMaxAcquires is the default of [SessionConfig.MaxAcquires].

@@ -334,6 +334,7 @@ func (g *generation) keep(ctx context.Context) {
 	}
 	results := make(chan result, 1)
 	busy := false
+	over := false // the generation ended: keep waits for ctx only
 	for {
 		select {
 		case <-ctx.Done():
@@ -342,9 +343,12 @@ func (g *generation) keep(ctx context.Context) {
 			}
 			return
 		case <-due.C():
-			g.end(fmt.Errorf("%w (%s after the session's last successful keep-alive was sent)", ErrRenewDeadline, c.RenewDeadline))
+			err := fmt.Errorf("%w (%s after the session's last successful keep-alive was sent)", ErrRenewDeadline, c.RenewDeadline)
+			g.end(err)
+			over = true
+			g.report(SessionKeepAlive{Sent: deadline.Add(-c.RenewDeadline), Err: err})
 		case <-tick.C():
-			if busy {
+			if busy || over {
 				continue
 			}
 			busy = true
@@ -365,7 +369,11 @@ func (g *generation) keep(ctx context.Context) {
 			}()
 		case r := <-results:
 			busy = false
+			if over {
+				continue
+			}
 			now := c.Clock.Now()
+			err := r.err
 			switch {
 			case r.err == nil && now.Before(deadline):
 				deadline = r.sent.Add(c.RenewDeadline)
@@ -373,15 +381,34 @@ func (g *generation) keep(ctx context.Context) {
 				tick.Reset(c.RenewInterval - now.Sub(r.sent))
 				g.extended(r.k, r.sent, now, deadline, r.gone)
 			case r.err == nil:
-				g.end(fmt.Errorf("%w (the session's keep-alive succeeded too late)", ErrRenewDeadline))
+				err = fmt.Errorf("%w (the session's keep-alive succeeded too late)", ErrRenewDeadline)
+				g.end(err)
+				over = true
 			case errors.Is(r.err, ErrLost):
 				g.end(r.err)
+				over = true
 			default:
 				c.Logger.Warn("tenure: session keep-alive failed, retrying", "err", r.err, "retry_in", c.RetryInterval)
 				tick.Reset(c.RetryInterval)
 			}
+			g.report(SessionKeepAlive{Sent: r.sent, Took: now.Sub(r.sent), Err: err, Gone: len(r.gone)})
 		}
 	}
+}
+
+// report hands k, with the grants the generation holds now (none once it
+// ended), to [SessionConfig.OnKeepAlive] if set.
+func (g *generation) report(k SessionKeepAlive) {
+	on := g.s.cfg.OnKeepAlive
+	if on == nil {
+		return
+	}
+	g.mu.Lock()
+	if !g.ending {
+		k.Grants = len(g.grants)
+	}
+	g.mu.Unlock()
+	on(k)
 }
 
 // settle remembers deadline, known at now. Called with g.mu held.
