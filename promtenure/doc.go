@@ -15,6 +15,13 @@
 // An observer that never campaigns runs [Collector.Run] on its store
 // instead; it exports the same metrics, never leading.
 //
+// A process leading many keys through a [tenure.Session] exports the
+// session's health with one [SessionCollector] (NewSession, fed by
+// [tenure.SessionConfig.OnKeepAlive]): tenure_session_keepalive_latency_seconds,
+// tenure_session_keepalive_failures_total, tenure_session_ends_total{reason},
+// tenure_session_grants and tenure_session_grants_gone_total, labelled
+// session, a handful of series whatever the number of keys.
+//
 // # Metrics
 //
 // Every metric but the renewal histogram is present from the start, on

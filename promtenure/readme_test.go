@@ -14,48 +14,15 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
-// TestREADMEMetricsTable: the README's table of metrics lists exactly
-// the metrics a scrape of the collector has, each with its type, its
-// label names and, where the README names them, every value of its
-// reason label.
+// TestREADMEMetricsTable: the README's tables of metrics list exactly
+// the metrics a scrape of a Collector and a SessionCollector has, each
+// with its type, its label names and, where the README names them, every
+// value of its reason label.
 func TestREADMEMetricsTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type row struct {
-		typ    string
-		labels []string
-		values []string // of the reason label, where listed
-	}
-	rows := map[string]row{}
-	line := regexp.MustCompile("^  \\| `([a-z_]+)` \\| (gauge|counter|histogram) \\| ([^|]*) \\|")
-	code := regexp.MustCompile("`([a-z_]+)`")
-	for _, l := range strings.Split(string(readme), "\n") {
-		m := line.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		var r row
-		r.typ = m[2]
-		// The label cell: `a`, `b` (`v1`, `v2`): label names, then the
-		// values of the last one in parentheses.
-		cell, vals, _ := strings.Cut(m[3], "(")
-		for _, n := range code.FindAllStringSubmatch(cell, -1) {
-			r.labels = append(r.labels, n[1])
-		}
-		for _, v := range code.FindAllStringSubmatch(vals, -1) {
-			r.values = append(r.values, v[1])
-		}
-		rows[m[1]] = r
-	}
-	if len(rows) == 0 {
-		t.Fatal("the README has no metrics table")
-	}
-
+	rows := readmeMetricRows(t)
 	reg := prometheus.NewRegistry()
 	c := New(key)
-	reg.MustRegister(c)
+	reg.MustRegister(c, NewSession("s"))
 	c.OnEvent(nil)(tenure.Event{Kind: tenure.EventRenewed, Key: key, Took: time.Millisecond}) // the histogram is exported from the first renewal
 	fams, err := reg.Gather()
 	if err != nil {
@@ -98,4 +65,46 @@ func TestREADMEMetricsTable(t *testing.T) {
 	for name := range rows {
 		t.Errorf("the README's table lists %s, which the scrape lacks", name)
 	}
+}
+
+// metricRow is one row of the README's tables of metrics.
+type metricRow struct {
+	typ    string
+	labels []string
+	values []string // of the reason label, where listed
+}
+
+// readmeMetricRows reads the README's tables of metrics, by name.
+func readmeMetricRows(t *testing.T) map[string]metricRow {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]metricRow{}
+	line := regexp.MustCompile("^  \\| `([a-z_]+)` \\| (gauge|counter|histogram) \\| ([^|]*) \\|")
+	code := regexp.MustCompile("`([a-z_]+)`")
+	for _, l := range strings.Split(string(readme), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		var r metricRow
+		r.typ = m[2]
+		// The label cell: `a`, `b` (`v1`, `v2`): label names, then the
+		// values of the last one in parentheses.
+		cell, vals, _ := strings.Cut(m[3], "(")
+		for _, n := range code.FindAllStringSubmatch(cell, -1) {
+			r.labels = append(r.labels, n[1])
+		}
+		for _, v := range code.FindAllStringSubmatch(vals, -1) {
+			r.values = append(r.values, v[1])
+		}
+		rows[m[1]] = r
+	}
+	if len(rows) == 0 {
+		t.Fatal("the README has no metrics table")
+	}
+
+	return rows
 }
