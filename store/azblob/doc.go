@@ -71,9 +71,9 @@
 //     bound.
 //   - Azurite, unlike Azure, forgets live leases when it restarts: holders
 //     then get [tenure.ErrLost] on their next renewal, and another candidate
-//     can take the key before that, so two leaders may run for up to a
-//     RenewInterval (1.2 s when tried in internal/torture). Terms survive
-//     and keep increasing, so fencing still holds.
+//     can take the key before that, so two leaders may run until the
+//     holder's next renewal attempt (1.2 s when tried in internal/torture).
+//     Terms survive and keep increasing, so fencing still holds.
 //   - No push notifications: [Store.Watch] polls the blob's properties a
 //     poll interval after each read (200 ms by default; one read request
 //     each). A graceful
