@@ -52,16 +52,28 @@ type EpochFile struct {
 // can write dir, or move it aside, can take the epoch back. It does not
 // read the file; call Load.
 func OpenEpochFile(dir string, id uint64) (*EpochFile, error) {
-	if dir == "" {
-		return nil, invalidf("no state directory given (set state-dir)")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("peer: creating the state directory: %w", err)
-	}
-	if err := checkStateDir(dir); err != nil {
+	if err := PrepareStateDir(dir); err != nil {
 		return nil, err
 	}
 	return &EpochFile{dir: dir, path: filepath.Join(dir, "peer-"+strconv.FormatUint(id, 10)+".epoch")}, nil
+}
+
+// PrepareStateDir creates dir (mode 0700) if needed and checks it as
+// [OpenEpochFile] does: on Unix dir must belong to the user and be closed
+// to writes by group and others, and every directory above it belong to
+// root or the user and be closed to writes by others unless sticky; else
+// it returns an error wrapping [tenure.ErrInvalid] naming the directory
+// and the fix. Modes that keep durable state of their own in a member's
+// state directory (raft's term and vote) call it before opening it. It
+// does not block beyond the file system calls.
+func PrepareStateDir(dir string) error {
+	if dir == "" {
+		return invalidf("no state directory given (set state-dir)")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("peer: creating the state directory: %w", err)
+	}
+	return checkStateDir(dir)
 }
 
 // Path is the file's path.

@@ -33,9 +33,9 @@ func checkStateDir(dir string) error {
 	euid := os.Geteuid()
 	switch {
 	case int(st.Uid) != euid:
-		return invalidf("state directory %s is owned by uid %d, not by this user (uid %d), who could rewrite the epoch file; use a directory of your own", dir, st.Uid, euid)
+		return invalidf("state directory %s is owned by uid %d, not by this user (uid %d), who could rewrite the member's saved epoch or raft term; use a directory of your own", dir, st.Uid, euid)
 	case st.Mode&0o022 != 0:
-		return invalidf("state directory %s is writable by group or others (mode %04o), who could rewrite the epoch file; run chmod go-w %s", dir, st.Mode&0o7777, dir)
+		return invalidf("state directory %s is writable by group or others (mode %04o), who could rewrite the member's saved epoch or raft term; run chmod go-w %s", dir, st.Mode&0o7777, dir)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -48,8 +48,12 @@ type Config struct {
 	// Required.
 	Members []Member
 	// Dir holds the raft log, the durable term and vote, and snapshots. It
-	// is created if missing. Required unless LogStore, StableStore and
-	// SnapshotStore are all set.
+	// is created (mode 0700) if missing. On Unix it must be the user's and
+	// closed to writes by group and others, and the directories above it
+	// root's or the user's and closed to writes by others unless sticky
+	// (see [github.com/tenurehq/tenure/peer.PrepareStateDir]): whoever can
+	// rewrite or move it can take the term back. Required unless LogStore,
+	// StableStore and SnapshotStore are all set.
 	Dir string
 	// Secret authenticates every raft connection (see the package
 	// documentation); at least [MinSecretLen] bytes. Required unless

@@ -90,6 +90,11 @@ func openMode(ctx context.Context, pc peer.Config) (tenure.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// state-dir itself, not only its raft-<id>: whoever may write it can
+	// move raft-<id> aside and the member's term starts again from 0.
+	if err := peer.PrepareStateDir(pc.StateDir); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

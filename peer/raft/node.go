@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -203,14 +202,17 @@ func (n *Node) handAway(elected <-chan bool) {
 }
 
 // openStores returns the configured stores, or opens the on-disk ones in
-// cfg.Dir (closed with the node).
+// cfg.Dir (closed with the node), refusing a Dir others may write as
+// [peer.PrepareStateDir] does.
 func (n *Node) openStores() (hraft.LogStore, hraft.StableStore, hraft.SnapshotStore, error) {
 	cfg := n.cfg
 	if cfg.LogStore != nil {
 		return cfg.LogStore, cfg.StableStore, cfg.SnapshotStore, nil
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, nil, nil, fmt.Errorf("raft: create %s: %w", cfg.Dir, err)
+	// Whoever can write Dir, or move it aside, can take the term and vote
+	// back: the same rule as a peer member's state directory.
+	if err := peer.PrepareStateDir(cfg.Dir); err != nil {
+		return nil, nil, nil, fmt.Errorf("raft: Config.Dir: %w", err)
 	}
 	bolt, err := raftboltdb.New(raftboltdb.Options{
 		Path: filepath.Join(cfg.Dir, "raft.db"),
