@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,6 +138,10 @@ func New(cfg Config) (*Node, error) {
 		closeTrans()
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
+	if err := n.checkMembers(); err != nil {
+		n.raft.Shutdown().Error() // closes the transport
+		return nil, err
+	}
 	if n.layer != nil {
 		n.layer.setStatus(n.status)
 		n.layer.setStepDown(n.answerStepDown)
@@ -145,6 +151,42 @@ func New(cfg Config) (*Node, error) {
 	}
 	ok = true
 	return n, nil
+}
+
+// checkMembers refuses a member list other than the configuration raft
+// restored from this member's state, which it was bootstrapped with on
+// first start: raft would keep the stored one without a word, so a member
+// started with another list (an address moved, a member added) would dial
+// and count members other than those it was given. It does not block.
+func (n *Node) checkMembers() error {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("raft: read the configuration in this member's state: %w", err)
+	}
+	stored, given := describeMembers(f.Configuration()), describeMembers(n.cfg.bootstrap())
+	if stored == given {
+		return nil
+	}
+	where := "this member's state"
+	if n.cfg.LogStore == nil {
+		where = n.cfg.Dir
+	}
+	return invalidf("the member list %s differs from %s, which %s was bootstrapped with; the membership is static: start every member with that list, or move every member's state directory aside to start a new group", given, stored, where)
+}
+
+// describeMembers lists conf's servers as ID=address, sorted by ID,
+// marking any that is not a voter.
+func describeMembers(conf hraft.Configuration) string {
+	var s []string
+	for _, srv := range conf.Servers {
+		d := string(srv.ID) + "=" + string(srv.Address)
+		if srv.Suffrage != hraft.Voter {
+			d += "(" + srv.Suffrage.String() + ")"
+		}
+		s = append(s, d)
+	}
+	slices.Sort(s)
+	return strings.Join(s, ",")
 }
 
 // handAway is a priority-0 member's answer to raft making it leader: it

@@ -1,0 +1,59 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
+)
+
+// TestOpenRefusesChangedMembers: raft bootstraps the member list into a
+// member's state on first start and, on every later start, keeps the
+// stored configuration. A member restarted with another peers= list (an
+// address moved, a fourth member added) started without a word and went on
+// dialing and counting the old members (found restarting `tenure run`
+// members with four peers instead of three). It must refuse, naming both
+// lists, with ErrInvalid (exit 2).
+func TestOpenRefusesChangedMembers(t *testing.T) {
+	ctx := context.Background()
+	u := peerURLs(t, 3, "")[0]
+	s, err := tenure.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := pu.Query().Get("peers")
+	moved := strings.Replace(old, "2=127.0.0.1:", "2=127.0.0.2:", 1)
+	added := fmt.Sprintf("%s,4=127.0.0.1:%d", old, testserver.FreePort(t))
+	for _, peers := range []string{moved, added} {
+		q := pu.Query()
+		q.Set("peers", peers)
+		changed := *pu
+		changed.RawQuery = q.Encode()
+		s, err := tenure.Open(ctx, changed.String())
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open with peers=%s after bootstrapping with %s succeeded, want a refusal", peers, old)
+		}
+		if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), peers) {
+			t.Fatalf("Open with peers=%s = %v, want ErrInvalid naming both lists", peers, err)
+		}
+	}
+	// The same list still opens: the check does not refuse a restart.
+	s, err = tenure.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("reopening with the bootstrap list: %v", err)
+	}
+	s.Close()
+}
