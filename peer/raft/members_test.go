@@ -57,3 +57,26 @@ func TestOpenRefusesChangedMembers(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestOpenTwiceNamesTheOtherProcess: a second process started as the same
+// member on the same state-dir failed with "raft: open …/raft.db: timeout"
+// (found starting a duplicate `tenure run`), which names neither the cause
+// nor the fix. It must say the file is locked by another process and that
+// the member may already be running.
+func TestOpenTwiceNamesTheOtherProcess(t *testing.T) {
+	ctx := context.Background()
+	u := peerURLs(t, 3, "")[0]
+	s, err := tenure.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s2, err := tenure.Open(ctx, u)
+	if err == nil {
+		s2.Close()
+		t.Fatal("a second Open of the same member and state-dir succeeded")
+	}
+	if !strings.Contains(err.Error(), "locked by another process") || !strings.Contains(err.Error(), "member 1 already running") {
+		t.Fatalf("second Open = %v, want it to say the state is locked by another process, member 1 already running", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/peer"
 	"go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrNoLeader is returned (wrapped) by [Node.Acquire] while this node knows
@@ -261,6 +262,9 @@ func (n *Node) openStores() (hraft.LogStore, hraft.StableStore, hraft.SnapshotSt
 		// Another process holding the file fails rather than hangs.
 		BoltOptions: &bbolt.Options{Timeout: time.Second},
 	})
+	if errors.Is(err, bberrors.ErrTimeout) {
+		return nil, nil, nil, fmt.Errorf("raft: %s is locked by another process: is member %s already running with this state directory? (%w)", filepath.Join(cfg.Dir, "raft.db"), cfg.ID, err)
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("raft: open %s: %w", filepath.Join(cfg.Dir, "raft.db"), err)
 	}
