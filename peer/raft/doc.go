@@ -92,9 +92,10 @@
 // "tenure-raft-status/1"; raft's own connections ask for none. A member
 // hands a connection that negotiated it to a small responder instead of
 // raft: each request byte '?' gets one JSON line
-// {"leader":"2","term":7,"state":"Follower","value":"10.0.0.2:8080","priority":1}
+// {"leader":"2","term":7,"state":"Follower","value":"10.0.0.2:8080","priority":1,"heartbeat_timeout_ns":500000000}
 // ("value" omitted when none was published, and by members that predate
-// it, as "priority" is by members that predate it; fields are only added), on a connection the observer
+// it, as "priority" and "heartbeat_timeout_ns" are by members that predate
+// them; fields are only added), on a connection the observer
 // keeps between polls (closed after 30s idle). A member built before this
 // protocol negotiates none, and the observer reports that it does not
 // answer status queries.
@@ -148,6 +149,13 @@
 // elector with TTL ≤ HeartbeatTimeout (the peer timeout, 500 ms by default).
 // The margin TTL − RenewDeadline must also cover one network round trip: a
 // heartbeat already in flight when a renewal starts can confirm it.
+//
+// The rule holds only if the members that vote share it: give every member
+// the same timeout. A leader asks the other members their heartbeat timeout
+// over the status protocol (it waits, at most HeartbeatTimeout/4, only for
+// members it has not heard from yet) and refuses, with [tenure.ErrInvalid],
+// a ttl longer than the timeout a majority of them report: they could
+// elect another leader while its task runs.
 //
 // # Non-guarantees and assumptions
 //

@@ -58,6 +58,8 @@ type Node struct {
 
 	fsm valueFSM // the values published with grants
 
+	peerHB peerTimeouts // the other members' heartbeat timeouts (timeouts.go)
+
 	sd       stepDown                   // the last step-down request taken (stepdown.go); guarded by mu
 	ctlWatch map[chan struct{}]struct{} // wakes of the control key's watches; guarded by mu
 	started  time.Time
@@ -382,6 +384,9 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 		if errors.Is(err, tenure.ErrLost) {
 			return tenure.Lease{}, n.notLeader(key)
 		}
+		return tenure.Lease{}, err
+	}
+	if err := n.checkPeerTimeouts(ctx, ttl); err != nil {
 		return tenure.Lease{}, err
 	}
 	if c.Value != "" {

@@ -56,6 +56,11 @@ type statusReply struct {
 	// Priority is this member's own priority (nil from members that
 	// predate it: the default). A leader that says 0 never grants.
 	Priority *int `json:"priority,omitempty"`
+	// HeartbeatTimeoutNS is this member's raft heartbeat timeout in
+	// nanoseconds: how soon after losing touch with a leader it may vote
+	// for another (0 from members that predate it). A leader refuses to
+	// grant a TTL longer than any member's (see checkPeerTimeouts).
+	HeartbeatTimeoutNS int64 `json:"heartbeat_timeout_ns,omitempty"`
 	// Accepted and Refused answer a step-down request: taken, or why not.
 	Accepted bool   `json:"accepted,omitempty"`
 	Refused  string `json:"refused,omitempty"`
@@ -112,7 +117,8 @@ func (l *tlsLayer) setStepDown(f func(stepDownReq) statusReply) { l.stepDown.Sto
 func (n *Node) status() statusReply {
 	id, term := leaderNow(n.raft)
 	priority := n.cfg.priority()
-	s := statusReply{Leader: id, Term: term, State: n.raft.State().String(), Priority: &priority}
+	s := statusReply{Leader: id, Term: term, State: n.raft.State().String(), Priority: &priority,
+		HeartbeatTimeoutNS: int64(n.cfg.HeartbeatTimeout)}
 	if s.Leader != "" {
 		s.Value = n.fsm.published(s.Term)
 	}
