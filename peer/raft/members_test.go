@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,4 +81,41 @@ func TestOpenTwiceNamesTheOtherProcess(t *testing.T) {
 	if !strings.Contains(err.Error(), "locked by another process") || !strings.Contains(err.Error(), "member 1 already running") {
 		t.Fatalf("second Open = %v, want it to say the state is locked by another process, member 1 already running", err)
 	}
+}
+
+// TestOpenRefusesAnotherMembersState: member 2 started on a copy of member
+// 1's raft state (found by copying state-dir/raft-1 over raft-2 and
+// restarting member 2: it ran without a word) would vote with member 1's
+// vote and term. It must refuse, naming both members.
+func TestOpenRefusesAnotherMembersState(t *testing.T) {
+	ctx := context.Background()
+	urls := peerURLs(t, 3, "")
+	s, err := tenure.Open(ctx, urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := pu.Query().Get("state-dir")
+	if err := os.CopyFS(filepath.Join(dir, "raft-2"), os.DirFS(filepath.Join(dir, "raft-1"))); err != nil {
+		t.Fatal(err)
+	}
+	s, err = tenure.Open(ctx, urls[1])
+	if err == nil {
+		s.Close()
+		t.Fatal("member 2 opened on a copy of member 1's state")
+	}
+	if !errors.Is(err, tenure.ErrInvalid) || !strings.Contains(err.Error(), `member "1", not of member "2"`) {
+		t.Fatalf("Open of member 2 on member 1's state = %v, want ErrInvalid naming both", err)
+	}
+	// Member 1 itself still opens its own state.
+	if s, err = tenure.Open(ctx, urls[0]); err != nil {
+		t.Fatalf("reopening member 1: %v", err)
+	}
+	s.Close()
 }

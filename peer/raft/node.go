@@ -94,6 +94,9 @@ func New(cfg Config) (*Node, error) {
 	}()
 
 	logs, stable, snaps, err := n.openStores()
+	if err == nil {
+		err = n.claimState(stable)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +157,35 @@ func New(cfg Config) (*Node, error) {
 	}
 	ok = true
 	return n, nil
+}
+
+// memberKey is the stable-store key under which a node records the member
+// ID its state belongs to.
+var memberKey = []byte("tenure-member-id")
+
+// claimState records this member's ID in stable on first use, and refuses
+// state recorded for another member: the term, vote and log of member 1
+// copied into member 2's directory (a restore from the wrong backup) would
+// make member 2 vote as if it were 1, and vote twice in a term. It does
+// not block beyond the store.
+func (n *Node) claimState(stable hraft.StableStore) error {
+	id, err := stable.Get(memberKey)
+	switch {
+	case err != nil && err.Error() == "not found": // raft's stores say so
+		if err := stable.Set(memberKey, []byte(n.cfg.ID)); err != nil {
+			return fmt.Errorf("raft: record the member ID in its state: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("raft: read the member ID in its state: %w", err)
+	case string(id) != n.cfg.ID:
+		where := "the given StableStore"
+		if n.cfg.LogStore == nil {
+			where = n.cfg.Dir
+		}
+		return invalidf("%s holds the raft state of member %q, not of member %q: each member needs its own (a copy would vote as the other member)", where, id, n.cfg.ID)
+	}
+	return nil
 }
 
 // checkMembers refuses a member list other than the configuration raft
