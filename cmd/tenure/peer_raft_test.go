@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"maps"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPeerRaftTimeoutMismatch: three raft members, 1 and 2 with the
+// default timeout (500ms), 3 started with timeout=3s and so a TTL of 3s.
+// Made leader (a step-down naming it), member 3 used to run its CMD with a
+// 3s lease while 1 and 2 may elect another leader 0.5-1s after losing it:
+// SIGSTOPped, its CMD outlived the start of the next leader's by 0.5s.
+// Now it refuses to grant and its tenure run exits 2 naming the members
+// whose timeout is shorter, and 1 or 2 leads.
+func TestPeerRaftTimeoutMismatch(t *testing.T) {
+	dir := t.TempDir()
+	group := peerParams(t, "raft", dir, 3)
+	member := func(id, extra string) string {
+		q := url.Values{"id": {id}, "state-dir": {dir}}
+		maps.Copy(q, group)
+		return "peer://?" + q.Encode() + extra
+	}
+	observer := "peer://?" + group.Encode()
+	for _, id := range []string{"1", "2"} {
+		startTenure(t, nil, nil, "run", "--quiet", "--restart", "--key", "job", "--store", member(id, ""), "--", "sleep", "60")
+	}
+	var stderr bytes.Buffer // read once the process exited
+	long, done := startTenure(t, nil, &stderr, "run", "--quiet", "--key", "job", "--store", member("3", "&timeout=3s"), "--", "sleep", "60")
+	deadline := time.Now().Add(wait)
+	for {
+		r := runTenure(t, "step-down", "--key", "job", "--store", observer, "--to", "3", "--window", "600ms")
+		if r.code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step-down to 3 never succeeded; last: code %d, %s", r.code, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond) // polling: no leader yet to ask
+	}
+	waitDone(t, done, wait, "member 3's tenure run")
+	line := strings.TrimSpace(stderr.String())
+	if !strings.Contains(line, "a majority that may elect another leader") || !strings.Contains(line, "1 (500ms), 2 (500ms)") {
+		t.Errorf("member 3 said %q; want a refusal naming members 1 and 2 and their timeout", line)
+	}
+	if code := long.ProcessState.ExitCode(); code != 2 {
+		t.Errorf("member 3 exited %d, want 2 (a misconfiguration)", code)
+	}
+	r := runTenure(t, "status", "--key", "job", "--store", observer)
+	for time.Now().Before(deadline) && (r.code != 0 || strings.Contains(r.stdout, "3 leads")) {
+		time.Sleep(100 * time.Millisecond) // polling: the election after 3 left
+		r = runTenure(t, "status", "--key", "job", "--store", observer)
+	}
+	if r.code != 0 || !(strings.Contains(r.stdout, "1 leads") || strings.Contains(r.stdout, "2 leads")) {
+		t.Errorf("after member 3 left: status code %d, %q; want 1 or 2 leading", r.code, r.stdout)
+	}
+}
