@@ -61,7 +61,8 @@ func OpenEpochFile(dir string, id uint64) (*EpochFile, error) {
 // PrepareStateDir creates dir (mode 0700) if needed and checks it as
 // [OpenEpochFile] does: on Unix dir must belong to the user and be closed
 // to writes by group and others, and every directory above it belong to
-// root or the user and be closed to writes by others unless sticky; else
+// root or the user and, unless sticky, be closed to writes by others and
+// by any group but the user's private group; else
 // it returns an error wrapping [tenure.ErrInvalid] naming the directory
 // and the fix. Modes that keep durable state of their own in a member's
 // state directory (raft's term and vote) call it before opening it. It
