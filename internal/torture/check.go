@@ -53,14 +53,35 @@ func Check(h *History, failoverBound time.Duration) []Violation {
 
 	// After each fault heals, a leader runs within failoverBound.
 	for _, f := range h.Faults {
-		if f.Healed == 0 || f.Healed+failoverBound > h.Duration || h.faultActive(f.Healed, f.Healed+failoverBound) {
-			continue
-		}
-		if !leaderDuring(iv, h, f.Healed, f.Healed+failoverBound) {
+		if led, judged := h.ledAfter(iv, f, failoverBound); judged && !led {
 			add("liveness", "no leader within %s after the %s fault on %q healed at %s", failoverBound, f.Kind, f.Target, ms(f.Healed))
 		}
 	}
 	return vs
+}
+
+// ledAfter judges whether a leader ran (in iv, sorted) within bound after
+// fault f healed, or before another fault came into force if one did
+// sooner. It is judged if a leader ran then, or if the whole bound passed
+// within the run with no other fault: a fault that came first, with no
+// leader yet, leaves it unjudged (Run's Config.Bound holds the next fault
+// back until a leader runs or the bound passed, so that only the end of
+// the run leaves a heal unjudged).
+func (h *History) ledAfter(iv []Interval, f Fault, bound time.Duration) (led, judged bool) {
+	if f.Healed == 0 {
+		return false, false
+	}
+	to := f.Healed + bound
+	cut := to
+	for _, g := range h.Faults {
+		if g.At < cut && (g.Healed == 0 || g.Healed > f.Healed) && g != f {
+			cut = max(g.At, f.Healed)
+		}
+	}
+	if leaderDuring(iv, h, f.Healed, cut) {
+		return true, true
+	}
+	return false, cut == to && to <= h.Duration
 }
 
 // excused reports whether an overlap of leader a during [from, to] is
@@ -68,20 +89,6 @@ func Check(h *History, failoverBound time.Duration) []Violation {
 func (h *History) excused(a Interval, from, to time.Duration) bool {
 	for _, f := range h.Faults {
 		if f.OutsideAssumptions && f.Target == a.ID && f.At <= to && (f.Healed == 0 || f.Healed >= from) {
-			return true
-		}
-	}
-	return false
-}
-
-// faultActive reports whether any fault is in force at some time in [from, to].
-func (h *History) faultActive(from, to time.Duration) bool {
-	for _, f := range h.Faults {
-		end := f.Healed
-		if end == 0 {
-			end = h.Duration
-		}
-		if f.At < to && end > from {
 			return true
 		}
 	}

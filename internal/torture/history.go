@@ -57,6 +57,7 @@ type History struct {
 	Seed      int64
 	TTL       time.Duration
 	Duration  time.Duration
+	Bound     time.Duration // Config.Bound: a leader is due this soon after each heal
 	Intervals []Interval
 	Faults    []Fault
 	Writes    []Write

@@ -48,6 +48,19 @@ func Summary(w io.Writer, h *History, vs []Violation) {
 		}
 	}
 	fmt.Fprintf(w, "ledger: %d writes accepted, %d stale writes fenced off\n", acc, rej)
+	if h.Bound > 0 {
+		heals, judged := 0, 0
+		iv := h.sorted()
+		for _, f := range h.Faults {
+			if f.Healed != 0 {
+				heals++
+			}
+			if _, ok := h.ledAfter(iv, f, h.Bound); ok {
+				judged++
+			}
+		}
+		fmt.Fprintf(w, "liveness (a leader within %s of each heal) judged after %d of %d heals\n", h.Bound, judged, heals)
+	}
 	if len(h.Late) > 0 {
 		latest := slices.MaxFunc(h.Late, func(a, b Late) int { return cmp.Compare(a.After, b.After) })
 		fmt.Fprintf(w, "leaderships ended by the renew deadline: %d; the latest notice, %s term %d's task %s after it (later than TTL−RenewDeadline can overlap the next leader)\n",

@@ -41,12 +41,13 @@ type Recorder struct {
 	intervals []Interval
 	late      []Late
 	leading   map[string]int // candidate → index of its open interval
+	began     chan struct{}  // closed (and replaced) when a leadership begins
 }
 
 // NewRecorder returns a recorder whose clock starts now.
 func NewRecorder() *Recorder {
 	now := time.Now()
-	return &Recorder{Ledger: NewLedger(now), start: now, leading: map[string]int{}}
+	return &Recorder{Ledger: NewLedger(now), start: now, leading: map[string]int{}, began: make(chan struct{})}
 }
 
 // Since returns the run time now.
@@ -59,6 +60,8 @@ func (r *Recorder) Began(id string, term uint64) (ended func()) {
 	defer r.mu.Unlock()
 	r.intervals = append(r.intervals, Interval{ID: id, Term: term, Start: r.Since(), End: history.Live})
 	i := len(r.intervals) - 1
+	close(r.began)
+	r.began = make(chan struct{})
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -89,6 +92,29 @@ func (r *Recorder) Leader() string {
 	return ""
 }
 
+// awaitLeader returns once a leadership is open, or at run time until;
+// false if ctx ended first.
+func (r *Recorder) awaitLeader(ctx context.Context, until time.Duration) bool {
+	for {
+		r.mu.Lock()
+		began := r.began
+		r.mu.Unlock()
+		left := until - r.Since()
+		if r.Leader() != "" || left <= 0 {
+			return true
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-began:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
 func (r *Recorder) history() ([]Interval, []Late) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -103,7 +129,12 @@ type Config struct {
 	// Gap is the quiet time between faults; FaultFor how long a healable
 	// fault lasts (at least 1.5×TTL so stopped leaders lose their lease).
 	Gap, FaultFor time.Duration
-	Log           func(format string, args ...any)
+	// Bound is how soon after a fault heals a leader must run (Check's
+	// failoverBound). After the Gap, the next fault waits until a leader
+	// runs or Bound has passed since the heal, so that Check judges every
+	// heal: a fault that came first would leave it unjudged.
+	Bound time.Duration
+	Log   func(format string, args ...any)
 }
 
 // Run drives d for c.Duration, injecting a random fault (chosen by c.Seed)
@@ -120,12 +151,13 @@ func Run(ctx context.Context, d Driver, c Config) (*History, error) {
 		return nil, err
 	}
 	defer d.Stop()
-	h := &History{Store: d.Name(), Seed: c.Seed, TTL: c.TTL}
+	h := &History{Store: d.Name(), Seed: c.Seed, TTL: c.TTL, Bound: c.Bound}
 	kinds := d.Kinds()
 	deadline := time.Now().Add(c.Duration)
 	sleep := func(d time.Duration) bool { return ctxwait.Sleep(ctx, d) }
+	healed := time.Duration(-1) // the last fault's heal, if any
 	for time.Until(deadline) > c.Gap+c.FaultFor+c.TTL {
-		if !sleep(c.Gap) {
+		if !sleep(c.Gap) || healed >= 0 && !rec.awaitLeader(ctx, healed+c.Bound) {
 			break
 		}
 		kind := kinds[rng.IntN(len(kinds))]
@@ -152,6 +184,7 @@ func Run(ctx context.Context, d Driver, c Config) (*History, error) {
 			}
 		}
 		f.Healed = rec.Since()
+		healed = f.Healed
 		h.Faults = append(h.Faults, f)
 	}
 	sleep(time.Until(deadline))

@@ -52,7 +52,7 @@ func seed(t *testing.T) int64 {
 // on any violation.
 func torture(t *testing.T, d Driver, c Config, failoverBound time.Duration) *History {
 	t.Helper()
-	c.Log = t.Logf
+	c.Log, c.Bound = t.Logf, failoverBound
 	h, err := Run(context.Background(), d, c)
 	if err != nil {
 		t.Fatalf("seed %d: %v", c.Seed, err)
