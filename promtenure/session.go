@@ -29,15 +29,16 @@ type SessionCollector struct {
 // [SessionCollector.OnKeepAlive].
 func NewSession(name string) *SessionCollector {
 	l := prometheus.Labels{"session": name}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, ConstLabels: l, Help: help})
+	}
 	c := &SessionCollector{
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "tenure_session_keepalive_latency_seconds", ConstLabels: l, Buckets: renewBuckets,
 			Help: "Round trip of the session's successful keep-alives, each of which renews every grant in it.",
 		}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_session_keepalive_failures_total", ConstLabels: l,
-			Help: "Keep-alives of the session that failed with a transient error and were retried.",
-		}),
+		failures: counter("tenure_session_keepalive_failures_total",
+			"Keep-alives of the session that failed with a transient error and were retried."),
 		ends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenure_session_ends_total", ConstLabels: l,
 			Help: "Store sessions that ended with every grant in them, by reason (lost, renew_deadline).",
@@ -46,10 +47,8 @@ func NewSession(name string) *SessionCollector {
 			Name: "tenure_session_grants", ConstLabels: l,
 			Help: "Grants the session's store session held after its last keep-alive.",
 		}),
-		gone: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_session_grants_gone_total", ConstLabels: l,
-			Help: "Grants a keep-alive found taken away from outside (each one's term ended).",
-		}),
+		gone: counter("tenure_session_grants_gone_total",
+			"Grants a keep-alive found taken away from outside (each one's term ended)."),
 	}
 	c.ends.WithLabelValues(ReasonLost)
 	c.ends.WithLabelValues(ReasonRenewDeadline)

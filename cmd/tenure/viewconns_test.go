@@ -23,17 +23,7 @@ import (
 // that are not in the middle of serving a request give way, oldest
 // first, to a new one.
 func TestViewProbeGetsThroughHeldConnections(t *testing.T) {
-	st := memory.New(nil)
-	defer st.Close()
-	logger := slog.New(slog.DiscardHandler)
-	v, err := listenView("127.0.0.1:0", "job", st, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	v.serve(ctx, logger)
-	addr := v.ln.Addr().String()
+	addr := serveTestView(t)
 	// Streams being served stay: the oldest connections, yet never closed
 	// to make room.
 	var streams []net.Conn
@@ -93,17 +83,7 @@ func TestViewProbeGetsThroughHeldConnections(t *testing.T) {
 // probe's: a flood faster than a probe's round trip delayed it. Now a
 // flood from one address closes its own connections.
 func TestViewProbeOutlastsAFloodFromElsewhere(t *testing.T) {
-	st := memory.New(nil)
-	defer st.Close()
-	logger := slog.New(slog.DiscardHandler)
-	v, err := listenView("127.0.0.1:0", "job", st, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	v.serve(ctx, logger)
-	addr := v.ln.Addr().String()
+	addr := serveTestView(t)
 	// The probe comes from 127.0.0.2 (Linux answers all of 127/8 on lo).
 	probe, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", addr)
 	if err != nil {
@@ -138,4 +118,21 @@ func TestViewProbeOutlastsAFloodFromElsewhere(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the probe: %s", resp.Status)
 	}
+}
+
+// serveTestView serves the --http view of key job on a memory store at
+// a loopback port until the test ends, and returns its address.
+func serveTestView(t *testing.T) string {
+	t.Helper()
+	st := memory.New(nil)
+	t.Cleanup(func() { st.Close() })
+	logger := slog.New(slog.DiscardHandler)
+	v, err := listenView("127.0.0.1:0", "job", st, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	v.serve(ctx, logger)
+	return v.ln.Addr().String()
 }
