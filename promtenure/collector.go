@@ -3,6 +3,7 @@ package promtenure
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,7 @@ const (
 
 // renewBuckets spans a local store's sub-millisecond renewals to a remote
 // one's multi-second worst case.
-var renewBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+var renewBuckets = [...]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // Collector is a [prometheus.Collector] of one key's leadership metrics,
 // fed by an elector's events ([Collector.OnEvent]) and the records an
@@ -39,26 +40,63 @@ var renewBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, 
 // ([Collector.Observe], [Collector.Run]). Create it with [New] and register
 // it once. Its methods are safe for concurrent use and never block on the
 // store; OnEvent's function takes only a short lock.
+//
+// It keeps its values in a few counters of its own and makes the series
+// at each scrape, from descriptions every Collector shares, so a process
+// watching thousands of keys pays about 0.36 KiB per key. It is an
+// unchecked collector (Describe sends nothing, as the client library
+// allows for that): a registry cannot tell two Collectors of one key
+// apart at registration, and its scrape fails with a duplicate series
+// instead.
 type Collector struct {
 	mu    sync.Mutex
 	track leadership.Tracker // guarded by mu
+	// term and transitions are the track's, for Collect; guarded by mu.
+	term, transitions uint64
 
-	masterStatus    prometheus.Gauge
-	isLeader        prometheus.Gauge
-	term            prometheus.Gauge
-	transitions     prometheus.Counter
-	attempts        prometheus.Counter
-	acquireFailures *prometheus.CounterVec
-	renewLatency    prometheus.Histogram
-	renewFailures   prometheus.Counter
-	lost            *prometheus.CounterVec
-	stalls          prometheus.Counter
-	overruns        prometheus.Counter
-	renewed         atomic.Bool // renewLatency has an observation: Collect exports it
+	leader        atomic.Bool
+	attempts      atomic.Uint64
+	acquireHeld   atomic.Uint64
+	acquireError  atomic.Uint64
+	renewFailures atomic.Uint64
+	lost          [len(lostReasons)]atomic.Uint64
+	stalls        atomic.Uint64
+	overruns      atomic.Uint64
+
+	hmu     sync.Mutex // guards the renewal histogram
+	renewed uint64     // renewals observed; 0: the histogram is left out
+	sum     float64
+	buckets [len(renewBuckets)]uint64 // renewals up to each bound, not cumulative
 
 	key string
-	all []prometheus.Collector
 }
+
+// The descriptions of a Collector's metrics, shared by every Collector:
+// the key is a variable label.
+var (
+	descMasterStatus = prometheus.NewDesc("leader_election_master_status",
+		"1 while this process leads the election called name, else 0 (the name client-go uses).", []string{"name"}, nil)
+	descIsLeader = prometheus.NewDesc("tenure_is_leader",
+		"1 while this process leads key, else 0.", []string{"key"}, nil)
+	descTerm = prometheus.NewDesc("tenure_term",
+		"The term of the current leader of key as seen here, or of the last one when nobody leads.", []string{"key"}, nil)
+	descTransitions = prometheus.NewDesc("tenure_leadership_transitions_total",
+		"New leadership terms of key seen here, after the first one.", []string{"key"}, nil)
+	descAttempts = prometheus.NewDesc("tenure_acquire_attempts_total",
+		"Acquire requests this process sent for key.", []string{"key"}, nil)
+	descAcquireFailures = prometheus.NewDesc("tenure_acquire_failures_total",
+		"Acquire requests for key that did not grant it, by reason (held, error).", []string{"key", "reason"}, nil)
+	descRenewLatency = prometheus.NewDesc("tenure_renew_latency_seconds",
+		"Round trip of successful lease renewals of key.", []string{"key"}, nil)
+	descRenewFailures = prometheus.NewDesc("tenure_renew_failures_total",
+		"Renewals of key that failed with a transient error and were retried.", []string{"key"}, nil)
+	descLost = prometheus.NewDesc("tenure_leadership_lost_total",
+		"Terms of this process on key that ended, by reason (lost, renew_deadline, stalled, task_returned, shutdown).", []string{"key", "reason"}, nil)
+	descStalls = prometheus.NewDesc("tenure_task_stalls_total",
+		"Leader tasks of key that stopped reporting progress and lost leadership.", []string{"key"}, nil)
+	descOverruns = prometheus.NewDesc("tenure_task_overruns_total",
+		"Leader tasks of key still running StopTimeout after their context was cancelled.", []string{"key"}, nil)
+)
 
 // New returns a collector for key. Every metric but the renewal
 // histogram is present from the start (counters at 0, not leading), so
@@ -67,72 +105,61 @@ type Collector struct {
 // [tenure.Session] (whose session renews for it), never have one, and
 // its 17 series would be half of each key's, for a process leading
 // thousands of keys in one session.
-func New(key string) *Collector {
-	k := prometheus.Labels{"key": key}
-	c := &Collector{key: key}
-	gauge := func(name, help string) prometheus.Gauge {
-		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, ConstLabels: k, Help: help})
-	}
-	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, ConstLabels: k, Help: help})
-	}
-	// byReason's counters start with every reason present, at 0.
-	byReason := func(name, help string, reasons ...string) *prometheus.CounterVec {
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, ConstLabels: k, Help: help}, []string{"reason"})
-		for _, r := range reasons {
-			v.WithLabelValues(r)
-		}
-		return v
-	}
-	c.masterStatus = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "leader_election_master_status", ConstLabels: prometheus.Labels{"name": key},
-		Help: "1 while this process leads the election called name, else 0 (the name client-go uses).",
-	})
-	c.isLeader = gauge("tenure_is_leader",
-		"1 while this process leads key, else 0.")
-	c.term = gauge("tenure_term",
-		"The term of the current leader of key as seen here, or of the last one when nobody leads.")
-	c.transitions = counter("tenure_leadership_transitions_total",
-		"New leadership terms of key seen here, after the first one.")
-	c.attempts = counter("tenure_acquire_attempts_total",
-		"Acquire requests this process sent for key.")
-	c.acquireFailures = byReason("tenure_acquire_failures_total",
-		"Acquire requests for key that did not grant it, by reason (held, error).",
-		FailureHeld, FailureError)
-	c.renewLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "tenure_renew_latency_seconds", ConstLabels: k, Buckets: renewBuckets,
-		Help: "Round trip of successful lease renewals of key.",
-	})
-	c.renewFailures = counter("tenure_renew_failures_total",
-		"Renewals of key that failed with a transient error and were retried.")
-	c.lost = byReason("tenure_leadership_lost_total",
-		"Terms of this process on key that ended, by reason (lost, renew_deadline, stalled, task_returned, shutdown).",
-		ReasonLost, ReasonRenewDeadline, ReasonStalled, ReasonTaskReturned, ReasonShutdown)
-	c.stalls = counter("tenure_task_stalls_total",
-		"Leader tasks of key that stopped reporting progress and lost leadership.")
-	c.overruns = counter("tenure_task_overruns_total",
-		"Leader tasks of key still running StopTimeout after their context was cancelled.")
-	c.all = []prometheus.Collector{c.masterStatus, c.isLeader, c.term, c.transitions, c.attempts,
-		c.acquireFailures, c.renewLatency, c.renewFailures, c.lost, c.stalls, c.overruns}
-	return c
-}
+func New(key string) *Collector { return &Collector{key: key} }
 
-// Describe implements [prometheus.Collector].
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, m := range c.all {
-		m.Describe(ch)
-	}
-}
+// Describe implements [prometheus.Collector]. It sends nothing: see
+// [Collector].
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
 // Collect implements [prometheus.Collector]. It leaves the renewal
 // histogram out until it has an observation (see [New]).
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	renewed := c.renewed.Load()
-	for _, m := range c.all {
-		if m != prometheus.Collector(c.renewLatency) || renewed {
-			m.Collect(ch)
-		}
+	k := c.key
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	leading := 0.0
+	if c.leader.Load() {
+		leading = 1
+	}
+	c.mu.Lock()
+	term, transitions := c.term, c.transitions
+	c.mu.Unlock()
+	gauge(descMasterStatus, leading, k)
+	gauge(descIsLeader, leading, k)
+	gauge(descTerm, float64(term), k)
+	counter(descTransitions, transitions, k)
+	counter(descAttempts, c.attempts.Load(), k)
+	counter(descAcquireFailures, c.acquireHeld.Load(), k, FailureHeld)
+	counter(descAcquireFailures, c.acquireError.Load(), k, FailureError)
+	if h := c.histogram(); h != nil {
+		ch <- h
+	}
+	counter(descRenewFailures, c.renewFailures.Load(), k)
+	for i, r := range lostReasons {
+		counter(descLost, c.lost[i].Load(), k, r)
+	}
+	counter(descStalls, c.stalls.Load(), k)
+	counter(descOverruns, c.overruns.Load(), k)
+}
+
+// histogram is the renewal histogram now, nil before the first renewal.
+func (c *Collector) histogram() prometheus.Metric {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	if c.renewed == 0 {
+		return nil
+	}
+	cum := make(map[float64]uint64, len(renewBuckets))
+	var n uint64
+	for i, b := range renewBuckets {
+		n += c.buckets[i]
+		cum[b] = n
+	}
+	return prometheus.MustNewConstHistogram(descRenewLatency, c.renewed, c.sum, cum, c.key)
 }
 
 // OnEvent returns a function to put in [tenure.Config.OnEvent]; it counts
@@ -156,55 +183,63 @@ func (c *Collector) event(ev tenure.Event) {
 		c.see(leadership.FromElector, ev.Identity, ev.Term)
 	case tenure.EventLost, tenure.EventReleased:
 		c.leading(false)
-		c.lost.WithLabelValues(reason(ev)).Inc()
+		c.lost[reason(ev)].Add(1)
 		if errors.Is(ev.Err, tenure.ErrStalled) {
-			c.stalls.Inc()
+			c.stalls.Add(1)
 		}
 		c.see(leadership.FromElector, "", ev.Term)
 	case tenure.EventLeaderChanged:
 		c.see(leadership.FromElector, ev.Holder, ev.Term)
 	case tenure.EventRenewFailed:
-		c.renewFailures.Inc()
+		c.renewFailures.Add(1)
 	case tenure.EventAcquired:
-		c.attempts.Inc()
+		c.attempts.Add(1)
 	case tenure.EventAcquireFailed:
-		c.attempts.Inc()
+		c.attempts.Add(1)
 		if errors.Is(ev.Err, tenure.ErrHeld) {
-			c.acquireFailures.WithLabelValues(FailureHeld).Inc()
+			c.acquireHeld.Add(1)
 		} else {
-			c.acquireFailures.WithLabelValues(FailureError).Inc()
+			c.acquireError.Add(1)
 		}
 	case tenure.EventRenewed:
 		c.observeRenew(ev.Took)
 	case tenure.EventTaskOverrun:
-		c.overruns.Inc()
+		c.overruns.Add(1)
 	}
 }
 
-// reason is the tenure_leadership_lost_total label of an EventLost or
-// EventReleased.
-func reason(ev tenure.Event) string {
+// Indexes of lostReasons.
+const (
+	iLost = iota
+	iRenewDeadline
+	iStalled
+	iTaskReturned
+	iShutdown
+)
+
+// lostReasons are tenure_leadership_lost_total's reasons, by index.
+var lostReasons = [...]string{
+	iLost: ReasonLost, iRenewDeadline: ReasonRenewDeadline, iStalled: ReasonStalled,
+	iTaskReturned: ReasonTaskReturned, iShutdown: ReasonShutdown,
+}
+
+// reason is the index in lostReasons of the tenure_leadership_lost_total
+// label of an EventLost or EventReleased.
+func reason(ev tenure.Event) int {
 	switch {
 	case errors.Is(ev.Err, tenure.ErrStalled):
-		return ReasonStalled
+		return iStalled
 	case errors.Is(ev.Err, tenure.ErrRenewDeadline):
-		return ReasonRenewDeadline
+		return iRenewDeadline
 	case errors.Is(ev.Err, tenure.ErrLost):
-		return ReasonLost
+		return iLost
 	case ev.Err == nil:
-		return ReasonTaskReturned
+		return iTaskReturned
 	}
-	return ReasonShutdown
+	return iShutdown
 }
 
-func (c *Collector) leading(on bool) {
-	v := 0.0
-	if on {
-		v = 1
-	}
-	c.masterStatus.Set(v)
-	c.isLeader.Set(v)
-}
+func (c *Collector) leading(on bool) { c.leader.Store(on) }
 
 // see applies one sighting of the key's holder and term, from src.
 func (c *Collector) see(src leadership.Source, holder string, term uint64) {
@@ -214,8 +249,8 @@ func (c *Collector) see(src leadership.Source, holder string, term uint64) {
 	if c.track.Apply(src, holder, term) == leadership.Same {
 		return
 	}
-	c.term.Set(float64(c.track.Term))
-	c.transitions.Add(float64(c.track.Transitions - before))
+	c.term = c.track.Term
+	c.transitions += c.track.Transitions - before
 }
 
 // Observe counts one record of the key, as [tenure.Observer.Changes]
@@ -247,6 +282,13 @@ func (c *Collector) Run(ctx context.Context, store tenure.Reader) error {
 
 // observeRenew records one renewal's round trip.
 func (c *Collector) observeRenew(d time.Duration) {
-	c.renewLatency.Observe(d.Seconds())
-	c.renewed.Store(true)
+	v := d.Seconds()
+	i := sort.SearchFloat64s(renewBuckets[:], v) // the first bound ≥ v
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	c.renewed++
+	c.sum += v
+	if i < len(renewBuckets) {
+		c.buckets[i]++
+	}
 }

@@ -12,8 +12,8 @@ import (
 // keep-alives, which renew every key the session leads at once, and how
 // many keys it holds. A process leading thousands of keys through a
 // session (electors or [tenure.Session.Campaign]) exports these few
-// series instead of one [Collector] per key (each costs some 9 KiB of
-// heap and about 15 series). Its methods are safe for concurrent use.
+// series beside or instead of a [Collector] per key (about 15 series
+// each). Its methods are safe for concurrent use.
 type SessionCollector struct {
 	latency  prometheus.Histogram
 	failures prometheus.Counter
@@ -34,7 +34,7 @@ func NewSession(name string) *SessionCollector {
 	}
 	c := &SessionCollector{
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tenure_session_keepalive_latency_seconds", ConstLabels: l, Buckets: renewBuckets,
+			Name: "tenure_session_keepalive_latency_seconds", ConstLabels: l, Buckets: renewBuckets[:],
 			Help: "Round trip of the session's successful keep-alives, each of which renews every grant in it.",
 		}),
 		failures: counter("tenure_session_keepalive_failures_total",
