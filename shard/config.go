@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -18,7 +19,7 @@ type Config struct {
 	// and one per key. Required.
 	Store tenure.Store
 	// Group names the group. Leases live under Group/members/<member> and
-	// Group/keys/<key>. Required.
+	// Group/keys/<key>. Required; see [CheckGroup] for the names refused.
 	Group string
 	// Identity names this member; it must be one of Members. Required.
 	Identity string
@@ -124,6 +125,9 @@ func (c Config) Validate() error {
 	case c.Reclaim <= 0:
 		return invalidf("Config.Reclaim (%s) must be positive", c.Reclaim)
 	}
+	if err := CheckGroup(c.Group); err != nil {
+		return fmt.Errorf("Config.Group: %w", err)
+	}
 	if d := firstDup(c.Members); d != "" {
 		return invalidf("Config.Members lists %q twice", d)
 	}
@@ -177,6 +181,41 @@ func (c Config) session() (*tenure.Session, func(), error) {
 		return nil, nil, err
 	}
 	return s, func() { _ = s.Close(context.Background()) }, nil
+}
+
+// CheckGroup returns an error wrapping [tenure.ErrInvalid] if group
+// cannot name a group: if it is empty, or if one of its path segments
+// after the first (the parts between slashes) is "members" or "keys".
+// Such a group's leases could be another group's: member m of group
+// "a/keys/b" holds the lease a/keys/b/members/m, which is also key
+// "b/members/m" of group "a". The lease names of every other group differ
+// from those of every other group, whatever their members and keys: in a
+// lease name, the first segment after the first that is "members" or
+// "keys" ends the group's name. Valid groups name their leases as they
+// always did.
+func CheckGroup(group string) error {
+	if group == "" {
+		return invalidf("group is empty")
+	}
+	segs := strings.Split(group, "/")
+	for i := 1; i < len(segs); i++ {
+		var kind string
+		switch segs[i] {
+		case "members":
+			kind = "member"
+		case "keys":
+			kind = "key"
+		default:
+			continue
+		}
+		// group/members/ID is also the lease of this member or key of
+		// the group named by the segments before segs[i].
+		name := strings.Join(append(segs[i+1:len(segs):len(segs)], "members", "ID"), "/")
+		return invalidf("group %q has the path segment %q, so its leases could be another group's "+
+			"(%s/members/ID is also %s %q of group %q); rename the group",
+			group, segs[i], group, kind, name, strings.Join(segs[:i], "/"))
+	}
+	return nil
 }
 
 // memberKey is the lease key of member's liveness.

@@ -30,6 +30,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}{
 		{"no store", func(c *shard.Config) { c.Store = nil }, "Config.Store is nil"},
 		{"no group", func(c *shard.Config) { c.Group = "" }, "Config.Group is empty"},
+		{"group with a keys segment", func(c *shard.Config) { c.Group = "a/keys/b" }, `Config.Group: tenure: invalid argument: shard: group "a/keys/b" has the path segment "keys"`},
+		{"group with a members segment", func(c *shard.Config) { c.Group = "a/members" }, `(a/members/members/ID is also member "members/ID" of group "a")`},
 		{"no members", func(c *shard.Config) { c.Members = nil }, "Config.Members is empty"},
 		{"not a member", func(c *shard.Config) { c.Identity = "z" }, `Config.Identity ("z") is not one of Config.Members`},
 		{"duplicate member", func(c *shard.Config) { c.Members = []string{"a", "a"} }, `Config.Members lists "a" twice`},

@@ -76,7 +76,9 @@
 //   - Balance is statistical: rendezvous hashing gives each member K/n
 //     keys on average, with a spread that narrows as K grows (the tests
 //     report max/min). It is not a perfect partition.
-//   - Members must share Group, Members, Keys and the store. A member not
+//   - Members must share Group, Members, Keys and the store. Lease names
+//     of different groups never collide: [CheckGroup] refuses the group
+//     names that could. A member not
 //     live in its own view (its liveness lease not yet granted, or lost)
 //     leads nothing: it gives up every key it led, as on a leave.
 package shard

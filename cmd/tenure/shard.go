@@ -40,7 +40,9 @@ doubles, up to --ttl, while CMD keeps exiting non-zero).
 SIGINT, SIGTERM and SIGHUP stop every CMD the same way, release every key
 and end tenure with code 0. Each key is a lease of its own, renewed on its
 own (no session); the member's liveness is the lease GROUP/members/ID, each
-key's GROUP/keys/KEY. peer:// stores lead one key only and cannot be used.
+key's GROUP/keys/KEY (so a GROUP with a path segment "members" or "keys"
+after its first is refused: its leases could be another group's).
+peer:// stores lead one key only and cannot be used.
 
 The identity may also come from $TENURE_ID; it must be one of --members.
 
@@ -149,6 +151,9 @@ func (o *shardOpts) validate(cmdline []string) error {
 	}
 	if err := checkTrimmed("--group", "name another group than", o.group); err != nil {
 		return err
+	}
+	if err := shard.CheckGroup(o.group); err != nil {
+		return about("--group", err)
 	}
 	if _, peer := peerMode(o.store.url); peer {
 		return usageErrorf("--store: a peer:// group leads one key; tenure shard needs a store of many keys")
