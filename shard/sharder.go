@@ -96,6 +96,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	defer closeSession()
 	// Liveness: hold our member key for as long as Run runs.
 	lc := s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity), sess)
+	lc.OnEvent = s.warnDuplicate(lc.Key, lc.OnEvent)
 	ours := s.cfg.fingerprint() // see membership.follow
 	if _, ok := s.cfg.Store.(tenure.Publisher); ok {
 		lc.Value = ours
@@ -121,6 +122,35 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+// warnDuplicate returns next (if not nil) preceded by a warning, once per
+// term seen, when the liveness elector of key, while campaigning, finds
+// the key held by this member's own identity: not by this Run, whose
+// elector holds no grant while it campaigns, so by another process
+// started with the same identity (or by an earlier grant of this one that
+// has yet to end: a crashed run's, or one whose reply was lost). Without
+// it such a member waits silently until the other one exits. It is safe
+// for concurrent use.
+func (s *Sharder) warnDuplicate(key string, next func(tenure.Event)) func(tenure.Event) {
+	var mu sync.Mutex
+	var warned uint64 // the last term warned about; terms start at 1
+	return func(ev tenure.Event) {
+		if ev.Kind == tenure.EventLeaderChanged && ev.Holder == s.cfg.Identity {
+			mu.Lock()
+			first := ev.Term != warned
+			warned = ev.Term
+			mu.Unlock()
+			if first {
+				s.cfg.Logger.Warn("shard: this member's liveness lease is held by its own identity under another grant: "+
+					"is another member running with the same identity? This one waits until that grant ends",
+					"group", s.cfg.Group, "id", s.cfg.Identity, "key", key, "term", ev.Term)
+			}
+		}
+		if next != nil {
+			next(ev)
+		}
+	}
 }
 
 // Status is a snapshot of one member. After Run returned, it describes the

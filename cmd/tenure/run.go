@@ -349,6 +349,7 @@ type runner struct {
 	sig     syscall.Signal     // the first signal tenure received; 0 if none
 	cancel  context.CancelFunc // ends campaigning
 	handed  *tenure.StepDown   // the hand-over this leader asked for (--handover), if any
+	dupTerm uint64             // the last term of this identity's warned about by warnDuplicate
 }
 
 // openStore opens the store within one TTL, probing o.key, and applies
@@ -526,8 +527,27 @@ func (r *runner) exitCode(ctx context.Context, err error) int {
 // CPU from the next leader's start on the same machine.
 func (r *runner) onEvent(ev tenure.Event) {
 	markEvent(ev)
+	if ev.Kind == tenure.EventLeaderChanged && ev.Holder == r.opts.id {
+		r.warnDuplicate(ev.Term)
+	}
 	if ev.Kind == tenure.EventLeaderChanged && ev.Holder != r.opts.id && r.signalled() == 0 {
 		r.prepare()
+	}
+}
+
+// warnDuplicate says, once per term, that the key is held by this
+// candidate's own identity while it campaigns: a grant its elector did
+// not make (it holds none while campaigning), so another process's with
+// the same --id, or an earlier grant of this identity that has yet to end
+// (a crashed run's). Without it tenure would wait silently.
+func (r *runner) warnDuplicate(term uint64) {
+	r.mu.Lock()
+	first := term != r.dupTerm
+	r.dupTerm = term
+	r.mu.Unlock()
+	if first {
+		r.logger.Warn("tenure: the key is held by this identity under another grant: is another process running with the same --id? Waiting until that grant ends",
+			"key", r.opts.key, "id", r.opts.id, "term", term)
 	}
 }
 
