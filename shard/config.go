@@ -135,12 +135,12 @@ func (c Config) Validate() error {
 		return invalidf("Config.Keys lists %q twice", d)
 	}
 	for _, m := range c.Members {
-		if err := tenure.CheckAcquire(memberKey(c.Group, m), m, time.Second); err != nil {
+		if err := checkLease(memberKey(c.Group, m), m); err != nil {
 			return fmt.Errorf("Config.Members: member %q: %w", m, err)
 		}
 	}
 	for _, k := range c.Keys {
-		if err := tenure.CheckKey(leaseKey(c.Group, k)); err != nil {
+		if err := checkLease(leaseKey(c.Group, k), ""); err != nil {
 			return fmt.Errorf("Config.Keys: key %q: %w", k, err)
 		}
 	}
@@ -214,6 +214,27 @@ func CheckGroup(group string) error {
 		return invalidf("group %q has the path segment %q, so its leases could be another group's "+
 			"(%s/members/ID is also %s %q of group %q); rename the group",
 			group, segs[i], group, kind, name, strings.Join(segs[:i], "/"))
+	}
+	return nil
+}
+
+// checkLease checks lease as a lease key every elector accepts: valid for
+// the store ([tenure.CheckAcquire], with identity if not "") and not a key
+// leadership control derives from another ([tenure.BaseKey]), which
+// [tenure.New] refuses: caught here, it fails New rather than a Run
+// whose member already went live.
+func checkLease(lease, identity string) error {
+	var err error
+	if identity != "" {
+		err = tenure.CheckAcquire(lease, identity, time.Second)
+	} else {
+		err = tenure.CheckKey(lease)
+	}
+	if err != nil {
+		return err
+	}
+	if base, what, ok := tenure.BaseKey(lease); ok {
+		return invalidf("lease %q is %s of %q, reserved by leadership control", lease, what, base)
 	}
 	return nil
 }

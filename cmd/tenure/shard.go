@@ -173,16 +173,33 @@ func (o *shardOpts) checkNames() error {
 		return usageErrorf("%s %q is not one of --members (%s)", o.idFrom, o.id, strings.Join(o.members, ","))
 	}
 	for _, m := range o.members {
-		if err := tenure.CheckAcquire(o.group+"/members/"+m, m, time.Second); err != nil {
+		lease := o.group + "/members/" + m
+		if err := tenure.CheckAcquire(lease, m, time.Second); err != nil {
+			return about(fmt.Sprintf("--members: member %q", m), err)
+		}
+		if err := notDerived(lease); err != nil {
 			return about(fmt.Sprintf("--members: member %q", m), err)
 		}
 	}
 	for _, k := range o.keys {
-		if err := tenure.CheckKey(o.group + "/keys/" + k); err != nil {
+		lease := o.group + "/keys/" + k
+		if err := tenure.CheckKey(lease); err != nil {
+			return about(fmt.Sprintf("--keys: key %q", k), err)
+		}
+		if err := notDerived(lease); err != nil {
 			return about(fmt.Sprintf("--keys: key %q", k), err)
 		}
 	}
 	o.key = o.group + "/members/" + o.id
+	return nil
+}
+
+// notDerived refuses a lease that leadership control derives from another
+// ([tenure.BaseKey]): its elector would refuse it once the member is live.
+func notDerived(lease string) error {
+	if base, what, ok := tenure.BaseKey(lease); ok {
+		return usageErrorf("lease %q is %s of %q, reserved by leadership control", lease, what, base)
+	}
 	return nil
 }
 
