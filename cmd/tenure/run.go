@@ -349,7 +349,7 @@ type runner struct {
 	sig     syscall.Signal     // the first signal tenure received; 0 if none
 	cancel  context.CancelFunc // ends campaigning
 	handed  *tenure.StepDown   // the hand-over this leader asked for (--handover), if any
-	dupTerm uint64             // the last term of this identity's warned about by warnDuplicate
+	dupTerm uint64             // the term of the last grant warnDuplicate warned about
 }
 
 // openStore opens the store within one TTL, probing o.key, and applies
