@@ -81,6 +81,7 @@ func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int,
 	fs.StringVar(&keys, "keys", "", "spread the keys of `LIST`, comma-separated; or give --shards")
 	fs.DurationVar(&o.ttl, "ttl", defaultRunTTL, "lease TTL of the liveness and key leases: how long a frozen or cut-off member can hold its keys, from 500ms to 24h or the store's narrower range; a store with a TTL of its own (azblob://) uses it unless --ttl is given")
 	fs.DurationVar(&o.grace, "grace", 0, "time between SIGTERM and SIGKILL of a key's CMD when the key moves away (default min(2s, (ttl-renew deadline)/2))")
+	fs.StringVar(&o.httpAddr, "http", "", shardHTTPUsage)
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
 	fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
 	if code, done := parseFlags(fs, args, shardHelp, stdout, stderr); done {
@@ -157,6 +158,9 @@ func (o *shardOpts) validate(cmdline []string) error {
 	}
 	if _, peer := peerMode(o.store.url); peer {
 		return usageErrorf("--store: a peer:// group leads one key; tenure shard needs a store of many keys")
+	}
+	if err := checkHTTPAddr(o.httpAddr); err != nil {
+		return err
 	}
 	o.identify()
 	if err := o.checkNames(); err != nil {
@@ -250,6 +254,15 @@ func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	})
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if o.httpAddr != "" {
+		view, err := listenShardView(o.httpAddr, o.group, sh)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		viewCtx, stopView := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopView()
+		view.serve(viewCtx, logger)
 	}
 	logger.Info("tenure: shard member starting", "group", o.group, "id", o.id, "members", len(o.members), "keys", len(o.keys))
 	err = sh.Run(ctx, func(ctx context.Context, key string) error {

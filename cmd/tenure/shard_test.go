@@ -307,6 +307,7 @@ func TestShardBadInput(t *testing.T) {
 		{"group whose leases could be another group's", slices.Concat([]string{"shard", "--store", "file://" + state, "--group", "a/keys/b", "--members", "m", "--id", "m", "--shards", "2"}, cmd), "",
 			`--group: invalid argument: shard: group "a/keys/b" has the path segment "keys", so its leases could be another group's (a/keys/b/members/ID is also key "b/members/ID" of group "a"); rename the group`},
 		{"key reserved by leadership control", line("--members", "a", "--id", "a", "--keys", "k1,k2~tenure-control"), "", `--keys: key "k2~tenure-control": lease "jobs/keys/k2~tenure-control" is the control key of "jobs/keys/k2", reserved by leadership control`},
+		{"bad --http", line("--members", "a", "--id", "a", "--shards", "2", "--http", "8080"), "", `--http "8080": `},
 		{"peer store", slices.Concat([]string{"shard", "--store", "peer://?id=1&peers=1=127.0.0.1:1", "--group", "jobs", "--members", "1", "--id", "1", "--shards", "2"}, cmd), "", "--store: a peer:// group leads one key"},
 		{"no command", slices.Concat(base, []string{"--members", "a", "--id", "a", "--shards", "2"}), "", "shard: no command given"},
 		{"command not found", slices.Concat(base, []string{"--members", "a", "--id", "a", "--shards", "2", "--", "/nonexistent/cmd"}), "", `shard: command "/nonexistent/cmd" not found`},
