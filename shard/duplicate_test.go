@@ -68,15 +68,7 @@ func TestDuplicateIdentityIsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leads := make(chan string, 16)
-	task := func(ctx context.Context, key string) error {
-		leads <- key
-		<-ctx.Done()
-		return nil
-	}
-	ctx1, stop1 := context.WithCancel(t.Context())
-	done1 := make(chan error, 1)
-	go func() { done1 <- first.Run(ctx1, task) }()
+	leads, stop1 := runMember(t, first)
 	<-leads // the first member is live and leads
 
 	h := &recordHandler{warned: make(chan struct{}, 1)}
@@ -84,16 +76,7 @@ func TestDuplicateIdentityIsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leads2 := make(chan string, 16)
-	ctx2, stop2 := context.WithCancel(t.Context())
-	done2 := make(chan error, 1)
-	go func() {
-		done2 <- second.Run(ctx2, func(ctx context.Context, key string) error {
-			leads2 <- key
-			<-ctx.Done()
-			return nil
-		})
-	}()
+	leads2, stop2 := runMember(t, second)
 	deadline := time.After(10 * time.Second)
 	for len(h.matching(dupWarning)) == 0 {
 		select {
@@ -114,8 +97,7 @@ func TestDuplicateIdentityIsLogged(t *testing.T) {
 		t.Errorf("the duplicate leads %v while the first member runs", l)
 	}
 
-	stop1()
-	if err := <-done1; err != context.Canceled {
+	if err := stop1(); err != context.Canceled {
 		t.Errorf("first Run = %v", err)
 	}
 	// The duplicate takes over: it leads every key (b is not live), some
@@ -130,8 +112,7 @@ func TestDuplicateIdentityIsLogged(t *testing.T) {
 			t.Fatalf("the second member led only %v after the first stopped", got)
 		}
 	}
-	stop2()
-	if err := <-done2; err != context.Canceled {
+	if err := stop2(); err != context.Canceled {
 		t.Errorf("second Run = %v", err)
 	}
 	if n := len(h.matching(dupWarning)); n != 1 {
@@ -139,5 +120,31 @@ func TestDuplicateIdentityIsLogged(t *testing.T) {
 	}
 	if n := len(h.matching("")); n != 1 {
 		t.Errorf("other warnings: %q", h.matching(""))
+	}
+}
+
+// runMember runs sh with a task that reports each key it leads on leads
+// and holds it until its context ends. stop ends the Run and returns its
+// error (once; later calls return the same).
+func runMember(t *testing.T, sh *shard.Sharder) (leads chan string, stop func() error) {
+	t.Helper()
+	leads = make(chan string, 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- sh.Run(ctx, func(ctx context.Context, key string) error {
+			leads <- key
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	var once sync.Once
+	var err error
+	return leads, func() error {
+		once.Do(func() {
+			cancel()
+			err = <-done
+		})
+		return err
 	}
 }
