@@ -99,7 +99,8 @@ func killLeaders(t testing.TB, c *cluster, rounds int, preferred string) (takeov
 		}
 		stop, _, ok := c.events.waitFor(i+1, wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == leader.PID })
 		if !ok {
-			t.Fatalf("member %s's CMD (term %d) never stopped after member %s took over", leader.ID, leader.Term, victim.ID)
+			t.Fatalf("member %s's CMD (term %d, pid %d, running now: %t) logged no stop within %s after member %s took over; the workers' records:\n%s",
+				leader.ID, leader.Term, leader.PID, alive(leader.PID), wait, victim.ID, describeEvents(c.events.events()))
 		}
 		m.preempt = append(m.preempt, time.Duration(next.Mono-stop.Mono))
 		leader, i = next, l
@@ -117,12 +118,17 @@ func checkWorkers(t testing.TB, alg string, evs []workerEvent, want int) {
 	if h.Overlaps == 0 && h.TermsGrow && h.Starts >= want && h.FirstTerm > 0 {
 		return
 	}
+	t.Fatalf("%s: %d overlapping CMDs, terms growing %t, %d starts (want ≥ %d), first term %d; the workers' records:\n%s",
+		alg, h.Overlaps, h.TermsGrow, h.Starts, want, h.FirstTerm, describeEvents(evs))
+}
+
+// describeEvents lists the workers' records, one a line.
+func describeEvents(evs []workerEvent) string {
 	var b strings.Builder
 	for _, e := range evs {
 		fmt.Fprintf(&b, "  %s %s term %d at %.3fms pid %d overlap=%t\n", e.Kind, e.ID, e.Term, float64(e.Mono)/1e6, e.PID, e.Overlap)
 	}
-	t.Fatalf("%s: %d overlapping CMDs, terms growing %t, %d starts (want ≥ %d), first term %d; the workers' records:\n%s",
-		alg, h.Overlaps, h.TermsGrow, h.Starts, want, h.FirstTerm, b.String())
+	return b.String()
 }
 
 // TestPeerNoOverlapOnLeaderKill: for each peer algorithm, three real
