@@ -58,3 +58,25 @@ func TestPeerRaftTimeoutMismatch(t *testing.T) {
 		t.Errorf("after member 3 left: status code %d, %q; want 1 or 2 leading", r.code, r.stdout)
 	}
 }
+
+// TestPeerRaftShortTimeout: a raft member's default TTL is its timeout,
+// the longest TTL it grants. With timeout=200ms, tenure run without --ttl
+// said "--ttl 200ms is out of range", naming a flag nobody gave, and --ttl
+// 500ms was refused by raft: now the first says what to set (--ttl and
+// timeout= of at least 500ms).
+func TestPeerRaftShortTimeout(t *testing.T) {
+	dir := t.TempDir()
+	group := peerParams(t, "raft", dir, 3)
+	member := func(extra string) string {
+		q := url.Values{"id": {"1"}, "state-dir": {dir}}
+		maps.Copy(q, group)
+		return "peer://?" + q.Encode() + extra
+	}
+	r := runTenure(t, "run", "--key", "job", "--store", member("&timeout=200ms"), "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "default TTL, 200ms") || !strings.Contains(r.stderr, "timeout=500ms or more") {
+		t.Errorf("run with timeout=200ms: code %d, stderr %q; want %d saying to set timeout=500ms or more", r.code, r.stderr, exitUsage)
+	}
+	if strings.Contains(r.stderr, "--ttl 200ms is out of range") {
+		t.Errorf("run with timeout=200ms blames a --ttl nobody gave: %q", r.stderr)
+	}
+}

@@ -251,9 +251,23 @@ func (o *runOpts) storeDefaults(s tenure.Store) error {
 		o.id, o.idFrom = id, "the store's identity"
 	}
 	if !o.ttlSet && ttl > 0 {
+		if ttl < minRunTTL {
+			return shortDefaultTTL(ttl)
+		}
 		o.ttl = ttl
 	}
 	return o.timing()
+}
+
+// shortDefaultTTL is the error of a store whose default TTL is below
+// minRunTTL. A raft member's default is its timeout, also the longest TTL
+// it grants: with timeout=200ms neither the default nor --ttl 500ms
+// worked, and checkTTL's "--ttl 200ms is out of range" named a flag the
+// user had not given. Found auditing the raft peer mode.
+func shortDefaultTTL(ttl time.Duration) error {
+	return usageErrorf("the store's default TTL, %s, is below tenure run's shortest --ttl, %s: "+
+		"pass --ttl %s or more; with a raft peer:// URL, whose TTL may not exceed its timeout, also set timeout=%s or more in the URL",
+		ttl, minRunTTL, minRunTTL, minRunTTL)
 }
 
 // runCmd is `tenure run`.

@@ -390,7 +390,7 @@ func (n *Node) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (te
 		return tenure.Lease{Key: key, Identity: identity, Term: 1, TTL: ttl, Token: "1", Value: c.Value}, nil
 	}
 	if ttl > n.cfg.HeartbeatTimeout {
-		return tenure.Lease{}, invalidf("ttl %s exceeds the heartbeat timeout %s: the majority may elect another leader that soon after losing touch with this one", ttl, n.cfg.HeartbeatTimeout)
+		return tenure.Lease{}, invalidf("ttl %s exceeds the heartbeat timeout %s: the majority may elect another leader that soon after losing touch with this one; use a ttl of at most %s or a longer heartbeat timeout (timeout= in a peer:// URL)", ttl, n.cfg.HeartbeatTimeout, n.cfg.HeartbeatTimeout)
 	}
 	if n.closed.Load() {
 		return tenure.Lease{}, tenure.ErrClosed
