@@ -42,8 +42,10 @@
 //     its elector with [tenure.Config.Control] cancels the task with
 //     [tenure.ErrSteppedDown] and releases, and the release hands raft
 //     leadership to the named member (LeadershipTransferToServer), else to
-//     any (LeadershipTransfer). Raft has no abstention: only the old
-//     leader's elector holds back for the window. The candidate slots of
+//     any (LeadershipTransfer), and to the other members in turn if
+//     that fails (the member named is down). Raft has no abstention: only
+//     the old leader's elector holds back, for the window but no longer
+//     than raft's term stays the one asked to step down. The candidate slots of
 //     the key read as this node and the leader it knows; on the leader,
 //     with the TCP transport, as the members that answer a status query
 //     (the leader asks them), with their priorities.

@@ -259,7 +259,7 @@ func (n *Node) handAway(elected <-chan bool) {
 		n.cfg.Logger.Info("priority 0: handing raft leadership to another member", "id", n.cfg.ID, "term", n.raft.CurrentTerm())
 		ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout)
 		var err error
-		if _, named := n.transferTarget(n.raft.CurrentTerm()); named || len(others) == 0 {
+		if _, _, named := n.transferTarget(n.raft.CurrentTerm()); named || len(others) == 0 {
 			err = n.transfer(ctx)
 		} else {
 			m := others[next%len(others)]
@@ -656,14 +656,49 @@ func (n *Node) publish(ctx context.Context, term uint64, value string) error {
 
 // transfer hands leadership to another member, bounded by ctx: to the
 // member a live step-down request of the current term names, if any
-// (LeadershipTransferToServer), else to whichever raft picks.
+// (LeadershipTransferToServer), else to whichever raft picks. If the
+// hand-over to the named member fails (it is down, or cannot catch up
+// within an election timeout), the request's window no longer waits for
+// it: this and every later hand-over of the term go to the other members
+// in turn, so that the key is not left unled for the rest of the window.
+// If raft's own pick fails, the other members are tried in turn too.
 func (n *Node) transfer(ctx context.Context) error {
-	submit := n.raft.LeadershipTransfer
-	if m, ok := n.transferTarget(n.raft.CurrentTerm()); ok {
-		submit = func() hraft.Future {
+	term := n.raft.CurrentTerm()
+	m, gone, named := n.transferTarget(term)
+	var err error
+	switch {
+	case !named:
+		// Raft picks the most up-to-date member, which may be one that
+		// is down: it would pick it again at every retry.
+		if err = n.transferTo(ctx, n.raft.LeadershipTransfer); err == nil || errors.Is(err, tenure.ErrClosed) || ctx.Err() != nil {
+			return err
+		}
+	case !gone:
+		err = n.transferTo(ctx, func() hraft.Future {
 			return n.raft.LeadershipTransferToServer(hraft.ServerID(m.ID), hraft.ServerAddress(m.Addr))
+		})
+		if err == nil || errors.Is(err, tenure.ErrClosed) || ctx.Err() != nil {
+			return err
+		}
+		n.cfg.Logger.Warn("step-down: the member named cannot take over; handing over to another", "id", n.cfg.ID, "term", term, "to", m.ID, "err", err)
+		n.targetGone(term)
+	}
+	for _, o := range n.cfg.Members {
+		if o.ID == n.cfg.ID || o.ID == m.ID {
+			continue
+		}
+		if err = n.transferTo(ctx, func() hraft.Future {
+			return n.raft.LeadershipTransferToServer(hraft.ServerID(o.ID), hraft.ServerAddress(o.Addr))
+		}); err == nil || errors.Is(err, tenure.ErrClosed) || ctx.Err() != nil {
+			return err
 		}
 	}
+	return err
+}
+
+// transferTo waits for the leadership transfer submit starts, bounded by
+// ctx. Another member leading already counts as done.
+func (n *Node) transferTo(ctx context.Context, submit func() hraft.Future) error {
 	if err := n.wait(ctx, submit); err != nil {
 		if errors.Is(err, hraft.ErrNotLeader) {
 			return nil // someone else leads already

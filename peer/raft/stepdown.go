@@ -30,8 +30,16 @@ import (
 //     old task stopped before the new one can start (the old leader
 //     released first);
 //   - raft has no abstention: the window holds back the old leader's own
-//     elector (it keeps serving the request until the window ends); if the
-//     named member cannot take over, raft elects whoever it elects.
+//     elector (it serves the request while the window lasts and raft's
+//     term is still the one asked to step down); if the named member
+//     cannot take over, raft elects whoever it elects.
+//   - the request is done once raft's term moved on: the named member
+//     took over, or tried and raft elected another (the named member
+//     crashed, say). It then holds nobody back: the old leader, if raft
+//     elects it again, leads at once instead of leaving the key unled for
+//     the rest of the window. That is safe: its grant of the old term
+//     ended with the term, and a new grant needs leadership of a new term
+//     and a quorum, as after any election.
 
 // stepDown is a step-down request this node took as raft leader.
 type stepDown struct {
@@ -40,10 +48,14 @@ type stepDown struct {
 	window time.Duration
 	until  time.Time
 	issuer string
+	gone   bool // a hand-over to the member named failed (see Node.transfer)
 }
 
-// live reports whether the request's window lasts at now.
-func (s stepDown) live(now time.Time) bool { return s.term != 0 && now.Before(s.until) }
+// live reports whether the request's window lasts at now and raft's
+// current term, term, is still the one asked to step down (see above).
+func (s stepDown) live(now time.Time, term uint64) bool {
+	return s.term != 0 && s.term == term && now.Before(s.until)
+}
 
 // member returns the configured member id, if any.
 func (n *Node) member(id string) (Member, bool) {
@@ -185,7 +197,7 @@ func (n *Node) derivedRecord(key, base string, kind peer.KeyKind, slot int) tenu
 		n.mu.Lock()
 		sd := n.sd
 		n.mu.Unlock()
-		if !sd.live(now) {
+		if !sd.live(now, n.raft.CurrentTerm()) {
 			return r
 		}
 		r.Holder, r.Term, r.TTL, r.Remaining = sd.issuer, sd.term, sd.window, sd.until.Sub(now)
@@ -224,11 +236,32 @@ func (n *Node) watchDerived(ctx context.Context, key, base string, kind peer.Key
 		delete(n.ctlWatch, wake)
 		n.mu.Unlock()
 	})
+	// Raft's leader and term change the records too: a new term ends a
+	// step-down request (see above), a new leader changes the slots.
+	obs := make(chan hraft.Observation, 16)
+	o := hraft.NewObserver(obs, false, func(o *hraft.Observation) bool {
+		switch o.Data.(type) {
+		case hraft.LeaderObservation, hraft.RaftState:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(o)
 	go func() {
-		select {
-		case <-n.done:
-			cancel()
-		case <-ctx.Done():
+		defer n.raft.DeregisterObserver(o)
+		for {
+			select {
+			case <-n.done:
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			case <-obs:
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}()
 	get := func(ctx context.Context) (tenure.Record, error) {
@@ -241,13 +274,26 @@ func (n *Node) watchDerived(ctx context.Context, key, base string, kind peer.Key
 }
 
 // transferTarget is whom a hand-over of term goes to: the member a live
-// step-down request of that term names, else nobody in particular.
-func (n *Node) transferTarget(term uint64) (Member, bool) {
+// step-down request of that term names, else nobody in particular. gone
+// reports that a hand-over to that member failed already (see
+// [Node.transfer]).
+func (n *Node) transferTarget(term uint64) (m Member, gone, ok bool) {
 	n.mu.Lock()
 	sd := n.sd
 	n.mu.Unlock()
-	if sd.term != term || sd.to == "" || !sd.live(time.Now()) {
-		return Member{}, false
+	if sd.to == "" || !sd.live(time.Now(), term) {
+		return Member{}, false, false
 	}
-	return n.member(sd.to)
+	m, ok = n.member(sd.to)
+	return m, sd.gone, ok
+}
+
+// targetGone records that a hand-over of term to the member the step-down
+// request names failed: the member is down or cannot catch up.
+func (n *Node) targetGone(term uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sd.term == term {
+		n.sd.gone = true
+	}
 }

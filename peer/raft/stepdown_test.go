@@ -3,10 +3,14 @@ package raft
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tenurehq/tenure"
@@ -169,4 +173,115 @@ func FuzzDecodeStepDown(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStepDownTargetGoneFreesTheKey: member A leads, a step-down names X
+// with a window of 10 s, X takes over and then crashes. Raft can only
+// re-elect A (the third member has priority 0 and hands leadership away).
+// The window used to keep serving the request on A's node, so A's
+// elector held back until it ended: the key stayed unled for the rest of
+// the window (about 6 s seen with tenure run members and a 10 s window).
+// The request is done once raft's term moved past the one asked to step
+// down: A's task starts within a few election timeouts, in a higher term
+// than X's, and no two tasks ever overlap.
+func TestStepDownTargetGoneFreesTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hb = 200 * time.Millisecond
+		c := newPriorityCluster(t, 3, hb, map[int]int{2: tenure.NeverLead})
+		sp, ctx := newSpans(t)
+		defer sp.stop()
+		for i := range 2 {
+			el, err := tenure.New(tenure.Config{Store: c.node(i), Key: "job", TTL: hb, Logger: slog.New(slog.DiscardHandler),
+				Control: &tenure.Control{Priority: tenure.DefaultPriority}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp.run(ctx, el)
+		}
+		first := sp.next(true)
+		a := slices.Index(c.ids, first.id)
+		x := 1 - a
+		const window = 10 * time.Second
+		if _, err := tenure.RequestStepDown(ctx, c.node(a), "job", tenure.StepDownRequest{To: c.ids[x], Window: window}); err != nil {
+			t.Fatal(err)
+		}
+		second := sp.next(true)
+		if second.id != c.ids[x] || second.term <= first.term {
+			t.Fatalf("after the step-down %s leads term %d; want %s above term %d", second.id, second.term, c.ids[x], first.term)
+		}
+		crashed := time.Now()
+		c.crash(x)
+		third := sp.next(true)
+		if third.id != c.ids[a] || third.term <= second.term {
+			t.Fatalf("after %s crashed %s leads term %d; want %s above term %d", c.ids[x], third.id, third.term, c.ids[a], second.term)
+		}
+		took := time.Since(crashed)
+		t.Logf("%s led again %s after %s crashed", c.ids[a], took, c.ids[x])
+		if took > window/2 {
+			t.Fatalf("%s led again %s after the step-down's target crashed; want well within the %s window", c.ids[a], took, window)
+		}
+		if n := sp.overlaps.Load(); n != 0 {
+			t.Fatalf("%d times two tasks ran at once", n)
+		}
+	})
+}
+
+// TestStepDownTargetDownHandsToAnother: member A leads, member X is down,
+// and a step-down names X, or nobody, with a window of 10 s. The hand-over
+// to X, or to raft's own pick (X, as up to date as the third member),
+// fails, and A, still raft leader of the term it may not grant again,
+// used to try the same member again and again: the key stayed unled for
+// over 30 s (beyond the window: raft's pick after it was X again). Now a
+// failed hand-over goes to another member: raft moves to a new term (the
+// third member, of priority 0, hands it back to A) and A's task starts
+// again within a few election timeouts.
+func TestStepDownTargetDownHandsToAnother(t *testing.T) {
+	for _, named := range []bool{true, false} {
+		t.Run(fmt.Sprintf("named=%t", named), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { stepDownTargetDown(t, named) })
+		})
+	}
+}
+
+func stepDownTargetDown(t *testing.T, named bool) {
+	const hb = 200 * time.Millisecond
+	c := newPriorityCluster(t, 3, hb, map[int]int{2: tenure.NeverLead})
+	sp, ctx := newSpans(t)
+	defer sp.stop()
+	for i := range 2 {
+		el, err := tenure.New(tenure.Config{Store: c.node(i), Key: "job", TTL: hb, Logger: slog.New(slog.DiscardHandler),
+			Control: &tenure.Control{Priority: tenure.DefaultPriority}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp.run(ctx, el)
+	}
+	first := sp.next(true)
+	a := slices.Index(c.ids, first.id)
+	x := 1 - a
+	c.crash(x)
+	const window = 10 * time.Second
+	req := tenure.StepDownRequest{Window: window}
+	if named {
+		req.To = c.ids[x]
+	}
+	asked := time.Now()
+	if _, err := tenure.RequestStepDown(ctx, c.node(a), "job", req); err != nil {
+		t.Fatal(err)
+	}
+	if e := sp.next(false); e.id != first.id || !errors.Is(e.cause, tenure.ErrSteppedDown) {
+		t.Fatalf("task of %s ended with %v; want %s stepping down", e.id, e.cause, first.id)
+	}
+	second := sp.next(true)
+	took := time.Since(asked)
+	t.Logf("%s led again %s after the step-down (to %q), %s being down", second.id, took, req.To, c.ids[x])
+	if second.id != first.id || second.term <= first.term {
+		t.Fatalf("after the step-down %s leads term %d; want %s above term %d", second.id, second.term, first.id, first.term)
+	}
+	if took > window/2 {
+		t.Fatalf("%s led again %s after the step-down (to %q), %s being down; want well within the %s window", first.id, took, req.To, c.ids[x], window)
+	}
+	if n := sp.overlaps.Load(); n != 0 {
+		t.Fatalf("%d times two tasks ran at once", n)
+	}
 }
