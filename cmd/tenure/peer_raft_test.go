@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,4 +80,48 @@ func TestPeerRaftShortTimeout(t *testing.T) {
 	if strings.Contains(r.stderr, "--ttl 200ms is out of range") {
 		t.Errorf("run with timeout=200ms blames a --ttl nobody gave: %q", r.stderr)
 	}
+}
+
+// TestPeerRaftStepDownTargetDies: three raft `tenure run` members, 3 of
+// priority 0 (it never leads, so raft can only re-elect 1 or 2). After
+// `tenure step-down --to X --window 20s`, X leads and is killed (SIGKILL).
+// The old leader's node kept serving the request for the whole window, so
+// when raft re-elected it, it held back and the key stayed unled until the
+// window ended. Now its CMD starts again within a few election timeouts,
+// after X's stopped, in a higher term.
+func TestPeerRaftStepDownTargetDies(t *testing.T) {
+	c, obs := peerControlCluster(t, "raft")
+	member := c.storeFor
+	c.storeFor = func(id string) string {
+		if id == "3" {
+			return member(id) + "&priority=0"
+		}
+		return member(id)
+	}
+	leader, i := startCandidates(t, c, "1", "2", "3")
+	x := otherThan(leader.ID, "2", "1")
+	const window = 20 * time.Second
+	r := runTenure(t, "step-down", "--store", obs, "--key", "job", "--to", x, "--window", window.String())
+	if h, _ := reportedLeader(t, r.stdout); r.code != exitOK || h != x {
+		t.Fatalf("step-down --to %s: exit %d, stdout %q, stderr %q", x, r.code, r.stdout, r.stderr)
+	}
+	second, j, ok := c.events.nextStart(i+1, wait)
+	if !ok || second.ID != x {
+		t.Fatalf("after step-down --to %s the next start is %+v (found %v)", x, second, ok)
+	}
+	if err := c.signal(x, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	third, _, ok := c.events.nextStart(j+1, wait)
+	took := time.Since(killed)
+	if !ok || third.ID != leader.ID || third.Term <= second.Term {
+		t.Fatalf("after %s was killed the next start is %+v (found %v); want %s above term %d", x, third, ok, leader.ID, second.Term)
+	}
+	if took > window/2 {
+		t.Fatalf("%s's CMD started %s after %s was killed; want well within the %s window", leader.ID, took.Round(time.Millisecond), x, window)
+	}
+	t.Logf("%s led again %s after %s was killed", leader.ID, took.Round(time.Millisecond), x)
+	c.stopAll(10 * time.Second)
+	checkWorkers(t, "raft", c.events.events(), 3)
 }
