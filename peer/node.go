@@ -43,6 +43,7 @@ type Node struct {
 	prio         map[uint64]int // each member's priority, as its last message said
 	abstainUntil time.Time
 	holdUntil    time.Time                            // the end of the hold-back of the last step-down (stepdown.go)
+	holdFor      uint64                               // the member that hold-back is for, 0: any
 	watchers     map[chan struct{}]context.CancelFunc // each watch's wake and end
 	issued       []uint64                             // epochs this node was coordinator under, in order
 	sd           stepDown                             // the last step-down request taken (stepdown.go)
@@ -201,6 +202,7 @@ func (n *Node) tick() {
 		n.log.Info("peer: coordinator suspected", "id", n.self, "coordinator", old, "epoch", n.leaderEpoch,
 			"silent_for", now.Sub(n.leaderHeard).Round(time.Millisecond))
 		n.setLeader(0, 0)
+		n.targetLost(old)
 		n.alg.LeaderLost(env{n}, old)
 	}
 	n.alg.Tick(env{n})
@@ -276,6 +278,9 @@ func (n *Node) handle(m wire.Message) {
 		}
 	case wire.Resign:
 		n.holdBack(m, now)
+		if m.TTL <= 0 {
+			n.targetLost(m.From) // it resigned without handing over
+		}
 		if m.From == n.leader && m.LeaderEpoch == n.leaderEpoch {
 			n.setLeader(0, 0)
 			n.alg.LeaderLost(env{n}, m.From)

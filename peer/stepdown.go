@@ -33,7 +33,10 @@ import (
 //     coordinator included) abstains for the window, so only it stands;
 //     without a target only the old coordinator abstains. After the window
 //     anyone stands again: a transfer to a member that is down falls back
-//     by itself. A later step-down's rule replaces an earlier one's;
+//     by itself. A member that suspects the named member as its
+//     coordinator (it took over, then went silent for Timeout), or hears
+//     it resign, stops abstaining at once (targetLost). A later
+//     step-down's rule replaces an earlier one's;
 //   - the new coordinator grants only after the handover (the old one
 //     yields once its lease was released), so the old task stops before
 //     the new one starts, as in every election.
@@ -120,7 +123,7 @@ func (n *Node) resign(now time.Time) {
 	msg := wire.Message{Type: wire.Resign, Leader: n.self, LeaderEpoch: epoch}
 	if n.sd.epoch == epoch && n.sd.live {
 		msg.Candidate, msg.TTL = n.sd.to, n.sd.until.Sub(now)
-		n.holdUntil = n.sd.until // replaces the hold-back of an earlier step-down
+		n.holdUntil, n.holdFor = n.sd.until, n.sd.to // replaces the hold-back of an earlier step-down
 		n.log.Info("peer: stepping down on request", "id", n.self, "epoch", epoch, "to", n.sd.to, "holding_back_for", msg.TTL.Round(time.Millisecond))
 	} else {
 		n.log.Info("peer: resigning", "id", n.self, "epoch", epoch)
@@ -151,12 +154,35 @@ func (n *Node) holdBack(m wire.Message, now time.Time) {
 		n.wake()
 	}
 	if m.Candidate == n.self || m.Candidate == 0 {
-		n.holdUntil = time.Time{}
+		n.holdUntil, n.holdFor = time.Time{}, 0
 		return
 	}
 	w := min(m.TTL, tenure.MaxTTL)
-	n.holdUntil = now.Add(w)
+	n.holdUntil, n.holdFor = now.Add(w), m.Candidate
 	n.log.Info("peer: holding back after a step-down", "id", n.self, "from", m.From, "to", m.Candidate, "window", w.Round(time.Millisecond))
+}
+
+// targetLost is a member's answer to suspecting coordinator old: if old
+// is the member the last step-down handed over to, the hand-over is done
+// and its coordinator gone, so the window holds nobody back any more:
+// neither the algorithm (holdUntil) nor, on the old coordinator, its
+// elector (the request it serves). Before, the members kept abstaining
+// for the rest of the window and nobody led (found auditing the raft
+// peer mode's step-down, which had the same hole). The failover that
+// follows is an ordinary one: old was suspected on the same evidence.
+// The caller holds mu.
+func (n *Node) targetLost(old uint64) {
+	if old == 0 || old != n.holdFor {
+		return
+	}
+	if !n.holdUntil.IsZero() {
+		n.log.Info("peer: the member handed over to is gone; no longer holding back", "id", n.self, "to", old)
+	}
+	n.holdUntil, n.holdFor = time.Time{}, 0
+	if n.sd.live && n.sd.to == old {
+		n.sd.live = false
+		n.wake()
+	}
 }
 
 // expireStepDown ends a request's window and wakes the watchers of the
@@ -252,7 +278,11 @@ func idList(ids []uint64) string {
 // controlRecord is the record of the key's control key on this node: the
 // step-down request it took, while its window lasts. The caller holds mu.
 func (n *Node) controlRecord(key string, now time.Time) tenure.Record {
-	r := tenure.Record{Key: tenure.ControlKey(key)}
+	// An ended request keeps its term, without a holder: a watch
+	// ([tenure.Follow]) holds back a record of an older term for up to
+	// the last one's TTL, so a term of 0 would show the end of a window
+	// cut short (see targetLost) only when the window would have ended.
+	r := tenure.Record{Key: tenure.ControlKey(key), Term: n.sd.epoch}
 	if !n.sd.live || !now.Before(n.sd.until) {
 		return r
 	}

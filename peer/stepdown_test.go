@@ -226,3 +226,47 @@ func TestNodeCandidates(t *testing.T) {
 		}
 	}
 }
+
+// TestStepDownTargetGoneEndsTheHoldBack: in every algorithm run by Node,
+// a step-down hands over to member 2 with a window of 20 s, 2 leads, and
+// its node stops. The other members used to keep abstaining for the rest
+// of the window (and the old leader's elector to hold back), so nobody led
+// until it ended. Now suspecting 2, the member handed over to, ends the
+// hold-back: another member's task starts within a few timeouts, in a
+// higher term, and no two tasks overlap.
+func TestStepDownTargetGoneEndsTheHoldBack(t *testing.T) {
+	for _, alg := range []string{"lowest", "bully", "ring"} {
+		t.Run(alg, func(t *testing.T) {
+			c := newStepDownCluster(t, alg)
+			obs := openObserver(t, c.g.observerURL(c.g.secret))
+			first := c.settled(t, map[string]string{"lowest": "1", "bully": "3"}[alg])
+			to := "2"
+			if first.id == to {
+				to = "1"
+			}
+			const window = 20 * time.Second
+			if _, err := tenure.RequestStepDown(context.Background(), obs, "job", tenure.StepDownRequest{To: to, Window: window}); err != nil {
+				t.Fatal(err)
+			}
+			next := awaitStart(t, c.starts)
+			if next.id != to || next.term <= first.term {
+				t.Fatalf("after the step-down %s leads at term %d; want %s above term %d", next.id, next.term, to, first.term)
+			}
+			id, _ := strconv.ParseUint(to, 10, 64)
+			stopped := time.Now()
+			c.g.stop(id)
+			third := awaitStart(t, c.starts)
+			took := time.Since(stopped)
+			if third.id == to || third.term <= next.term {
+				t.Fatalf("after %s stopped %s leads at term %d; want another member above term %d", to, third.id, third.term, next.term)
+			}
+			if took > window/2 {
+				t.Fatalf("%s led %s after %s stopped; want well within the %s window", third.id, took, to, window)
+			}
+			t.Logf("%s led %s after %s stopped", third.id, took.Round(time.Millisecond), to)
+			if n := c.overlaps.Load(); n != 0 {
+				t.Fatalf("%d times two tasks ran at once", n)
+			}
+		})
+	}
+}

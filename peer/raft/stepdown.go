@@ -198,6 +198,9 @@ func (n *Node) derivedRecord(key, base string, kind peer.KeyKind, slot int) tenu
 		sd := n.sd
 		n.mu.Unlock()
 		if !sd.live(now, n.raft.CurrentTerm()) {
+			// Keep the term: a watch ([tenure.Follow]) holds back a
+			// record of an older term for up to the last one's TTL.
+			r.Term = sd.term
 			return r
 		}
 		r.Holder, r.Term, r.TTL, r.Remaining = sd.issuer, sd.term, sd.window, sd.until.Sub(now)
