@@ -119,3 +119,54 @@ func TestOpenRefusesAnotherMembersState(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestOpenRefusesLostState: member 1's raft.db truncated to 0 bytes (or
+// deleted) used to open as a first start: raft bootstrapped it anew, with
+// term 0 and no record of its vote, and it could vote twice in a term. It
+// must refuse, naming the marker to remove to start anyway; once removed,
+// it opens.
+func TestOpenRefusesLostState(t *testing.T) {
+	for _, how := range []string{"truncated", "deleted"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			urls := peerURLs(t, 3, "")
+			s, err := tenure.Open(ctx, urls[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			pu, err := url.Parse(urls[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(pu.Query().Get("state-dir"), "raft-1")
+			db := filepath.Join(dir, "raft.db")
+			if how == "truncated" {
+				err = os.Truncate(db, 0)
+			} else {
+				err = os.Remove(db)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err = tenure.Open(ctx, urls[0])
+			if err == nil {
+				s.Close()
+				t.Fatalf("member 1 opened with its raft.db %s", how)
+			}
+			marker := filepath.Join(dir, "tenure-member")
+			if !strings.Contains(err.Error(), "term and vote are lost") || !strings.Contains(err.Error(), "remove "+marker) {
+				t.Fatalf("Open of member 1 with raft.db %s = %v; want a refusal naming %s", how, err, marker)
+			}
+			if err := os.Remove(marker); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = tenure.Open(ctx, urls[0]); err != nil {
+				t.Fatalf("reopening member 1 after removing the marker: %v", err)
+			}
+			s.Close()
+		})
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -95,7 +97,7 @@ func New(cfg Config) (*Node, error) {
 
 	logs, stable, snaps, err := n.openStores()
 	if err == nil {
-		err = n.claimState(stable)
+		err = n.claimDirState(stable)
 	}
 	if err != nil {
 		return nil, err
@@ -184,6 +186,65 @@ func (n *Node) claimState(stable hraft.StableStore) error {
 			where = n.cfg.Dir
 		}
 		return invalidf("%s holds the raft state of member %q, not of member %q: each member needs its own (a copy would vote as the other member)", where, id, n.cfg.ID)
+	}
+	return nil
+}
+
+// stateMarker names the file in Config.Dir that records that raft.db
+// there held this member's state: written once raft.db holds the member
+// ID (claimState), it outlives a raft.db truncated to 0 bytes, deleted or
+// replaced by an empty one.
+const stateMarker = "tenure-member"
+
+// claimDirState is claimState for the on-disk stores in Config.Dir: it
+// refuses to start a member whose raft.db lost the state the marker says
+// it had. Such a member would come back with term 0 and no record of its
+// vote, and could vote a second time in a term still contested: found by
+// truncating raft-1/raft.db to 0 bytes, which raft took for a first start
+// and bootstrapped anew. A directory emptied as a whole, marker included,
+// cannot be told from a first start here. With injected stores it is
+// claimState. It does not block beyond the file system.
+func (n *Node) claimDirState(stable hraft.StableStore) error {
+	if n.cfg.LogStore != nil {
+		return n.claimState(stable)
+	}
+	marker := filepath.Join(n.cfg.Dir, stateMarker)
+	_, statErr := os.Stat(marker)
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return fmt.Errorf("raft: read %s: %w", marker, statErr)
+	}
+	if _, err := stable.Get(memberKey); statErr == nil && err != nil && err.Error() == "not found" {
+		return fmt.Errorf("raft: %s holds no raft state, but %s says member %s had some there: its term and vote are lost (the file was emptied, truncated or replaced), and it could vote twice in a term; restore this member's own raft.db, or, to start it without state anyway, remove %s",
+			filepath.Join(n.cfg.Dir, "raft.db"), marker, n.cfg.ID, marker)
+	}
+	if err := n.claimState(stable); err != nil || statErr == nil {
+		return err
+	}
+	return writeMarker(marker, n.cfg.ID)
+}
+
+// writeMarker writes the state marker durably: the file, then its
+// directory entry.
+func writeMarker(path, id string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		_, err = f.WriteString(id + "\n")
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		var d *os.File
+		if d, err = os.Open(filepath.Dir(path)); err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("raft: record that this member has state in %s: %w", path, err)
 	}
 	return nil
 }
