@@ -114,8 +114,9 @@ func checkNotDerived(field, key string) error {
 // candidate renews its slot (a lease of three TTLs) and re-reads the
 // slots about once per TTL, except a leader without YieldAfter, which
 // reads them again only once it campaigns; each Acquire attempt is
-// preceded by a read of the control key; a leader keeps a watch of the
-// control key open; every candidate reads the key's preference (see
+// preceded by a read of the control key; a candidate held back by a
+// step-down reads the key about once per TTL; a leader keeps a watch of
+// the control key open; every candidate reads the key's preference (see
 // [Prefer]) once per TTL, and a leader also reads the slots while a
 // preference names another candidate.
 type Control struct {
@@ -209,7 +210,10 @@ type StepDownRequest struct {
 	To string
 	// Window is how long other candidates hold back: after it, any
 	// candidate may take the key, so a transfer to a candidate that is
-	// dead or absent falls back by itself. Default
+	// dead or absent falls back by itself. It ends early for a candidate
+	// that sees the key taken in a later term than the one asked to step
+	// down (the hand-over is done): if the new leader then stops or dies,
+	// the others need not wait for the rest of the window. Default
 	// [DefaultStepDownWindow].
 	Window time.Duration
 	// Issuer is the identity the request is granted to, shown as the

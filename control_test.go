@@ -403,3 +403,44 @@ func TestAcquireThatCrossedAStepDownIsGivenBack(t *testing.T) {
 		}
 	})
 }
+
+// TestStepDownEndsOnceTheTargetLeadsAndGoes: a step-down hands over to
+// the named candidate with a window of 20 TTLs, and without the
+// requester's release (tenure step-down --no-wait, or a library caller
+// that lets it expire). The named candidate leads, then stops. The others
+// used to hold back for the rest of the window, the key unled; a request
+// is done once the key was taken in a later term, so one of them leads
+// within a couple of TTLs, and no two tasks overlap.
+func TestStepDownEndsOnceTheTargetLeadsAndGoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New(nil)
+		b := newBook()
+		runs, first := startControlled(t, store, b, "a", "b", "c")
+		to := "c"
+		if first.id == "c" {
+			to = "b"
+		}
+		const window = 20 * ttl
+		if _, err := tenure.RequestStepDown(context.Background(), store, "job", tenure.StepDownRequest{To: to, Window: window}); err != nil {
+			t.Fatal(err)
+		}
+		if ended := <-b.ended; ended.id != first.id {
+			t.Fatalf("%s ended, want %s", ended.id, first.id)
+		}
+		if next := <-b.began; next.id != to {
+			t.Fatalf("%s took over; want the named %s", next.id, to)
+		}
+		time.Sleep(ttl)
+		stopped := time.Now()
+		runs[to].stop()
+		delete(runs, to)
+		third := <-b.began
+		if third.id == to {
+			t.Fatalf("%s led again after it stopped", to)
+		}
+		if d := third.start.Sub(stopped); d > 3*ttl {
+			t.Fatalf("%s took over %s after %s stopped; want within a few TTLs, not the rest of the %s window", third.id, d, to, window)
+		}
+		checkBook(t, b, first.start)
+	})
+}

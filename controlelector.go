@@ -16,6 +16,14 @@ type controlState struct {
 	// elector obeyed: while that request is live it holds back, even when
 	// the request named nobody.
 	stepped atomic.Uint64
+	// done is the control-key term of the last request found done: the
+	// key was taken in a later term than the one asked to step down (see
+	// Elector.requestDone). It holds nobody back any more.
+	done atomic.Uint64
+	// gaveBack is the term of the last grant this elector gave back
+	// because a step-down crossed its Acquire: its own, it does not make
+	// the request done.
+	gaveBack atomic.Uint64
 	// warnMu guards the three fields below. The warning that the control
 	// key is unusable (a peer store) is logged once, and only after the
 	// key itself was answered without a permanent error: a store that
@@ -115,6 +123,8 @@ func (s *controlState) blocks(g controlGrant, id string, term uint64) bool {
 	switch {
 	case term != 0 && g.term == term:
 		return true
+	case g.ctlTerm != 0 && s.done.Load() == g.ctlTerm:
+		return false // done: the key was taken in a later term
 	case g.to != "":
 		return g.to != id
 	}
@@ -207,9 +217,13 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 		case ok && g.to == e.cfg.Identity:
 			return ctx.Err() // the named successor: no head start for others
 		case ok && e.ctl.blocks(g, e.cfg.Identity, 0):
+			if e.requestDone(ctx, g) {
+				continue
+			}
 			e.cfg.Logger.Debug("tenure: holding back while a step-down is for another candidate",
 				"key", e.cfg.Key, "id", e.cfg.Identity, "to", g.to, "window_left", g.remaining)
-			if !e.awaitControlChange(ctx, g, true, g.remaining+expiryMargin) {
+			// Looked at again at least once per TTL: requestDone.
+			if !e.awaitControlChange(ctx, g, true, min(g.remaining+expiryMargin, e.cfg.TTL)) {
 				return ctx.Err()
 			}
 		case headStart > 0:
@@ -222,6 +236,29 @@ func (e *Elector) beforeAcquire(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// requestDone reports whether request g is done: the key's record shows
+// a later term than the one g asked to step down, so the candidate it
+// named (or another, if it named none) took the key since. From then on
+// it holds nobody back (controlState.done): before, a candidate named by
+// a request nobody released (step-down --no-wait, a library caller)
+// that led and then stopped or died left the others holding back, the
+// key unled, for the rest of the window (found auditing the raft peer
+// mode, which had the same hole). Whoever takes the key next does so as
+// after any failover: the grants decide, not the request. A read that
+// fails reports false. It blocks for one store request.
+func (e *Elector) requestDone(ctx context.Context, g controlGrant) bool {
+	rctx, cancel := e.requestContext(ctx, time.Time{})
+	defer cancel()
+	r, err := e.cfg.Store.Get(rctx, e.cfg.Key)
+	if err != nil || r.Term <= g.term || r.Term == e.ctl.gaveBack.Load() {
+		return false
+	}
+	e.ctl.done.Store(g.ctlTerm)
+	e.cfg.Logger.Debug("tenure: a step-down's hand-over is done; no longer holding back",
+		"key", e.cfg.Key, "id", e.cfg.Identity, "to", g.to, "term", r.Term)
+	return true
 }
 
 // crossedStepDown checks, with Config.Control, that no step-down request
@@ -241,6 +278,7 @@ func (e *Elector) crossedStepDown(ctx context.Context, gr grant) bool {
 	}
 	e.cfg.Logger.Info("tenure: a step-down for another candidate came while acquiring; giving the grant back",
 		"key", e.cfg.Key, "id", e.cfg.Identity, "term", gr.lease.Term, "to", g.to)
+	e.ctl.gaveBack.Store(gr.lease.Term)
 	e.giveBack(ctx, gr, true)
 	return true
 }
