@@ -241,15 +241,7 @@ func (n *Node) watchDerived(ctx context.Context, key, base string, kind peer.Key
 	})
 	// Raft's leader and term change the records too: a new term ends a
 	// step-down request (see above), a new leader changes the slots.
-	obs := make(chan hraft.Observation, 16)
-	o := hraft.NewObserver(obs, false, func(o *hraft.Observation) bool {
-		switch o.Data.(type) {
-		case hraft.LeaderObservation, hraft.RaftState:
-			return true
-		}
-		return false
-	})
-	n.raft.RegisterObserver(o)
+	obs, o := n.observeLeadership()
 	go func() {
 		defer n.raft.DeregisterObserver(o)
 		for {

@@ -187,18 +187,8 @@ func FuzzDecodeStepDown(f *testing.F) {
 func TestStepDownTargetGoneFreesTheKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const hb = 200 * time.Millisecond
-		c := newPriorityCluster(t, 3, hb, map[int]int{2: tenure.NeverLead})
-		sp, ctx := newSpans(t)
+		c, sp, ctx, first := twoElectorsLead(t, hb)
 		defer sp.stop()
-		for i := range 2 {
-			el, err := tenure.New(tenure.Config{Store: c.node(i), Key: "job", TTL: hb, Logger: slog.New(slog.DiscardHandler),
-				Control: &tenure.Control{Priority: tenure.DefaultPriority}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sp.run(ctx, el)
-		}
-		first := sp.next(true)
 		a := slices.Index(c.ids, first.id)
 		x := 1 - a
 		const window = 10 * time.Second
@@ -245,18 +235,8 @@ func TestStepDownTargetDownHandsToAnother(t *testing.T) {
 
 func stepDownTargetDown(t *testing.T, named bool) {
 	const hb = 200 * time.Millisecond
-	c := newPriorityCluster(t, 3, hb, map[int]int{2: tenure.NeverLead})
-	sp, ctx := newSpans(t)
+	c, sp, ctx, first := twoElectorsLead(t, hb)
 	defer sp.stop()
-	for i := range 2 {
-		el, err := tenure.New(tenure.Config{Store: c.node(i), Key: "job", TTL: hb, Logger: slog.New(slog.DiscardHandler),
-			Control: &tenure.Control{Priority: tenure.DefaultPriority}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp.run(ctx, el)
-	}
-	first := sp.next(true)
 	a := slices.Index(c.ids, first.id)
 	x := 1 - a
 	c.crash(x)
@@ -284,4 +264,23 @@ func stepDownTargetDown(t *testing.T, named bool) {
 	if n := sp.overlaps.Load(); n != 0 {
 		t.Fatalf("%d times two tasks ran at once", n)
 	}
+}
+
+// twoElectorsLead starts a 3-member cluster whose third member never
+// leads, and an elector on key job on each of the other two, and returns
+// once one of them leads, with its span. The caller stops sp.
+func twoElectorsLead(t *testing.T, hb time.Duration) (*cluster, *spans, context.Context, span) {
+	t.Helper()
+	c := newPriorityCluster(t, 3, hb, map[int]int{2: tenure.NeverLead})
+	sp, ctx := newSpans(t)
+	for i := range 2 {
+		el, err := tenure.New(tenure.Config{Store: c.node(i), Key: "job", TTL: hb, Logger: slog.New(slog.DiscardHandler),
+			Control: &tenure.Control{Priority: tenure.DefaultPriority}})
+		if err != nil {
+			sp.stop()
+			t.Fatal(err)
+		}
+		sp.run(ctx, el)
+	}
+	return c, sp, ctx, sp.next(true)
 }

@@ -25,15 +25,7 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 		return n.watchDerived(ctx, key, base, kind, slot)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	obs := make(chan hraft.Observation, 16)
-	o := hraft.NewObserver(obs, false, func(o *hraft.Observation) bool {
-		switch o.Data.(type) {
-		case hraft.LeaderObservation, hraft.RaftState:
-			return true
-		}
-		return false
-	})
-	n.raft.RegisterObserver(o)
+	obs, o := n.observeLeadership()
 	wake := make(chan struct{}, 1)
 	stopWake := n.fsm.wakeOn(wake) // a published value
 	go func() {
@@ -58,4 +50,22 @@ func (n *Node) Watch(ctx context.Context, key string) (<-chan tenure.Record, err
 	}()
 	get := func(ctx context.Context) (tenure.Record, error) { return n.Get(ctx, key) }
 	return tenure.Follow{Get: get, Wake: wake, Announced: true}.Start(ctx), nil
+}
+
+// observeLeadership registers an observer of raft's leader and state
+// changes, which change the records a watch delivers: it returns the
+// channel the observations arrive on (buffered, never blocking raft:
+// observations that find it full are dropped, a wake-up being all they
+// are) and the observer, to deregister when done.
+func (n *Node) observeLeadership() (chan hraft.Observation, *hraft.Observer) {
+	obs := make(chan hraft.Observation, 16)
+	o := hraft.NewObserver(obs, false, func(o *hraft.Observation) bool {
+		switch o.Data.(type) {
+		case hraft.LeaderObservation, hraft.RaftState:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(o)
+	return obs, o
 }
