@@ -39,7 +39,7 @@ func New(cfg Config) (*Sharder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Sharder{cfg: cfg, members: newMembership(len(cfg.Members)), leading: map[string]bool{}}, nil
+	return &Sharder{cfg: cfg, members: newMembership(len(cfg.Members), cfg.Identity), leading: map[string]bool{}}, nil
 }
 
 // Config returns the member's configuration, defaults filled in.
@@ -68,7 +68,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	}
 	s.running = true
 	// Each Run starts from no view: what an earlier Run saw is stale.
-	members := newMembership(len(s.cfg.Members))
+	members := newMembership(len(s.cfg.Members), s.cfg.Identity)
 	s.members = members
 	s.handoffs = 0
 	s.mu.Unlock()
@@ -96,7 +96,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	defer closeSession()
 	// Liveness: hold our member key for as long as Run runs.
 	lc := s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity), sess)
-	lc.OnEvent = s.warnDuplicate(lc.Key, lc.OnEvent)
+	lc.OnEvent = members.ownLiveness(s.warnDuplicate(lc.Key, lc.OnEvent))
 	ours := s.cfg.fingerprint() // see membership.follow
 	if _, ok := s.cfg.Store.(tenure.Publisher); ok {
 		lc.Value = ours

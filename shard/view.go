@@ -34,10 +34,58 @@ type membership struct {
 	cur     *view
 	first   bool   // whether the first view was published
 	changes uint64 // views published after the first
+
+	// This member is live only while its own Run's liveness elector holds
+	// the grant the store shows: a grant of the same identity made by
+	// another process (a duplicate member) is not this member being live.
+	selfMu  sync.Mutex
+	self    string
+	ownTerm uint64        // the term the liveness elector leads under; 0 while it does not
+	selfRec tenure.Record // the last record of self's liveness key
+	selfRd  bool          // selfRec was read
 }
 
-func newMembership(members int) *membership {
-	return &membership{members: members, live: map[string]bool{}, cur: &view{changed: make(chan struct{})}}
+func newMembership(members int, self string) *membership {
+	return &membership{members: members, self: self, live: map[string]bool{}, cur: &view{changed: make(chan struct{})}}
+}
+
+// seenSelf records r, the record of this member's liveness key, and
+// judges this member's liveness by it and the liveness elector's term.
+func (m *membership) seenSelf(r tenure.Record) {
+	m.selfMu.Lock()
+	defer m.selfMu.Unlock()
+	m.selfRec, m.selfRd = r, true
+	m.judgeSelfLocked()
+}
+
+// ownLiveness returns next (if not nil) preceded by what the liveness
+// elector's events say of this member's own term: elected under a term,
+// or no longer leading. It is safe for concurrent use.
+func (m *membership) ownLiveness(next func(tenure.Event)) func(tenure.Event) {
+	return func(ev tenure.Event) {
+		switch ev.Kind {
+		case tenure.EventElected, tenure.EventLost, tenure.EventReleased:
+			m.selfMu.Lock()
+			m.ownTerm = 0
+			if ev.Kind == tenure.EventElected {
+				m.ownTerm = ev.Term
+			}
+			if m.selfRd {
+				m.judgeSelfLocked()
+			}
+			m.selfMu.Unlock()
+		}
+		if next != nil {
+			next(ev)
+		}
+	}
+}
+
+// judgeSelfLocked sets this member live if the last record of its key is
+// the grant its liveness elector leads under. The caller holds selfMu.
+func (m *membership) judgeSelfLocked() {
+	r := m.selfRec
+	m.set(m.self, r.Holder == m.self && m.ownTerm != 0 && r.Term == m.ownTerm)
 }
 
 // view returns the current view.
@@ -83,7 +131,9 @@ func (m *membership) set(member string, live bool) {
 }
 
 // follow keeps member's liveness up to date from its liveness key until
-// ctx is done: a member is live while a grant of its key to itself is.
+// ctx is done: a member is live while a grant of its key to itself is;
+// this member itself, only while that grant is its own elector's (see
+// seenSelf).
 // An [tenure.Observer] does the watching, so store errors are retried and
 // expiries of crashed members reported. A live member whose grant
 // publishes another fingerprint than ours (c's, computed once by Run) was
@@ -94,12 +144,17 @@ func (m *membership) follow(ctx context.Context, c *Config, member, ours string)
 	o := &tenure.Observer{Store: c.Store, Key: memberKey(c.Group, member), Poll: c.TTL / 3, Clock: c.Clock, Logger: c.Logger}
 	warned := ""
 	for r := range o.Changes(ctx) {
+		if member == m.self {
+			m.seenSelf(r)
+		}
 		live := r.Holder == member
 		if live && r.Value != "" && r.Value != ours && r.Value != warned {
 			warned = r.Value
 			c.Logger.Warn("shard: a member was given other members or keys than this one; every member must have the same, or they disagree on who owns which key",
 				"group", c.Group, "member", member, "its_config", r.Value, "this_config", ours, "this_member", c.Identity)
 		}
-		m.set(member, live)
+		if member != m.self {
+			m.set(member, live)
+		}
 	}
 }
