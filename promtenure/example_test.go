@@ -66,3 +66,39 @@ func Example() {
 	// tenure_is_leader{key="reports"} 1
 	// tenure_term{key="reports"} 1
 }
+
+// A process leading many keys through one Session exports the session's
+// health in a few series, whatever the number of keys: each keep-alive
+// feeds the collector through SessionConfig.OnKeepAlive.
+func ExampleNewSession() {
+	metrics := promtenure.NewSession("partitions")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics)
+	sess, err := tenure.NewSession(tenure.SessionConfig{Store: memory.New(nil), TTL: 3 * time.Second,
+		OnKeepAlive: metrics.OnKeepAlive(nil), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	defer sess.Close(ctx) // after every Resign below
+	for _, p := range []string{"p0", "p1", "p2"} {
+		l, err := sess.Campaign(ctx, p, "worker-1", "")
+		if err != nil {
+			panic(err)
+		}
+		defer l.Resign(ctx)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range fams {
+		fmt.Println(f.GetName())
+	}
+	// Output:
+	// tenure_session_ends_total
+	// tenure_session_grants
+	// tenure_session_grants_gone_total
+	// tenure_session_keepalive_failures_total
+	// tenure_session_keepalive_latency_seconds
+}
