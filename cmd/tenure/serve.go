@@ -190,23 +190,30 @@ func (v *viewServer) follow(ctx context.Context, in <-chan tenure.Record) <-chan
 // done; then it shuts the server down. It returns at once. The view learns of the key only from
 // [viewServer.follow] and the elector's events.
 func (v *viewServer) start(ctx context.Context, logger *slog.Logger) {
-	// The address bound. With port 0 the kernel chose it, and it is said
-	// whatever the log level (tenure watch logs warnings only): nothing
-	// else tells the operator where the view is.
+	serveView(ctx, logger, v.srv, v.ln, v.kernelPort, "key", v.key)
+}
+
+// serveView logs the address ln is bound to, with the attributes who,
+// serves srv on ln until ctx is done and then shuts srv down; it returns
+// at once. With port 0 the kernel chose the address, and it is logged as
+// a warning, whatever the log level (tenure watch logs warnings only):
+// nothing else tells the operator where the view is.
+func serveView(ctx context.Context, logger *slog.Logger, srv *http.Server, ln net.Listener, kernelPort bool, who ...any) {
 	level := slog.LevelInfo
-	if v.kernelPort {
+	if kernelPort {
 		level = slog.LevelWarn
 	}
-	logger.Log(ctx, level, "tenure: serving the --http view", "key", v.key, "addr", v.ln.Addr().String())
+	logger = logger.With(who...)
+	logger.Log(ctx, level, "tenure: serving the --http view", "addr", ln.Addr().String())
 	go func() {
-		if err := v.srv.Serve(v.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("tenure: the --http server stopped", "key", v.key, "err", err)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("tenure: the --http server stopped", "err", err)
 		}
 	}()
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = v.srv.Shutdown(sctx)
+		_ = srv.Shutdown(sctx)
 	}()
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -102,24 +100,9 @@ func (v *shardView) ready(w http.ResponseWriter, _ *http.Request) {
 }
 
 // serve logs the address it serves on and answers requests until ctx is
-// done; then it shuts the server down. It returns at once.
+// done; then it shuts the server down (see serveView). It returns at once.
 func (v *shardView) serve(ctx context.Context, logger *slog.Logger) {
-	level := slog.LevelInfo
-	if v.kernelPort {
-		level = slog.LevelWarn // nothing else tells where the view is
-	}
-	logger.Log(ctx, level, "tenure: serving the --http view", "group", v.group, "addr", v.ln.Addr().String())
-	go func() {
-		if err := v.srv.Serve(v.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("tenure: the --http server stopped", "group", v.group, "err", err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = v.srv.Shutdown(sctx)
-	}()
+	serveView(ctx, logger, v.srv, v.ln, v.kernelPort, "group", v.group)
 }
 
 // shardCollector exports a member's status: a fixed set of series,
