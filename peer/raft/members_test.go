@@ -89,23 +89,11 @@ func TestOpenTwiceNamesTheOtherProcess(t *testing.T) {
 // vote and term. It must refuse, naming both members.
 func TestOpenRefusesAnotherMembersState(t *testing.T) {
 	ctx := context.Background()
-	urls := peerURLs(t, 3, "")
-	s, err := tenure.Open(ctx, urls[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	pu, err := url.Parse(urls[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := pu.Query().Get("state-dir")
+	urls, dir := firstStarted(t)
 	if err := os.CopyFS(filepath.Join(dir, "raft-2"), os.DirFS(filepath.Join(dir, "raft-1"))); err != nil {
 		t.Fatal(err)
 	}
-	s, err = tenure.Open(ctx, urls[1])
+	s, err := tenure.Open(ctx, urls[1])
 	if err == nil {
 		s.Close()
 		t.Fatal("member 2 opened on a copy of member 1's state")
@@ -129,20 +117,10 @@ func TestOpenRefusesLostState(t *testing.T) {
 	for _, how := range []string{"truncated", "deleted"} {
 		t.Run(how, func(t *testing.T) {
 			ctx := context.Background()
-			urls := peerURLs(t, 3, "")
-			s, err := tenure.Open(ctx, urls[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			pu, err := url.Parse(urls[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(pu.Query().Get("state-dir"), "raft-1")
+			urls, stateDir := firstStarted(t)
+			dir := filepath.Join(stateDir, "raft-1")
 			db := filepath.Join(dir, "raft.db")
+			var err error
 			if how == "truncated" {
 				err = os.Truncate(db, 0)
 			} else {
@@ -151,7 +129,7 @@ func TestOpenRefusesLostState(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err = tenure.Open(ctx, urls[0])
+			s, err := tenure.Open(ctx, urls[0])
 			if err == nil {
 				s.Close()
 				t.Fatalf("member 1 opened with its raft.db %s", how)
@@ -169,4 +147,24 @@ func TestOpenRefusesLostState(t *testing.T) {
 			s.Close()
 		})
 	}
+}
+
+// firstStarted returns the URLs of a 3-member group whose member 1 was
+// opened and closed once (its raft state made), and the group's
+// state-dir.
+func firstStarted(t *testing.T) (urls []string, stateDir string) {
+	t.Helper()
+	urls = peerURLs(t, 3, "")
+	s, err := tenure.Open(context.Background(), urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return urls, pu.Query().Get("state-dir")
 }
