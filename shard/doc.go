@@ -1,5 +1,5 @@
 // Package shard spreads K keys over the live members of a group, so that
-// each of n live members leads about K/n of them, and moves keys when
+// each of n live members leads ⌊K/n⌋ or ⌈K/n⌉ of them, and moves keys when
 // members join or leave with the guarantee of every tenure lease: a key's
 // old leader's task has stopped before its new leader's task starts.
 //
@@ -8,7 +8,8 @@
 // liveness keys of every member listed in [Config.Members]: a member is
 // live while the store shows a grant of its liveness key to it. From that
 // live set every member computes, for each key, the same owner by
-// rendezvous hashing ([Owner]), with no messages between members. The
+// rendezvous hashing with bounded loads ([Assign]), with no messages
+// between members. The
 // owner campaigns for the key's lease, Group/keys/<key>, through an
 // ordinary [tenure.Elector] and runs the [Task] while it leads.
 //
@@ -34,9 +35,11 @@
 // that key's task, waits for it to return and releases the lease (or, if
 // it crashed, the lease expires after its TTL). The new owner campaigns
 // like any candidate: it is granted the lease only once the old grant
-// ended, and its task starts only then. Rendezvous hashing moves only the
-// keys whose owner changed: about K/(n+1) keys on a join, the leaver's
-// keys (about K/n) on a leave.
+// ended, and its task starts only then. A join moves about K/(n+1) keys
+// to the newcomer and a leave the leaver's keys (about K/n) to the
+// others, plus, for the bounds to hold, a few more: about 20 % more keys
+// move than with plain rendezvous hashing, whose loads vary as a random
+// draw's (see [Assign]).
 //
 // # When the owner does not take a key: the fallback rule
 //
@@ -73,9 +76,10 @@
 //   - A key is led within about one TTL after its leader crashed, at once
 //     (one watch delivery plus one Acquire) after it left gracefully, and
 //     within Takeover × rank after its owner failed to take it.
-//   - Balance is statistical: rendezvous hashing gives each member K/n
-//     keys on average, with a spread that narrows as K grows (the tests
-//     report max/min). It is not a perfect partition.
+//   - Balance is exact when every member sees the same live set: each
+//     owns ⌊K/n⌋ or ⌈K/n⌉ keys ([Assign]). While views differ, or while
+//     the fallback rule lets a runner-up hold a key, a member can lead
+//     more or fewer.
 //   - Members must share Group, Members, Keys and the store. Lease names
 //     of different groups never collide: [CheckGroup] refuses the group
 //     names that could. A member not

@@ -40,13 +40,13 @@ func TestFallbackLeadsAKeyItsOwnerLeftUnled(t *testing.T) {
 		keys := shard.Numbered(8)
 		var key, second string
 		for _, k := range keys {
-			if shard.Owner(k, members) == "m0" {
+			if shard.Owner(k, keys, members) == "m0" {
 				key = k
 				break
 			}
 		}
 		for _, m := range members {
-			if shard.Rank(key, m, members) == 1 {
+			if shard.Rank(key, m, keys, members) == 1 {
 				second = m
 			}
 		}

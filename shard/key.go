@@ -16,7 +16,7 @@ import (
 //
 // The rule, re-applied at every change of the live set:
 //   - not live itself: lead nothing;
-//   - owner ([Owner] among the live set): campaign and lead until the live
+//   - owner ([Assign] among the live set): campaign and lead until the live
 //     set names another owner;
 //   - ranked r ≥ 1 ([Rank]): watch the key; if it stays unled for
 //     r × Takeover with the live set unchanged, campaign as a fallback and
@@ -32,7 +32,7 @@ func (s *Sharder) runKey(ctx context.Context, key string, sess *tenure.Session, 
 	for ctx.Err() == nil {
 		v := s.view()
 		var err error
-		switch r := Rank(key, me, v.live); {
+		switch r := v.rank(key, me); {
 		case r < 0:
 			select {
 			case <-ctx.Done():
@@ -45,7 +45,7 @@ func (s *Sharder) runKey(ctx context.Context, key string, sess *tenure.Session, 
 					case <-ctx.Done():
 						return
 					case <-v.changed:
-						if v = s.view(); Rank(key, me, v.live) != 0 {
+						if v = s.view(); v.rank(key, me) != 0 {
 							return
 						}
 					}
@@ -56,7 +56,7 @@ func (s *Sharder) runKey(ctx context.Context, key string, sess *tenure.Session, 
 				continue
 			}
 			s.cfg.Logger.Info("shard: leading a key its owner left unled", "group", s.cfg.Group, "key", key,
-				"id", me, "owner", Owner(key, v.live), "rank", r, "unled_for", time.Duration(r)*s.cfg.Takeover)
+				"id", me, "owner", v.owner(key), "rank", r, "unled_for", time.Duration(r)*s.cfg.Takeover)
 			err = s.lead(ctx, key, sess, task, func(ctx context.Context) { s.holdFallback(ctx, key, v) })
 		}
 		if errors.Is(err, tenure.ErrTermsExhausted) {

@@ -29,7 +29,7 @@ func TestOwnLivenessIsOwnGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMembership(2, "a")
+	m := newMembership(2, "a", []string{"k"})
 	first := m.view()
 	for _, member := range cfg.Members {
 		go m.follow(ctx, &cfg, member, "")

@@ -39,7 +39,7 @@ func New(cfg Config) (*Sharder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Sharder{cfg: cfg, members: newMembership(len(cfg.Members), cfg.Identity), leading: map[string]bool{}}, nil
+	return &Sharder{cfg: cfg, members: newMembership(len(cfg.Members), cfg.Identity, cfg.Keys), leading: map[string]bool{}}, nil
 }
 
 // Config returns the member's configuration, defaults filled in.
@@ -58,7 +58,7 @@ func (s *Sharder) Config() Config { return s.cfg }
 // later, while the other keys go on.
 //
 // Which keys it leads is described in the package documentation: the keys
-// it owns by [Owner] among the members it sees live, and, by the fallback
+// it owns by [Assign] among the members it sees live, and, by the fallback
 // rule, a key its owner left unled for too long.
 func (s *Sharder) Run(ctx context.Context, task Task) error {
 	s.mu.Lock()
@@ -68,7 +68,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	}
 	s.running = true
 	// Each Run starts from no view: what an earlier Run saw is stale.
-	members := newMembership(len(s.cfg.Members), s.cfg.Identity)
+	members := newMembership(len(s.cfg.Members), s.cfg.Identity, s.cfg.Keys)
 	s.members = members
 	s.handoffs = 0
 	s.mu.Unlock()
@@ -159,7 +159,7 @@ type Status struct {
 	Identity string
 	// Live is the members this member sees live, sorted.
 	Live []string
-	// Owns is the keys [Owner] gives this member among Live, in the order
+	// Owns is the keys [Assign] gives this member among Live, in the order
 	// of Config.Keys.
 	Owns []string
 	// Leading is the keys whose task runs now, in the order of
@@ -181,7 +181,7 @@ func (s *Sharder) Status() Status {
 	v := s.members.view()
 	st := Status{Identity: s.cfg.Identity, Live: slices.Clone(v.live), Changes: s.members.changed(), Handoffs: s.handoffs}
 	for _, k := range s.cfg.Keys {
-		if v.has(s.cfg.Identity) && Owner(k, v.live) == s.cfg.Identity {
+		if v.has(s.cfg.Identity) && v.owner(k) == s.cfg.Identity {
 			st.Owns = append(st.Owns, k)
 		}
 		if s.leading[k] {

@@ -13,13 +13,26 @@ import (
 // view published.
 type view struct {
 	live    []string // sorted
+	keys    []string // the group's keys, shared by every view
 	changed chan struct{}
+
+	once   sync.Once
+	owners map[string]string // Assign(keys, live), computed at first use
 }
 
 func (v *view) has(m string) bool {
 	_, ok := slices.BinarySearch(v.live, m)
 	return ok
 }
+
+// owner returns key's owner among v's live members (see [Assign]).
+func (v *view) owner(key string) string {
+	v.once.Do(func() { v.owners = Assign(v.keys, v.live) })
+	return v.owners[key]
+}
+
+// rank returns member's [Rank] for key among v's live members.
+func (v *view) rank(key, member string) int { return rankGiven(key, member, v.owner(key), v.live) }
 
 // membership follows the liveness key of every candidate member and
 // publishes the live set as a sequence of views. The first view is
@@ -30,6 +43,7 @@ func (v *view) has(m string) bool {
 type membership struct {
 	mu      sync.Mutex
 	members int             // how many members there are
+	keys    []string        // the keys the group spreads
 	live    map[string]bool // every member heard of, and whether it is live
 	cur     *view
 	first   bool   // whether the first view was published
@@ -45,8 +59,8 @@ type membership struct {
 	selfRd  bool          // selfRec was read
 }
 
-func newMembership(members int, self string) *membership {
-	return &membership{members: members, self: self, live: map[string]bool{}, cur: &view{changed: make(chan struct{})}}
+func newMembership(members int, self string, keys []string) *membership {
+	return &membership{members: members, self: self, keys: keys, live: map[string]bool{}, cur: &view{keys: keys, changed: make(chan struct{})}}
 }
 
 // seenSelf records r, the record of this member's liveness key, and
@@ -114,7 +128,7 @@ func (m *membership) set(member string, live bool) {
 	if len(m.live) < m.members {
 		return // not every member heard of yet: no view
 	}
-	next := &view{changed: make(chan struct{})}
+	next := &view{keys: m.keys, changed: make(chan struct{})}
 	for mem, l := range m.live {
 		if l {
 			next.live = append(next.live, mem)
@@ -137,7 +151,8 @@ func (m *membership) set(member string, live bool) {
 // An [tenure.Observer] does the watching, so store errors are retried and
 // expiries of crashed members reported. A live member whose grant
 // publishes another fingerprint than ours (c's, computed once by Run) was
-// given other members or keys: the two disagree on who owns which key (the
+// given other members or keys, or runs a tenure version that spreads keys
+// by another rule: the two disagree on who owns which key (the
 // leases keep that safe, but keys can stay unled or move back and forth),
 // so it is logged, once per fingerprint seen.
 func (m *membership) follow(ctx context.Context, c *Config, member, ours string) {
@@ -150,7 +165,7 @@ func (m *membership) follow(ctx context.Context, c *Config, member, ours string)
 		live := r.Holder == member
 		if live && r.Value != "" && r.Value != ours && r.Value != warned {
 			warned = r.Value
-			c.Logger.Warn("shard: a member was given other members or keys than this one; every member must have the same, or they disagree on who owns which key",
+			c.Logger.Warn("shard: a member was given other members or keys than this one, or runs a tenure version that spreads keys otherwise; every member must have the same, or they disagree on who owns which key",
 				"group", c.Group, "member", member, "its_config", r.Value, "this_config", ours, "this_member", c.Identity)
 		}
 		if member != m.self {

@@ -22,7 +22,8 @@ const shardHelp = `Usage: tenure shard [flags] --group GROUP --members A,B,C --i
 One member of a group that spreads keys over its live members (package
 shard): run one tenure shard per member, each with the same --group,
 --members, --shards or --keys and store. Each key goes to one live member,
-chosen by rendezvous hashing; this process runs CMD once for each key it
+chosen by rendezvous hashing with bounded loads (each member gets K/n keys,
+rounded up or down); this process runs CMD once for each key it
 leads, with TENURE_KEY (the key: "0".."N-1" with --shards, else the name
 given in --keys), TENURE_ID and TENURE_TERM (the key's fencing token) in its
 environment. Each CMD runs as with tenure run: in its own process group,

@@ -155,7 +155,7 @@ type shardHistory struct {
 func leadAll(t *testing.T, g *shardGroup, keys, members []string) *shardHistory {
 	h := &shardHistory{last: map[string]workerEvent{}, next: map[string]int{}}
 	for _, k := range keys {
-		ev, i := g.awaitLeader(t, k, shard.Owner(k, members), 0)
+		ev, i := g.awaitLeader(t, k, shard.Owner(k, keys, members), 0)
 		h.led(t, k, ev, i)
 	}
 	count := h.perMember()
@@ -191,13 +191,17 @@ func (h *shardHistory) stopOf(g *shardGroup, key string) (workerEvent, int, bool
 	return g.logs[key].waitFor(h.next[key], wait, func(e workerEvent) bool { return e.Kind == "stop" && e.PID == pid })
 }
 
-// terminate sends SIGTERM to victim: its CMDs stop, its keys go to their
-// owners among rest, each started after the old CMD stopped, it exits 0,
-// and no other key moves.
+// terminate sends SIGTERM to victim: its CMDs stop, its keys (and the few
+// others the balance moves) go to their owners among rest, each started
+// after the old CMD stopped, it exits 0, and no other key moves.
 func (h *shardHistory) terminate(t *testing.T, g *shardGroup, keys []string, victim string, rest []string) {
-	theirs := map[string]bool{}
+	owners := shard.Assign(keys, rest)
+	theirs := map[string]bool{} // the keys that move
 	for _, k := range keys {
-		theirs[k] = h.last[k].ID == victim
+		theirs[k] = h.last[k].ID != owners[k]
+		if h.last[k].ID == victim && !theirs[k] {
+			t.Fatalf("key %s: %s leads it, and Assign gives it to %s among %v", k, victim, owners[k], rest)
+		}
 	}
 	if h.perMember()[victim] == 0 {
 		t.Fatalf("%s leads no key; the test needs it to lead some: %v", victim, h.perMember())
@@ -211,21 +215,23 @@ func (h *shardHistory) terminate(t *testing.T, g *shardGroup, keys []string, vic
 		if !theirs[k] {
 			continue
 		}
+		from := h.last[k].ID
 		stop, i, ok := h.stopOf(g, k)
 		if !ok {
-			t.Fatalf("key %s: %s's CMD did not stop", k, victim)
+			t.Fatalf("key %s: %s's CMD did not stop", k, from)
 		}
-		ev, j := g.awaitLeader(t, k, shard.Owner(k, rest), i+1)
+		ev, j := g.awaitLeader(t, k, owners[k], i+1)
 		t.Logf("key %s moved %s -> %s: CMD stopped %s after the SIGTERM, next started %s after the stop",
-			k, victim, ev.ID, time.Duration(stop.Mono-t0), time.Duration(ev.Mono-stop.Mono))
+			k, from, ev.ID, time.Duration(stop.Mono-t0), time.Duration(ev.Mono-stop.Mono))
 		h.led(t, k, ev, j)
 		moved++
 	}
 	g.awaitExit(t, victim)
-	// Only the victim's keys moved: no other key's CMD stopped or started.
+	// Only the keys whose owner changed moved: no other key's CMD stopped
+	// or started.
 	for _, k := range keys {
 		if n := g.logs[k].length(); !theirs[k] && n != h.next[k] {
-			t.Errorf("key %s, not %s's, moved: %d events after its CMD started", k, victim, n-h.next[k])
+			t.Errorf("key %s, whose owner did not change, moved: %d events after its CMD started", k, n-h.next[k])
 		}
 	}
 	t.Logf("after SIGTERM of %s: %d keys moved, keys per member %v", victim, moved, h.perMember())
@@ -363,7 +369,7 @@ func TestShardFrozenMember(t *testing.T) {
 	last, next := map[string]workerEvent{}, map[string]int{}
 	count := map[string]int{}
 	for _, k := range keys {
-		owner := shard.Owner(k, all)
+		owner := shard.Owner(k, keys, all)
 		last[k], next[k] = g.awaitLeader(t, k, owner, 0)
 		next[k]++
 		count[owner]++
