@@ -55,6 +55,18 @@ type SessionConfig struct {
 	// the session can measure its leadership's health by (promtenure's
 	// SessionCollector), since its electors renew nothing of their own.
 	OnKeepAlive func(SessionKeepAlive)
+	// OnEvent, if set, receives the events of the keys led through
+	// [Session.Campaign], as [Config.OnEvent] does an elector's: its
+	// campaign's (acquire attempts, leader changes), then EventElected
+	// when Campaign returns a [Leadership], and one EventLost (the store
+	// ended the grant or the renew deadline passed; Err says which) or
+	// EventReleased (Resign, or the session's Close, first) when that
+	// leadership's context ends. The same events are logged as an
+	// elector's are. Electors given the session report to their own
+	// Config.OnEvent instead. It is called from the campaigning
+	// goroutine, or from a goroutine of its own once a context ended, and
+	// must not block.
+	OnEvent func(Event)
 }
 
 // SessionKeepAlive is one keep-alive of a [Session]'s store session, as

@@ -51,7 +51,7 @@ type Leadership struct {
 // same key (the session hands out each term once).
 func (s *Session) Campaign(ctx context.Context, key, identity, value string) (*Leadership, error) {
 	c := &s.cfg
-	e, err := New(Config{Key: key, Identity: identity, Value: value, Session: s, Clock: c.Clock, Logger: c.Logger, Rand: s.campaignRand()})
+	e, err := New(Config{Key: key, Identity: identity, Value: value, Session: s, Clock: c.Clock, Logger: c.Logger, Rand: s.campaignRand(), OnEvent: c.OnEvent})
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +61,7 @@ func (s *Session) Campaign(ctx context.Context, key, identity, value string) (*L
 			return nil, err
 		}
 		if l, ok := s.leadership(ctx, gr); ok {
+			l.report(e)
 			return l, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -101,6 +102,26 @@ func (s *Session) leadership(ctx context.Context, gr grant) (*Leadership, bool) 
 	}
 	t.base = c.Clock.Now()
 	return l, true
+}
+
+// report emits, through e (Campaign's elector, which logs and calls
+// SessionConfig.OnEvent), that l began, and, from a goroutine of its own
+// once l's context is done, how it ended: EventReleased after Resign or
+// the session's Close, EventLost otherwise.
+func (l *Leadership) report(e *Elector) {
+	term := l.term.lease.Term
+	e.emit(Event{Kind: EventElected, Term: term})
+	context.AfterFunc(l.ctx, func() {
+		cause := context.Cause(l.ctx)
+		switch {
+		case errors.Is(cause, errResigned):
+			e.emit(Event{Kind: EventReleased, Term: term})
+		case errors.Is(cause, ErrClosed):
+			e.emit(Event{Kind: EventReleased, Term: term, Err: cause})
+		default:
+			e.emit(Event{Kind: EventLost, Term: term, Err: cause})
+		}
+	})
 }
 
 // Context returns the leader context: it carries the term (see [TermFrom]
