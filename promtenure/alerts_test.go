@@ -30,8 +30,8 @@ func TestAlertRules(t *testing.T) {
 }
 
 // TestAlertRulesUseExportedSeries: every metric alerts.yml reads is one a
-// Collector exports, and every reason it names is one the Collector
-// exports, so a renamed metric or reason cannot leave an alert that never
+// Collector or a SessionCollector exports, and every reason it names is
+// one they export, so a renamed metric or reason cannot leave an alert that never
 // fires.
 func TestAlertRulesUseExportedSeries(t *testing.T) {
 	rules, err := os.ReadFile("alerts.yml")
@@ -40,7 +40,7 @@ func TestAlertRulesUseExportedSeries(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	c := New(key)
-	reg.MustRegister(c)
+	reg.MustRegister(c, NewSession("s"))
 	c.OnEvent(nil)(tenure.Event{Kind: tenure.EventRenewed, Key: key, Took: time.Millisecond})
 	fams, err := reg.Gather()
 	if err != nil {
@@ -69,13 +69,13 @@ func TestAlertRulesUseExportedSeries(t *testing.T) {
 	}
 	for _, n := range names {
 		if !exported[n] {
-			t.Errorf("alerts.yml reads %s, which a Collector does not export", n)
+			t.Errorf("alerts.yml reads %s, which no collector exports", n)
 		}
 	}
 	for _, m := range regexp.MustCompile(`\b(tenure_[a-z_]+)\{reason=~"([^"]+)"`).FindAllStringSubmatch(expr.String(), -1) {
 		for _, r := range strings.Split(m[2], "|") {
 			if !reasons[m[1]+" "+r] {
-				t.Errorf("alerts.yml matches reason %q of %s, which a Collector does not export", r, m[1])
+				t.Errorf("alerts.yml matches reason %q of %s, which no collector exports", r, m[1])
 			}
 		}
 	}
