@@ -209,10 +209,29 @@ func (e *Elector) doResult(taskErr, cause error) error {
 }
 
 // emit logs ev and hands it to Config.OnEvent.
-func (e *Elector) emit(ev Event) {
-	ev.Time = e.cfg.Clock.Now()
-	ev.Key, ev.Identity = e.cfg.Key, e.cfg.Identity
-	log := e.cfg.Logger
+func (e *Elector) emit(ev Event) { e.sink().emit(ev) }
+
+// sink returns what emit needs of e, so that what reports events after e
+// is done (a Leadership of Session.Campaign) need not keep e.
+func (e *Elector) sink() eventSink {
+	return eventSink{key: e.cfg.Key, id: e.cfg.Identity, clock: e.cfg.Clock, log: e.cfg.Logger,
+		on: e.cfg.OnEvent, stopTimeout: e.cfg.StopTimeout}
+}
+
+// eventSink stamps, logs and delivers an elector's events.
+type eventSink struct {
+	key, id     string
+	clock       Clock
+	log         *slog.Logger
+	on          func(Event)
+	stopTimeout time.Duration
+}
+
+// emit logs ev and hands it to the OnEvent callback, if any.
+func (k eventSink) emit(ev Event) {
+	ev.Time = k.clock.Now()
+	ev.Key, ev.Identity = k.key, k.id
+	log := k.log
 	switch ev.Kind {
 	case EventElected:
 		log.Info("tenure: elected", "key", ev.Key, "id", ev.Identity, "term", ev.Term)
@@ -226,10 +245,10 @@ func (e *Elector) emit(ev Event) {
 		log.Warn("tenure: renewal failed, retrying", "key", ev.Key, "id", ev.Identity, "term", ev.Term, "err", ev.Err)
 	case EventTaskOverrun:
 		log.Error("tenure: leader task still running after its context was cancelled", "key", ev.Key,
-			"id", ev.Identity, "term", ev.Term, "stop_timeout", e.cfg.StopTimeout)
+			"id", ev.Identity, "term", ev.Term, "stop_timeout", k.stopTimeout)
 	}
-	if e.cfg.OnEvent != nil {
-		e.cfg.OnEvent(ev)
+	if k.on != nil {
+		k.on(ev)
 	}
 }
 

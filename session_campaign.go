@@ -104,22 +104,22 @@ func (s *Session) leadership(ctx context.Context, gr grant) (*Leadership, bool) 
 	return l, true
 }
 
-// report emits, through e (Campaign's elector, which logs and calls
+// report emits, as Campaign's elector e does (logged, and handed to
 // SessionConfig.OnEvent), that l began, and, from a goroutine of its own
 // once l's context is done, how it ended: EventReleased after Resign or
-// the session's Close, EventLost otherwise.
+// the session's Close, EventLost otherwise. It keeps e's sink, not e.
 func (l *Leadership) report(e *Elector) {
-	term := l.term.lease.Term
-	e.emit(Event{Kind: EventElected, Term: term})
+	term, sink := l.term.lease.Term, e.sink()
+	sink.emit(Event{Kind: EventElected, Term: term})
 	context.AfterFunc(l.ctx, func() {
 		cause := context.Cause(l.ctx)
 		switch {
 		case errors.Is(cause, errResigned):
-			e.emit(Event{Kind: EventReleased, Term: term})
+			sink.emit(Event{Kind: EventReleased, Term: term})
 		case errors.Is(cause, ErrClosed):
-			e.emit(Event{Kind: EventReleased, Term: term, Err: cause})
+			sink.emit(Event{Kind: EventReleased, Term: term, Err: cause})
 		default:
-			e.emit(Event{Kind: EventLost, Term: term, Err: cause})
+			sink.emit(Event{Kind: EventLost, Term: term, Err: cause})
 		}
 	})
 }
