@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // errResigned is the cause of a [Leadership]'s context ended by Resign.
@@ -30,6 +31,9 @@ type Leadership struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	resign sync.Once
+
+	sink  atomic.Pointer[eventSink] // set once EventElected was emitted
+	ended sync.Once                 // the end is reported once
 }
 
 // Campaign campaigns for key as identity through the session, publishing
@@ -85,7 +89,7 @@ func (s *Session) leadership(ctx context.Context, gr grant) (*Leadership, bool) 
 	lctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), termKey{}, t))
 	l := &Leadership{sg: sg, term: t, ctx: lctx, cancel: cancel}
 	// From here the session's keep-alives extend t and its end cancels lctx.
-	sg.gen.leadAlone(sg, t, cancel)
+	sg.gen.leadAlone(sg, t, func(cause error) { cancel(cause); l.reportEnd() })
 	if gr.lease.Wait > 0 {
 		start := c.Clock.NewTimer(gr.sent.Add(gr.lease.Wait).Sub(c.Clock.Now()))
 		defer start.Stop()
@@ -105,14 +109,28 @@ func (s *Session) leadership(ctx context.Context, gr grant) (*Leadership, bool) 
 }
 
 // report emits, as Campaign's elector e does (logged, and handed to
-// SessionConfig.OnEvent), that l began, and, from a goroutine of its own
-// once l's context is done, how it ended: EventReleased after Resign or
-// the session's Close, EventLost otherwise. It keeps e's sink, not e.
+// SessionConfig.OnEvent), that l began, and from then on reports its end
+// (see reportEnd), once, from whichever goroutine ends it. It keeps e's
+// sink, not e: no goroutine and little heap per key.
 func (l *Leadership) report(e *Elector) {
-	term, sink := l.term.lease.Term, e.sink()
-	sink.emit(Event{Kind: EventElected, Term: term})
-	context.AfterFunc(l.ctx, func() {
-		cause := context.Cause(l.ctx)
+	sink := e.sink()
+	sink.emit(Event{Kind: EventElected, Term: l.term.lease.Term})
+	l.sink.Store(&sink)
+	if l.ctx.Err() != nil { // it ended before the sink was in place
+		l.reportEnd()
+	}
+}
+
+// reportEnd emits how l ended, once l's context is done and report has
+// run: EventReleased after Resign or the session's Close, EventLost
+// otherwise. Before report it does nothing (report calls it).
+func (l *Leadership) reportEnd() {
+	sink := l.sink.Load()
+	if sink == nil || l.ctx.Err() == nil {
+		return
+	}
+	l.ended.Do(func() {
+		term, cause := l.term.lease.Term, context.Cause(l.ctx)
 		switch {
 		case errors.Is(cause, errResigned):
 			sink.emit(Event{Kind: EventReleased, Term: term})
@@ -152,6 +170,7 @@ func (l *Leadership) Lease() Lease { return l.term.lease }
 func (l *Leadership) Resign(ctx context.Context) {
 	l.resign.Do(func() {
 		l.cancel(errResigned)
+		l.reportEnd()
 		l.sg.gen.forget(ctx, l.sg, !errors.Is(context.Cause(l.ctx), ErrLost))
 	})
 }
