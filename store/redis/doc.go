@@ -15,6 +15,13 @@
 // Never delete PREFIX:{K}:term or PREFIX:{K}:last, and never let the server
 // evict them. Deleting the lease key ends the grant (see below).
 //
+// The lease hash names its format (field format, 1; absent in grants of
+// builds before it, which read as format 1). A lease hash of another
+// format, or without a holder field, is one this build cannot read: it
+// may be a live grant of a newer tenure, so Acquire, Get and Watch fail
+// with an error naming the key and the format instead of taking the key
+// for free, until the hash is gone (released, expired or deleted).
+//
 // # Guarantees (on one server)
 //
 //   - Expiry is judged by the server: a grant ends when its lease key

@@ -17,8 +17,9 @@ import (
 // Each key K is stored under three Redis keys, all with the hash tag {K} so
 // they share a slot:
 //
-//	PREFIX:{K}:lease  hash holder, term, token, ttl_ns, ttl_ms, value (the
-//	                  published value, absent before tenure had one); expires
+//	PREFIX:{K}:lease  hash format (see leaseFormat), holder, term, token,
+//	                  ttl_ns, ttl_ms, value (the published value, absent
+//	                  before tenure had one); expires
 //	                  (PEXPIRE) when the grant does, judged by the server; a
 //	                  grant made in a session instead has the field session
 //	                  (the session's key) and no expiry (see session.go)
@@ -96,9 +97,27 @@ end
 
 // leaseType starts the scripts that read a lease key: KIND is its Redis
 // type, "hash" or "none" unless something else wrote another type there.
+// unreadable(holder, format) is true for a lease hash this build cannot
+// read (see leaseFormat): of another format, or without a holder field,
+// which every grant of every format so far has.
 const leaseType = `
 local KIND = redis.call('TYPE', KEYS[1])['ok']
+local function unreadable(holder, format)
+	return KIND == 'hash' and (format and format ~= '` + leaseFormat + `' or not holder)
+end
 `
+
+// leaseFormat is the format of the lease hashes this build writes, in
+// their field format, and the only one it reads; a hash without the
+// field (written before it was added) reads as this format. A change
+// that older builds would misread (a field renamed, dropped or given
+// another meaning, another rule for when a grant lives) must write
+// another format: builds from this one on then refuse its grants, in an
+// error naming the key and the format, instead of taking them for free
+// keys or lower terms. Builds before it never check the field, so such a
+// change must still not look free to them: keep the holder field and the
+// hash's expiry.
+const leaseFormat = "1"
 
 // maxTermLua is the highest term the acquire script grants: 2^53-1, the
 // largest integer Redis's Lua (whose numbers are doubles) holds exactly.
@@ -117,7 +136,8 @@ var (
 	// counter, the last grant's term or floor is not a whole number below
 	// maxTerm, or the counter or the last grant's record is a Redis value
 	// of another type (written by something else), {4, type} when the
-	// lease key is a Redis value of another type than a hash.
+	// lease key is a Redis value of another type than a hash, {5, format}
+	// when it is a hash this build cannot read (see leaseFormat).
 	//
 	// wait_ms is what is left of the last grant's renew window if it ended
 	// neither by release nor by expiry (its lease key deleted or evicted,
@@ -135,7 +155,10 @@ local maxTerm = ` + maxTermLua + `
 if KIND ~= 'hash' and KIND ~= 'none' then
 	return {4, KIND}
 end
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session', 'ttl_ms')
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session', 'ttl_ms', 'format')
+if unreadable(cur[1], cur[7]) then
+	return {5, cur[7] or ''}
+end
 if cur[1] then
 	local left = held(KEYS[1], cur[5])
 	if left and not cur[5] then
@@ -193,7 +216,7 @@ if term <= floor then
 	repaired = 1
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'term', term, 'token', ARGV[2], 'ttl_ns', ARGV[4], 'ttl_ms', ARGV[3], 'value', ARGV[8])
+redis.call('HSET', KEYS[1], 'format', '` + leaseFormat + `', 'holder', ARGV[1], 'term', term, 'token', ARGV[2], 'ttl_ns', ARGV[4], 'ttl_ms', ARGV[3], 'value', ARGV[8])
 local exp = now + tonumber(ARGV[3])
 if session then
 	redis.call('HSET', KEYS[1], 'session', session)
@@ -257,12 +280,16 @@ return 1
 	// KEYS: lease, term. Returns {holder, term, ttl_ns, pttl, value} when
 	// held, {'', last term or '0'} when free, {'', 'lease' or 'term',
 	// type} when the lease key or the counter is a Redis value of another
-	// type than a hash or a string.
+	// type than a hash or a string, {'', 'format', format} when the lease
+	// key is a hash this build cannot read (see leaseFormat).
 	getScript = goredis.NewScript(leaseLua + leaseType + `
 if KIND ~= 'hash' and KIND ~= 'none' then
 	return {'', 'lease', KIND}
 end
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session', 'ttl_ms')
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'term', 'ttl_ns', 'value', 'session', 'ttl_ms', 'format')
+if unreadable(cur[1], cur[7]) then
+	return {'', 'format', cur[7] or ''}
+end
 if cur[1] then
 	local left = held(KEYS[1], cur[5])
 	if left and not cur[5] then
@@ -382,6 +409,8 @@ func (s *Store) acquired(a acquireCall, res []any) (tenure.Lease, error) {
 		return tenure.Lease{}, fmt.Errorf("%w: tenure/redis: acquire of %q on %s: its term counter or last grant's term, or a term this Store saw for it, is not a whole number below 2^53-1 (or not of its Redis type), past which Redis scripts do not count exactly (was it written by something else?)", tenure.ErrTermsExhausted, a.key, s.redacted)
 	case code == 4 && len(res) == 2:
 		return tenure.Lease{}, s.wrongType("acquire", a.key, "lease", res[1])
+	case code == 5 && len(res) == 2:
+		return tenure.Lease{}, s.unreadable("acquire", a.key, res[1])
 	}
 	r, err := s.record(a.key, res[1:])
 	if err != nil {
@@ -464,6 +493,9 @@ func (s *Store) record(key string, v []any) (tenure.Record, error) {
 	if len(v) == 3 && v[0] == "" && (v[1] == "lease" || v[1] == "term") {
 		return tenure.Record{}, s.wrongType("get", key, v[1].(string), v[2])
 	}
+	if len(v) == 3 && v[0] == "" && v[1] == "format" {
+		return tenure.Record{}, s.unreadable("get", key, v[2])
+	}
 	if len(v) < 2 {
 		return bad()
 	}
@@ -510,6 +542,20 @@ func (s *Store) wrongType(op, key, what string, kind any) error {
 	}
 	return fmt.Errorf("tenure/redis: %s of %q on %s: %q is a Redis %v, not %s (was it written by something else?)",
 		op, key, s.redacted, name, kind, want)
+}
+
+// unreadable is the error of op on key when its lease hash is one this
+// build cannot read (see leaseFormat): of format, or, for a format of ""
+// or leaseFormat, without a holder field. The grant may be live, so the
+// key is neither free nor granted.
+func (s *Store) unreadable(op, key string, format any) error {
+	quoted := replyString([]any{format})
+	what := fmt.Sprintf("is of format %s, this build reads format %s", quoted[1:len(quoted)-1], leaseFormat)
+	if f, _ := format.(string); f == "" || f == leaseFormat {
+		what = "has no holder field"
+	}
+	return fmt.Errorf("tenure/redis: %s of %q on %s: lease hash %q %s (written by a newer tenure, or by something else?): not taken for a free key",
+		op, key, s.redacted, s.leaseKey(key), what)
 }
 
 // replyString renders a script's reply for an error: strings quoted (any
