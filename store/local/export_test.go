@@ -124,3 +124,21 @@ func BeforeKeepAliveWrite(ss tenure.StoreSession, f func()) {
 	defer s.mu.Unlock()
 	s.beforeWrite = f
 }
+
+// WriteFormat rewrites key's record in dir in place as a build of another
+// format could have written it: format version in the header, and the
+// JSON body with extra (`"name":value` pairs, or "") added to its fields.
+func WriteFormat(dir, key string, version uint16, extra string) error {
+	name := filepath.Join(dir, baseName(key)+".state")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	body := data[headerLen : len(data)-trailerLen]
+	if extra != "" {
+		body = append(append([]byte(nil), body[:len(body)-1]...), ","+extra+"}"...)
+	}
+	framed := frame(body)
+	framed[len(stateMagic)], framed[len(stateMagic)+1] = byte(version>>8), byte(version)
+	return os.WriteFile(name, framed, 0o600)
+}

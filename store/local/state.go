@@ -38,6 +38,16 @@ var ErrUnsafe = errors.New("local: unsafe state directory")
 //	14+n    4     CRC-32C (Castagnoli) of the JSON body
 //
 // Nothing may follow the checksum.
+//
+// The format version must change with anything an older build would
+// misread, and not only with the record's fields: how a grant's liveness
+// is judged (the kind of lock on NAME.holder.TERM and NAME.lock, the
+// files' names, sessions) is part of it. Builds of one version refuse
+// records of another as corrupt (the body also refuses unknown fields),
+// which is safe; a change that keeps the version is not. That was how
+// builds before 2026-11-22 (cd8f3c1), which locked with flock, and later
+// ones, which use OFD locks, that flock does not see, both took a key
+// the other held: they must never share a directory.
 const (
 	stateMagic   = "tenure\x00L"
 	stateVersion = 1
