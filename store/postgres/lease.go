@@ -319,7 +319,7 @@ func (s *Store) acquireFailed(ctx context.Context, op, key string, err error) er
 				tenure.ErrTermsExhausted, key, r.Term)
 		}
 	}
-	return s.fail(ctx, op, err)
+	return s.fail(ctx, fmt.Sprintf("%s of %q", op, key), err)
 }
 
 // outOfRange reports whether err is PostgreSQL's numeric_value_out_of_range,
@@ -411,7 +411,7 @@ func (s *Store) onGrant(ctx context.Context, op string, l tenure.Lease, do func(
 		return err
 	})
 	if err != nil {
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, fmt.Sprintf("%s of %q term %d", op, l.Key, l.Term), err)
 	}
 	if n != 1 {
 		return fmt.Errorf("%w: key %q term %d expired, was released or taken over", tenure.ErrLost, l.Key, l.Term)
@@ -442,7 +442,7 @@ func (s *Store) get(ctx context.Context, key string) (tenure.Record, error) {
 	case errors.Is(err, pgx.ErrNoRows):
 		return r, nil
 	case err != nil:
-		return r, s.fail(ctx, "get", err)
+		return r, s.fail(ctx, fmt.Sprintf("get of %q", key), err)
 	}
 	r.Term = uint64(term)
 	if remainingUS > 0 {
