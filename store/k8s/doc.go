@@ -39,7 +39,11 @@
 // writes, so the term survives its grants: a Lease's term is the term of
 // tenure's last grant plus the number of grants made since
 // (leaseTransitions), and a Lease tenure never wrote has term
-// leaseTransitions+1.
+// leaseTransitions+1. The annotation names its format (1; absent in
+// annotations of earlier builds): one of a higher format, written by a
+// newer tenure, makes Acquire and Get fail with an error naming
+// the key and the format rather than read the Lease at a term that may
+// be below the key's.
 //
 // # Guarantees
 //

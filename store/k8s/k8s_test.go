@@ -122,6 +122,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	t.Run("TermsAtMaximum", func(t *testing.T) { termsAtMaximum(t, e) })
 	t.Run("AnnotationWithoutKey", func(t *testing.T) { annotationWithoutKey(t, e) })
 	t.Run("ForgedGrantTTL", func(t *testing.T) { forgedGrantTTL(t, e) })
+	t.Run("NewerFormat", func(t *testing.T) { newerFormat(t, e) })
 	t.Run("RBACRoleOfTheREADME", func(t *testing.T) { rbacRole(t, e) })
 	// Last: it stops the API server for a while.
 	t.Run("Outage", func(t *testing.T) { outage(t, e) })

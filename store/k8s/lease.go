@@ -39,6 +39,7 @@ func durationSeconds(ttl time.Duration) int32 {
 func newToken() string { return token.Hex(12) }
 
 func annotate(l *coordinationv1.Lease, g grant) {
+	g.Format = grantFormat
 	b, _ := json.Marshal(g)
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
@@ -208,8 +209,13 @@ func (s *Store) observeWrite(key string, l *coordinationv1.Lease) {
 }
 
 // foreign is the error about a Lease whose annotation names another key,
-// or none: an annotation with a term but no key was not written by tenure.
+// or none: an annotation with a term but no key was not written by tenure;
+// or is of a format this build cannot read.
 func (s *Store) foreign(key string, v view) error {
+	if v.g.Format > grantFormat {
+		return fmt.Errorf("k8s: key %q: Lease %s (%s): its annotation %s is of format %d, this build reads format %d (written by a newer tenure?): not taken for a free key",
+			key, s.LeaseName(key), s.where, GrantAnnotation, v.g.Format, grantFormat)
+	}
 	if v.g.Key == "" {
 		return fmt.Errorf("k8s: key %q: Lease %s (%s): its annotation %s names no key (was it written by something else?)",
 			key, s.LeaseName(key), s.where, GrantAnnotation)

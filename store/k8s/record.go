@@ -41,7 +41,20 @@ type grant struct {
 	// Value is the value published with the grant; absent when none was,
 	// and cleared on release. A client-go candidate publishes none.
 	Value string `json:"value,omitempty"`
+	// Format is the annotation's format (see grantFormat); absent, 0, in
+	// annotations of builds before it, which read as format 1.
+	Format int `json:"format,omitempty"`
 }
+
+// grantFormat is the format of the annotations this build writes, and
+// the highest it reads. A change that older builds would misread (the
+// term under another name, a field given another meaning) must write a
+// higher one: builds from this one on then refuse the Lease, in an error
+// naming the key and the format, instead of reading it as a Lease only
+// client-go wrote, at its leaseTransitions+1, which may be far below the
+// key's term. Builds before it never check it, so such a change must
+// still keep holderIdentity and the Lease's renewals as client-go's.
+const grantFormat = 1
 
 // leaseName is the Lease that stands for key: prefix+key when that is a
 // valid object name (so a Lease a client-go candidate knows by name can be
@@ -100,8 +113,8 @@ type view struct {
 // without a leaseDurationSeconds (nobody writes one; client-go's default).
 const defaultForeignDuration = 15 * time.Second
 
-// read interprets l. A Lease whose annotation names another key gives
-// ok false.
+// read interprets l. A Lease whose annotation names another key, or is
+// of a format above grantFormat, gives ok false.
 func read(key string, l *coordinationv1.Lease) (v view, ok bool) {
 	v.rv, v.uid = l.ResourceVersion, string(l.UID)
 	if h := l.Spec.HolderIdentity; h != nil {
@@ -118,7 +131,12 @@ func read(key string, l *coordinationv1.Lease) (v view, ok bool) {
 	}
 	if raw, found := l.Annotations[GrantAnnotation]; found {
 		var g grant
-		if json.Unmarshal([]byte(raw), &g) == nil && g.Term > 0 {
+		err := json.Unmarshal([]byte(raw), &g)
+		if err == nil && g.Format > grantFormat {
+			v.g = &g
+			return v, false
+		}
+		if err == nil && g.Term > 0 {
 			v.g = &g
 		}
 	}
