@@ -87,6 +87,7 @@ func TestAzurite(t *testing.T) {
 		parallel("TermsNeverReset", testTermsNeverReset)
 		parallel("TermAtMaximum", testTermAtMaximum)
 		parallel("CorruptMetadata", testCorruptMetadata)
+		parallel("NewerFormat", testNewerFormat)
 	})
 	t.Run("RecoversAfterRestart", func(t *testing.T) { testRecoversAfterRestart(t, srv) })
 }

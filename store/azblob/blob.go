@@ -26,7 +26,19 @@ const (
 	// metadata value is an HTTP header value: ASCII, no edge spaces);
 	// absent when released or when none was published.
 	metaValue = "tenurevalue"
+	// metaFormat is the metadata's format, blobFormat; absent in blobs
+	// written before it, which read as that format.
+	metaFormat = "tenureformat"
 )
+
+// blobFormat is the format of the metadata this build writes, and the
+// only one it reads. A change that older builds would misread (the term
+// under another name, a field given another meaning) must write another
+// format: builds from this one on then refuse the blob, in an error
+// naming the key and the format, instead of reading a term of 0 or a
+// holder that is not one. Builds before it never check it, so such a
+// change must still hold the blob's Azure lease while a grant lives.
+const blobFormat = "1"
 
 // checkContainer applies Azure's container naming rules.
 func checkContainer(name string) error {
@@ -129,6 +141,10 @@ func stateOf(p blob.GetPropertiesResponse) (state, error) {
 	}
 	st.locked = p.LeaseStatus != nil && *p.LeaseStatus == lease.StatusTypeLocked
 	st.broken = p.LeaseState != nil && *p.LeaseState == lease.StateTypeBroken
+	if v := metaGet(p.Metadata, metaFormat); v != "" && v != blobFormat {
+		return state{}, fmt.Errorf("%w %s=%.64q, this build reads format %s (written by a newer tenure?): not taken for a free key or a term",
+			errMetadata, metaFormat, v, blobFormat)
+	}
 	if v := metaGet(p.Metadata, metaTerm); v != "" {
 		t, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -190,6 +206,7 @@ func (st state) owns(l tenure.Lease) error {
 // grantMeta is the metadata of a live grant.
 func grantMeta(key, identity string, term uint64, ttl time.Duration, value string) map[string]*string {
 	m := map[string]*string{
+		metaFormat: ptr(blobFormat),
 		metaKey:    ptr(url.PathEscape(key)),
 		metaHolder: ptr(url.PathEscape(identity)),
 		metaTerm:   ptr(strconv.FormatUint(term, 10)),
@@ -204,8 +221,9 @@ func grantMeta(key, identity string, term uint64, ttl time.Duration, value strin
 // releasedMeta is the metadata of a released key: the term stays.
 func releasedMeta(key string, term uint64) map[string]*string {
 	return map[string]*string{
-		metaKey:  ptr(url.PathEscape(key)),
-		metaTerm: ptr(strconv.FormatUint(term, 10)),
+		metaFormat: ptr(blobFormat),
+		metaKey:    ptr(url.PathEscape(key)),
+		metaTerm:   ptr(strconv.FormatUint(term, 10)),
 	}
 }
 

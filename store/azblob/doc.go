@@ -24,7 +24,10 @@
 // as "~XX" (so "jobs/nightly" is "jobs~2Fnightly"). The blob lease is the
 // mutex; the lease ID, a random UUID chosen by the store, is the
 // [tenure.Lease] Token. The blob's metadata holds the holder's identity,
-// the grant's TTL and the key's term.
+// the grant's TTL and the key's term, and names its format (tenureformat
+// 1; absent in blobs of earlier builds): a blob of another format, written
+// by a newer tenure, makes Acquire and Get fail with an error naming the
+// key and the format rather than read a term it may not hold.
 //
 // Acquire reads the blob's properties, leases the blob on the condition
 // that it did not change since (If-Match), then, under the new lease, writes
