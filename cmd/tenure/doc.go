@@ -40,7 +40,10 @@
 // while leading, runs CMD with TENURE_KEY, TENURE_ID and TENURE_TERM (the
 // fencing token) added to its environment. It does not run CMD itself: it
 // re-executes itself as a hidden supervisor (`tenure __supervise`) that
-// leads a new process group and runs CMD in that group. The supervisor is
+// leads a new process group and runs CMD in that group; on Linux from
+// /proc/self/exe, so that a new build renamed over the binary meanwhile
+// (an upgrade in place) is never the supervisor of an older tenure: the
+// control protocol below has no version of its own. The supervisor is
 // started while tenure campaigns and waits on its control socket (fd 3, a
 // SOCK_SEQPACKET socket pair); once elected, tenure sends it the term, the
 // deadlines and, as SCM_RIGHTS, the store's lease files (a store with a

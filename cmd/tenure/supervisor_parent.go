@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,23 @@ func (s *supervisor) finish(code int) {
 	})
 }
 
+// supervisorPath is the file a supervisor is started from, with self (the
+// path tenure was started from) as its argv[0]: on Linux /proc/self/exe,
+// the running build itself even after a new build was renamed over self
+// (an upgrade in place), so that tenure and its supervisor always speak
+// the control protocol of one build, which carries no version; elsewhere,
+// or without /proc, self.
+func supervisorPath(self string) string {
+	const proc = "/proc/self/exe"
+	if runtime.GOOS != "linux" {
+		return self
+	}
+	if _, err := os.Stat(proc); err != nil {
+		return self
+	}
+	return proc
+}
+
 // spawnSupervisor starts a supervisor for CMD, in a new process group. It
 // waits for its first control message before it runs CMD; closing conn
 // before that makes it exit.
@@ -64,6 +82,7 @@ func (r *runner) spawnSupervisor() (*supervisor, error) {
 	}
 	argv = append(append(argv, "--", r.opts.path), r.opts.args...)
 	cmd := exec.Command(r.self, argv...)
+	cmd.Path = supervisorPath(r.self)
 	cmd.Env = append(os.Environ(), "TENURE_KEY="+r.opts.key, "TENURE_ID="+r.opts.id)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.stdout, r.stderr
 	cmd.ExtraFiles = []*os.File{theirs}
