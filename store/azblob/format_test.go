@@ -21,7 +21,8 @@ import (
 // build read it as held by its holder at term 0, below the key's term 1,
 // and would have granted the key at a term it had passed once the lease
 // ended. Get and Acquire now refuse it in one line naming the key and
-// the format. A grant of this build writes format 1.
+// the format. A grant of this build writes format 1, and a blob without
+// the field, as earlier builds wrote it, reads as before.
 func testNewerFormat(t *testing.T, srv *testserver.AzuriteServer) {
 	prefix := randomName(t)
 	st := storetest.OpenClosing(t, tenure.Open, storeURL(srv, "newer", prefix))
@@ -45,6 +46,17 @@ func testNewerFormat(t *testing.T, srv *testserver.AzuriteServer) {
 	}
 	if f := p.Metadata["Tenureformat"]; f == nil || *f != "1" {
 		t.Fatalf("metadata of a grant of this build: %v; want tenureformat 1", p.Metadata)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	// A released blob as builds before the format wrote it still reads.
+	if _, err := b.SetMetadata(ctx, map[string]*string{"tenurekey": to("k"), "tenureterm": to("1")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err = st.Acquire(ctx, "k", "v1", ttl)
+	if err != nil || l.Term != 2 {
+		t.Fatalf("Acquire of a blob without tenureformat at term 1: %+v, %v; want term 2", l, err)
 	}
 	if err := st.Release(ctx, l); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,8 @@ import (
 // grant's 500, so Acquire after its expiry would have granted a term the
 // key had already passed. Get, Acquire and the holder's Renew now refuse
 // it in one line naming the key and the format. A grant of this build
-// writes format 1.
+// writes format 1, and an annotation without it, as earlier builds wrote
+// it, reads as before.
 func newerFormat(t *testing.T, e *env) {
 	ctx := storetest.Context(t, 30*time.Second)
 	st := storetest.OpenClosing(t, k8s.Open, e.url("newer.", e.admin))
@@ -31,6 +32,18 @@ func newerFormat(t *testing.T, e *env) {
 	lease := e.lease(t, st.LeaseName("job"))
 	if a := lease.Annotations[k8s.GrantAnnotation]; !strings.Contains(a, `"format":1`) {
 		t.Fatalf("annotation of a grant of this build: %s; want format 1", a)
+	}
+	// The annotation as builds before the format wrote it still reads.
+	lease.Annotations[k8s.GrantAnnotation] = strings.Replace(lease.Annotations[k8s.GrantAnnotation], `,"format":1`, "", 1)
+	if strings.Contains(lease.Annotations[k8s.GrantAnnotation], "format") {
+		t.Fatalf("annotation still names a format: %s", lease.Annotations[k8s.GrantAnnotation])
+	}
+	lease, err = e.raw.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Get(ctx, "job"); err != nil || r.Holder != "v1" || r.Term != l.Term {
+		t.Fatalf("Get of a grant annotated without a format: %+v, %v; want held by v1 at term %d", r, err, l.Term)
 	}
 	lease.Annotations[k8s.GrantAnnotation] = `{"format":99,"key":"job","generation":500,"holder":"v99"}`
 	if _, err := e.raw.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
