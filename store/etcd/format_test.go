@@ -1,7 +1,11 @@
 package etcd_test
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +54,37 @@ func TestNewerFormatGrantHeld(t *testing.T) {
 	l, err := st.Acquire(ctx, "k", "older", time.Second)
 	if err != nil || l.Term <= r.Term {
 		t.Fatalf("Acquire once the newer grant ended: %+v, %v; want a term above %d", l, err, r.Term)
+	}
+}
+
+// TestRecordFieldsPinned pins the JSON fields of a grant's holder key and
+// of its term key. If it fails, the record changed: builds already
+// deployed read it (a rolling upgrade runs both on one cluster), and no
+// field may make them see a live grant as free or a term lower (see
+// TestNewerFormatGrantHeld); update the lists once that is so.
+func TestRecordFieldsPinned(t *testing.T) {
+	srv := etcdtest.Start(t)
+	raw := rawClient(t, srv)
+	ctx := storetest.Context(t, 10*time.Second)
+	st := openStore(t, srv, "/pinned")
+	if _, err := st.AcquireClaim(ctx, "k", tenure.Claim{Identity: "alpha", TTL: time.Second, Value: "v"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"/pinned/holder/k": "holder ttl_ns value",
+		"/pinned/term/k":   "holder lease ttl_ns",
+	} {
+		resp, err := raw.Get(ctx, name)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("get %s: %v", name, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
+			t.Fatal(err)
+		}
+		fields := slices.Sorted(maps.Keys(m))
+		if got := strings.Join(fields, " "); got != want {
+			t.Errorf("fields of %s: %s, want %s", name, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,33 @@ func TestFormatFieldWrittenAndOptional(t *testing.T) {
 	}
 	if err := st.Release(ctxFor(t), l); err != nil {
 		t.Fatalf("Release of a grant without the format field: %v", err)
+	}
+}
+
+// TestRecordFieldsPinned pins the fields a plain grant writes. If it
+// fails, the record changed: builds already deployed read it (a rolling
+// upgrade runs both on one server). Write another leaseFormat if an older
+// build would misread the new record, then update the lists.
+func TestRecordFieldsPinned(t *testing.T) {
+	srv := testserver.Redis(t, false)
+	st := open(t, srv.URL(0))
+	c := client(t, srv)
+	l, lease := heldKey(t, st)
+	for name, want := range map[string]string{
+		lease:                    "format holder term token ttl_ms ttl_ns value",
+		recordKey(l.Key, "last"): "exp_ms released session term ttl_ms",
+	} {
+		m, err := c.HGetAll(ctxFor(t), name).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := make([]string, 0, len(m))
+		for f := range m {
+			fields = append(fields, f)
+		}
+		slices.Sort(fields)
+		if got := strings.Join(fields, " "); got != want {
+			t.Errorf("fields of %s: %s, want %s", name, got, want)
+		}
 	}
 }

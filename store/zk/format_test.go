@@ -1,8 +1,12 @@
 package zk_test
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +60,33 @@ func TestNewerFormatGrantHeld(t *testing.T) {
 	l, err := st.Acquire(ctx, "k", "older", time.Second)
 	if err != nil || l.Term <= held.Record.Term {
 		t.Fatalf("Acquire once the newer grant ended: %+v, %v; want a term above %d", l, err, held.Record.Term)
+	}
+}
+
+// TestRecordFieldsPinned pins the JSON fields of a grant's key node. If it
+// fails, the record changed: builds already deployed read it (a rolling
+// upgrade runs both on one ensemble), and no field may make them see a
+// live grant as free or a term lower (see TestNewerFormatGrantHeld);
+// update the list once that is so.
+func TestRecordFieldsPinned(t *testing.T) {
+	srv := server(t)
+	raw := rawConn(t, srv)
+	root := "/pinned-" + strconv.FormatInt(time.Now().UnixNano(), 36) // its nodes outlive the test
+	st := open(t, "zk://"+srv.Addr+root)
+	ctx := ctxT(t, 10*time.Second)
+	if _, err := st.AcquireClaim(ctx, "k", tenure.Claim{Identity: "alpha", TTL: time.Second, Value: "v"}); err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := raw.Get(root + "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	const want = "holder session ttl_ns value version"
+	if got := strings.Join(slices.Sorted(maps.Keys(m)), " "); got != want {
+		t.Errorf("fields of the key node: %s, want %s", got, want)
 	}
 }
