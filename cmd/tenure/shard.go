@@ -18,6 +18,8 @@ import (
 
 const shardHelp = `Usage: tenure shard [flags] --group GROUP --members A,B,C --id A
                    (--shards N | --keys K1,K2,...) -- CMD [ARGS...]
+       tenure shard --status [--json] --group GROUP --members A,B,C
+                   (--shards N | --keys K1,K2,...)
 
 One member of a group that spreads keys over its live members (package
 shard): run one tenure shard per member, each with the same --group,
@@ -51,6 +53,17 @@ Exit codes: 0 after a signal, once every CMD stopped and every key was
 released; 1 on a runtime error (the store failed for good); 2 for a bad
 command line.
 
+With --status it runs nothing: it reads the group from the store and prints
+which members are live, which member leads each key under which term, and
+each key's owner by the assignment among the live members (a key led by
+another member is moving, or held by the fallback rule). With --json it
+prints one object:
+  {"group":"jobs","live":["a","b"],"members":[{"id":"a","live":true,"leads":2}],
+   "keys":[{"key":"0","holder":"a","term":4,"owner":"a"}]}
+(holder "" for a key nobody leads, term then the last one granted). Exit
+codes: 0 every key is led, 3 some key is led by nobody, 1 the store could
+not be read, 2 a bad command line.
+
 Flags:
 `
 
@@ -66,6 +79,8 @@ type shardOpts struct {
 	group   string
 	members []string
 	keys    []string // the shard keys as the user names them
+	status  bool     // --status: print the group and exit
+	json    bool     // --json, with --status
 }
 
 // parseShard parses and validates everything about a `tenure shard`
@@ -85,6 +100,8 @@ func parseShard(args []string, stdout, stderr io.Writer) (o shardOpts, code int,
 	fs.StringVar(&o.httpAddr, "http", "", shardHTTPUsage)
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log")
 	fs.StringVar(&o.logFormat, "log-format", "text", logFormatUsage)
+	fs.BoolVar(&o.status, "status", false, "print the group's members, who leads each key and its owner, and exit (see above)")
+	fs.BoolVar(&o.json, "json", false, "with --status: print JSON (see above)")
 	if code, done := parseFlags(fs, args, shardHelp, stdout, stderr); done {
 		return o, code, true
 	}
@@ -167,6 +184,15 @@ func (o *shardOpts) validate(cmdline []string) error {
 	if err := o.checkNames(); err != nil {
 		return err
 	}
+	if o.status {
+		if len(cmdline) > 0 {
+			return usageErrorf("--status runs no command; remove %q", strings.Join(cmdline, " "))
+		}
+		return nil
+	}
+	if o.json {
+		return usageErrorf("--json is for --status")
+	}
 	return o.checkCommand("shard", "tenure shard --group G --members A,B --shards N -- CMD [ARGS...]", cmdline)
 }
 
@@ -174,7 +200,7 @@ func (o *shardOpts) validate(cmdline []string) error {
 // identities and parts of lease keys, and the keys as parts of lease keys. It sets runOpts.key to the member's
 // liveness key.
 func (o *shardOpts) checkNames() error {
-	if !slices.Contains(o.members, o.id) {
+	if !o.status && !slices.Contains(o.members, o.id) {
 		return usageErrorf("%s %q is not one of --members (%s)", o.idFrom, o.id, strings.Join(o.members, ","))
 	}
 	for _, m := range o.members {
@@ -213,6 +239,9 @@ func shardCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o, code, done := parseShard(args, stdout, stderr)
 	if done {
 		return code
+	}
+	if o.status {
+		return shardStatusCmd(ctx, o, stdout, stderr)
 	}
 	env, err := o.runnerEnv(stdout, stderr)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -320,6 +321,8 @@ func TestShardBadInput(t *testing.T) {
 		{"ttl too short", line("--members", "a", "--id", "a", "--shards", "2", "--ttl", "100ms"), "", "--ttl 100ms is out of range"},
 		{"grace too long", line("--members", "a", "--id", "a", "--shards", "2", "--ttl", "1s", "--grace", "5s"), "", "--grace 5s is too long for --ttl 1s"},
 		{"unknown flag", line("--members", "a", "--id", "a", "--shards", "2", "--restart"), "", "flag provided but not defined: -restart"},
+		{"status with a command", line("--members", "a", "--shards", "2", "--status"), "", `--status runs no command; remove "touch `},
+		{"json without status", line("--members", "a", "--id", "a", "--shards", "2", "--json"), "", "--json is for --status"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -519,5 +522,49 @@ func TestShardPublishesItsListsFingerprint(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitDone(t, g.procs[id].Done, wait, "member "+id)
+	}
+}
+
+// TestShardStatus: tenure shard --status prints, from the store alone,
+// which members are live, who leads each key and its owner among them
+// (shard.Assign), exit 0 while every key is led, and 3 with nobody
+// running, each key then led by nobody.
+func TestShardStatus(t *testing.T) {
+	keys := shard.Numbered(5)
+	all := []string{"a", "b", "c"}
+	g := newShardGroup(t, keys)
+	status := func() (shardStatusJSON, result) {
+		t.Helper()
+		r := runTenure(t, "shard", "--status", "--json", "--store", g.store, "--group", "jobs", "--members", strings.Join(all, ","), "--shards", "5")
+		var st shardStatusJSON
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("--status --json: %v; exit %d, stdout %q, stderr %q", err, r.code, r.stdout, r.stderr)
+		}
+		return st, r
+	}
+	st, r := status()
+	if r.code != exitFree || len(st.Live) != 0 || len(st.Keys) != len(keys) || st.Keys[0].Holder != "" || st.Keys[0].Owner != "" {
+		t.Fatalf("nobody running: exit %d, %+v; want exit 3, nobody live, every key unled", r.code, st)
+	}
+	live := all[:2]
+	for _, id := range live {
+		g.start(t, id, all)
+	}
+	owners := shard.Assign(keys, live)
+	for _, k := range keys {
+		g.awaitLeader(t, k, owners[k], 0)
+	}
+	st, r = status()
+	if r.code != exitOK || !slices.Equal(st.Live, live) {
+		t.Fatalf("a and b running: exit %d, live %v; want exit 0, live %v", r.code, st.Live, live)
+	}
+	for _, k := range st.Keys {
+		if k.Holder != owners[k.Key] || k.Owner != owners[k.Key] || k.Term == 0 {
+			t.Errorf("key %s: %+v; want led by its owner %s, with a term", k.Key, k, owners[k.Key])
+		}
+	}
+	text := runTenure(t, "shard", "--status", "--store", g.store, "--group", "jobs", "--members", strings.Join(all, ","), "--shards", "5")
+	if !strings.HasPrefix(text.stdout, "group jobs: 2 of 3 members live (a, b); 5 of 5 keys led") {
+		t.Errorf("--status: %q", text.stdout)
 	}
 }
