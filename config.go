@@ -138,7 +138,10 @@ type Config struct {
 	// Logger receives structured logs. Default [slog.Default].
 	Logger *slog.Logger
 	// OnEvent, if set, is called for every [Event], synchronously from the
-	// elector's goroutine: it must not block.
+	// elector's goroutine: it must not block. A callback that blocks holds
+	// up the elector, renewals included, so leadership may be lost; the
+	// leader context is still cancelled by the renew deadline (cause
+	// [ErrRenewDeadline]), and a task not yet started does not start.
 	OnEvent func(Event)
 	// Control, if set, opts in to leadership control: this elector obeys
 	// step-down requests ([RequestStepDown]) while it leads and while it

@@ -33,7 +33,9 @@ type holding struct {
 	// not one per renewal (whose stack would grow anew each time).
 	renews chan renewCall
 
-	started      bool
+	cancel       context.CancelCauseFunc // cancels the leader context
+	begun        bool                    // the term began: Status and EventElected
+	started      bool                    // the task was started
 	taskReturned bool
 	done         chan error // receives the task's result; nil until it starts
 	result       error      // the task's result once it returned
@@ -68,6 +70,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	t.handle = newTerm(lease, clock, acquired, t.deadline)
 	leaderCtx, cancelLeader := context.WithCancelCause(context.WithValue(ctx, termKey{}, t.handle))
 	defer cancelLeader(errTaskReturned)
+	t.cancel = cancelLeader
 
 	renewCtx, cancelRenews := context.WithCancel(ctx)
 	var lost chan error // watchLoss (or the session) and watchControl send at most once each
@@ -102,7 +105,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	} else {
 		cancelLeader(errTaskReturned)
 	}
-	if t.started {
+	if t.begun {
 		e.endTerm()
 		if isLoss(cause) {
 			// Reported as the task is cancelled, not once it returned: a
@@ -128,7 +131,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 		t.result = e.awaitTask(lease, t.done)
 	}
 	e.giveBack(ctx, gr, !errors.Is(cause, ErrLost))
-	if t.started && !isLoss(cause) {
+	if t.begun && !isLoss(cause) {
 		e.emit(Event{Kind: EventReleased, Term: lease.Term, Err: cause})
 	}
 	return t.started, t.result, cause
@@ -142,7 +145,9 @@ func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-
 	for {
 		select {
 		case <-startTimer.C():
-			t.start(leaderCtx, task)
+			if err := t.start(leaderCtx, task); err != nil {
+				return err
+			}
 			if t.stallTimer != nil {
 				stallC = t.stallTimer.C()
 			}
@@ -172,19 +177,66 @@ func (t *holding) loop(ctx, leaderCtx context.Context, startTimer Timer, lost <-
 	}
 }
 
-// start runs the task with the leader context and begins the term's status.
-func (t *holding) start(leaderCtx context.Context, task Task) {
+// start begins the term's status and runs the task with the leader
+// context, unless the renew deadline passed while OnEvent held the
+// elector up: then it returns the cause that ends leadership.
+func (t *holding) start(leaderCtx context.Context, task Task) error {
 	e, c := t.e, &t.e.cfg
 	now := c.Clock.Now()
 	t.handle.base = now
-	t.started = true
+	t.begun = true
 	e.beginTerm(t.handle.lease, now, t.deadline)
-	e.emit(Event{Kind: EventElected, Term: t.handle.lease.Term})
+	if err := t.emit(Event{Kind: EventElected, Term: t.handle.lease.Term}); err != nil {
+		return err
+	}
+	t.started = true
 	if c.StallTimeout > 0 {
 		t.stallTimer = c.Clock.NewTimer(c.StallTimeout)
 	}
 	t.done = make(chan error, 1)
 	go func() { t.done <- task(leaderCtx) }()
+	return nil
+}
+
+// emit reports ev while the elector holds a grant. OnEvent runs in the
+// elector's goroutine and must not block, but if it does, the renew
+// deadline still holds: a guard cancels the leader context once the
+// deadline passes while OnEvent runs, and emit then returns the cause,
+// which ends leadership.
+func (t *holding) emit(ev Event) error {
+	if t.e.cfg.OnEvent == nil {
+		t.e.emit(ev)
+		return nil
+	}
+	returned := make(chan struct{})
+	fired := make(chan error, 1)
+	go t.guard(returned, fired)
+	t.e.emit(ev)
+	close(returned)
+	return <-fired
+}
+
+// guard cancels the leader context if the term's deadline (the handle's:
+// a session extends it without the elector) passes before returned is
+// closed, and sends that cause, or nil, on fired.
+func (t *holding) guard(returned <-chan struct{}, fired chan<- error) {
+	c := &t.e.cfg
+	for {
+		timer := c.Clock.NewTimer(t.handle.Deadline().Sub(c.Clock.Now()))
+		select {
+		case <-returned:
+			timer.Stop()
+			fired <- nil
+			return
+		case <-timer.C():
+		}
+		if !c.Clock.Now().Before(t.handle.Deadline()) {
+			cause := fmt.Errorf("%w (%s after the last successful renewal was sent, while Config.OnEvent blocked the elector)", ErrRenewDeadline, c.RenewDeadline)
+			t.cancel(cause)
+			fired <- cause
+			return
+		}
+	}
 }
 
 // renew sends one renewal in the background unless one is under way; it is
@@ -240,17 +292,16 @@ func (t *holding) renewed(r renewResult) error {
 		rearm(t.deadlineTimer, t.deadline.Sub(now))
 		t.renewTimer.Reset(c.jittered(c.RenewInterval) - now.Sub(r.sent))
 		e.ctl.noteKeyRenewed()
-		e.emit(Event{Kind: EventRenewed, Term: t.handle.lease.Term, Took: now.Sub(r.sent)})
+		return t.emit(Event{Kind: EventRenewed, Term: t.handle.lease.Term, Took: now.Sub(r.sent)})
 	case r.err == nil:
 		return fmt.Errorf("%w (the renewal succeeded too late)", ErrRenewDeadline)
 	case errors.Is(r.err, ErrLost):
 		return r.err
 	default:
 		e.setError(r.err)
-		e.emit(Event{Kind: EventRenewFailed, Term: t.handle.lease.Term, Err: r.err})
 		t.renewTimer.Reset(c.jittered(c.RetryInterval))
+		return t.emit(Event{Kind: EventRenewFailed, Term: t.handle.lease.Term, Err: r.err})
 	}
-	return nil
 }
 
 // awaitTask waits for a cancelled task to return, reporting an overrun after
