@@ -84,10 +84,15 @@ func (e *Elector) Config() Config { return e.cfg }
 // Run blocks until then and otherwise returns ctx's error, or a permanent
 // store error (one matching [ErrInvalid], [ErrClosed] or
 // [ErrTermsExhausted]) met while campaigning. It returns [ErrRunning] if
-// the elector is already running.
+// the elector is already running, and an error wrapping [ErrInvalid] at
+// once for a nil task.
 func (e *Elector) Run(ctx context.Context, task Task) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
+	}
+	if task == nil {
+		e.running.Store(false)
+		return fmt.Errorf("%w: Elector.Run with a nil task", ErrInvalid)
 	}
 	defer e.running.Store(false)
 	defer e.register(ctx)()
@@ -170,11 +175,16 @@ func lastResult(taskErr error) (result error, last bool) {
 //
 // Do blocks until then. It returns ctx's error if ctx is done before the
 // elector is elected, a permanent store error (matching [ErrInvalid],
-// [ErrClosed] or [ErrTermsExhausted]) met while campaigning, and
-// [ErrRunning] if the elector is already running.
+// [ErrClosed] or [ErrTermsExhausted]) met while campaigning,
+// [ErrRunning] if the elector is already running, and an error wrapping
+// [ErrInvalid] at once for a nil task.
 func (e *Elector) Do(ctx context.Context, task Task) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
+	}
+	if task == nil {
+		e.running.Store(false)
+		return fmt.Errorf("%w: Elector.Do with a nil task", ErrInvalid)
 	}
 	defer e.running.Store(false)
 	defer e.register(ctx)()
