@@ -51,7 +51,9 @@ type SessionConfig struct {
 	// OnKeepAlive, if set, is called once each keep-alive of the store
 	// session has returned, and when the session's renew deadline passes
 	// with none back, from the session's keep-alive goroutine: it must
-	// not block. It is what a process leading many keys through
+	// not block. A callback that blocks holds up the keep-alives, so the
+	// session may end; its terms still end by the renew deadline (cause
+	// [ErrRenewDeadline]). It is what a process leading many keys through
 	// the session can measure its leadership's health by (promtenure's
 	// SessionCollector), since its electors renew nothing of their own.
 	OnKeepAlive func(SessionKeepAlive)

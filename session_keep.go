@@ -346,7 +346,7 @@ func (g *generation) keep(ctx context.Context) {
 			err := fmt.Errorf("%w (%s after the session's last successful keep-alive was sent)", ErrRenewDeadline, c.RenewDeadline)
 			g.end(err)
 			over = true
-			g.report(SessionKeepAlive{Sent: deadline.Add(-c.RenewDeadline), Err: err})
+			g.report(SessionKeepAlive{Sent: deadline.Add(-c.RenewDeadline), Err: err}, time.Time{})
 		case <-tick.C():
 			if busy || over {
 				continue
@@ -391,24 +391,53 @@ func (g *generation) keep(ctx context.Context) {
 				c.Logger.Warn("tenure: session keep-alive failed, retrying", "err", r.err, "retry_in", c.RetryInterval)
 				tick.Reset(c.RetryInterval)
 			}
-			g.report(SessionKeepAlive{Sent: r.sent, Took: now.Sub(r.sent), Err: err, Gone: len(r.gone)})
+			guard := deadline
+			if over {
+				guard = time.Time{}
+			}
+			if g.report(SessionKeepAlive{Sent: r.sent, Took: now.Sub(r.sent), Err: err, Gone: len(r.gone)}, guard) {
+				over = true
+			}
 		}
 	}
 }
 
 // report hands k, with the grants the generation holds now (none once it
-// ended), to [SessionConfig.OnKeepAlive] if set.
-func (g *generation) report(k SessionKeepAlive) {
+// ended), to [SessionConfig.OnKeepAlive] if set. OnKeepAlive must not
+// block, but if it does past deadline (unless zero), the generation ends
+// all the same, its terms with it, and report returns true: the
+// keep-alive goroutine that would end it at the deadline is the caller.
+func (g *generation) report(k SessionKeepAlive, deadline time.Time) (ended bool) {
 	on := g.s.cfg.OnKeepAlive
 	if on == nil {
-		return
+		return false
 	}
 	g.mu.Lock()
 	if !g.ending {
 		k.Grants = len(g.grants)
 	}
 	g.mu.Unlock()
+	if deadline.IsZero() {
+		on(k)
+		return false
+	}
+	returned := make(chan struct{})
+	fired := make(chan bool, 1)
+	go func() {
+		c := &g.s.cfg
+		t := c.Clock.NewTimer(deadline.Sub(c.Clock.Now()))
+		defer t.Stop()
+		select {
+		case <-returned:
+			fired <- false
+		case <-t.C():
+			g.end(fmt.Errorf("%w (%s after the session's last successful keep-alive was sent, while SessionConfig.OnKeepAlive blocked the session)", ErrRenewDeadline, c.RenewDeadline))
+			fired <- true
+		}
+	}()
 	on(k)
+	close(returned)
+	return <-fired
 }
 
 // settle remembers deadline, known at now. Called with g.mu held.
