@@ -18,6 +18,15 @@ import (
 // must return promptly once its context is done: the elector cannot stop a
 // goroutine, and a task that keeps acting after cancellation acts without the
 // lease. Fence every write to the protected resource with the lease's term.
+//
+// A task that panics ends its term like one that returned: the elector
+// releases the lease, then panics again in the goroutine of [Elector.Run]
+// or [Elector.Do], with an error carrying the panic's value (unwrapped by
+// errors.As when it was an error) and the task's stack. Unless that
+// caller recovers, the process crashes, as it would have, but another
+// candidate need not wait for the lease to expire. A task that calls
+// runtime.Goexit (t.Fatal in a test's task) ends Run or Do, after the
+// release, with an error saying so.
 type Task func(ctx context.Context) error
 
 // Elector campaigns for one key on behalf of one candidate and runs a [Task]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -134,6 +135,9 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 	if t.begun && !isLoss(cause) {
 		e.emit(Event{Kind: EventReleased, Term: lease.Term, Err: cause})
 	}
+	if p, ok := t.result.(*taskPanic); ok {
+		panic(p) // the lease is released: let the caller's goroutine crash, or recover
+	}
 	return t.started, t.result, cause
 }
 
@@ -194,8 +198,48 @@ func (t *holding) start(leaderCtx context.Context, task Task) error {
 		t.stallTimer = c.Clock.NewTimer(c.StallTimeout)
 	}
 	t.done = make(chan error, 1)
-	go func() { t.done <- task(leaderCtx) }()
+	go runTask(leaderCtx, task, t.done)
 	return nil
+}
+
+// runTask runs task and sends its result on done, also when it does not
+// return: a panic is sent as a *taskPanic, for the elector to release the
+// lease and panic again in its caller's goroutine, and runtime.Goexit as
+// a [Last] error, which ends Run.
+func runTask(ctx context.Context, task Task, done chan<- error) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			done <- &taskPanic{value: r, stack: debug.Stack()}
+			return
+		}
+		done <- Last(errTaskGoexit)
+	}()
+	err := task(ctx)
+	returned = true
+	done <- err
+}
+
+// errTaskGoexit is the result of a task that called runtime.Goexit.
+var errTaskGoexit = errors.New("tenure: leader task called runtime.Goexit (t.FailNow or t.Fatal in a task?)")
+
+// taskPanic is a task's panic, carried to the goroutine of Run or Do.
+type taskPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *taskPanic) Error() string {
+	return fmt.Sprintf("tenure: leader task panicked: %v\n\ngoroutine of the task:\n%s", p.value, p.stack)
+}
+
+// Unwrap returns the panic's value if it is an error.
+func (p *taskPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }
 
 // emit reports ev while the elector holds a grant. OnEvent runs in the
