@@ -2,6 +2,7 @@ package tenure
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -24,12 +25,24 @@ type Observer struct {
 
 // Current returns who leads now: the key's record, with an empty Holder
 // when nobody does. It is [Reader.Get] under a name that says what it is
-// for.
+// for. Without a Store, or with a key no store accepts ([CheckKey]), it
+// returns an error wrapping [ErrInvalid].
 func (o *Observer) Current(ctx context.Context) (Record, error) {
-	if err := CheckKey(o.Key); err != nil {
+	if err := o.check(); err != nil {
 		return Record{}, err
 	}
 	return o.Store.Get(ctx, o.Key)
+}
+
+// check reports why o cannot work, if it cannot.
+func (o *Observer) check() error {
+	if o.Store == nil {
+		return invalidf("Observer.Store is nil")
+	}
+	if err := CheckKey(o.Key); err != nil {
+		return fmt.Errorf("Observer.Key: %w", err)
+	}
+	return nil
 }
 
 // Changes returns a channel that receives the current record, then one
@@ -48,9 +61,19 @@ func (o *Observer) Current(ctx context.Context) (Record, error) {
 // store down) is logged at once, then at most once per minute with the
 // number of repeats left out, until the operation succeeds again. The
 // channel is closed when ctx is
-// done. Changes does not block.
+// done, and at once, with the reason logged as an error, for an observer
+// that cannot work (see [Observer.Current]). Changes does not block.
 func (o *Observer) Changes(ctx context.Context) <-chan Record {
 	out := make(chan Record)
+	if err := o.check(); err != nil {
+		logger := o.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Error("tenure: observer cannot follow the key", "key", o.Key, "err", err)
+		close(out)
+		return out
+	}
 	go o.run(ctx, out)
 	return out
 }
