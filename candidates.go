@@ -77,6 +77,9 @@ func parseCandidate(r Record) (Candidate, bool) {
 // no candidates of its own: Candidates refuses it, before reading
 // anything, with an error wrapping [ErrInvalid] that names its base key.
 func Candidates(ctx context.Context, r Reader, key string) ([]Candidate, error) {
+	if err := checkContext(ctx, "Candidates"); err != nil {
+		return nil, err
+	}
 	if err := checkNotDerived("key", key); err != nil {
 		return nil, err
 	}

@@ -282,6 +282,9 @@ func CandidateValue(priority int, since time.Time) string { return encodeCandida
 // arguments or a store that cannot publish values. It blocks for two store
 // requests and is safe for concurrent use.
 func RequestStepDown(ctx context.Context, s Store, key string, req StepDownRequest) (StepDown, error) {
+	if err := checkContext(ctx, "RequestStepDown"); err != nil {
+		return StepDown{}, err
+	}
 	if req.Window == 0 {
 		req.Window = DefaultStepDownWindow
 	}
@@ -354,6 +357,9 @@ func checkControlledKey(key string) error {
 // term and returns its record. It blocks until then or until ctx is done
 // (then it returns ctx's error); a watch that ends is set up again.
 func AwaitSuccessor(ctx context.Context, r Reader, key string, term uint64) (Record, error) {
+	if err := checkContext(ctx, "AwaitSuccessor"); err != nil {
+		return Record{}, err
+	}
 	for {
 		ch, err := r.Watch(ctx, key)
 		if err != nil {

@@ -103,6 +103,10 @@ func (e *Elector) Run(ctx context.Context, task Task) error {
 		e.running.Store(false)
 		return fmt.Errorf("%w: Elector.Run with a nil task", ErrInvalid)
 	}
+	if err := checkContext(ctx, "Elector.Run"); err != nil {
+		e.running.Store(false)
+		return err
+	}
 	defer e.running.Store(false)
 	defer e.register(ctx)()
 	failures := 0
@@ -194,6 +198,10 @@ func (e *Elector) Do(ctx context.Context, task Task) error {
 	if task == nil {
 		e.running.Store(false)
 		return fmt.Errorf("%w: Elector.Do with a nil task", ErrInvalid)
+	}
+	if err := checkContext(ctx, "Elector.Do"); err != nil {
+		e.running.Store(false)
+		return err
 	}
 	defer e.running.Store(false)
 	defer e.register(ctx)()

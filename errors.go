@@ -1,6 +1,7 @@
 package tenure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -30,7 +31,8 @@ var (
 
 	// ErrInvalid is wrapped by every error about a bad argument or
 	// configuration: an empty or over-long key or identity, a TTL ≤ 0, a
-	// config whose durations are inconsistent, a malformed store URL.
+	// config whose durations are inconsistent, a malformed store URL, a
+	// nil context given to a blocking call of this package.
 	ErrInvalid = errors.New("tenure: invalid argument")
 
 	// ErrClosed is returned by a store used after Close.
@@ -89,6 +91,16 @@ func (e *HeldError) Error() string {
 
 // Is reports whether target is [ErrHeld].
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// checkContext refuses a nil ctx, given to what, with an error wrapping
+// ErrInvalid: it would panic deep inside, maybe with a lock held or in a
+// goroutine of its own.
+func checkContext(ctx context.Context, what string) error {
+	if ctx == nil {
+		return invalidf("%s with a nil context (use context.Background() or context.TODO())", what)
+	}
+	return nil
+}
 
 // invalidf returns an error wrapping ErrInvalid with a formatted message.
 func invalidf(format string, args ...any) error {

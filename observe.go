@@ -31,6 +31,9 @@ func (o *Observer) Current(ctx context.Context) (Record, error) {
 	if err := o.check(); err != nil {
 		return Record{}, err
 	}
+	if err := checkContext(ctx, "Observer.Current"); err != nil {
+		return Record{}, err
+	}
 	return o.Store.Get(ctx, o.Key)
 }
 
@@ -62,10 +65,15 @@ func (o *Observer) check() error {
 // number of repeats left out, until the operation succeeds again. The
 // channel is closed when ctx is
 // done, and at once, with the reason logged as an error, for an observer
-// that cannot work (see [Observer.Current]). Changes does not block.
+// that cannot work (see [Observer.Current]) or a nil ctx. Changes does not
+// block.
 func (o *Observer) Changes(ctx context.Context) <-chan Record {
 	out := make(chan Record)
-	if err := o.check(); err != nil {
+	err := o.check()
+	if err == nil {
+		err = checkContext(ctx, "Observer.Changes")
+	}
+	if err != nil {
 		logger := o.Logger
 		if logger == nil {
 			logger = slog.Default()

@@ -74,6 +74,9 @@ func parsePreference(r Record) (p Preference, ok bool) {
 // names its base key. (A plain [Reader.Get] of [PreferKey] shows the raw
 // record.)
 func ReadPreference(ctx context.Context, r Reader, key string) (p Preference, ok bool, err error) {
+	if err := checkContext(ctx, "ReadPreference"); err != nil {
+		return p, false, err
+	}
 	if err := checkNotDerived("key", key); err != nil {
 		return p, false, err
 	}
@@ -94,6 +97,9 @@ func ReadPreference(ctx context.Context, r Reader, key string) (p Preference, ok
 // [ErrInvalid], for bad arguments or a store that cannot publish values.
 // Blocking; safe for concurrent use (for different keys).
 func Prefer(ctx context.Context, s Store, key, issuer string, ttl time.Duration, p Preference) error {
+	if err := checkContext(ctx, "Prefer"); err != nil {
+		return err
+	}
 	if err := checkControlledKey(key); err != nil {
 		return err
 	}

@@ -58,6 +58,9 @@ func Schemes() []string {
 // [Redact] shows them, and any secret an opener's error quotes is replaced
 // by "xxxxx".
 func Open(ctx context.Context, rawURL string) (Store, error) {
+	if err := checkContext(ctx, "Open"); err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(rawURL)
 	switch {
 	case (err != nil || u.Scheme == "") && looksLikeKeywords(rawURL):

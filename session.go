@@ -181,6 +181,9 @@ func (s *Session) Config() SessionConfig { return s.cfg }
 // resigned; Close waits for that until ctx is done. Calling Close again
 // does nothing.
 func (s *Session) Close(ctx context.Context) error {
+	if err := checkContext(ctx, "Session.Close"); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	s.closed = true
 	g := s.cur

@@ -54,6 +54,9 @@ type Leadership struct {
 // an Elector's Run does. Campaign is safe for concurrent use, also for the
 // same key (the session hands out each term once).
 func (s *Session) Campaign(ctx context.Context, key, identity, value string) (*Leadership, error) {
+	if err := checkContext(ctx, "Session.Campaign"); err != nil {
+		return nil, err
+	}
 	c := &s.cfg
 	e, err := New(Config{Key: key, Identity: identity, Value: value, Session: s, Clock: c.Clock, Logger: c.Logger, Rand: s.campaignRand(), OnEvent: c.OnEvent})
 	if err != nil {
@@ -166,8 +169,12 @@ func (l *Leadership) Lease() Lease { return l.term.lease }
 // a loss, so that the store session can close when the session ends.
 // ctx bounds the release (by the session's RequestTimeout too); a failed
 // release is retried in the background and ends with the session at the
-// latest. Calling Resign again does nothing.
+// latest. Calling Resign again does nothing. A nil ctx panics, as the
+// context package does, and resigns nothing.
 func (l *Leadership) Resign(ctx context.Context) {
+	if ctx == nil {
+		panic("tenure: Leadership.Resign with a nil context")
+	}
 	l.resign.Do(func() {
 		l.cancel(errResigned)
 		l.reportEnd()
