@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -52,8 +53,9 @@ func (s *Sharder) Config() Config { return s.cfg }
 // error. It returns earlier with a permanent store error (one matching
 // [tenure.ErrInvalid] or [tenure.ErrClosed]), after stopping everything
 // the same way (also one matching [tenure.ErrTermsExhausted] for this
-// member's own liveness lease), and [tenure.ErrRunning] if Run is already
-// active. A key whose terms are exhausted (its record forged from outside)
+// member's own liveness lease), [tenure.ErrRunning] if Run is already
+// active, and one wrapping [tenure.ErrInvalid] at once for a nil task or
+// ctx. A key whose terms are exhausted (its record forged from outside)
 // does not stop Run: it is logged and left unled, and tried again a TTL
 // later, while the other keys go on.
 //
@@ -61,6 +63,12 @@ func (s *Sharder) Config() Config { return s.cfg }
 // it owns by [Assign] among the members it sees live, and, by the fallback
 // rule, a key its owner left unled for too long.
 func (s *Sharder) Run(ctx context.Context, task Task) error {
+	switch {
+	case task == nil:
+		return fmt.Errorf("%w: Sharder.Run with a nil task", tenure.ErrInvalid)
+	case ctx == nil:
+		return fmt.Errorf("%w: Sharder.Run with a nil context (use context.Background() or context.TODO())", tenure.ErrInvalid)
+	}
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
