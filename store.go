@@ -134,7 +134,8 @@ type Store interface {
 	// Close releases the store's resources (connections, files). Leases still
 	// held are not released: they expire, or, where the store can tell that
 	// the holder went away (a local process lock, a ZooKeeper session), end
-	// at once. Calls after Close return [ErrClosed].
+	// at once. Calls of the other methods after Close return [ErrClosed];
+	// calling Close again does nothing and returns nil.
 	Close() error
 }
 

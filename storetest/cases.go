@@ -361,6 +361,9 @@ func (s *suite) close(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	if err := st.Close(); err != nil {
+		t.Errorf("Close again: %v, want nil (it does nothing)", err)
+	}
 	if _, err := st.Get(ctxFor(t), key); !errors.Is(err, tenure.ErrClosed) {
 		t.Errorf("Get after Close: got %v, want ErrClosed", err)
 	}
