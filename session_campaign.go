@@ -3,6 +3,7 @@ package tenure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -57,6 +58,9 @@ func (s *Session) Campaign(ctx context.Context, key, identity, value string) (*L
 	if err := checkContext(ctx, "Session.Campaign"); err != nil {
 		return nil, err
 	}
+	if err := checkCampaign(key, identity, value); err != nil {
+		return nil, fmt.Errorf("Session.Campaign: %w", err)
+	}
 	c := &s.cfg
 	e, err := New(Config{Key: key, Identity: identity, Value: value, Session: s, Clock: c.Clock, Logger: c.Logger, Rand: s.campaignRand(), OnEvent: c.OnEvent})
 	if err != nil {
@@ -75,6 +79,21 @@ func (s *Session) Campaign(ctx context.Context, key, identity, value string) (*L
 			return nil, err
 		}
 	}
+}
+
+// checkCampaign validates Campaign's arguments as New would, with errors
+// that name the arguments rather than Config fields.
+func checkCampaign(key, identity, value string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if err := checkNotDerived("key", key); err != nil {
+		return err
+	}
+	if err := checkName("identity", identity, MaxIdentityLen); err != nil {
+		return err
+	}
+	return CheckValue(value)
 }
 
 // leadership turns gr, a grant of Campaign, into a Leadership once its
