@@ -120,6 +120,8 @@ func (c Config) Validate() error {
 		return invalidf("Config.Identity (%q) is not one of Config.Members", c.Identity)
 	case len(c.Keys) == 0:
 		return invalidf("Config.Keys is empty")
+	case c.TTL < 0: // before Takeover and Reclaim, its multiples by default
+		return invalidf("Config.TTL (%s) must be positive", c.TTL)
 	case c.Takeover <= 0:
 		return invalidf("Config.Takeover (%s) must be positive", c.Takeover)
 	case c.Reclaim <= 0:

@@ -40,6 +40,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"bad key", func(c *shard.Config) { c.Keys = []string{"x\n"} }, "control character"},
 		{"long key", func(c *shard.Config) { c.Keys = []string{strings.Repeat("k", tenure.MaxKeyLen)} }, "longer than the limit"},
 		{"ttl", func(c *shard.Config) { c.TTL = time.Millisecond }, "Config.TTL (1ms) must be from"},
+		// Not about Takeover or Reclaim, which default from the TTL.
+		{"negative ttl", func(c *shard.Config) { c.TTL = -time.Second }, "Config.TTL (-1s) must be positive"},
 		{"takeover", func(c *shard.Config) { c.Takeover = -time.Second }, "Config.Takeover (-1s) must be positive"},
 	} {
 		c := ok()
