@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -307,6 +308,30 @@ func (c Config) validate(derived bool) error {
 		return invalidf("Config.StopTimeout (%s) must not be negative", c.StopTimeout)
 	}
 	return c.validateControl()
+}
+
+// blameDefaults adds to err, what validate said of c (given with its
+// defaults filled in), which intervals given left to their defaults, if
+// setting them is what c lacks: a RenewDeadline set short on its own
+// leaves the defaults of RenewInterval and RequestTimeout, taken from the
+// TTL, too long, and err names fields the caller never set.
+func (given Config) blameDefaults(c Config, derived bool, err error) error {
+	if given.Session != nil || c.RenewDeadline <= 0 {
+		return err
+	}
+	var blamed []string
+	if given.RenewInterval == 0 && c.longestRenewInterval() >= c.RenewDeadline {
+		c.RenewInterval = c.RenewDeadline / 4
+		blamed = append(blamed, fmt.Sprintf("Config.RenewInterval was left to its default, TTL/3 (%s would do)", c.RenewInterval))
+	}
+	if given.RequestTimeout == 0 && c.RequestTimeout > c.RenewDeadline {
+		c.RequestTimeout = c.RenewDeadline / 3
+		blamed = append(blamed, fmt.Sprintf("Config.RequestTimeout was left to its default, TTL/5 (%s would do)", c.RequestTimeout))
+	}
+	if len(blamed) == 0 || c.validate(derived) != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, strings.Join(blamed, "; "))
 }
 
 // validateSession checks that the fields a Session sets agree with it.

@@ -51,9 +51,10 @@ func New(cfg Config) (*Elector, error) { return newElector(cfg, false) }
 // newElector is New; with derived, cfg.Key may be a derived key
 // ([BaseKey]), as the preference key [Prefer] holds.
 func newElector(cfg Config, derived bool) (*Elector, error) {
+	given := cfg
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(derived); err != nil {
-		return nil, err
+		return nil, given.blameDefaults(cfg, derived, err)
 	}
 	e := &Elector{cfg: cfg}
 	e.status.Key, e.status.Identity = cfg.Key, cfg.Identity
