@@ -37,8 +37,12 @@ func TestShortRenewDeadlineErrorNamesTheDefaults(t *testing.T) {
 			t.Errorf("RenewDeadline %s with RenewInterval %s, RequestTimeout %s: %v", c.rd, cfg.RenewInterval, cfg.RequestTimeout, err)
 		}
 	}
+	_, err := tenure.NewSession(tenure.SessionConfig{Store: memory.New(nil), TTL: time.Second, RenewDeadline: 100 * time.Millisecond})
+	if want := "SessionConfig.RenewInterval was left to its default, TTL/3 (25ms would do); SessionConfig.RequestTimeout was left to its default, TTL/5"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("NewSession with a short RenewDeadline = %v, want it to say %q", err, want)
+	}
 	// A field the caller set is not blamed on a default.
-	_, err := tenure.New(tenure.Config{Store: memory.New(nil), Key: "k", Identity: "a", TTL: time.Second, RenewInterval: 900 * time.Millisecond})
+	_, err = tenure.New(tenure.Config{Store: memory.New(nil), Key: "k", Identity: "a", TTL: time.Second, RenewInterval: 900 * time.Millisecond})
 	if err == nil || strings.Contains(err.Error(), "default") {
 		t.Errorf("RenewInterval set too long: New = %v, want no word of defaults", err)
 	}

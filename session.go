@@ -143,8 +143,10 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	c := Config{Store: cfg.Store, Key: "session", Identity: "session", TTL: cfg.TTL,
 		RenewDeadline: cfg.RenewDeadline, RenewInterval: cfg.RenewInterval, RetryInterval: cfg.RetryInterval,
 		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Logger: cfg.Logger, Jitter: 1}
+	given := c
 	c = c.WithDefaults()
 	if err := c.Validate(); err != nil {
+		err = given.blameDefaults(c, false, err)
 		msg := strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
 		return nil, invalidf("%s", strings.ReplaceAll(msg, "Config.", "SessionConfig."))
 	}
