@@ -3,6 +3,7 @@ package promtenure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -271,8 +272,19 @@ func (c *Collector) Observe(r tenure.Record) {
 // record to [Collector.Observe] until ctx is done; then it returns ctx's
 // error. Store errors are logged by the observer and retried. A program
 // that already follows the key (for an httpview view, say) passes its
-// records to Observe instead, so the key is watched once.
+// records to Observe instead, so the key is watched once. It returns at
+// once, with an error wrapping [tenure.ErrInvalid], for a nil ctx or store
+// or a key no store accepts.
 func (c *Collector) Run(ctx context.Context, store tenure.Reader) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: promtenure: Collector.Run with a nil context", tenure.ErrInvalid)
+	case store == nil:
+		return fmt.Errorf("%w: promtenure: Collector.Run with a nil store", tenure.ErrInvalid)
+	}
+	if err := tenure.CheckKey(c.key); err != nil {
+		return fmt.Errorf("promtenure: the collector's key: %w", err)
+	}
 	obs := tenure.Observer{Store: store, Key: c.key}
 	for r := range obs.Changes(ctx) {
 		c.Observe(r)
