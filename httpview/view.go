@@ -269,8 +269,16 @@ func (h *Handler) publish(src leadership.Source, holder string, term uint64, ttl
 // the life of the handler: without it the view learns only from OnEvent.
 // Store errors are logged by the observer and retried.
 func (h *Handler) Run(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext("Run")
+	}
 	obs := tenure.Observer{Store: h.opts.Store, Key: h.opts.Key, Clock: h.clock, Logger: h.logger}
 	return h.Follow(ctx, obs.Changes(ctx))
+}
+
+// errNilContext is the error of a method given a nil context.
+func errNilContext(method string) error {
+	return fmt.Errorf("%w: httpview: Handler.%s with a nil context", tenure.ErrInvalid, method)
 }
 
 // Follow is [Handler.Run] with the records supplied by the caller, for a
@@ -280,8 +288,12 @@ func (h *Handler) Run(ctx context.Context) error {
 // records to [Handler.Observe] until records is closed or ctx is done;
 // then it ends the open /events streams and returns ctx's error (nil if
 // records was closed while ctx was live). It blocks until then. Call it once, in its
-// own goroutine, instead of Run.
+// own goroutine, instead of Run. Run and Follow return an error wrapping
+// [tenure.ErrInvalid] at once for a nil ctx.
 func (h *Handler) Follow(ctx context.Context, records <-chan tenure.Record) error {
+	if ctx == nil {
+		return errNilContext("Follow")
+	}
 	defer h.endStreams()
 	for {
 		select {
