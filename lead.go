@@ -1,6 +1,7 @@
 package tenure
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,11 +102,7 @@ func (e *Elector) lead(ctx context.Context, gr grant, task Task) (started bool, 
 
 	cause = t.loop(ctx, leaderCtx, startTimer, lost, task)
 	// Leadership is over or in doubt: stop the task first, then everything else.
-	if cause != nil {
-		cancelLeader(cause)
-	} else {
-		cancelLeader(errTaskReturned)
-	}
+	cancelLeader(cmp.Or(cause, errTaskReturned))
 	if t.begun {
 		e.endTerm()
 		if isLoss(cause) {

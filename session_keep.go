@@ -346,7 +346,7 @@ func (g *generation) keep(ctx context.Context) {
 			err := fmt.Errorf("%w (%s after the session's last successful keep-alive was sent)", ErrRenewDeadline, c.RenewDeadline)
 			g.end(err)
 			over = true
-			g.report(SessionKeepAlive{Sent: deadline.Add(-c.RenewDeadline), Err: err}, time.Time{})
+			g.report(SessionKeepAlive{Sent: deadline.Add(-c.RenewDeadline), Err: err}, deadline, false)
 		case <-tick.C():
 			if busy || over {
 				continue
@@ -391,23 +391,17 @@ func (g *generation) keep(ctx context.Context) {
 				c.Logger.Warn("tenure: session keep-alive failed, retrying", "err", r.err, "retry_in", c.RetryInterval)
 				tick.Reset(c.RetryInterval)
 			}
-			guard := deadline
-			if over {
-				guard = time.Time{}
-			}
-			if g.report(SessionKeepAlive{Sent: r.sent, Took: now.Sub(r.sent), Err: err, Gone: len(r.gone)}, guard) {
-				over = true
-			}
+			over = g.report(SessionKeepAlive{Sent: r.sent, Took: now.Sub(r.sent), Err: err, Gone: len(r.gone)}, deadline, !over) || over
 		}
 	}
 }
 
 // report hands k, with the grants the generation holds now (none once it
 // ended), to [SessionConfig.OnKeepAlive] if set. OnKeepAlive must not
-// block, but if it does past deadline (unless zero), the generation ends
+// block, but if it does past deadline (when guarded), the generation ends
 // all the same, its terms with it, and report returns true: the
 // keep-alive goroutine that would end it at the deadline is the caller.
-func (g *generation) report(k SessionKeepAlive, deadline time.Time) (ended bool) {
+func (g *generation) report(k SessionKeepAlive, deadline time.Time, guarded bool) (ended bool) {
 	on := g.s.cfg.OnKeepAlive
 	if on == nil {
 		return false
@@ -417,7 +411,7 @@ func (g *generation) report(k SessionKeepAlive, deadline time.Time) (ended bool)
 		k.Grants = len(g.grants)
 	}
 	g.mu.Unlock()
-	if deadline.IsZero() {
+	if !guarded {
 		on(k)
 		return false
 	}
