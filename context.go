@@ -32,8 +32,12 @@ func newTerm(l Lease, clock Clock, base, deadline time.Time) *Term {
 }
 
 // TermFrom returns the term of the leader context ctx (or a context
-// derived from it) and true, or false if ctx is not a leader context.
+// derived from it) and true, or false if ctx is not a leader context
+// (nil included).
 func TermFrom(ctx context.Context) (*Term, bool) {
+	if ctx == nil {
+		return nil, false
+	}
 	t, ok := ctx.Value(termKey{}).(*Term)
 	return t, ok
 }
