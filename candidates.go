@@ -80,6 +80,9 @@ func Candidates(ctx context.Context, r Reader, key string) ([]Candidate, error) 
 	if err := checkContext(ctx, "Candidates"); err != nil {
 		return nil, err
 	}
+	if err := checkStore(r, "Candidates"); err != nil {
+		return nil, err
+	}
 	if err := checkNotDerived("key", key); err != nil {
 		return nil, err
 	}

@@ -285,6 +285,9 @@ func RequestStepDown(ctx context.Context, s Store, key string, req StepDownReque
 	if err := checkContext(ctx, "RequestStepDown"); err != nil {
 		return StepDown{}, err
 	}
+	if err := checkStore(s, "RequestStepDown"); err != nil {
+		return StepDown{}, err
+	}
 	if req.Window == 0 {
 		req.Window = DefaultStepDownWindow
 	}
@@ -358,6 +361,9 @@ func checkControlledKey(key string) error {
 // (then it returns ctx's error); a watch that ends is set up again.
 func AwaitSuccessor(ctx context.Context, r Reader, key string, term uint64) (Record, error) {
 	if err := checkContext(ctx, "AwaitSuccessor"); err != nil {
+		return Record{}, err
+	}
+	if err := checkStore(r, "AwaitSuccessor"); err != nil {
 		return Record{}, err
 	}
 	for {

@@ -32,7 +32,7 @@ var (
 	// ErrInvalid is wrapped by every error about a bad argument or
 	// configuration: an empty or over-long key or identity, a TTL ≤ 0, a
 	// config whose durations are inconsistent, a malformed store URL, a
-	// nil context given to a blocking call of this package.
+	// nil context or store given to a blocking call of this package.
 	ErrInvalid = errors.New("tenure: invalid argument")
 
 	// ErrClosed is returned by a store used after Close.
@@ -98,6 +98,14 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 func checkContext(ctx context.Context, what string) error {
 	if ctx == nil {
 		return invalidf("%s with a nil context (use context.Background() or context.TODO())", what)
+	}
+	return nil
+}
+
+// checkStore refuses a nil store or reader r, given to what.
+func checkStore(r Reader, what string) error {
+	if r == nil {
+		return invalidf("%s with a nil store", what)
 	}
 	return nil
 }

@@ -77,6 +77,9 @@ func ReadPreference(ctx context.Context, r Reader, key string) (p Preference, ok
 	if err := checkContext(ctx, "ReadPreference"); err != nil {
 		return p, false, err
 	}
+	if err := checkStore(r, "ReadPreference"); err != nil {
+		return p, false, err
+	}
 	if err := checkNotDerived("key", key); err != nil {
 		return p, false, err
 	}
@@ -99,6 +102,15 @@ func ReadPreference(ctx context.Context, r Reader, key string) (p Preference, ok
 func Prefer(ctx context.Context, s Store, key, issuer string, ttl time.Duration, p Preference) error {
 	if err := checkContext(ctx, "Prefer"); err != nil {
 		return err
+	}
+	if err := checkStore(s, "Prefer"); err != nil {
+		return err
+	}
+	if err := checkName("Prefer's issuer", issuer, MaxIdentityLen); err != nil {
+		return err
+	}
+	if lo, hi := TTLBounds(s); ttl < lo || ttl > hi {
+		return invalidf("Prefer's ttl (%s) must be from %s to %s%s", ttl, lo, hi, forStore(s))
 	}
 	if err := checkControlledKey(key); err != nil {
 		return err
