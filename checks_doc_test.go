@@ -50,3 +50,21 @@ func TestCheckFunctionsKeepTheirDocumentedLimits(t *testing.T) {
 		t.Errorf("Schemes() = %q, want sorted and listing memory (registered by an import of this test)", s)
 	}
 }
+
+// A bad key, identity or value is quoted in its error, but a long one
+// used to be quoted whole: up to 1,024 bytes, each control byte four
+// characters once escaped, on one log line.
+func TestCheckErrorsQuoteALongNameShortly(t *testing.T) {
+	for _, err := range []error{
+		tenure.CheckKey(strings.Repeat("\x00", tenure.MaxKeyLen)),
+		tenure.CheckValue(strings.Repeat("\x01", tenure.MaxValueLen)),
+		tenure.CheckKey(strings.Repeat("\xff", tenure.MaxKeyLen)),
+	} {
+		if !errors.Is(err, tenure.ErrInvalid) || len(err.Error()) > 200 {
+			t.Errorf("%d-byte error %.120q..., want an ErrInvalid of at most 200 bytes", len(err.Error()), err)
+		}
+	}
+	if err := tenure.CheckKey("job\n"); err == nil || !strings.Contains(err.Error(), `"job\n"`) {
+		t.Errorf("CheckKey(job\\n) = %v, want the short key quoted whole", err)
+	}
+}

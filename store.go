@@ -210,14 +210,28 @@ func checkName(what, s string, max int) error {
 	case len(s) > max:
 		return invalidf("%s is %d bytes, longer than the limit of %d", what, len(s), max)
 	case !utf8.ValidString(s):
-		return invalidf("%s %q is not valid UTF-8", what, s)
+		return invalidf("%s %s is not valid UTF-8", what, quoteShort(s))
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return invalidf("%s %q contains control character %U", what, s, r)
+			return invalidf("%s %s contains control character %U", what, quoteShort(s), r)
 		}
 	}
 	return nil
+}
+
+// quoteShort quotes s for an error, only its first 24 bytes or so (cut
+// at a rune's start) when it is longer: escaped, a 1,024-byte value could
+// fill a log line four times over.
+func quoteShort(s string) string {
+	n := 24
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:n], len(s))
 }
 
 // lostf returns an error wrapping ErrLost with a formatted reason.
