@@ -66,8 +66,8 @@ type SessionConfig struct {
 	// leadership's context ends. The same events are logged as an
 	// elector's are. Electors given the session report to their own
 	// Config.OnEvent instead. It is called from the campaigning
-	// goroutine, or from a goroutine of its own once a context ended, and
-	// must not block.
+	// goroutine, from Resign's, or from a goroutine of its own when the
+	// session ended the leadership, and must not block.
 	OnEvent func(Event)
 }
 

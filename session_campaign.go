@@ -111,7 +111,10 @@ func (s *Session) leadership(ctx context.Context, gr grant) (*Leadership, bool) 
 	lctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), termKey{}, t))
 	l := &Leadership{sg: sg, term: t, ctx: lctx, cancel: cancel}
 	// From here the session's keep-alives extend t and its end cancels lctx.
-	sg.gen.leadAlone(sg, t, func(cause error) { cancel(cause); l.reportEnd() })
+	// The end is reported from a goroutine of its own: the session's
+	// keep-alive goroutine ends every term it holds one after another,
+	// and an OnEvent that blocked must not keep the next ones alive.
+	sg.gen.leadAlone(sg, t, func(cause error) { cancel(cause); go l.reportEnd() })
 	if gr.lease.Wait > 0 {
 		start := c.Clock.NewTimer(gr.sent.Add(gr.lease.Wait).Sub(c.Clock.Now()))
 		defer start.Stop()
@@ -132,8 +135,9 @@ func (s *Session) leadership(ctx context.Context, gr grant) (*Leadership, bool) 
 
 // report emits, as Campaign's elector e does (logged, and handed to
 // SessionConfig.OnEvent), that l began, and from then on reports its end
-// (see reportEnd), once, from whichever goroutine ends it. It keeps e's
-// sink, not e: no goroutine and little heap per key.
+// (see reportEnd), once: from Resign's goroutine, or from one of its own
+// when the session ends it. It keeps e's sink, not e: no goroutine while
+// it leads, and little heap per key.
 func (l *Leadership) report(e *Elector) {
 	sink := e.sink()
 	sink.emit(Event{Kind: EventElected, Term: l.term.lease.Term})

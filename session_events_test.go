@@ -105,3 +105,35 @@ func TestCampaignReportsLeadershipEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestBlockingCampaignOnEventEndsEveryLeadership: an OnEvent that blocks
+// on a loss report does not keep the session from ending its other
+// leaderships: the session reports each end from a goroutine of its own.
+func TestBlockingCampaignOnEventEndsEveryLeadership(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New(nil)
+		unblock := make(chan struct{})
+		on := func(ev tenure.Event) {
+			if ev.Kind == tenure.EventReleased || ev.Kind == tenure.EventLost {
+				<-unblock
+			}
+		}
+		s, err := tenure.NewSession(tenure.SessionConfig{Store: mem, TTL: ttl, OnEvent: on, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := campaignAll(t, s, 3)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = s.Close(ctx) // ends the three leaderships with ErrClosed
+		synctest.Wait()
+		for i, l := range ls {
+			if l.Context().Err() == nil {
+				t.Errorf("k%d still leads after Close, while OnEvent blocks on another's end", i)
+			}
+		}
+		close(unblock)
+		resignAll(ls)
+		mustClose(t, s)
+	})
+}
