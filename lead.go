@@ -249,35 +249,17 @@ func (t *holding) emit(ev Event) error {
 		t.e.emit(ev)
 		return nil
 	}
-	returned := make(chan struct{})
-	fired := make(chan error, 1)
-	go t.guard(returned, fired)
-	t.e.emit(ev)
-	close(returned)
-	return <-fired
-}
-
-// guard cancels the leader context if the term's deadline (the handle's:
-// a session extends it without the elector) passes before returned is
-// closed, and sends that cause, or nil, on fired.
-func (t *holding) guard(returned <-chan struct{}, fired chan<- error) {
 	c := &t.e.cfg
-	for {
-		timer := c.Clock.NewTimer(t.handle.Deadline().Sub(c.Clock.Now()))
-		select {
-		case <-returned:
-			timer.Stop()
-			fired <- nil
-			return
-		case <-timer.C():
-		}
-		if !c.Clock.Now().Before(t.handle.Deadline()) {
-			cause := fmt.Errorf("%w (%s after the last successful renewal was sent, while Config.OnEvent blocked the elector)", ErrRenewDeadline, c.RenewDeadline)
-			t.cancel(cause)
-			fired <- cause
-			return
-		}
+	blocked := func() error {
+		return fmt.Errorf("%w (%s after the last successful renewal was sent, while Config.OnEvent blocked the elector)", ErrRenewDeadline, c.RenewDeadline)
 	}
+	var g callbackGuard
+	g.arm(t.handle.Deadline, c.Clock, func() { t.cancel(blocked()) })
+	t.e.emit(ev)
+	if g.returned() {
+		return nil
+	}
+	return blocked()
 }
 
 // renew sends one renewal in the background unless one is under way; it is

@@ -415,23 +415,12 @@ func (g *generation) report(k SessionKeepAlive, deadline time.Time, guarded bool
 		on(k)
 		return false
 	}
-	returned := make(chan struct{})
-	fired := make(chan bool, 1)
-	go func() {
-		c := &g.s.cfg
-		t := c.Clock.NewTimer(deadline.Sub(c.Clock.Now()))
-		defer t.Stop()
-		select {
-		case <-returned:
-			fired <- false
-		case <-t.C():
-			g.end(fmt.Errorf("%w (%s after the session's last successful keep-alive was sent, while SessionConfig.OnKeepAlive blocked the session)", ErrRenewDeadline, c.RenewDeadline))
-			fired <- true
-		}
-	}()
+	var guard callbackGuard
+	guard.arm(func() time.Time { return deadline }, g.s.cfg.Clock, func() {
+		g.end(fmt.Errorf("%w (%s after the session's last successful keep-alive was sent, while SessionConfig.OnKeepAlive blocked the session)", ErrRenewDeadline, g.s.cfg.RenewDeadline))
+	})
 	on(k)
-	close(returned)
-	return <-fired
+	return !guard.returned()
 }
 
 // settle remembers deadline, known at now. Called with g.mu held.
