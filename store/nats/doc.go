@@ -1,0 +1,2 @@
+// Package nats is a [tenure.Store] on a NATS JetStream key-value bucket.
+package nats

@@ -1,0 +1,67 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/ctxerr"
+)
+
+// Watch implements [tenure.Reader] with a JetStream key-value watch on
+// the key's NATS key: every message written there (a grant, a renewal, a
+// release, the server's marker of an expired grant, a delete or purge
+// from outside) wakes [tenure.Follow], which reads the key once. Expiries
+// are announced by the server's marker, so a watch costs nothing between
+// writes. The channel is closed when ctx is done, the store is closed, or
+// the watch ends; the caller then reads and watches again.
+//
+// Watch blocks until the watch is set up on the server (or ctx is done),
+// so that a change right after it returns is delivered.
+func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, error) {
+	if err := ctxerr.Call(ctx, s.closed.Load(), key); err != nil {
+		return nil, err
+	}
+	kv, _, err := s.usable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.bg, cancel) // Close ends the watch
+	w, err := kv.Watch(wctx, s.NATSKey(key), jetstream.MetaOnly(), jetstream.UpdatesOnly())
+	if err != nil {
+		err = s.fail(wctx, fmt.Sprintf("watch %q", key), err)
+		stop()
+		cancel()
+		return nil, err
+	}
+	wake := make(chan struct{}, 1)
+	go func() {
+		defer cancel()
+		defer close(wake)
+		defer func() { _ = w.Stop() }()
+		defer stop()
+		for {
+			select {
+			case _, open := <-w.Updates():
+				if !open {
+					return
+				}
+				select {
+				case wake <- struct{}{}:
+				default: // a read is due anyway
+				}
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	return tenure.Follow{
+		Get:       func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, key) },
+		Done:      s.bg.Done(),
+		Wake:      wake,
+		Announced: true,
+	}.Start(wctx), nil
+}
