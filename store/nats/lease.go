@@ -101,6 +101,10 @@ func (s *Store) decode(key string, rev uint64, h natsgo.Header, data []byte, at 
 	if v.e.Released {
 		return v, nil
 	}
+	if floor := s.seen.Highest(key).Term; v.e.Term < floor {
+		return view{}, &foreignError{fmt.Sprintf("tenure/nats: key %q (NATS key %s in bucket %s, revision %d) names a live grant of term %d, below term %d this Store saw (was it written by something else?)",
+			key, s.NATSKey(key), s.bucket, rev, v.e.Term, floor)}
+	}
 	v.state = held
 	serverTTL, err := time.ParseDuration(h.Get(hdrTTL))
 	if err != nil {
@@ -190,6 +194,8 @@ func (s *Store) Acquire(ctx context.Context, key, identity string, ttl time.Dura
 // AcquireClaim implements [tenure.Publisher]: [Store.Acquire], keeping
 // c.Value in the grant's entry.
 func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (tenure.Lease, error) {
+	ctx, done := s.link.bound(ctx)
+	defer done()
 	if err := ctxerr.Claim(ctx, s.closed.Load(), key, c); err != nil {
 		return tenure.Lease{}, err
 	}
@@ -270,6 +276,8 @@ func (s *Store) Release(ctx context.Context, l tenure.Lease) error {
 // rewrite writes e over l's grant with a server TTL of ttl (0: none) if
 // the key's latest message is l's grant; anything else is ErrLost.
 func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, e entry, ttl time.Duration) error {
+	ctx, done := s.link.bound(ctx)
+	defer done()
 	if err := ctxerr.Call(ctx, s.closed.Load(), l.Key); err != nil {
 		return err
 	}
@@ -309,6 +317,8 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, e entry,
 // the time since the server stamped it, by this process's clock (the
 // whole server TTL when the clocks disagree).
 func (s *Store) Get(ctx context.Context, key string) (tenure.Record, error) {
+	ctx, done := s.link.bound(ctx)
+	defer done()
 	if err := ctxerr.Call(ctx, s.closed.Load(), key); err != nil {
 		return tenure.Record{}, err
 	}

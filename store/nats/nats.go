@@ -53,6 +53,8 @@ type Store struct {
 	winMu sync.Mutex
 	win   map[string]time.Duration // the window entry per key, as far as known
 
+	link *link // ends the calls under way when the connection is lost
+
 	closed atomic.Bool
 	bg     context.Context // cancelled by Close; ends watches
 	stopBg context.CancelFunc
@@ -136,14 +138,20 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	lk := newLink()
 	opts := []natsgo.Option{
 		natsgo.Name("tenure"),
 		natsgo.RetryOnFailedConnect(true),
 		natsgo.MaxReconnects(-1),
 		natsgo.ReconnectWait(100 * time.Millisecond),
+		// No buffering while disconnected: a call fails at once rather
+		// than wait for its ctx, and is not sent late.
+		natsgo.ReconnectBufSize(-1),
 		// The client's own error handler logs to stderr; errors reach
 		// the caller through the calls instead.
 		natsgo.ErrorHandler(func(*natsgo.Conn, *natsgo.Subscription, error) {}),
+		natsgo.DisconnectErrHandler(func(*natsgo.Conn, error) { lk.lost() }),
+		natsgo.ClosedHandler(func(*natsgo.Conn) { lk.lost() }),
 	}
 	if t.user != "" || t.password != "" {
 		opts = append(opts, natsgo.UserInfo(t.user, t.password))
@@ -159,7 +167,7 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	return &Store{nc: nc, js: js, bucket: t.bucket, prefix: t.prefix, redacted: t.redacted, secret: t.password,
-		win: map[string]time.Duration{}, bg: bg, stopBg: stop}, nil
+		win: map[string]time.Duration{}, link: lk, bg: bg, stopBg: stop}, nil
 }
 
 // Bucket returns the name of the store's key-value bucket.
@@ -247,12 +255,87 @@ func (s *Store) checkBucket(st jetstream.KeyValueStatus) error {
 		tenure.ErrInvalid, s.bucket, s.redacted, strings.Join(miss, "; "))
 }
 
-// usable checks a call before it starts, and returns the bucket.
+// errConnLost ends a call whose connection was lost while it waited for
+// the server: its request or reply may be lost, and the client would
+// wait for ctx.
+var errConnLost = errors.New("the connection to the server was lost during the call")
+
+// link is a context per connection, cancelled when the connection is
+// lost, so that the calls under way on it end at once.
+type link struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func newLink() *link {
+	l := &link{}
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	return l
+}
+
+// lost ends the calls under way and starts a new context for later ones.
+func (l *link) lost() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cancel(errConnLost)
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+}
+
+// bound returns ctx, also cancelled (with cause errConnLost) when the
+// current connection is lost; call done when the call is over.
+func (l *link) bound(ctx context.Context) (context.Context, func()) {
+	l.mu.Lock()
+	cur := l.ctx
+	l.mu.Unlock()
+	c, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(cur, func() { cancel(errConnLost) })
+	return c, func() { stop(); cancel(nil) }
+}
+
+// usable checks a call before it starts, waits for the connection, and
+// returns the bucket.
 func (s *Store) usable(ctx context.Context) (jetstream.KeyValue, jetstream.Stream, error) {
 	if err := ctxerr.Usable(ctx, s.closed.Load()); err != nil {
 		return nil, nil, err
 	}
+	if err := s.connected(ctx); err != nil {
+		return nil, nil, err
+	}
 	return s.ready(ctx)
+}
+
+// connectWait bounds how long a call waits for the client to (re)connect
+// before it fails, when its ctx allows longer.
+const connectWait = 2 * time.Second
+
+// errNotConnected is the cause of a call made while the client has no
+// connection to any server.
+var errNotConnected = errors.New("no connection to the server")
+
+// connected waits until the client is connected, for at most connectWait
+// or until ctx is done: the client connects in the background, from Open
+// on and after every loss of its connection.
+func (s *Store) connected(ctx context.Context) error {
+	if s.nc.IsConnected() {
+		return nil
+	}
+	ch := s.nc.StatusChanged(natsgo.CONNECTED, natsgo.CLOSED)
+	defer s.nc.RemoveStatusListener(ch)
+	if s.nc.IsConnected() {
+		return nil
+	}
+	t := time.NewTimer(connectWait)
+	defer t.Stop()
+	select {
+	case st := <-ch:
+		if st == natsgo.CONNECTED {
+			return nil
+		}
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return s.fail(ctx, "connect", errNotConnected)
 }
 
 // fail is the error of a call op that failed with err: ErrClosed after
@@ -261,6 +344,14 @@ func (s *Store) usable(ctx context.Context) (jetstream.KeyValue, jetstream.Strea
 func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if s.closed.Load() {
 		return tenure.ErrClosed
+	}
+	if errors.Is(context.Cause(ctx), errConnLost) && ctx.Err() != nil {
+		// Not the caller's cancellation: the call's own bound.
+		err = errConnLost
+		ctx = context.WithoutCancel(ctx)
+	}
+	if last := s.nc.LastError(); !s.nc.IsConnected() && last != nil {
+		err = fmt.Errorf("%w (last connection error: %s)", err, last.Error())
 	}
 	return storeurl.Fail(ctx, "tenure/nats", s.redacted, s.secret, op, err)
 }

@@ -21,20 +21,7 @@ func ctxFor(t testing.TB) context.Context { return storetest.Context(t, 30*time.
 // looking behind the store; the store must have made it already.
 func bucket(t testing.TB, srv *natstest.Server, name string) jetstream.KeyValue {
 	t.Helper()
-	opts := []natsgo.Option{}
-	if srv.User != "" {
-		opts = append(opts, natsgo.UserInfo(srv.User, srv.Password))
-	}
-	nc, err := natsgo.Connect("nats://"+srv.Addr, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctxFor(t), name)
+	kv, err := plainJS(t, srv).KeyValue(ctxFor(t), name)
 	if err != nil {
 		t.Fatalf("bucket %s: %v", name, err)
 	}
@@ -97,4 +84,23 @@ func TestConformance(t *testing.T) {
 		Restart: srv.Restart,
 		Tamper:  tamperOn(srv, "leases"),
 	})
+}
+
+// plainJS returns a plain JetStream client on srv.
+func plainJS(t testing.TB, srv *natstest.Server) jetstream.JetStream {
+	t.Helper()
+	opts := []natsgo.Option{}
+	if srv.User != "" {
+		opts = append(opts, natsgo.UserInfo(srv.User, srv.Password))
+	}
+	nc, err := natsgo.Connect("nats://"+srv.Addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tenurehq/tenure"
@@ -24,7 +25,9 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	if err := ctxerr.Call(ctx, s.closed.Load(), key); err != nil {
 		return nil, err
 	}
-	kv, _, err := s.usable(ctx)
+	setup, done := s.link.bound(ctx)
+	defer done()
+	kv, _, err := s.usable(setup)
 	if err != nil {
 		return nil, err
 	}
@@ -38,8 +41,19 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		return nil, err
 	}
 	wake := make(chan struct{}, 1)
+	// A watch whose connection is lost may have missed writes: it ends,
+	// and its caller reads and watches again.
+	lost := s.nc.StatusChanged(natsgo.DISCONNECTED, natsgo.RECONNECTING, natsgo.CLOSED)
+	if !s.nc.IsConnected() {
+		s.nc.RemoveStatusListener(lost)
+		stop()
+		cancel()
+		_ = w.Stop()
+		return nil, s.fail(ctx, fmt.Sprintf("watch %q", key), natsgo.ErrConnectionClosed)
+	}
 	go func() {
 		defer cancel()
+		defer s.nc.RemoveStatusListener(lost)
 		defer close(wake)
 		defer func() { _ = w.Stop() }()
 		defer stop()
@@ -53,6 +67,8 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 				case wake <- struct{}{}:
 				default: // a read is due anyway
 				}
+			case <-lost:
+				return
 			case <-wctx.Done():
 				return
 			}
