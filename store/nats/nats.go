@@ -152,6 +152,7 @@ func open(ctx context.Context, u *url.URL) (*Store, error) {
 		natsgo.ErrorHandler(func(*natsgo.Conn, *natsgo.Subscription, error) {}),
 		natsgo.DisconnectErrHandler(func(*natsgo.Conn, error) { lk.lost() }),
 		natsgo.ClosedHandler(func(*natsgo.Conn) { lk.lost() }),
+		natsgo.ReconnectErrHandler(func(_ *natsgo.Conn, err error) { lk.dialFailed(err) }),
 	}
 	if t.user != "" || t.password != "" {
 		opts = append(opts, natsgo.UserInfo(t.user, t.password))
@@ -266,6 +267,21 @@ type link struct {
 	mu     sync.Mutex
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	dial   error // the last failed attempt to (re)connect
+}
+
+// dialFailed records a failed attempt to connect.
+func (l *link) dialFailed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dial = err
+}
+
+// lastDial returns the last failed attempt to connect, if any.
+func (l *link) lastDial() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dial
 }
 
 func newLink() *link {
@@ -347,10 +363,16 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	}
 	if errors.Is(context.Cause(ctx), errConnLost) && ctx.Err() != nil {
 		// Not the caller's cancellation: the call's own bound.
-		err = errConnLost
+		if !errors.Is(err, errNotConnected) {
+			err = errConnLost
+		}
 		ctx = context.WithoutCancel(ctx)
 	}
-	if last := s.nc.LastError(); !s.nc.IsConnected() && last != nil {
+	last := s.nc.LastError()
+	if last == nil {
+		last = s.link.lastDial()
+	}
+	if !s.nc.IsConnected() && last != nil {
 		err = fmt.Errorf("%w (last connection error: %s)", err, last.Error())
 	}
 	return storeurl.Fail(ctx, "tenure/nats", s.redacted, s.secret, op, err)

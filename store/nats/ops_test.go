@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tenurehq/tenure"
+	"github.com/tenurehq/tenure/internal/testserver"
 	"github.com/tenurehq/tenure/internal/testserver/natstest"
 	"github.com/tenurehq/tenure/store/nats"
 	"github.com/tenurehq/tenure/storetest"
@@ -158,6 +159,15 @@ func TestPasswordNeverShown(t *testing.T) {
 	}
 	_ = st.Release(ctxFor(t), l)
 	storetest.SecretHiddenURL(t, fmt.Sprintf("nats://tenure:%s-wrong@%s/leases", secret, srv.Addr), secret, "tenure/nats")
+	// The errors say why there is no connection.
+	wrong := storetest.OpenClosing(t, nats.Open, fmt.Sprintf("nats://tenure:%s-wrong@%s/leases", secret, srv.Addr))
+	if _, err := wrong.Get(ctxFor(t), "k"); err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
+		t.Errorf("Get with a wrong password: %v, want the server's refusal", err)
+	}
+	down := storetest.OpenClosing(t, nats.Open, fmt.Sprintf("nats://tenure:%s@127.0.0.1:%d/leases", secret, testserver.FreePort(t)))
+	if _, err := down.Get(ctxFor(t), "k"); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Get with the server down: %v, want the dial's error", err)
+	}
 	storetest.ServerDown(t, secret, func(hostport string) tenure.Store {
 		return storetest.OpenClosing(t, nats.Open, fmt.Sprintf("nats://u:%s@%s/leases", secret, hostport))
 	})
