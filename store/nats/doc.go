@@ -75,8 +75,10 @@
 //     lower term), and the holder's Renew return [tenure.ErrLost].
 //   - Watch is a key-value watch on the grant's NATS key: every write,
 //     expiry marker, delete or purge wakes it and it reads the key once.
-//     Expiries are announced by the server's marker, so a watch costs
-//     nothing while the holder renews but one read per renewal.
+//     Expiries are announced by the server's marker; a watch also reads
+//     the key when a held record's Remaining has passed (a grant written
+//     from outside without a TTL ends by observation only). While the
+//     holder renews, a watch costs one read per renewal.
 //   - The client connects in the background from [Open] on and reconnects
 //     without end. A call waits at most 2 s (or until its ctx is done) for
 //     a connection, then fails naming the server and the last connection

@@ -210,3 +210,32 @@ func TestOutage(t *testing.T) {
 	}
 	t.Fatalf("Renew after the server came back: %v", err)
 }
+
+// A grant written from outside without a server TTL ends by observation
+// (this Store saw it unchanged for its TTL), and a watch reports that
+// although no message announces it.
+func TestGrantWithoutTTLEndsForWatchers(t *testing.T) {
+	srv := natstest.Start(t)
+	a := storetest.OpenClosing(t, nats.Open, srv.URL("leases"))
+	key := storetest.Key(t)
+	if _, err := a.Get(ctxFor(t), key); err != nil { // makes the bucket
+		t.Fatal(err)
+	}
+	if _, err := bucket(t, srv, "leases").Put(ctxFor(t), natsKey(t, key), []byte(`{"holder":"mallory","ttl_ns":1000000000}`)); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := a.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Await(t, ch, time.Second, "mallory's grant", func(r tenure.Record) bool { return r.Holder == "mallory" })
+	storetest.Await(t, ch, 3*time.Second, "its end", func(r tenure.Record) bool { return !r.Held() })
+	sent := time.Now()
+	l, err := a.Acquire(ctxFor(t), key, "alpha", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Until(sent.Add(l.Wait)) < 900*time.Millisecond {
+		t.Fatalf("the grant after one written from outside has Wait %s, want its TTL of 1s", l.Wait)
+	}
+}

@@ -73,3 +73,28 @@ func TestGrantNeverEndsBeforeItsTTL(t *testing.T) {
 		t.Fatalf("a grant of TTL 1.5s ended on the server after %s", d)
 	}
 }
+
+// With a history above 1 the server raises every per-message TTL to the
+// bucket's LimitMarkerTTL: why the store refuses such a bucket.
+func TestServerStretchesTTLsWithHistory(t *testing.T) {
+	srv := natstest.Start(t)
+	js := plainJS(t, srv)
+	kv, err := js.CreateKeyValue(ctxFor(t), jetstream.KeyValueConfig{Bucket: "hist", History: 5, LimitMarkerTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctxFor(t), "k", []byte("v"), jetstream.KeyTTL(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctxFor(t), "KV_hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.GetLastMsgForSubject(ctxFor(t), "$KV.hist.k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get("Nats-TTL"); got != "3600" {
+		t.Fatalf("an entry written with TTL 1s in a bucket of history 5 kept Nats-TTL %q, want it raised to 3600 (LimitMarkerTTL)", got)
+	}
+}

@@ -15,8 +15,9 @@ import (
 // the key's NATS key: every message written there (a grant, a renewal, a
 // release, the server's marker of an expired grant, a delete or purge
 // from outside) wakes [tenure.Follow], which reads the key once. Expiries
-// are announced by the server's marker, so a watch costs nothing between
-// writes. The channel is closed when ctx is done, the store is closed, or
+// are announced by the server's marker; a watch also reads the key when
+// a held record's Remaining has passed, for a grant written from outside
+// without a TTL, which ends by observation only. The channel is closed when ctx is done, the store is closed, or
 // the watch ends; the caller then reads and watches again.
 //
 // Watch blocks until the watch is set up on the server (or ctx is done),
@@ -75,9 +76,12 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 		}
 	}()
 	return tenure.Follow{
-		Get:       func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, key) },
-		Done:      s.bg.Done(),
-		Wake:      wake,
-		Announced: true,
+		Get:  func(ctx context.Context) (tenure.Record, error) { return s.Get(ctx, key) },
+		Done: s.bg.Done(),
+		Wake: wake,
+		// Not Announced: a grant written from outside without a TTL ends
+		// by observation, which no message announces. A renewal comes
+		// before the Remaining of the record it replaces runs out, so
+		// this costs no reads while the holder renews.
 	}.Start(wctx), nil
 }
