@@ -65,7 +65,8 @@
 //     no Wait. A key whose messages are all gone (its marker aged out, the
 //     stream purged) after this Store saw it granted waits the same way.
 //   - A grant written from outside without a TTL (kv.Put of a value that
-//     decodes as a grant) never expires on the server: it reads as held by
+//     decodes as a grant), or with a longer server TTL than tenure writes
+//     for the TTL it names, may outlive its TTL on the server: it reads as held by
 //     whoever it names until this Store has seen that revision unchanged
 //     for its TTL plus 2 % + 20 ms, on its own monotonic clock, and the
 //     next grant then waits that TTL. It is never renewed.

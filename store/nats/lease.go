@@ -54,8 +54,9 @@ type view struct {
 	rev   uint64 // the message's stream sequence; 0 when there is none
 	state state
 	e     entry // with Term set to the grant's term
-	// noTTL: a grant written without a server TTL (from outside); it
-	// never expires on the server, and is judged by observation.
+	// noTTL: a grant written without a server TTL, or with a longer one
+	// than tenure writes for its TTL (from outside); it is judged by
+	// observation.
 	noTTL bool
 	// left is how long the server keeps the grant, as far as this
 	// process can tell.
@@ -112,7 +113,9 @@ func (s *Store) decode(key string, rev uint64, h natsgo.Header, data []byte, at 
 			serverTTL, err = time.Duration(secs)*time.Second, nil
 		}
 	}
-	if err != nil || serverTTL <= 0 {
+	if err != nil || serverTTL <= 0 || serverTTL > ttlSeconds(time.Duration(v.e.TTL)) {
+		// Not a TTL tenure writes with this grant (none, "never", or
+		// longer): written from outside, and judged by observation.
 		v.noTTL = true
 		return v, nil
 	}

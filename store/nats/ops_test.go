@@ -239,3 +239,32 @@ func TestGrantWithoutTTLEndsForWatchers(t *testing.T) {
 		t.Fatalf("the grant after one written from outside has Wait %s, want its TTL of 1s", l.Wait)
 	}
 }
+
+// A grant rewritten from outside with a longer server TTL than its own
+// (a copy published with Nats-TTL 1h) is no longer its holder's, and ends
+// after its own TTL by observation rather than after an hour.
+func TestGrantStretchedFromOutsideEnds(t *testing.T) {
+	srv := natstest.Start(t)
+	a := storetest.OpenClosing(t, nats.Open, srv.URL("leases"))
+	key := storetest.Key(t)
+	l, err := a.Acquire(ctxFor(t), key, "alpha", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := bucket(t, srv, "leases").Get(ctxFor(t), natsKey(t, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := plainJS(t, srv)
+	if _, err := js.Publish(ctxFor(t), "$KV.leases."+natsKey(t, key), e.Value(), jetstream.WithMsgTTL(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctxFor(t), l); !errors.Is(err, tenure.ErrLost) {
+		t.Fatalf("Renew of a grant stretched from outside: %v, want ErrLost", err)
+	}
+	ch, err := a.Watch(ctxFor(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Await(t, ch, 3*time.Second, "the stretched grant's end", func(r tenure.Record) bool { return !r.Held() })
+}
