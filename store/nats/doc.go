@@ -104,6 +104,9 @@
 //     write still fails on it rather than grant twice).
 //   - A grant whose Acquire reply was lost is not known to the caller; it
 //     simply expires after its TTL.
+//   - The marker a delete or purge leaves carries no term: to a process
+//     that never saw the key, it then reads as free at term 0 (the terms
+//     handed out still grow).
 //   - Sessions ([tenure.SessionStore]) are not supported: [tenure.NewSession]
 //     returns an error wrapping [errors.ErrUnsupported].
 package nats
