@@ -44,9 +44,11 @@
 //     Nats-Expected-Last-Subject-Sequence, as KV Update does): of racing
 //     candidates exactly one writes the grant, and a Renew writes a new
 //     message with a new TTL only over its own grant (holder, term, random
-//     token and TTL all match). Renew and Release read the key and then
-//     write: two requests. Anything else gives [tenure.ErrLost] and
-//     changes nothing.
+//     token and TTL all match). Renew and Release are one request, a
+//     write conditional on the sequence of the Store's own last write of
+//     the grant; when that fails (or another Store made the grant) they
+//     read the key and write again if it still is the grant. Anything
+//     else gives [tenure.ErrLost] and changes nothing.
 //   - The term is the stream sequence of the grant's first write. It only
 //     grows while the bucket lives: across releases, expiries, keys
 //     deleted or purged with the NATS client, the stream purged, and

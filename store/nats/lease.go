@@ -224,6 +224,9 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 			return tenure.Lease{}, err
 		}
 		e := entry{Holder: c.Identity, Token: token.Hex(12), TTL: int64(c.TTL), Value: c.Value}
+		// Taken before the write: once it is made, a watch of this
+		// Store may read the new grant and see its term at any moment.
+		floor := s.seen.Highest(key).Term
 		term, ok, err := s.publish(ctx, key, e, v.rev, c.TTL)
 		if err != nil {
 			return tenure.Lease{}, s.fail(ctx, fmt.Sprintf("acquire %q", key), err)
@@ -231,16 +234,25 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		if !ok {
 			continue // another write came first: read again
 		}
-		if floor := s.seen.Highest(key).Term; term <= floor {
+		if f := afterGrant; f != nil {
+			f(s, key)
+		}
+		if term <= floor {
 			// Cannot happen while the bucket lives: sequences only grow.
 			return tenure.Lease{}, fmt.Errorf("%w: tenure/nats: acquire %q: the bucket %s gave term %d, not above term %d this Store saw (was the bucket deleted and made again?)",
 				tenure.ErrTermsExhausted, key, s.bucket, term, floor)
 		}
 		s.seen.Observe(key, term, c.TTL)
-		return tenure.Lease{Key: key, Identity: c.Identity, Term: term, TTL: c.TTL, Token: e.Token, Wait: wait, Value: c.Value}, nil
+		l := tenure.Lease{Key: key, Identity: c.Identity, Term: term, TTL: c.TTL, Token: e.Token, Wait: wait, Value: c.Value}
+		s.wrote(l, e, term)
+		return l, nil
 	}
 	return tenure.Lease{}, s.fail(ctx, fmt.Sprintf("acquire %q", key), fmt.Errorf("lost %d races for the key in a row", attempts))
 }
+
+// afterGrant, if set (by tests), runs when Acquire's write succeeded, as
+// a watch of the Store reading the new grant just then would.
+var afterGrant func(s *Store, key string)
 
 // waitFor is the Wait of a grant replacing v, sent at sent: what is left
 // of the renew window of a grant that ended without its holder's release
@@ -263,7 +275,9 @@ func (s *Store) waitFor(ctx context.Context, key string, v view, ttl time.Durati
 
 // Renew implements [tenure.Store]: if the key's latest message is l's
 // grant, it writes it again, conditional on that message still being the
-// latest, with a new server TTL: two requests.
+// latest, with a new server TTL. When this Store wrote that message
+// itself it knows its sequence, and Renew is one request; otherwise (or
+// when the write finds another message there) it reads the key first.
 func (s *Store) Renew(ctx context.Context, l tenure.Lease) error {
 	return s.rewrite(ctx, "renew", l, entry{Holder: l.Identity, Term: l.Term, Token: l.Token, TTL: int64(l.TTL)}, l.TTL)
 }
@@ -288,6 +302,9 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, e entry,
 	if err != nil {
 		return err
 	}
+	if done, err := s.rewriteOwn(ctx, op, l, e, ttl); done || err != nil {
+		return err
+	}
 	v, err := s.read(ctx, stream, l.Key)
 	if err != nil {
 		if errors.Is(err, tenure.ErrClosed) || ctxerr.Err(ctx) != nil {
@@ -305,14 +322,60 @@ func (s *Store) rewrite(ctx context.Context, op string, l tenure.Lease, e entry,
 	if !e.Released {
 		e.Value = v.e.Value
 	}
-	_, ok, err := s.publish(ctx, l.Key, e, v.rev, ttl)
+	seq, ok, err := s.publish(ctx, l.Key, e, v.rev, ttl)
 	if err != nil {
 		return s.fail(ctx, fmt.Sprintf("%s %q", op, l.Key), err)
 	}
 	if !ok {
 		return fmt.Errorf("%w: key %q term %d was written by another while this %s was under way", tenure.ErrLost, l.Key, l.Term, op)
 	}
+	s.wrote(l, e, seq)
 	return nil
+}
+
+// own is the last write of a grant by this Store.
+type own struct {
+	identity, token, value string
+	term                   uint64
+	ttl                    time.Duration
+	rev                    uint64 // its stream sequence
+}
+
+// wrote records that this Store wrote e, a write of l's grant, at seq.
+func (s *Store) wrote(l tenure.Lease, e entry, seq uint64) {
+	if e.Released {
+		s.mine.Delete(l.Key)
+		return
+	}
+	s.mine.Store(l.Key, own{identity: l.Identity, token: l.Token, value: e.Value, term: l.Term, ttl: l.TTL, rev: seq})
+}
+
+// rewriteOwn writes e over l's grant in one request if this Store made
+// the key's latest message itself, as l's grant: the write is then
+// conditional on that message's sequence, which no one else's write can
+// have. It reports done false (and no error) when it did not write; the
+// caller then reads the key.
+func (s *Store) rewriteOwn(ctx context.Context, op string, l tenure.Lease, e entry, ttl time.Duration) (bool, error) {
+	v, found := s.mine.Load(l.Key)
+	if !found {
+		return false, nil
+	}
+	w := v.(own)
+	if w.identity != l.Identity || w.token != l.Token || w.term != l.Term || w.ttl != l.TTL {
+		return false, nil
+	}
+	if !e.Released {
+		e.Value = w.value
+	}
+	seq, ok, err := s.publish(ctx, l.Key, e, w.rev, ttl)
+	if err != nil {
+		return false, s.fail(ctx, fmt.Sprintf("%s %q", op, l.Key), err)
+	}
+	if !ok {
+		return false, nil // not the latest any more: read what is
+	}
+	s.wrote(l, e, seq)
+	return true, nil
 }
 
 // Get implements [tenure.Store] with one read of the key's latest

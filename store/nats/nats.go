@@ -50,6 +50,8 @@ type Store struct {
 	seen seen.Terms   // the highest term this Store saw per key
 	obs  observations // when this Store first saw entries written without a TTL
 
+	mine sync.Map // key -> own: this Store's last write of its grant
+
 	winMu sync.Mutex
 	win   map[string]time.Duration // the window entry per key, as far as known
 
