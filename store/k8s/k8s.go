@@ -17,6 +17,7 @@ import (
 	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 	"github.com/tenurehq/tenure/internal/storeurl"
+	"github.com/tenurehq/tenure/internal/unchanged"
 )
 
 // Store is a lease store on Kubernetes coordination.k8s.io/v1 Leases.
@@ -33,8 +34,8 @@ type Store struct {
 	bg        context.Context // cancelled by Close; ends watches
 	stopBg    context.CancelFunc
 
-	obs  observations // when this handle first saw each Lease version
-	seen seen.Terms   // the highest term this handle saw per key
+	obs  unchanged.Tracker[version] // when this handle first saw each Lease version
+	seen seen.Terms                 // the highest term this handle saw per key
 	// last is the latest version of each Lease this handle wrote or
 	// received (name -> *coordinationv1.Lease), so a renewal, a release,
 	// or an acquisition after a watch event writes without reading first.

@@ -89,7 +89,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		cur, fromCache, err := s.latest(ctx, name, attempt == 0)
 		now := time.Now()
 		if apierrors.IsNotFound(err) {
-			s.obs.forget(name)
+			s.obs.Forget(name)
 			l, err := s.create(ctx, key, name, c, sent)
 			if apierrors.IsAlreadyExists(err) {
 				last = err
@@ -104,7 +104,7 @@ func (s *Store) AcquireClaim(ctx context.Context, key string, c tenure.Claim) (t
 		if !ok {
 			return tenure.Lease{}, s.foreign(key, v)
 		}
-		r := s.seen.Record(record(key, v, s.obs.since(name, v, now)))
+		r := s.seen.Record(record(key, v, s.obs.Since(name, v.version(), now)))
 		if r.Held() && fromCache {
 			continue // the version this handle knows may be old news: read
 		}
@@ -204,7 +204,7 @@ func (s *Store) lease(key string, g grant, wait time.Duration) tenure.Lease {
 func (s *Store) observeWrite(key string, l *coordinationv1.Lease) {
 	s.last.Store(l.Name, l)
 	if v, ok := read(key, l); ok {
-		s.seen.Record(record(key, v, s.obs.since(l.Name, v, time.Now())))
+		s.seen.Record(record(key, v, s.obs.Since(l.Name, v.version(), time.Now())))
 	}
 }
 
@@ -332,7 +332,7 @@ func (s *Store) recordOf(key string, cur *coordinationv1.Lease, now time.Time) (
 	if !ok {
 		return tenure.Record{}, s.foreign(key, v)
 	}
-	return s.seen.Record(record(key, v, s.obs.since(cur.Name, v, now))), nil
+	return s.seen.Record(record(key, v, s.obs.Since(cur.Name, v.version(), now))), nil
 }
 
 // read GETs the Lease and remembers it as the latest version (or forgets
@@ -341,7 +341,7 @@ func (s *Store) read(ctx context.Context, name string) (*coordinationv1.Lease, e
 	cur, err := s.leases.Get(ctx, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		s.obs.forget(name)
+		s.obs.Forget(name)
 		s.last.Delete(name)
 	case err == nil:
 		s.last.Store(name, cur)

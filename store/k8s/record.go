@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -179,43 +178,11 @@ func grantTTL(g grant, l *coordinationv1.Lease) time.Duration {
 	return ttl
 }
 
-// observation is when a handle first saw one version of a Lease.
-type observation struct {
-	rv, uid string
-	at      time.Time // with a monotonic reading
-}
+// version is what tells one version of a Lease from another, for the
+// handle's unchanged.Tracker.
+type version struct{ rv, uid string }
 
-// observations remembers, per Lease name, the version a handle saw last
-// and when it first saw it. Safe for concurrent use.
-type observations struct {
-	mu sync.Mutex
-	m  map[string]observation
-}
-
-// since returns how long the handle has seen the version in v unchanged,
-// recording now as its first sighting if it is new. now must come from
-// after the version was read, so the holder's last write happened before
-// it.
-func (o *observations) since(name string, v view, now time.Time) time.Duration {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = map[string]observation{}
-	}
-	ob, found := o.m[name]
-	if !found || ob.rv != v.rv || ob.uid != v.uid {
-		o.m[name] = observation{rv: v.rv, uid: v.uid, at: now}
-		return 0
-	}
-	return now.Sub(ob.at)
-}
-
-// forget drops what the handle saw of name (the Lease is gone).
-func (o *observations) forget(name string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.m, name)
-}
+func (v view) version() version { return version{v.rv, v.uid} }
 
 // record is the tenure record of v, seen unchanged for unchanged: free
 // once the holder's lease duration, plus a margin for the clocks' rates,

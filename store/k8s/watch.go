@@ -54,7 +54,7 @@ func (s *Store) Watch(ctx context.Context, key string) (<-chan tenure.Record, er
 	first := tenure.Record{Key: key}
 	now := time.Now()
 	if len(list.Items) == 0 {
-		s.obs.forget(name)
+		s.obs.Forget(name)
 		first = s.seen.Record(first)
 	} else if first, err = s.recordOf(key, &list.Items[0], now); err != nil {
 		stop()
@@ -132,7 +132,7 @@ func (s *Store) eventRecord(key string, ev watch.Event) (tenure.Record, bool) {
 			if v, ok := read(key, l); ok {
 				s.seen.Observe(key, v.term, 0)
 			}
-			s.obs.forget(l.Name)
+			s.obs.Forget(l.Name)
 			s.last.Delete(l.Name)
 		}
 		return s.seen.Record(tenure.Record{Key: key}), true

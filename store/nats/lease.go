@@ -153,7 +153,7 @@ func (s *Store) record(key string, v view) tenure.Record {
 	left := v.left
 	if v.noTTL {
 		window := seen.AddSat(ttl, seen.Margin(ttl))
-		unchanged := s.obs.since(key, v.rev, time.Now())
+		unchanged := s.obs.Since(key, v.rev, time.Now())
 		if unchanged >= window {
 			return s.seen.Record(r)
 		}

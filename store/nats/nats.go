@@ -20,6 +20,7 @@ import (
 	"github.com/tenurehq/tenure/internal/ctxerr"
 	"github.com/tenurehq/tenure/internal/seen"
 	"github.com/tenurehq/tenure/internal/storeurl"
+	"github.com/tenurehq/tenure/internal/unchanged"
 )
 
 // DefaultPrefix is the prefix of every NATS key the store writes when the
@@ -47,8 +48,8 @@ type Store struct {
 	kv      jetstream.KeyValue // nil until the bucket was found or made
 	stream  jetstream.Stream
 
-	seen seen.Terms   // the highest term this Store saw per key
-	obs  observations // when this Store first saw entries written without a TTL
+	seen seen.Terms                // the highest term this Store saw per key
+	obs  unchanged.Tracker[uint64] // when this Store first saw each revision of entries written without a TTL
 
 	mine sync.Map // key -> own: this Store's last write of its grant
 

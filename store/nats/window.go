@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -86,34 +85,4 @@ func (s *Store) window(ctx context.Context, key string) (time.Duration, error) {
 	}
 	w, _, err := s.readWindow(ctx, kv, key)
 	return w, err
-}
-
-// observation is when a Store first saw one revision of a key.
-type observation struct {
-	rev uint64
-	at  time.Time // with a monotonic reading
-}
-
-// observations remembers, per key, the revision of a grant written
-// without a server TTL that a Store saw last, and when it first saw it.
-// Safe for concurrent use.
-type observations struct {
-	mu sync.Mutex
-	m  map[string]observation
-}
-
-// since returns how long rev of key has been seen unchanged, recording
-// now as its first sighting if it is new.
-func (o *observations) since(key string, rev uint64, now time.Time) time.Duration {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = map[string]observation{}
-	}
-	ob, found := o.m[key]
-	if !found || ob.rev != rev {
-		o.m[key] = observation{rev: rev, at: now}
-		return 0
-	}
-	return now.Sub(ob.at)
 }
