@@ -6,19 +6,26 @@ import (
 	"time"
 
 	"github.com/tenurehq/tenure/internal/testserver/natstest"
+	"github.com/tenurehq/tenure/storetest"
 )
 
-// A renewal by the Store that made the grant is one request: a write
-// conditional on its own last write's sequence.
-func TestRenewIsOneRequest(t *testing.T) {
+// openInternal opens a Store on a fresh server, closed by t.Cleanup, and
+// a context for the test's calls.
+func openInternal(t *testing.T) (*Store, context.Context) {
+	t.Helper()
 	srv := natstest.Start(t)
 	st, err := Open(context.Background(), srv.URL("leases"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(func() { st.Close() })
+	return st, storetest.Context(t, 30*time.Second)
+}
+
+// A renewal by the Store that made the grant is one request: a write
+// conditional on its own last write's sequence.
+func TestRenewIsOneRequest(t *testing.T) {
+	st, ctx := openInternal(t)
 	l, err := st.Acquire(ctx, "k", "alpha", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -46,14 +53,7 @@ func TestRenewIsOneRequest(t *testing.T) {
 // seen before and refuse it (TermCounterDeletedFromOutside failed so, one
 // run in about ten, as "the bucket gave term 99, not above term 99").
 func TestGrantReadByAWatchBeforeAcquireReturns(t *testing.T) {
-	srv := natstest.Start(t)
-	st, err := Open(context.Background(), srv.URL("leases"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	st, ctx := openInternal(t)
 	afterGrant = func(s *Store, key string) {
 		if r, err := s.Get(ctx, key); err != nil || !r.Held() {
 			t.Errorf("Get right after the grant: %+v, %v", r, err)
