@@ -137,17 +137,17 @@ func (c Config) Validate() error {
 		return invalidf("Config.Keys lists %q twice", d)
 	}
 	for _, m := range c.Members {
-		if err := checkLease(memberKey(c.Group, m), m); err != nil {
+		if err := checkLease(MemberLease(c.Group, m), m); err != nil {
 			return fmt.Errorf("Config.Members: member %q: %w", m, err)
 		}
 	}
 	for _, k := range c.Keys {
-		if err := checkLease(leaseKey(c.Group, k), ""); err != nil {
+		if err := checkLease(KeyLease(c.Group, k), ""); err != nil {
 			return fmt.Errorf("Config.Keys: key %q: %w", k, err)
 		}
 	}
 	// The electors' own rules, for the TTL.
-	if err := c.electorConfig(memberKey(c.Group, c.Identity), c.Session).Validate(); err != nil {
+	if err := c.electorConfig(MemberLease(c.Group, c.Identity), c.Session).Validate(); err != nil {
 		return err
 	}
 	return nil
@@ -241,11 +241,14 @@ func checkLease(lease, identity string) error {
 	return nil
 }
 
-// memberKey is the lease key of member's liveness.
-func memberKey(group, member string) string { return group + "/members/" + member }
+// MemberLease is the lease key of member's liveness in group,
+// group/members/member: a member is live while the store shows a grant of
+// it to member.
+func MemberLease(group, member string) string { return group + "/members/" + member }
 
-// leaseKey is the lease key of one of the group's keys.
-func leaseKey(group, key string) string { return group + "/keys/" + key }
+// KeyLease is the lease key of key, one of group's keys: group/keys/key,
+// led by the member that holds it.
+func KeyLease(group, key string) string { return group + "/keys/" + key }
 
 func firstDup(s []string) string {
 	seen := make(map[string]bool, len(s))

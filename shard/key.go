@@ -93,7 +93,7 @@ func (s *Sharder) parkKey(ctx context.Context, v *view) {
 // that ends if the elector stops by itself. lead returns the elector's
 // error unless it is a context error.
 func (s *Sharder) lead(ctx context.Context, key string, sess *tenure.Session, task Task, hold func(context.Context)) error {
-	e, err := tenure.New(s.cfg.electorConfig(leaseKey(s.cfg.Group, key), sess))
+	e, err := tenure.New(s.cfg.electorConfig(KeyLease(s.cfg.Group, key), sess))
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (s *Sharder) lead(ctx context.Context, key string, sess *tenure.Session, ta
 func (s *Sharder) awaitUnled(ctx context.Context, key string, v *view, rank int) bool {
 	octx, stop := context.WithCancel(ctx)
 	defer stop()
-	o := &tenure.Observer{Store: s.cfg.Store, Key: leaseKey(s.cfg.Group, key), Poll: s.cfg.TTL / 3,
+	o := &tenure.Observer{Store: s.cfg.Store, Key: KeyLease(s.cfg.Group, key), Poll: s.cfg.TTL / 3,
 		Clock: s.cfg.Clock, Logger: s.cfg.Logger}
 	recs := o.Changes(octx)
 	t := s.cfg.Clock.NewTimer(time.Duration(rank) * s.cfg.Takeover)
@@ -160,7 +160,7 @@ func (s *Sharder) awaitUnled(ctx context.Context, key string, v *view, rank int)
 func (s *Sharder) holdFallback(ctx context.Context, key string, v *view) {
 	t := s.cfg.Clock.NewTimer(s.cfg.Reclaim)
 	defer t.Stop()
-	o := &tenure.Observer{Store: s.cfg.Store, Key: leaseKey(s.cfg.Group, key), Poll: s.cfg.TTL / 3,
+	o := &tenure.Observer{Store: s.cfg.Store, Key: KeyLease(s.cfg.Group, key), Poll: s.cfg.TTL / 3,
 		Clock: s.cfg.Clock, Logger: s.cfg.Logger}
 	recs := o.Changes(ctx)
 	for {

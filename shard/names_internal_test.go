@@ -36,9 +36,9 @@ func TestLeaseNamesAreInjective(t *testing.T) {
 				continue
 			}
 			for _, o := range []owner{{g, "member", n}, {g, "key", n}} {
-				lease := memberKey(g, n)
+				lease := MemberLease(g, n)
 				if o.kind == "key" {
-					lease = leaseKey(g, n)
+					lease = KeyLease(g, n)
 				}
 				if prev, dup := seen[lease]; dup {
 					t.Fatalf("lease %q is both %s %q of group %q and %s %q of group %q",
@@ -79,10 +79,10 @@ func TestCheckGroupKeepsValidGroups(t *testing.T) {
 			t.Errorf("CheckGroup(%q) = %v, want nil", g, err)
 		}
 	}
-	if got := memberKey("jobs/eu", "a"); got != "jobs/eu/members/a" {
+	if got := MemberLease("jobs/eu", "a"); got != "jobs/eu/members/a" {
 		t.Errorf("memberKey = %q", got)
 	}
-	if got := leaseKey("jobs/eu", "3"); got != "jobs/eu/keys/3" {
+	if got := KeyLease("jobs/eu", "3"); got != "jobs/eu/keys/3" {
 		t.Errorf("leaseKey = %q", got)
 	}
 	for g, want := range map[string]string{

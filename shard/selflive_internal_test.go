@@ -25,7 +25,7 @@ func TestOwnLivenessIsOwnGrant(t *testing.T) {
 	cfg := Config{Store: st, Group: "g", Identity: "a", Members: []string{"a", "b"}, Keys: Numbered(2),
 		TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}.WithDefaults()
 	// Another process holds a's liveness key under identity a.
-	other, err := st.Acquire(ctx, memberKey("g", "a"), "a", time.Minute)
+	other, err := st.Acquire(ctx, MemberLease("g", "a"), "a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +41,13 @@ func TestOwnLivenessIsOwnGrant(t *testing.T) {
 	// This Run's elector leads under its own grant: live. Here the store's
 	// grant stands in for it (its term is what the elector would report).
 	seen := m.view()
-	m.ownLiveness(nil)(tenure.Event{Kind: tenure.EventElected, Key: memberKey("g", "a"), Identity: "a", Term: other.Term})
+	m.ownLiveness(nil)(tenure.Event{Kind: tenure.EventElected, Key: MemberLease("g", "a"), Identity: "a", Term: other.Term})
 	<-seen.changed
 	if v := m.view(); !v.has("a") {
 		t.Fatalf("live set %v after its own election: want a live", v.live)
 	}
 	seen = m.view()
-	m.ownLiveness(nil)(tenure.Event{Kind: tenure.EventLost, Key: memberKey("g", "a"), Identity: "a", Term: other.Term})
+	m.ownLiveness(nil)(tenure.Event{Kind: tenure.EventLost, Key: MemberLease("g", "a"), Identity: "a", Term: other.Term})
 	<-seen.changed
 	if v := m.view(); v.has("a") {
 		t.Fatalf("live set %v after its loss: want a not live", v.live)

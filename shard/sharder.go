@@ -103,7 +103,7 @@ func (s *Sharder) Run(ctx context.Context, task Task) error {
 	}
 	defer closeSession()
 	// Liveness: hold our member key for as long as Run runs.
-	lc := s.cfg.electorConfig(memberKey(s.cfg.Group, s.cfg.Identity), sess)
+	lc := s.cfg.electorConfig(MemberLease(s.cfg.Group, s.cfg.Identity), sess)
 	lc.OnEvent = members.ownLiveness(s.warnDuplicate(lc.Key, lc.OnEvent))
 	ours := s.cfg.fingerprint() // see membership.follow
 	if _, ok := s.cfg.Store.(tenure.Publisher); ok {

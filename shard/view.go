@@ -156,7 +156,7 @@ func (m *membership) set(member string, live bool) {
 // leases keep that safe, but keys can stay unled or move back and forth),
 // so it is logged, once per fingerprint seen.
 func (m *membership) follow(ctx context.Context, c *Config, member, ours string) {
-	o := &tenure.Observer{Store: c.Store, Key: memberKey(c.Group, member), Poll: c.TTL / 3, Clock: c.Clock, Logger: c.Logger}
+	o := &tenure.Observer{Store: c.Store, Key: MemberLease(c.Group, member), Poll: c.TTL / 3, Clock: c.Clock, Logger: c.Logger}
 	warned := ""
 	for r := range o.Changes(ctx) {
 		if member == m.self {

@@ -204,7 +204,7 @@ func (o *shardOpts) checkNames() error {
 		return usageErrorf("%s %q is not one of --members (%s)", o.idFrom, o.id, strings.Join(o.members, ","))
 	}
 	for _, m := range o.members {
-		lease := o.group + "/members/" + m
+		lease := shard.MemberLease(o.group, m)
 		if err := tenure.CheckAcquire(lease, m, time.Second); err != nil {
 			return about(fmt.Sprintf("--members: member %q", m), err)
 		}
@@ -213,7 +213,7 @@ func (o *shardOpts) checkNames() error {
 		}
 	}
 	for _, k := range o.keys {
-		lease := o.group + "/keys/" + k
+		lease := shard.KeyLease(o.group, k)
 		if err := tenure.CheckKey(lease); err != nil {
 			return about(fmt.Sprintf("--keys: key %q", k), err)
 		}
@@ -221,7 +221,7 @@ func (o *shardOpts) checkNames() error {
 			return about(fmt.Sprintf("--keys: key %q", k), err)
 		}
 	}
-	o.key = o.group + "/members/" + o.id
+	o.key = shard.MemberLease(o.group, o.id)
 	return nil
 }
 

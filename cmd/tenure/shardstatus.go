@@ -52,18 +52,19 @@ func shardStatusCmd(ctx context.Context, o shardOpts, stdout, stderr io.Writer) 
 	defer store.Close()
 	leases := make([]string, 0, len(o.members)+len(o.keys))
 	for _, m := range o.members {
-		leases = append(leases, o.group+"/members/"+m)
+		leases = append(leases, shard.MemberLease(o.group, m))
 	}
 	for _, k := range o.keys {
-		leases = append(leases, o.group+"/keys/"+k)
+		leases = append(leases, shard.KeyLease(o.group, k))
 	}
 	recs, err := readAll(ctx, store, leases)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	st := shardStatusJSON{Group: o.group, Live: []string{}}
+	live := make([]bool, len(o.members))
 	for i, m := range o.members {
-		if r := recs[i]; r.Held() && r.Holder == m {
+		if live[i] = recs[i].Held() && recs[i].Holder == m; live[i] {
 			st.Live = append(st.Live, m)
 		}
 	}
@@ -81,7 +82,7 @@ func shardStatusCmd(ctx context.Context, o shardOpts, stdout, stderr io.Writer) 
 		st.Keys = append(st.Keys, kj)
 	}
 	for i, m := range o.members {
-		st.Members = append(st.Members, shardMemberJSON{ID: m, Live: recs[i].Held() && recs[i].Holder == m, Leads: leads[m]})
+		st.Members = append(st.Members, shardMemberJSON{ID: m, Live: live[i], Leads: leads[m]})
 	}
 	if o.json {
 		_ = json.NewEncoder(termsafe.Writer{W: stdout}).Encode(st)
