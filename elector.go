@@ -97,15 +97,7 @@ func (e *Elector) Config() Config { return e.cfg }
 // the elector is already running, and an error wrapping [ErrInvalid] at
 // once for a nil task.
 func (e *Elector) Run(ctx context.Context, task Task) error {
-	if !e.running.CompareAndSwap(false, true) {
-		return ErrRunning
-	}
-	if task == nil {
-		e.running.Store(false)
-		return fmt.Errorf("%w: Elector.Run with a nil task", ErrInvalid)
-	}
-	if err := checkContext(ctx, "Elector.Run"); err != nil {
-		e.running.Store(false)
+	if err := e.begin(ctx, task, "Elector.Run"); err != nil {
 		return err
 	}
 	defer e.running.Store(false)
@@ -177,6 +169,23 @@ func lastResult(taskErr error) (result error, last bool) {
 	return taskErr, false
 }
 
+// begin marks e as running for what (Elector.Run or Elector.Do), or
+// returns ErrRunning if it runs already; a nil task or ctx is refused with
+// an error wrapping ErrInvalid, leaving e idle.
+func (e *Elector) begin(ctx context.Context, task Task, what string) error {
+	if !e.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	err := checkContext(ctx, what)
+	if task == nil {
+		err = fmt.Errorf("%w: %s with a nil task", ErrInvalid, what)
+	}
+	if err != nil {
+		e.running.Store(false)
+	}
+	return err
+}
+
 // Do campaigns until elected, runs task once as leader, releases the lease and
 // returns: the way to say "the leader runs this once". It returns task's
 // error if the task returned while still leading. If leadership ended first,
@@ -193,15 +202,7 @@ func lastResult(taskErr error) (result error, last bool) {
 // [ErrRunning] if the elector is already running, and an error wrapping
 // [ErrInvalid] at once for a nil task.
 func (e *Elector) Do(ctx context.Context, task Task) error {
-	if !e.running.CompareAndSwap(false, true) {
-		return ErrRunning
-	}
-	if task == nil {
-		e.running.Store(false)
-		return fmt.Errorf("%w: Elector.Do with a nil task", ErrInvalid)
-	}
-	if err := checkContext(ctx, "Elector.Do"); err != nil {
-		e.running.Store(false)
+	if err := e.begin(ctx, task, "Elector.Do"); err != nil {
 		return err
 	}
 	defer e.running.Store(false)
