@@ -148,8 +148,9 @@ func (l *Leadership) report(e *Elector) {
 }
 
 // reportEnd emits how l ended, once l's context is done and report has
-// run: EventReleased after Resign or the session's Close, EventLost
-// otherwise. Before report it does nothing (report calls it).
+// run: EventLost for a loss as an elector judges one (isLoss: the grant
+// gone, the renew deadline), EventReleased after Resign or the session's
+// Close. Before report it does nothing (report calls it).
 func (l *Leadership) reportEnd() {
 	sink := l.sink.Load()
 	if sink == nil || l.ctx.Err() == nil {
@@ -158,12 +159,12 @@ func (l *Leadership) reportEnd() {
 	l.ended.Do(func() {
 		term, cause := l.term.lease.Term, context.Cause(l.ctx)
 		switch {
+		case isLoss(cause): // the elector's rule for lost against released
+			sink.emit(Event{Kind: EventLost, Term: term, Err: cause})
 		case errors.Is(cause, errResigned):
 			sink.emit(Event{Kind: EventReleased, Term: term})
-		case errors.Is(cause, ErrClosed):
+		default: // the session's Close
 			sink.emit(Event{Kind: EventReleased, Term: term, Err: cause})
-		default:
-			sink.emit(Event{Kind: EventLost, Term: term, Err: cause})
 		}
 	})
 }
