@@ -6,11 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tenurehq/tenure"
 	"github.com/tenurehq/tenure/internal/testserver"
 )
 
@@ -38,16 +34,8 @@ func TestAlertRulesUseExportedSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	c := New(key)
-	reg.MustRegister(c, NewSession("s"))
-	c.OnEvent(nil)(tenure.Event{Kind: tenure.EventRenewed, Key: key, Took: time.Millisecond})
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	exported, reasons := map[string]bool{}, map[string]bool{}
-	for _, f := range fams {
+	for _, f := range everySeries(t) {
 		exported[f.GetName()] = true
 		for _, m := range f.GetMetric() {
 			for _, lp := range m.GetLabel() {

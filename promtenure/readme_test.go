@@ -14,20 +14,29 @@ import (
 	"github.com/tenurehq/tenure"
 )
 
+// everySeries gathers every metric family a Collector and a
+// SessionCollector export, the renewal histogram included (exported from
+// the first renewal on).
+func everySeries(t *testing.T) []*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c := New(key)
+	reg.MustRegister(c, NewSession("s"))
+	c.OnEvent(nil)(tenure.Event{Kind: tenure.EventRenewed, Key: key, Took: time.Millisecond})
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
 // TestREADMEMetricsTable: the README's tables of metrics list exactly
 // the metrics a scrape of a Collector and a SessionCollector has, each
 // with its type, its label names and, where the README names them, every
 // value of its reason label.
 func TestREADMEMetricsTable(t *testing.T) {
 	rows := readmeMetricRows(t)
-	reg := prometheus.NewRegistry()
-	c := New(key)
-	reg.MustRegister(c, NewSession("s"))
-	c.OnEvent(nil)(tenure.Event{Kind: tenure.EventRenewed, Key: key, Took: time.Millisecond}) // the histogram is exported from the first renewal
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := everySeries(t)
 	types := map[dto.MetricType]string{dto.MetricType_GAUGE: "gauge", dto.MetricType_COUNTER: "counter", dto.MetricType_HISTOGRAM: "histogram"}
 	for _, f := range fams {
 		r, ok := rows[f.GetName()]
